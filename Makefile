@@ -1,0 +1,53 @@
+# msgbench — every entry point. `make demo` and `make test` are the README's Quickstart.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+CACHE ?= $(HOME)/.cache/msgbench
+export MSGBENCH_CACHE := $(CACHE)
+export PATH := $(CACHE)/bin:/usr/local/go/bin:$(HOME)/.cargo/bin:$(PATH)
+# local = single-node cluster built from upstream sources (no Docker); kind = for Docker users.
+export CLUSTER ?= local
+export KUBECONFIG := $(CACHE)/kubeconfig-$(CLUSTER)
+
+.PHONY: test lint fmt-check clippy unit crds crds-check chart-test cluster-up cluster-down \
+        cluster-status images e2e demo bench
+
+## test: everything CI runs — lint, unit tests, CRD freshness, chart checks, e2e on a real cluster.
+test: lint unit crds-check chart-test e2e
+
+lint: fmt-check clippy
+fmt-check:
+	cargo fmt --all -- --check
+clippy:
+	cargo clippy --workspace --all-targets -- -D warnings
+
+unit:
+	cargo test --workspace --exclude msgbench-e2e
+
+## crds: regenerate the committed CRD YAML (crds/yaml and the chart) from the Rust types.
+crds:
+	cargo run -q -p msgbench-crds --bin crdgen -- --write
+crds-check:
+	cargo run -q -p msgbench-crds --bin crdgen -- --check
+
+chart-test:
+	e2e/tools/ensure helm
+	charts/test.sh
+
+cluster-up:
+	e2e/cluster/up
+cluster-down:
+	e2e/cluster/down
+cluster-status:
+	e2e/cluster/status
+
+images:
+	e2e/images/build
+
+e2e: cluster-up images
+	cargo test -p msgbench-e2e -- --test-threads=1
+
+demo: cluster-up images
+	e2e/demo
+
+bench:
+	bench/run
