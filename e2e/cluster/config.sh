@@ -1,0 +1,168 @@
+# Component configuration files, rewritten on every `up` (cheap, and a changed script takes
+# effect without manual cleanup). Sourced after lib.sh.
+
+write_configs() {
+  mkdir -p "$CONF/cni" "$LOGS"
+
+  # containerd 1.6 (Debian). This sandbox refuses oom_score_adj < 0, so runc must not try it.
+  cat > "$CONF/containerd.toml" <<EOF
+version = 2
+root = "/var/lib/containerd"
+state = "/run/containerd"
+[grpc]
+  address = "$CONTAINERD_SOCK"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.k8s.io/pause:3.10"
+  restrict_oom_score_adj = true
+  enable_unprivileged_ports = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$CONF/cni"
+EOF
+
+  # Pods live on lc0 with no masquerade: they can reach the node and each other, nothing else.
+  cat > "$CONF/cni/10-msgbench.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "msgbench",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$BRIDGE",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$POD_GW"}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}, "snat": false},
+    {"type": "loopback"}
+  ]
+}
+EOF
+
+  # Pod Security admission: enforce nothing by default (like upstream and kind), warn/audit on
+  # restricted so non-compliant pods are visible; a namespace may label itself stricter.
+  cat > "$CONF/admission.yaml" <<EOF
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: PodSecurity
+  configuration:
+    apiVersion: pod-security.admission.config.k8s.io/v1
+    kind: PodSecurityConfiguration
+    defaults:
+      enforce: privileged
+      enforce-version: latest
+      warn: restricted
+      warn-version: latest
+      audit: restricted
+      audit-version: latest
+    exemptions: {usernames: [], runtimeClasses: [], namespaces: []}
+EOF
+
+  # Pods with dnsPolicy Default get only the cluster DNS, never the host's resolvers.
+  echo "nameserver $DNS_IP" > "$CONF/resolv.conf"
+
+  cat > "$CONF/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
+address: $NODE_IP
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+readOnlyPort: 0
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $PKI/ca.crt}
+authorization: {mode: Webhook}
+tlsCertFile: $PKI/kubelet-serving.crt
+tlsPrivateKeyFile: $PKI/kubelet-serving.key
+clusterDomain: cluster.local
+clusterDNS: [$DNS_IP]
+resolvConf: $CONF/resolv.conf
+# Exclusive CPUs for Guaranteed pods with integer CPU requests; CPU 0 stays for the system.
+cpuManagerPolicy: static
+reservedSystemCPUs: "0"
+allowedUnsafeSysctls: [net.core.somaxconn, net.ipv4.tcp_max_syn_backlog]
+failSwapOn: false
+# Images cannot be pulled again here (no registry): never garbage-collect them, and evict only
+# when the machine is really out of room.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: 200Mi, nodefs.available: "2%", imagefs.available: "2%", nodefs.inodesFree: "2%"}
+serializeImagePulls: false
+maxPods: 110
+podPidsLimit: 4096
+rotateCertificates: false
+staticPodPath: ""
+EOF
+
+  cat > "$CONF/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clientConnection: {kubeconfig: $CONF/kube-proxy.kubeconfig}
+hostnameOverride: $NODE_NAME
+bindAddress: $NODE_IP
+clusterCIDR: $CLUSTER_CIDR
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+nodePortAddresses: ["$NODE_IP/32"]
+iptables: {localhostNodePorts: false, masqueradeAll: false}
+# Leave the host's conntrack sysctls alone.
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+EOF
+
+  # CoreDNS as a host process on the DNS address. No forwarder: names outside the cluster are
+  # not resolved, so pods never query resolvers beyond this machine.
+  cat > "$CONF/Corefile" <<EOF
+.:53 {
+    bind $DNS_IP
+    errors
+    health 127.0.0.1:$COREDNS_HEALTH_PORT
+    ready 127.0.0.1:$COREDNS_READY_PORT
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig $CONF/coredns.kubeconfig
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+        ttl 5
+    }
+    cache 5
+}
+EOF
+
+  # Least privilege for CoreDNS's client certificate (user msgbench:coredns).
+  cat > "$CONF/coredns-rbac.yaml" <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "msgbench:coredns"}
+rules:
+- apiGroups: [""]
+  resources: [endpoints, services, pods, namespaces]
+  verbs: [list, watch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "msgbench:coredns"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "msgbench:coredns"}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: "msgbench:coredns"}
+EOF
+}

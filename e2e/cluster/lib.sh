@@ -1,0 +1,107 @@
+# Shared settings and helpers for e2e/cluster/{up,down,status}. Sourced, not executed.
+# One node, everything a host process except pods; all addresses live on the bridge lc0 so no
+# cluster traffic ever leaves this machine.
+
+CACHE="${MSGBENCH_CACHE:-$HOME/.cache/msgbench}"
+CLUSTER="${CLUSTER:-local}"
+KUBECONFIG_OUT="$CACHE/kubeconfig-$CLUSTER"
+K8S_VERSION="${K8S_VERSION:-v1.34.4}"
+K8S_BIN="$CACHE/k8s/$K8S_VERSION/bin"
+STATE="$CACHE/cluster"           # persistent: certs, configs, logs (kept for failed runs)
+PKI="$STATE/pki"
+CONF="$STATE/conf"
+LOGS="$STATE/logs"
+PIDS="$STATE/pids"
+RUNTIME_DIR="/dev/shm/msgbench-cluster"   # per boot: etcd data (tmpfs, fast fsync)
+KUBELET_DIR="/var/lib/kubelet"
+CONTAINERD_SOCK="/run/containerd/containerd.sock"   # default, so plain `ctr -n k8s.io` works
+
+NODE_NAME="msgbench-local"
+BRIDGE="lc0"
+NODE_IP="10.250.0.1"
+DNS_IP="10.250.0.10"
+POD_CIDR="10.244.0.0/24"
+POD_GW="10.244.0.1"
+CLUSTER_CIDR="10.244.0.0/16"
+SERVICE_CIDR="10.96.0.0/16"
+API_SERVICE_IP="10.96.0.1"
+API_PORT=6443
+ETCD_CLIENT_PORT=12379        # not 2379: leave the well-known port to anyone else
+ETCD_PEER_PORT=12380
+COREDNS_HEALTH_PORT=18053     # CoreDNS defaults to :8080, which pubsub-server tests use
+COREDNS_READY_PORT=18054
+
+# Start order; `down` stops in reverse.
+COMPONENTS=(etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy coredns)
+
+export PATH="$K8S_BIN:/usr/local/go/bin:/usr/sbin:/sbin:$PATH"
+
+log() { echo "cluster: $*" >&2; }
+die() { echo "cluster: ERROR: $*" >&2; echo "cluster: component logs: $LOGS" >&2; exit 1; }
+
+# pid_of NAME: the pid recorded for NAME if that process still runs the expected binary.
+pid_of() {
+  local name="$1" pid exe
+  pid="$(cat "$PIDS/$name.pid" 2>/dev/null)" || return 1
+  [ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
+  exe="$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)" || return 1
+  case "$exe" in *"$(binary_of "$name")"*) echo "$pid" ;; *) return 1 ;; esac
+}
+
+binary_of() {
+  case "$1" in
+    etcd) echo /usr/bin/etcd ;;
+    containerd) echo /usr/bin/containerd ;;
+    coredns) echo "$K8S_BIN/coredns" ;;
+    *) echo "$K8S_BIN/$1" ;;
+  esac
+}
+
+# daemon NAME ARGS...: start NAME in the background (own session), log to $LOGS/NAME.log.
+daemon() {
+  local name="$1"; shift
+  mkdir -p "$LOGS" "$PIDS"
+  {
+    echo "=== $(date -u +%FT%TZ) starting $name"
+    echo "=== $(binary_of "$name") $*"
+  } >> "$LOGS/$name.log"
+  setsid "$(binary_of "$name")" "$@" >> "$LOGS/$name.log" 2>&1 < /dev/null &
+  echo $! > "$PIDS/$name.pid"
+}
+
+# stop NAME: SIGTERM, wait up to 10 s, then SIGKILL. Only touches the pid we recorded.
+stop() {
+  local name="$1" pid i
+  pid="$(pid_of "$name")" || { rm -f "$PIDS/$name.pid"; return 0; }
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 100); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
+  [ -d "/proc/$pid" ] && kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$PIDS/$name.pid"
+}
+
+# wait_until SECONDS DESCRIPTION COMMAND...: poll COMMAND every 0.2 s until it succeeds.
+wait_until() {
+  local timeout="$1" what="$2"; shift 2
+  local deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    [ "$SECONDS" -lt "$deadline" ] || return 1
+    sleep 0.2
+  done
+  log "ready: $what"
+}
+
+kc() { kubectl --kubeconfig "$KUBECONFIG_OUT" --request-timeout=10s "$@"; }
+
+# Health probes, one per component (used by up and status).
+healthy() {
+  case "$1" in
+    etcd) curl -fsS --max-time 2 "http://127.0.0.1:$ETCD_CLIENT_PORT/health" | grep -q '"health":"true"' ;;
+    containerd) ctr --address "$CONTAINERD_SOCK" --timeout 2s version ;;
+    kube-apiserver) curl -fsS --max-time 2 --cacert "$PKI/ca.crt" "https://$NODE_IP:$API_PORT/readyz" ;;
+    kube-controller-manager) curl -fsSk --max-time 2 https://127.0.0.1:10257/healthz ;;
+    kube-scheduler) curl -fsSk --max-time 2 https://127.0.0.1:10259/healthz ;;
+    kubelet) curl -fsS --max-time 2 http://127.0.0.1:10248/healthz ;;
+    kube-proxy) curl -fsS --max-time 2 http://127.0.0.1:10256/healthz ;;
+    coredns) curl -fsS --max-time 2 "http://127.0.0.1:$COREDNS_READY_PORT/ready" ;;
+  esac
+}

@@ -1,0 +1,14 @@
+# Docker equivalent of `e2e/images/build toolbox`: static busybox for debugging (ephemeral
+# containers, e2e probes), non-root.
+#   docker build -f e2e/images/docker/toolbox.Dockerfile -t ghcr.io/msgbench/toolbox:0.1.0 .
+FROM debian:bookworm-slim AS build
+RUN apt-get update && apt-get install -y --no-install-recommends busybox-static \
+ && mkdir -p /out/bin && cp /bin/busybox /out/bin/busybox \
+ && for a in $(/bin/busybox --list); do ln -sf busybox /out/bin/$a; done
+
+FROM scratch
+COPY --from=build /out/ /
+COPY --from=build /etc/ssl/certs/ /etc/ssl/certs/
+ENV PATH=/usr/local/bin:/usr/bin:/bin
+USER 65532:65532
+ENTRYPOINT ["/bin/sh"]
