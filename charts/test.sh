@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Chart tests: strict lint, render with default and non-default values, assertions on the rendered
+# objects (security context, least-privilege RBAC, CRD switch), schema rejections, and mutation
+# checks proving the assertions fail when the chart regresses. Offline: needs only helm + python3-yaml.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CACHE="${MSGBENCH_CACHE:-$HOME/.cache/msgbench}"
+export PATH="$CACHE/bin:$PATH"
+e2e/tools/ensure helm apt:python3-yaml
+
+CHART=charts/msgbench
+CHECK=charts/tests/assert_rendered.py
+NONDEFAULT=charts/tests/nondefault-values.yaml
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+failed=0
+KUBE_VERSION=1.34.4  # the local e2e cluster's version; the chart requires >= 1.30
+pass() { echo "ok   - $*"; }
+fail() { echo "FAIL - $*" >&2; failed=$((failed + 1)); }
+
+render() { # render <out> [helm args...]
+  local out="$1"; shift
+  helm template msgbench "$CHART" --namespace msgbench-system --kube-version "$KUBE_VERSION" "$@" > "$out"
+}
+
+# 1. Lint, strict, both value sets.
+helm lint --strict --kube-version "$KUBE_VERSION" "$CHART" >/dev/null && pass "helm lint --strict (default values)" || fail "helm lint --strict (default values)"
+helm lint --strict --kube-version "$KUBE_VERSION" "$CHART" -f "$NONDEFAULT" >/dev/null && pass "helm lint --strict (non-default values)" \
+  || fail "helm lint --strict (non-default values)"
+
+# 2. Render and assert. Nothing below means anything when rendering fails, so stop there.
+if ! render "$work/default.yaml" || ! render "$work/nondefault.yaml" -f "$NONDEFAULT"; then
+  echo "FAIL - helm template failed; chart tests stopped" >&2
+  exit 1
+fi
+python3 "$CHECK" default "$work/default.yaml" "$CHART" && pass "default render assertions" \
+  || fail "default render assertions"
+python3 "$CHECK" nondefault "$work/nondefault.yaml" "$CHART" && pass "non-default render assertions" \
+  || fail "non-default render assertions"
+crd_count=$(grep -c '^kind: CustomResourceDefinition' "$work/nondefault.yaml" || true)
+[ "$crd_count" = 0 ] && pass "crds.install=false renders no CRD" || fail "crds.install=false rendered $crd_count CRDs"
+
+# 3. The schema rejects bad values, naming the field.
+reject() { # reject <what> <expected text in the error> <helm args...>
+  local what="$1" expect="$2"; shift 2
+  if helm template msgbench "$CHART" --kube-version "$KUBE_VERSION" "$@" >/dev/null 2>"$work/err"; then
+    fail "schema accepted $what"
+  elif grep -q -- "$expect" "$work/err"; then
+    pass "schema rejects $what"
+  else
+    fail "schema rejected $what without naming '$expect': $(tr '\n' ' ' < "$work/err")"
+  fi
+}
+reject "watchNamespace not a DNS label" "watchNamespace" --set watchNamespace=Bad_NS
+reject "observeVarz as a string" "observeVarz" --set-string observeVarz=yes
+reject "image.pullPolicy: Sometimes" "pullPolicy" --set image.pullPolicy=Sometimes
+reject "crds.install: \"yes\"" "install" --set-string crds.install=yes
+reject "an unknown top-level key" "notAValue" --set notAValue=1
+reject "an unknown nested key" "surprise" --set image.surprise=1
+reject "a negative metrics port" "port" --set metrics.service.port=-1
+reject "an uppercase image repository" "repository" --set image.repository=GHCR.IO/Operator
+reject "serviceMonitor.interval without a unit" "interval" --set serviceMonitor.interval=30
+reject "resources.requests.cpu garbage" "cpu" --set resources.requests.cpu=lots
+
+# 4. Mutations: the assertions must catch a regressed chart (otherwise they assert nothing).
+mutate() { # mutate <what> <python expression editing docs> ; expects the checker to fail
+  local what="$1" edit="$2"
+  python3 - "$work/default.yaml" "$work/mutant.yaml" "$edit" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+dep = next(d for d in docs if d["kind"] == "Deployment")
+c = dep["spec"]["template"]["spec"]["containers"][0]
+role = next(d for d in docs if d["kind"] == "ClusterRole")
+exec(sys.argv[3])
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+PY
+  if python3 "$CHECK" default "$work/mutant.yaml" "$CHART" 2>/dev/null; then
+    fail "assertions missed a mutant: $what"
+  else
+    pass "assertions catch: $what"
+  fi
+}
+mutate "writable root filesystem" 'c["securityContext"]["readOnlyRootFilesystem"] = False'
+mutate "capabilities not dropped" 'del c["securityContext"]["capabilities"]'
+mutate "no seccomp profile" 'del dep["spec"]["template"]["spec"]["securityContext"]["seccompProfile"]'
+mutate "runs as root" 'dep["spec"]["template"]["spec"]["securityContext"]["runAsUser"] = 0'
+mutate "wildcard verb" 'role["rules"][0]["verbs"] = ["*"]'
+mutate "wildcard resource" 'role["rules"].append({"apiGroups": [""], "resources": ["*"], "verbs": ["get"]})'
+mutate "nodes readable" 'role["rules"].append({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]})'
+mutate "pods deletable" 'next(r for r in role["rules"] if "pods" in r["resources"])["verbs"].append("delete")'
+mutate "secrets listable" 'next(r for r in role["rules"] if "secrets" in r["resources"])["verbs"].append("list")'
+mutate "two operator replicas" 'dep["spec"]["replicas"] = 2'
+mutate "readiness probe path" 'c["readinessProbe"]["httpGet"]["path"] = "/"'
+mutate "extra CRD rendered" 'docs.append({"kind": "CustomResourceDefinition", "metadata": {"name": "x.msgbench.dev", "annotations": {}}, "spec": {"group": "msgbench.dev"}})'
+
+if [ "$failed" -gt 0 ]; then
+  echo "chart tests: $failed failed" >&2
+  exit 1
+fi
+echo "chart tests: all passed"

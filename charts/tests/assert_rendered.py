@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Assertions on `helm template` output. Usage: assert_rendered.py <case> <rendered.yaml> <chart dir>.
+
+Each check appends to FAILURES with the object and the rule it broke; exit status 1 when any failed.
+"""
+import os
+import sys
+
+import yaml
+
+FAILURES = []
+
+
+def check(ok, msg):
+    if not ok:
+        FAILURES.append(msg)
+
+
+def by_kind(docs, kind):
+    return [d for d in docs if d.get("kind") == kind]
+
+
+def one(docs, kind):
+    found = by_kind(docs, kind)
+    check(len(found) == 1, f"expected exactly one {kind}, found {len(found)}")
+    return found[0] if found else {}
+
+
+def check_security(dep):
+    pod = dep.get("spec", {}).get("template", {}).get("spec", {})
+    psc = pod.get("securityContext", {})
+    check(psc.get("runAsNonRoot") is True, "pod securityContext.runAsNonRoot must be true")
+    check(isinstance(psc.get("runAsUser"), int) and psc["runAsUser"] != 0, "pod must run as a non-zero uid")
+    check(psc.get("seccompProfile", {}).get("type") == "RuntimeDefault", "pod seccompProfile must be RuntimeDefault")
+    check(pod.get("automountServiceAccountToken") is True, "operator pod must opt in to its token")
+    check(pod.get("hostNetwork") is not True and pod.get("hostPID") is not True, "no host namespaces")
+    containers = pod.get("containers", [])
+    check(len(containers) == 1, "operator pod has one container")
+    for c in containers:
+        sc = c.get("securityContext", {})
+        name = c.get("name")
+        check(sc.get("readOnlyRootFilesystem") is True, f"container {name}: readOnlyRootFilesystem must be true")
+        check(sc.get("allowPrivilegeEscalation") is False, f"container {name}: allowPrivilegeEscalation must be false")
+        check(sc.get("privileged") is not True, f"container {name}: must not be privileged")
+        check(sc.get("capabilities", {}).get("drop") == ["ALL"], f"container {name}: capabilities.drop must be [ALL]")
+        check(not sc.get("capabilities", {}).get("add"), f"container {name}: must add no capabilities")
+        probes = {p: c.get(p, {}).get("httpGet", {}) for p in ("livenessProbe", "readinessProbe")}
+        check(probes["livenessProbe"].get("path") == "/healthz", f"container {name}: liveness probe on /healthz")
+        check(probes["readinessProbe"].get("path") == "/readyz", f"container {name}: readiness probe on /readyz")
+        ports = {p.get("name"): p.get("containerPort") for p in c.get("ports", [])}
+        check(ports.get(probes["livenessProbe"].get("port")) == 8080, f"container {name}: probes on port 8080")
+        res = c.get("resources", {})
+        check(bool(res.get("requests", {}).get("cpu")) and bool(res.get("requests", {}).get("memory")),
+              f"container {name}: cpu and memory requests must be set")
+        check(bool(res.get("limits", {}).get("memory")), f"container {name}: memory limit must be set")
+
+
+def rbac_md_grants(repo):
+    """(group, resource, verb) triples from operator/RBAC.md's table, or None when it does not exist."""
+    path = os.path.join(repo, "operator", "RBAC.md")
+    if not os.path.exists(path):
+        return None
+    triples = set()
+    for line in open(path):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or cells[0] in ("apiGroup", "---") or set(cells[0]) <= {"-"}:
+            continue
+        group = "" if cells[0].startswith('""') else cells[0].strip("`")
+        for r in cells[1].split(","):
+            for v in cells[2].split(","):
+                triples.add((group, r.strip().strip("`"), v.strip().strip("`")))
+    return triples
+
+
+def check_rbac(docs, repo):
+    roles = by_kind(docs, "ClusterRole") + by_kind(docs, "Role")
+    check(len(roles) == 1, f"one (Cluster)Role for the operator, found {len(roles)}")
+    granted = {}
+    for role in roles:
+        rname = role["metadata"]["name"]
+        for rule in role.get("rules", []):
+            for field in ("apiGroups", "resources", "verbs"):
+                check("*" not in rule.get(field, []), f"{role['kind']} {rname}: wildcard in {field}: {rule}")
+            check("nonResourceURLs" not in rule, f"{role['kind']} {rname}: no nonResourceURLs")
+            for g in rule.get("apiGroups", []):
+                for r in rule.get("resources", []):
+                    granted.setdefault((g, r), set()).update(rule.get("verbs", []))
+    for (g, r), verbs in granted.items():
+        check(r not in ("nodes", "clusterroles", "clusterrolebindings", "roles", "rolebindings",
+                        "serviceaccounts", "serviceaccounts/token", "pods/exec", "pods/attach",
+                        "pods/portforward", "pods/ephemeralcontainers", "customresourcedefinitions"),
+              f"RBAC grants {sorted(verbs)} on sensitive resource {g or 'core'}/{r}")
+        check(not ({"escalate", "bind", "impersonate"} & verbs), f"RBAC grants escalate/bind/impersonate on {r}")
+    check(granted.get(("", "secrets"), set()) <= {"get"}, "secrets: at most get (never list/watch)")
+    check(granted.get(("", "pods"), set()) <= {"get", "list", "watch"}, "pods must be read-only")
+    for kind in ("jetstreamclusters", "mqttbrokers", "pubsubservers"):
+        check({"list", "watch"} <= granted.get(("msgbench.dev", kind), set()), f"RBAC: watch {kind}")
+        check("patch" in granted.get(("msgbench.dev", f"{kind}/status"), set()), f"RBAC: patch {kind}/status")
+        check("delete" not in granted.get(("msgbench.dev", kind), set()), f"RBAC: operator must not delete {kind}")
+    for g, r in (("", "configmaps"), ("", "services"), ("apps", "statefulsets"), ("apps", "deployments"),
+                 ("policy", "poddisruptionbudgets")):
+        check({"list", "watch", "create", "patch", "delete"} <= granted.get((g, r), set()),
+              f"RBAC: manage children {g or 'core'}/{r}")
+    check({"create", "patch"} <= granted.get(("events.k8s.io", "events"), set()), "RBAC: emit events")
+    # The chart grants exactly what the operator documents it uses.
+    documented = rbac_md_grants(repo)
+    if documented is not None:
+        rendered = {(g, r, v) for (g, r), verbs in granted.items() for v in verbs}
+        check(rendered == documented,
+              f"chart RBAC differs from operator/RBAC.md: extra {sorted(rendered - documented)}, "
+              f"missing {sorted(documented - rendered)}")
+    for b in by_kind(docs, "ClusterRoleBinding") + by_kind(docs, "RoleBinding"):
+        subjects = b.get("subjects", [])
+        check(len(subjects) == 1 and subjects[0].get("kind") == "ServiceAccount",
+              f"{b['kind']} {b['metadata']['name']}: binds only the operator's ServiceAccount")
+
+
+def crd_files(chart):
+    d = os.path.join(chart, "templates", "crds")
+    return sorted(f for f in os.listdir(d) if f.endswith(".yaml")) if os.path.isdir(d) else []
+
+
+def main():
+    case, path, chart = sys.argv[1], sys.argv[2], sys.argv[3]
+    with open(path) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    for d in docs:
+        check(d.get("metadata", {}).get("labels", {}).get("app.kubernetes.io/part-of") == "msgbench"
+              or d.get("kind") == "CustomResourceDefinition",
+              f"{d.get('kind')} {d.get('metadata', {}).get('name')}: label app.kubernetes.io/part-of=msgbench")
+    dep = one(docs, "Deployment")
+    check_security(dep)
+    check_rbac(docs, os.path.dirname(os.path.dirname(os.path.abspath(chart))))
+    sa = one(docs, "ServiceAccount")
+    check(sa.get("automountServiceAccountToken") is False, "ServiceAccount must not automount tokens by default")
+    check(dep.get("spec", {}).get("template", {}).get("spec", {}).get("serviceAccountName")
+          == sa.get("metadata", {}).get("name"), "Deployment uses the chart's ServiceAccount")
+    svc = one(docs, "Service")
+    check(svc.get("spec", {}).get("ports", [{}])[0].get("targetPort") == "http-metrics", "metrics Service targets http-metrics")
+    container = dep.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [{}])[0]
+    crds = by_kind(docs, "CustomResourceDefinition")
+
+    check(dep.get("spec", {}).get("replicas") == 1, "exactly one operator replica (no leader election)")
+    check(dep.get("spec", {}).get("strategy", {}).get("type") == "Recreate", "Recreate: two operators never overlap")
+    env = {e["name"]: e.get("value") for e in container.get("env", [])}
+    check(env.get("METRICS_ADDR") == "0.0.0.0:8080", "operator serves metrics/health on :8080")
+
+    if case == "default":
+        check(container.get("image") == "ghcr.io/msgbench/operator:0.1.0", f"default image, got {container.get('image')}")
+        check(container.get("imagePullPolicy") == "IfNotPresent", "default pullPolicy IfNotPresent")
+        check(dep["metadata"].get("namespace") == "msgbench-system", "rendered into msgbench-system")
+        check(len(by_kind(docs, "ClusterRole")) == 1 and len(by_kind(docs, "ClusterRoleBinding")) == 1,
+              "watching all namespaces needs a ClusterRole and its binding")
+        check("WATCH_NAMESPACE" not in env and "NO_VARZ" not in env, "defaults: all namespaces, varz on")
+        # The CRD templates are generated by crdgen; until they exist the chart renders none.
+        expected = crd_files(chart)
+        check(len(crds) == len(expected), f"crds.install=true renders {len(expected)} CRDs, got {len(crds)}")
+        for c in crds:
+            check(c["metadata"].get("annotations", {}).get("helm.sh/resource-policy") == "keep",
+                  f"CRD {c['metadata']['name']}: helm.sh/resource-policy keep")
+            check(c.get("spec", {}).get("group") == "msgbench.dev", f"CRD {c['metadata']['name']}: group msgbench.dev")
+        check(not by_kind(docs, "ServiceMonitor"), "ServiceMonitor off by default")
+        check(not by_kind(docs, "NetworkPolicy"), "NetworkPolicy off by default")
+    elif case == "nondefault":
+        check(container.get("image") == "registry.example.com/msgbench/operator:0.1.0-dev", "custom image and tag")
+        check(container.get("imagePullPolicy") == "Always", "custom pullPolicy")
+        check(not crds, f"crds.install=false must render no CRDs, got {len(crds)}")
+        check(not by_kind(docs, "ClusterRole") and not by_kind(docs, "ClusterRoleBinding"),
+              "watchNamespace: no cluster-wide RBAC")
+        role = one(docs, "Role")
+        check(role.get("metadata", {}).get("namespace") == "bench", "watchNamespace: Role in the watched namespace")
+        check(one(docs, "RoleBinding").get("metadata", {}).get("namespace") == "bench", "RoleBinding in bench")
+        check(env.get("WATCH_NAMESPACE") == "bench", "watchNamespace passed as WATCH_NAMESPACE")
+        check(env.get("NO_VARZ") == "true", "observeVarz=false passed as NO_VARZ")
+        check(env.get("RUST_LOG") == "msgbench_operator=debug,kube=info", "logLevel passed as RUST_LOG")
+        check(env.get("LOG_FORMAT") == "text", "logFormat passed as LOG_FORMAT")
+        check(sa["metadata"]["name"] == "msgbench-custom", "custom ServiceAccount name")
+        sm = one(docs, "ServiceMonitor")
+        check(sm.get("spec", {}).get("endpoints", [{}])[0].get("port") == "http-metrics", "ServiceMonitor scrapes http-metrics")
+        check(sm.get("metadata", {}).get("labels", {}).get("release") == "prometheus", "ServiceMonitor labels")
+        np = one(docs, "NetworkPolicy")
+        ingress = np.get("spec", {}).get("ingress", [{}])
+        check(len(ingress) == 1 and ingress[0].get("ports", [{}])[0].get("port") == "http-metrics",
+              "NetworkPolicy admits only the metrics port")
+        check(ingress[0].get("from", [{}])[0].get("namespaceSelector", {}).get("matchLabels")
+              == {"kubernetes.io/metadata.name": "monitoring"}, "NetworkPolicy metricsFrom honoured")
+        check(svc["spec"]["ports"][0].get("port") == 9090, "metrics Service port honoured")
+    else:
+        FAILURES.append(f"unknown case {case}")
+
+    for f in FAILURES:
+        print(f"FAIL [{case}]: {f}", file=sys.stderr)
+    print(f"{case}: {len(docs)} objects, {len(FAILURES)} failed assertions", file=sys.stderr)
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
