@@ -48,7 +48,9 @@ kill_leftover_pods() {
 clean_state() {
   kill_leftover_pods
   local m ns
-  findmnt -rn -o TARGET 2>/dev/null | grep "^$KUBELET_DIR/" | sort -r | while read -r m; do
+  # Volume mounts of old pods, and rootfs/shm mounts of containers whose shims are gone (only
+  # called while containerd is stopped).
+  findmnt -rn -o TARGET 2>/dev/null | grep -E "^($KUBELET_DIR|/run/containerd)/" | sort -r | while read -r m; do
     umount -l "$m" 2>/dev/null || true
   done
   rm -rf "$KUBELET_DIR"/{pods,plugins,plugins_registry,pod-resources,checkpoints,device-plugins} \

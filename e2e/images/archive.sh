@@ -6,6 +6,7 @@
 # rootfs_base ROOT: /etc/passwd and /etc/group with the non-root users images run as, and /tmp.
 rootfs_base() {
   local root="$1"
+  chmod 755 "$root"
   mkdir -p "$root/etc" "$root/tmp"
   chmod 1777 "$root/tmp"
   cat > "$root/etc/passwd" <<'EOF'
