@@ -1,1 +1,148 @@
-fn main() {}
+//! msgbench reference PubSubServer: HTTP publish → Socket.IO delivery, plus /ws, REST views,
+//! SQLite persistence and Prometheus metrics, on one port. Configuration: see `config.rs`.
+#![forbid(unsafe_code)]
+
+mod app;
+mod config;
+mod cpu;
+mod metrics;
+mod publish;
+mod rest;
+mod sockets;
+mod store;
+mod ws;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::Router;
+use socketioxide::SocketIo;
+use tokio::sync::{broadcast, watch};
+
+use crate::app::{App, PublishGraph, Runtime};
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::store::Store;
+
+const MAX_BODY: usize = 1 << 20;
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cfg = Config::from_env().map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
+    let cpu_limit = cpu::cgroup_cpu_limit(std::path::Path::new("/sys/fs/cgroup"));
+    let cpus_allowed = cpu::cpus_allowed();
+    let workers = cpu::worker_threads(cfg.worker_threads, cpu_limit, cpus_allowed);
+    tracing::info!(workers, cpus_allowed, ?cpu_limit, "sizing the runtime");
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("pubsub-worker")
+        .enable_all()
+        .build()?
+        .block_on(run(
+            cfg,
+            Runtime {
+                worker_threads: workers,
+                cpus_allowed,
+                cpu_limit,
+            },
+        ))
+}
+
+async fn run(cfg: Config, runtime: Runtime) -> anyhow::Result<()> {
+    let metrics = Arc::new(Metrics::new());
+    let (store, writer) = Store::open(
+        &cfg.database_file,
+        cfg.persist_queue,
+        cfg.retain_messages,
+        metrics.clone(),
+    )?;
+    // Continue the id sequence of a file database so ids stay unique across restarts.
+    let next_id = store.max_message_id()? + 1;
+    let (layer, io) = SocketIo::builder()
+        .max_buffer_size(cfg.socket_buffer)
+        .build_layer();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let app = Arc::new(App {
+        cache: moka::future::Cache::builder()
+            .max_capacity(1024)
+            .time_to_live(cfg.cache_ttl.max(std::time::Duration::from_millis(1)))
+            .build(),
+        ws_tx: broadcast::channel(ws::BROADCAST_CAPACITY).0,
+        io: io.clone(),
+        store,
+        metrics,
+        next_id: AtomicU64::new(next_id),
+        started: Instant::now(),
+        runtime,
+        clients: Mutex::new(HashMap::new()),
+        graph: Mutex::new(PublishGraph::default()),
+        shutdown: stop_rx,
+        cfg: cfg.clone(),
+    });
+    sockets::register(&io, app.clone());
+
+    let router = Router::new()
+        .route("/publish", post(publish::publish))
+        .route("/health", get(rest::health))
+        .route("/clients", get(rest::clients))
+        .route("/messages", get(rest::messages))
+        .route("/consumptions", get(rest::consumptions))
+        .route("/graph/state", get(rest::graph))
+        .route("/metrics", get(rest::metrics))
+        .route("/ws", get(ws::upgrade))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(layer)
+        .with_state(app.clone());
+
+    let listener = tokio::net::TcpListener::bind((cfg.bind.as_str(), cfg.port))
+        .await
+        .map_err(|e| anyhow::anyhow!("PORT={}: cannot listen on {}: {e}", cfg.port, cfg.bind))?;
+    let addr: SocketAddr = listener.local_addr()?;
+    tracing::info!(%addr, emit_mode = ?cfg.emit_mode, ws_mode = ?cfg.ws_mode, database = %cfg.database_file, "serving");
+    // Tests and scripts wait for this line (and read the port from it when PORT=0).
+    println!("pubsub-server listening on http://{addr}");
+
+    let drain = {
+        let io = io.clone();
+        async move {
+            shutdown_signal().await;
+            tracing::info!("shutdown requested: closing connections");
+            let _ = stop_tx.send(true);
+            io.close().await;
+        }
+    };
+    let serve = axum::serve(listener, router).with_graceful_shutdown(drain);
+    let mut stop = app.shutdown.clone();
+    tokio::select! {
+        res = serve => res?,
+        // Bound the drain: after the grace period, remaining connections are cut.
+        _ = async {
+            let _ = stop.wait_for(|s| *s).await;
+            tokio::time::sleep(cfg.shutdown_grace).await;
+        } => tracing::warn!("grace period over; cutting remaining connections"),
+    }
+    app.store.flush().await;
+    drop(app);
+    drop(writer); // the writer thread ends with the process; everything queued is committed
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler");
+    tokio::select! {
+        _ = term.recv() => {},
+        _ = tokio::signal::ctrl_c() => {},
+    }
+}

@@ -1,0 +1,83 @@
+//! Shared server state: configuration, the Socket.IO handle, persistence, metrics, and the
+//! small in-memory views (connected clients, publisher→topic graph) the REST endpoints read.
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use socketioxide::SocketIo;
+use tokio::sync::{broadcast, watch};
+
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::store::Store;
+
+/// Caps on the in-memory views so a client cannot grow them without bound.
+pub const MAX_TOPIC_LEN: usize = 256;
+pub const MAX_PUBLISHER_LEN: usize = 256;
+pub const MAX_TOPICS_PER_CLIENT: usize = 1024;
+pub const MAX_GRAPH_EDGES: usize = 10_000;
+
+pub struct ClientInfo {
+    pub connected_at_ms: i64,
+    pub topics: BTreeSet<String>,
+}
+
+/// publisher (or "" for anonymous) → topic → messages published.
+#[derive(Default)]
+pub struct PublishGraph {
+    pub edges: HashMap<String, HashMap<String, u64>>,
+    pub edge_count: usize,
+    /// Publishes not recorded because MAX_GRAPH_EDGES was reached.
+    pub untracked: u64,
+}
+
+impl PublishGraph {
+    pub fn record(&mut self, publisher: Option<&str>, topic: &str) {
+        let by_topic = self
+            .edges
+            .entry(publisher.unwrap_or("").to_owned())
+            .or_default();
+        if let Some(n) = by_topic.get_mut(topic) {
+            *n += 1;
+        } else if self.edge_count < MAX_GRAPH_EDGES {
+            by_topic.insert(topic.to_owned(), 1);
+            self.edge_count += 1;
+        } else {
+            self.untracked += 1;
+        }
+    }
+}
+
+pub struct Runtime {
+    pub worker_threads: usize,
+    pub cpus_allowed: usize,
+    pub cpu_limit: Option<f64>,
+}
+
+pub struct App {
+    pub cfg: Config,
+    pub io: SocketIo,
+    pub store: Store,
+    pub metrics: Arc<Metrics>,
+    pub next_id: AtomicU64,
+    pub started: Instant,
+    pub runtime: Runtime,
+    pub clients: Mutex<HashMap<String, ClientInfo>>,
+    pub graph: Mutex<PublishGraph>,
+    /// Rendered JSON of the read endpoints, keyed by path and query, for CACHE_TTL_SECONDS.
+    pub cache: moka::future::Cache<String, Bytes>,
+    /// /ws broadcast mode fan-out (bounded: lagging receivers skip, counted).
+    pub ws_tx: broadcast::Sender<axum::extract::ws::Message>,
+    /// Flips to true on SIGTERM; long-lived connections watch it and close.
+    pub shutdown: watch::Receiver<bool>,
+}
+
+pub type SharedApp = Arc<App>;
+
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

@@ -1,0 +1,226 @@
+//! Configuration from the environment (the PubSubServer contract). Every bad value is an error
+//! that names the variable and the rule, so a misconfigured pod fails fast and says why.
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EmitMode {
+    /// Topic room and `__all__` are emitted on two tasks at once.
+    Parallel,
+    /// Topic room first, then `__all__`, on the publishing task.
+    Sequential,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WsMode {
+    Echo,
+    Broadcast,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub port: u16,
+    pub bind: String,
+    pub emit_mode: EmitMode,
+    pub database_file: String,
+    pub cache_ttl: Duration,
+    pub worker_threads: Option<usize>,
+    pub ws_mode: WsMode,
+    /// Per Socket.IO client outgoing packet buffer; when full, that client misses the message.
+    pub socket_buffer: usize,
+    /// Persistence queue between publishers and the SQLite writer; when full, records are dropped.
+    pub persist_queue: usize,
+    /// Newest messages (and consumptions) kept in SQLite; older rows are pruned.
+    pub retain_messages: u64,
+    /// Longest graceful shutdown before connections are cut.
+    pub shutdown_grace: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{var}={value:?}: {rule}")]
+pub struct ConfigError {
+    pub var: &'static str,
+    pub value: String,
+    pub rule: &'static str,
+}
+
+type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+fn parse_num<T: std::str::FromStr + PartialOrd + Copy>(
+    get: Lookup,
+    var: &'static str,
+    default: T,
+    min: T,
+    max: T,
+    rule: &'static str,
+) -> Result<T, ConfigError> {
+    match get(var) {
+        None => Ok(default),
+        Some(raw) => match raw.trim().parse::<T>() {
+            Ok(v) if v >= min && v <= max => Ok(v),
+            _ => Err(ConfigError {
+                var,
+                value: raw,
+                rule,
+            }),
+        },
+    }
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+    }
+
+    pub fn from_lookup(get: Lookup) -> Result<Self, ConfigError> {
+        let emit_default = if cfg!(feature = "sequential-emit") {
+            EmitMode::Sequential
+        } else {
+            EmitMode::Parallel
+        };
+        let emit_mode = match get("EMIT_MODE").as_deref() {
+            None => emit_default,
+            Some("parallel") => EmitMode::Parallel,
+            Some("sequential") => EmitMode::Sequential,
+            Some(other) => {
+                return Err(ConfigError {
+                    var: "EMIT_MODE",
+                    value: other.into(),
+                    rule: "must be parallel or sequential",
+                })
+            }
+        };
+        let ws_mode = match get("WS_MODE").as_deref() {
+            None | Some("echo") => WsMode::Echo,
+            Some("broadcast") => WsMode::Broadcast,
+            Some(other) => {
+                return Err(ConfigError {
+                    var: "WS_MODE",
+                    value: other.into(),
+                    rule: "must be echo or broadcast",
+                })
+            }
+        };
+        let worker_threads = match get("WORKER_THREADS") {
+            None => None,
+            Some(_) => Some(parse_num(
+                get,
+                "WORKER_THREADS",
+                1usize,
+                1,
+                1024,
+                "must be an integer from 1 to 1024",
+            )?),
+        };
+        Ok(Config {
+            port: parse_num(
+                get,
+                "PORT",
+                8080u16,
+                0,
+                u16::MAX,
+                "must be a port number 0-65535",
+            )?,
+            bind: get("BIND_ADDRESS").unwrap_or_else(|| "0.0.0.0".into()),
+            emit_mode,
+            database_file: get("DATABASE_FILE").unwrap_or_else(|| ":memory:".into()),
+            cache_ttl: Duration::from_secs(parse_num(
+                get,
+                "CACHE_TTL_SECONDS",
+                2u64,
+                0,
+                3600,
+                "must be an integer number of seconds from 0 to 3600",
+            )?),
+            worker_threads,
+            ws_mode,
+            socket_buffer: parse_num(
+                get,
+                "SOCKET_BUFFER",
+                1024usize,
+                16,
+                1 << 20,
+                "must be an integer from 16 to 1048576 packets",
+            )?,
+            persist_queue: parse_num(
+                get,
+                "PERSIST_QUEUE",
+                65536usize,
+                1,
+                1 << 24,
+                "must be an integer from 1 to 16777216 records",
+            )?,
+            retain_messages: parse_num(
+                get,
+                "RETAIN_MESSAGES",
+                100_000u64,
+                1,
+                1 << 32,
+                "must be an integer from 1 to 4294967296",
+            )?,
+            shutdown_grace: Duration::from_secs(parse_num(
+                get,
+                "SHUTDOWN_GRACE_SECONDS",
+                10u64,
+                0,
+                600,
+                "must be an integer number of seconds from 0 to 600",
+            )?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(&move |k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_follow_the_contract() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.port, 8080);
+        assert_eq!(c.database_file, ":memory:");
+        assert_eq!(c.cache_ttl, Duration::from_secs(2));
+        assert_eq!(c.ws_mode, WsMode::Echo);
+        assert_eq!(c.worker_threads, None);
+        let expected = if cfg!(feature = "sequential-emit") {
+            EmitMode::Sequential
+        } else {
+            EmitMode::Parallel
+        };
+        assert_eq!(c.emit_mode, expected);
+    }
+
+    #[test]
+    fn env_overrides_and_bad_values_name_the_variable() {
+        let c = cfg(&[
+            ("EMIT_MODE", "sequential"),
+            ("WS_MODE", "broadcast"),
+            ("WORKER_THREADS", "3"),
+        ])
+        .unwrap();
+        assert_eq!(c.emit_mode, EmitMode::Sequential);
+        assert_eq!(c.ws_mode, WsMode::Broadcast);
+        assert_eq!(c.worker_threads, Some(3));
+        for (var, val) in [
+            ("EMIT_MODE", "fast"),
+            ("WS_MODE", "fanout"),
+            ("PORT", "70000"),
+            ("WORKER_THREADS", "0"),
+            ("CACHE_TTL_SECONDS", "-1"),
+        ] {
+            let err = cfg(&[(var, val)]).unwrap_err().to_string();
+            assert!(err.starts_with(var), "{err}");
+            assert!(err.contains("must be"), "{err}");
+        }
+    }
+}
