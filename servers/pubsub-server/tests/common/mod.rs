@@ -1,0 +1,230 @@
+//! Test harness: starts the real `pubsub-server` binary on a free port (PORT=0, the port is read
+//! from its "listening on" line), talks HTTP with hyper and Socket.IO through python-socketio.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::Value;
+
+pub const STARTUP: Duration = Duration::from_secs(30);
+
+pub struct Server {
+    pub child: Child,
+    pub base: String,
+    pub port: u16,
+}
+
+/// Reads lines from a child's stdout on a thread so waits can time out.
+fn line_reader(out: ChildStdout) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn wait_line(
+    rx: &mpsc::Receiver<String>,
+    pred: impl Fn(&str) -> bool,
+    timeout: Duration,
+) -> String {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(l) if pred(&l) => return l,
+            Ok(_) => continue,
+            Err(e) => panic!("no matching line within {timeout:?}: {e}"),
+        }
+    }
+}
+
+impl Server {
+    pub fn start(env: &[(&str, &str)]) -> Server {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_pubsub-server"));
+        cmd.env("PORT", "0")
+            .env("BIND_ADDRESS", "127.0.0.1")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("start pubsub-server");
+        let rx = line_reader(child.stdout.take().unwrap());
+        let line = wait_line(&rx, |l| l.contains("listening on"), STARTUP);
+        let base = line.rsplit(' ').next().unwrap().to_string();
+        let port = base.rsplit(':').next().unwrap().parse().unwrap();
+        Server { child, base, port }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// SIGTERM, then wait (bounded) for a clean exit; returns the exit status code.
+    pub fn terminate(mut self) -> Option<i32> {
+        let pid = self.child.id().to_string();
+        let ok = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(ok.success());
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st.code();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server did not stop within 15s of SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub async fn http(method: &str, url: &str, body: Option<&str>) -> (u16, Value) {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let req = hyper::Request::builder()
+        .method(method)
+        .uri(url)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.unwrap_or("").to_owned())))
+        .unwrap();
+    let res = tokio::time::timeout(Duration::from_secs(10), client.request(req))
+        .await
+        .expect("http timeout")
+        .expect("http request");
+    let status = res.status().as_u16();
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    let v = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    (status, v)
+}
+
+pub async fn get(url: &str) -> Value {
+    let (s, v) = http("GET", url, None).await;
+    assert_eq!(s, 200, "GET {url}: {v}");
+    v
+}
+
+pub async fn publish(server: &Server, topic: &str, payload: Value, publisher: Option<&str>) -> u64 {
+    let body = serde_json::json!({ "topic": topic, "payload": payload, "publisher": publisher });
+    let (s, v) = http("POST", &server.url("/publish"), Some(&body.to_string())).await;
+    assert_eq!(s, 200, "publish: {v}");
+    v["id"].as_u64().expect("id")
+}
+
+/// Polls `check` until it returns Some or the timeout passes.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+fn python_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python")
+}
+
+/// The cached venv's python (created by tests/python/ensure-venv on first use).
+pub fn python() -> String {
+    static PY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PY.get_or_init(|| {
+        let out = Command::new(python_dir().join("ensure-venv"))
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("run ensure-venv");
+        assert!(out.status.success(), "ensure-venv failed");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    })
+    .clone()
+}
+
+/// A python-socketio subscriber process; `subscribe` waits until the server acknowledged.
+pub struct Subscriber {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Subscriber {
+    pub fn subscribe(server: &Server, topics: &[&str], expect: usize, consume: bool) -> Subscriber {
+        let mut cmd = Command::new(python());
+        cmd.arg(python_dir().join("sio_subscriber.py"))
+            .args([
+                "--url",
+                &server.base,
+                "--expect",
+                &expect.to_string(),
+                "--timeout",
+                "30",
+            ])
+            .arg("--hold")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        for t in topics {
+            cmd.args(["--subscribe", t]);
+        }
+        if consume {
+            cmd.arg("--consume");
+        }
+        let mut child = cmd.spawn().expect("start python subscriber");
+        let lines = line_reader(child.stdout.take().unwrap());
+        wait_line(&lines, |l| l == "READY", STARTUP);
+        Subscriber { child, lines }
+    }
+
+    /// Lets the client disconnect once it has everything it expected, waits for that, and
+    /// returns the messages in arrival order.
+    pub fn received(mut self) -> Vec<Value> {
+        drop(self.child.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(40);
+        let status = loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                break st;
+            }
+            assert!(Instant::now() < deadline, "subscriber did not finish");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "subscriber exited with {status}");
+        // The reader thread ends at EOF, which disconnects the channel.
+        let mut out = Vec::new();
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            out.push(serde_json::from_str(&l).expect("json line"));
+        }
+        out
+    }
+}
+
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,57 @@
+//! `/ws` with a WebSocket client (tokio-tungstenite): echo and broadcast modes.
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use futures::{SinkExt, StreamExt};
+use tokio_tungstenite::connect_async;
+use tokio_tungstenite::tungstenite::Message;
+
+async fn next_text<S>(ws: &mut S) -> String
+where
+    S: futures::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
+    loop {
+        let m = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .expect("ws timeout")
+            .expect("ws open")
+            .expect("ws frame");
+        if let Message::Text(t) = m {
+            return t.to_string();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echo_mode_returns_each_frame_to_its_sender() {
+    let server = Server::start(&[("WS_MODE", "echo")]);
+    let url = format!("ws://127.0.0.1:{}/ws", server.port);
+    let (mut a, _) = connect_async(&url).await.unwrap();
+    for i in 0..5 {
+        a.send(Message::text(format!("hello {i}"))).await.unwrap();
+        assert_eq!(next_text(&mut a).await, format!("hello {i}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broadcast_mode_reaches_every_client() {
+    let server = Server::start(&[("WS_MODE", "broadcast")]);
+    let url = format!("ws://127.0.0.1:{}/ws", server.port);
+    let (mut a, _) = connect_async(&url).await.unwrap();
+    let (mut b, _) = connect_async(&url).await.unwrap();
+    // Both connections are registered once the gauge says so.
+    eventually("two ws clients", Duration::from_secs(10), || async {
+        let m = http("GET", &server.url("/metrics"), None).await.1;
+        m.as_str()
+            .unwrap()
+            .contains("pubsub_ws_clients 2")
+            .then_some(())
+    })
+    .await;
+    a.send(Message::text("from a")).await.unwrap();
+    assert_eq!(next_text(&mut a).await, "from a");
+    assert_eq!(next_text(&mut b).await, "from a");
+    assert_eq!(server.terminate(), Some(0));
+}
