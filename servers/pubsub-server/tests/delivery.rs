@@ -27,7 +27,7 @@ async fn delivers_in_order(emit_mode: &str) {
 
     const N: usize = 30;
     // Topic "a" gets every other message; "b" the rest.
-    let topic_of = |i: usize| if i % 2 == 0 { "a" } else { "b" };
+    let topic_of = |i: usize| if i.is_multiple_of(2) { "a" } else { "b" };
     let on_a = Subscriber::subscribe(&server, &["a"], N / 2, false);
     let on_all = Subscriber::subscribe(&server, &["__all__"], N, true);
     // Subscribed to both: must still get each message exactly once.
