@@ -1,4 +1,19 @@
 //! msgbench API types: group `msgbench.dev`, version `v1alpha1`. Types only, no client code.
 #![forbid(unsafe_code)]
 
+pub mod common;
+pub mod generate;
+pub mod jetstream_cluster;
+pub mod mqtt_broker;
+pub mod pubsub_server;
 pub mod workload;
+
+pub use common::{Placement, Resources, ServerStatus, Sysctl, Tuning};
+pub use jetstream_cluster::{JetStreamCluster, JetStreamClusterSpec};
+pub use mqtt_broker::{MqttBroker, MqttBrokerSpec};
+pub use pubsub_server::{PubSubServer, PubSubServerSpec};
+
+/// API group of every msgbench kind.
+pub const GROUP: &str = "msgbench.dev";
+/// API version of every msgbench kind.
+pub const VERSION: &str = "v1alpha1";

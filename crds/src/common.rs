@@ -1,0 +1,319 @@
+//! Shared API pieces: tuning, placement, resources and the server status every server kind reports.
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::core::Rule;
+use kube::KubeSchema;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+/// Sysctls the kubelet allows without `--allowed-unsafe-sysctls` (Kubernetes 1.32+). Anything
+/// else makes the pod fail with SysctlForbidden unless the node's kubelet allow-lists it.
+pub const SAFE_SYSCTLS: &[&str] = &[
+    "kernel.shm_rmid_forced",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.tcp_syncookies",
+    "net.ipv4.ping_group_range",
+    "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.tcp_keepalive_time",
+    "net.ipv4.tcp_fin_timeout",
+    "net.ipv4.tcp_keepalive_intvl",
+    "net.ipv4.tcp_keepalive_probes",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
+];
+
+/// True when the kubelet accepts `name` without an allow-list. Sysctl names may use `/` or `.`
+/// as separator (the kubelet normalises `/` to `.`).
+pub fn is_safe_sysctl(name: &str) -> bool {
+    let normalised = name.replace('/', ".");
+    SAFE_SYSCTLS.contains(&normalised.as_str())
+}
+
+/// CEL list literal of [`SAFE_SYSCTLS`], so the admission rule and the Rust helper share one list.
+pub fn safe_sysctls_cel_list() -> String {
+    let quoted: Vec<String> = SAFE_SYSCTLS.iter().map(|s| format!("'{s}'")).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+fn sysctls_rule() -> Rule {
+    Rule::new(format!(
+        "self.allowUnsafeSysctls || self.sysctls.all(s, s.name.replace('/', '.') in {})",
+        safe_sysctls_cel_list()
+    ))
+    .message(
+        "tuning.sysctls: a sysctl outside the kubelet safe set (e.g. net.core.somaxconn) needs \
+         tuning.allowUnsafeSysctls: true and a kubelet --allowed-unsafe-sysctls entry",
+    )
+    .field_path(".sysctls")
+}
+
+/// Performance tuning of the server pods. The operator records what actually took effect in
+/// `status.observedTuning`.
+#[derive(Clone, Debug, Deserialize, Serialize, KubeSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = sysctls_rule())]
+pub struct Tuning {
+    /// Pin the server to whole CPUs: the pod gets Guaranteed QoS (requests == limits for CPU and
+    /// memory), which the kubelet's static CPU manager turns into an exclusive cpuset. Needs an
+    /// integer `resources.limits.cpu` and a `resources.limits.memory`.
+    #[serde(default)]
+    pub cpu_pinning: bool,
+    /// Namespaced sysctls set on the server pods. Names in the kubelet safe set are always
+    /// allowed; anything else needs `allowUnsafeSysctls: true`.
+    #[serde(default)]
+    #[schemars(length(max = 16))]
+    #[x_kube(merge_strategy = kube::core::ListMerge::Map(vec!["name".into()]))]
+    pub sysctls: Vec<Sysctl>,
+    /// Allow sysctls outside the kubelet safe set. The node's kubelet must list them in
+    /// `--allowed-unsafe-sysctls`, otherwise the pod fails with SysctlForbidden and the server
+    /// reports Degraded.
+    #[serde(default)]
+    pub allow_unsafe_sysctls: bool,
+    /// Server thread count (GOMAXPROCS for nats-server, worker threads for Rust servers).
+    /// Unset: derived from the CPU limit, rounded up, at least 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 256))]
+    pub threads: Option<u16>,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self {
+            cpu_pinning: false,
+            sysctls: Vec::new(),
+            allow_unsafe_sysctls: false,
+            threads: None,
+        }
+    }
+}
+
+/// One namespaced sysctl.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Sysctl {
+    /// Sysctl name, e.g. `net.ipv4.tcp_fin_timeout`.
+    #[schemars(
+        length(min = 1, max = 128),
+        regex(pattern = r"^[a-z0-9_]+([./][a-z0-9_-]+)*$")
+    )]
+    pub name: String,
+    /// Value as the kernel expects it, e.g. `"30"` or `"4096 87380 6291456"`.
+    #[schemars(length(min = 1, max = 256))]
+    pub value: String,
+}
+
+/// Where the server pods run.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Placement {
+    /// Node labels the pods must match.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = 16), inner(length(max = 253)))]
+    pub node_selector: BTreeMap<String, String>,
+    /// Taints the pods tolerate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub tolerations: Vec<Toleration>,
+    /// Spread replicas over nodes: `required` (unschedulable replicas wait for a node),
+    /// `preferred` (spread when possible, the default) or `none`.
+    #[serde(default)]
+    pub pod_anti_affinity: AntiAffinity,
+}
+
+/// Pod anti-affinity between replicas of one server.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum AntiAffinity {
+    /// One replica per node, enforced by the scheduler.
+    Required,
+    /// One replica per node when the scheduler can; co-location otherwise.
+    #[default]
+    Preferred,
+    /// No spreading constraint.
+    None,
+}
+
+/// A toleration, as in a pod spec (bounded subset).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Toleration {
+    /// Taint key; empty with operator Exists tolerates everything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
+    pub key: Option<String>,
+    /// `Exists` or `Equal` (default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator: Option<TolerationOperator>,
+    /// Taint value matched with operator Equal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 63))]
+    pub value: Option<String>,
+    /// Taint effect to tolerate; empty means all effects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<TaintEffect>,
+    /// For NoExecute: how long the pod stays bound after the taint appears.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 86400))]
+    pub toleration_seconds: Option<i64>,
+}
+
+/// Toleration operator.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub enum TolerationOperator {
+    /// Matches any value of the key.
+    Exists,
+    /// Matches key and value.
+    Equal,
+}
+
+/// Taint effect.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub enum TaintEffect {
+    /// New pods are not scheduled.
+    NoSchedule,
+    /// The scheduler avoids the node.
+    PreferNoSchedule,
+    /// Running pods are evicted.
+    NoExecute,
+}
+
+/// CPU and memory of one container. Pinning needs integer CPUs and requests == limits.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Resources {
+    /// Guaranteed minimum; defaults to the limits when only limits are given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<ResourceAmounts>,
+    /// Hard ceiling. The CPU limit also sets the server's default thread count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<ResourceAmounts>,
+}
+
+/// CPU and memory amounts.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceAmounts {
+    /// CPU, e.g. `2` or `500m`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "quantity_schema")]
+    pub cpu: Option<Quantity>,
+    /// Memory, e.g. `512Mi`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "quantity_schema")]
+    pub memory: Option<Quantity>,
+}
+
+/// A Kubernetes quantity (`2`, `500m`, `1Gi`) as int-or-string, bounded so CEL rules stay cheap.
+pub fn quantity_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "x-kubernetes-int-or-string": true,
+        // allOf, not anyOf: each keyword applies only to its own JSON type, so an int meets
+        // the bound and a string the length and pattern.
+        "allOf": [
+            {"minimum": 0},
+            {"maxLength": 32,
+             "pattern": "^(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$"}
+        ]
+    })
+}
+
+/// Cross-field rules for a server spec holding `tuning` and `resources` (applied on each server
+/// kind's spec, since CEL sees only the subtree it is attached to).
+pub fn pinning_rules() -> Vec<Rule> {
+    let pinned = "has(self.tuning) && self.tuning.cpuPinning";
+    let lim = "has(self.resources) && has(self.resources.limits)";
+    vec![
+        Rule::new(format!(
+            "!({pinned}) || ({lim} && has(self.resources.limits.cpu) && \
+             quantity(string(self.resources.limits.cpu)).isInteger())"
+        ))
+        .message(
+            "resources.limits.cpu: tuning.cpuPinning needs an integer CPU limit (e.g. 1 or 2, \
+             not 500m or 1.5)",
+        )
+        .field_path(".resources"),
+        Rule::new(format!(
+            "!({pinned}) || ({lim} && has(self.resources.limits.memory))"
+        ))
+        .message(
+            "resources.limits.memory: tuning.cpuPinning needs a memory limit (Guaranteed QoS \
+             requires requests == limits for CPU and memory)",
+        )
+        .field_path(".resources"),
+        Rule::new(format!(
+            "!({pinned}) || !has(self.resources.requests) || \
+             ((!has(self.resources.requests.cpu) || !has(self.resources.limits.cpu) || \
+               quantity(string(self.resources.requests.cpu)).compareTo(quantity(string(self.resources.limits.cpu))) == 0) && \
+              (!has(self.resources.requests.memory) || !has(self.resources.limits.memory) || \
+               quantity(string(self.resources.requests.memory)).compareTo(quantity(string(self.resources.limits.memory))) == 0))"
+        ))
+        .message(
+            "resources.requests: with tuning.cpuPinning, requests must equal limits for CPU and \
+             memory (Guaranteed QoS)",
+        )
+        .field_path(".resources"),
+    ]
+}
+
+/// Status common to every server kind.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerStatus {
+    /// Ready, Progressing and Degraded, each with reason, message and observedGeneration.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// The spec generation the operator last reconciled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Server pods that exist.
+    #[serde(default)]
+    pub replicas: i32,
+    /// Server pods that pass their readiness probe.
+    #[serde(default)]
+    pub ready_replicas: i32,
+    /// Client URL inside the cluster, e.g. `nats://demo.bench.svc:4222`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The tuning actually in effect on the server pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_tuning: Option<ObservedTuning>,
+}
+
+/// Tuning observed on the running server pods, not just requested.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ObservedTuning {
+    /// The pods' QoS class (Guaranteed, Burstable, BestEffort).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos_class: Option<String>,
+    /// Whether exclusive CPUs can take effect: Guaranteed QoS with integer CPUs. Whether the node
+    /// runs the static CPU manager shows in `cpus`.
+    #[serde(default)]
+    pub pinning_effective: bool,
+    /// Why pinning is not effective, when it was requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinning_reason: Option<String>,
+    /// The cpuset the server saw, e.g. `1-2`, when it reports one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
+    /// Sysctls set on the pods.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sysctls_applied: Vec<Sysctl>,
+    /// Thread count the server was started with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u16>,
+}
+
+/// Well-known condition types and reasons, so controllers and tests share spellings.
+pub mod condition {
+    /// All replicas ready and serving.
+    pub const READY: &str = "Ready";
+    /// A rollout or scale is under way.
+    pub const PROGRESSING: &str = "Progressing";
+    /// The server cannot become (fully) ready, e.g. SysctlForbidden.
+    pub const DEGRADED: &str = "Degraded";
+}

@@ -1,0 +1,73 @@
+//! CRD YAML generation shared by the `crdgen` binary and the freshness test.
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
+
+use crate::{JetStreamCluster, MqttBroker, PubSubServer};
+
+/// Directory of the plain CRD YAML, relative to the repository root.
+pub const YAML_DIR: &str = "crds/yaml";
+/// Directory of the chart's CRD templates, relative to the repository root.
+pub const CHART_DIR: &str = "charts/msgbench/templates/crds";
+
+/// Every CRD msgbench serves.
+pub fn all_crds() -> Vec<CustomResourceDefinition> {
+    vec![
+        JetStreamCluster::crd(),
+        MqttBroker::crd(),
+        PubSubServer::crd(),
+    ]
+}
+
+/// `<plural>.<group>.yaml`, the file name of a CRD.
+pub fn file_name(crd: &CustomResourceDefinition) -> String {
+    format!("{}.yaml", crd.metadata.name.as_deref().unwrap_or_default())
+}
+
+/// Plain YAML for `kubectl apply`.
+pub fn render_plain(crd: &CustomResourceDefinition) -> Result<String, serde_norway::Error> {
+    Ok(format!("---\n{}", serde_norway::to_string(crd)?))
+}
+
+/// The chart template: installed only with `crds.install`, kept on `helm uninstall` so
+/// benchmark results are not deleted with the operator.
+pub fn render_chart(crd: &CustomResourceDefinition) -> Result<String, serde_norway::Error> {
+    let mut crd = crd.clone();
+    crd.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert("helm.sh/resource-policy".into(), "keep".into());
+    let body = serde_norway::to_string(&crd)?;
+    Ok(format!(
+        "{{{{- if .Values.crds.install }}}}\n---\n{body}{{{{- end }}}}\n"
+    ))
+}
+
+/// Every generated file as (path under `root`, content).
+pub fn expected_files(root: &Path) -> Result<Vec<(PathBuf, String)>, serde_norway::Error> {
+    let mut files = Vec::new();
+    for crd in all_crds() {
+        let name = file_name(&crd);
+        files.push((root.join(YAML_DIR).join(&name), render_plain(&crd)?));
+        files.push((root.join(CHART_DIR).join(&name), render_chart(&crd)?));
+    }
+    Ok(files)
+}
+
+/// Paths whose committed content differs from the generated one (missing files included).
+pub fn stale_files(root: &Path) -> Result<Vec<PathBuf>, serde_norway::Error> {
+    Ok(expected_files(root)?
+        .into_iter()
+        .filter(|(path, want)| std::fs::read_to_string(path).ok().as_deref() != Some(want.as_str()))
+        .map(|(path, _)| path)
+        .collect())
+}
+
+/// The repository root, found from this crate's manifest directory.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("crds/ has a parent")
+        .to_path_buf()
+}

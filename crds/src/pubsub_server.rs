@@ -1,0 +1,161 @@
+//! PubSubServer: the HTTP-publish + Socket.IO/WebSocket delivery server (reference image by default).
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::common::{pinning_rules, Placement, Resources, ServerStatus, Tuning};
+
+/// Default image: msgbench's reference pubsub-server.
+pub const DEFAULT_PUBSUB_IMAGE: &str = "ghcr.io/msgbench/pubsub-server:0.1.0";
+
+/// A pub/sub server: `POST /publish` over HTTP, delivery over Socket.IO or plain WebSocket.
+/// One replica: rooms live in the server's memory.
+#[derive(CustomResource, KubeSchema, Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[kube(
+    group = "msgbench.dev",
+    version = "v1alpha1",
+    kind = "PubSubServer",
+    namespaced,
+    shortname = "pss",
+    category = "msgbench",
+    status = "ServerStatus",
+    derive = "PartialEq",
+    doc = "A performance-tuned HTTP-publish / Socket.IO pub/sub server provisioned by msgbench.",
+    printcolumn(name = "Protocol", type_ = "string", json_path = ".spec.protocol"),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Replicas",
+        type_ = "integer",
+        json_path = ".status.readyReplicas"
+    ),
+    printcolumn(
+        name = "Pinned",
+        type_ = "boolean",
+        json_path = ".status.observedTuning.pinningEffective"
+    ),
+    printcolumn(name = "URL", type_ = "string", json_path = ".status.url"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.protocol == 'websocket' || !has(self.wsMode)").message("wsMode: only valid with protocol websocket").field_path(".wsMode"))]
+#[x_kube(validation = pinning_rules()[0].clone())]
+#[x_kube(validation = pinning_rules()[1].clone())]
+#[x_kube(validation = pinning_rules()[2].clone())]
+pub struct PubSubServerSpec {
+    /// Server image; it must honour the PORT, EMIT_MODE, DATABASE_FILE, CACHE_TTL_SECONDS,
+    /// WORKER_THREADS and WS_MODE environment variables.
+    #[serde(default = "default_image")]
+    #[schemars(length(min = 1, max = 512))]
+    pub image: String,
+    /// Delivery protocol the benchmark speaks: `socketio` (default) or plain `websocket` (`/ws`).
+    #[serde(default)]
+    pub protocol: PubSubProtocol,
+    /// Fan-out to a room's subscribers concurrently (`parallel`, default) or one after another.
+    #[serde(default)]
+    pub emit_mode: EmitMode,
+    /// Message store: `memory` (`:memory:`, default) or `file` (an emptyDir file).
+    #[serde(default)]
+    pub database: DatabaseMode,
+    /// Seconds the server caches lookups (0 disables the cache).
+    #[serde(default = "default_cache_ttl")]
+    #[schemars(range(min = 0, max = 3600))]
+    pub cache_ttl_seconds: i32,
+    /// HTTP, Socket.IO, WebSocket and metrics port (unprivileged).
+    #[serde(default = "default_port")]
+    #[schemars(range(min = 1024, max = 65535))]
+    pub port: i32,
+    /// Plain WebSocket behaviour: `echo` each frame back or `broadcast` it to every client.
+    /// Only with protocol websocket; unset: echo.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ws_mode: Option<WsMode>,
+    /// Server log level (RUST_LOG).
+    #[serde(default)]
+    pub log_level: LogLevel,
+    /// CPU and memory of the server pod. The CPU limit sets WORKER_THREADS unless
+    /// `tuning.threads` overrides it.
+    #[serde(default)]
+    pub resources: Resources,
+    /// Performance tuning of the server pod.
+    #[serde(default)]
+    pub tuning: Tuning,
+    /// Node selection of the server pod.
+    #[serde(default)]
+    pub placement: Placement,
+}
+
+fn default_image() -> String {
+    DEFAULT_PUBSUB_IMAGE.into()
+}
+fn default_cache_ttl() -> i32 {
+    2
+}
+fn default_port() -> i32 {
+    8080
+}
+
+/// Delivery protocol.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PubSubProtocol {
+    /// Socket.IO (Engine.IO v4 over WebSocket) at `/socket.io/`.
+    #[default]
+    Socketio,
+    /// Plain WebSocket at `/ws`.
+    Websocket,
+}
+
+/// Fan-out strategy (EMIT_MODE).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum EmitMode {
+    /// Emit to all subscribers concurrently.
+    #[default]
+    Parallel,
+    /// Emit to subscribers one after another.
+    Sequential,
+}
+
+/// Message store (DATABASE_FILE).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DatabaseMode {
+    /// In-memory database.
+    #[default]
+    Memory,
+    /// Database file on an emptyDir volume.
+    File,
+}
+
+/// Plain WebSocket mode (WS_MODE).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum WsMode {
+    /// Send each frame back to its sender.
+    #[default]
+    Echo,
+    /// Send each frame to every connected client.
+    Broadcast,
+}
+
+/// Log verbosity.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    /// Errors only.
+    Error,
+    /// Warnings and errors.
+    Warn,
+    /// Normal operation (default).
+    #[default]
+    Info,
+    /// Verbose.
+    Debug,
+}
