@@ -1,0 +1,76 @@
+//! Installs the msgbench chart once per test process with `helm upgrade --install --wait`.
+use crate::cluster::{kubeconfig_path, repo_root};
+use anyhow::{bail, Context, Result};
+use std::process::Command;
+use std::sync::OnceLock;
+
+pub const RELEASE: &str = "msgbench";
+pub const NAMESPACE: &str = "msgbench-system";
+/// Label selector of the operator pod(s) the chart creates.
+pub const OPERATOR_SELECTOR: &str =
+    "app.kubernetes.io/instance=msgbench,app.kubernetes.io/component=operator";
+
+static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+
+/// Install or upgrade the release (idempotent); later calls in the same process reuse the outcome.
+/// Set `MSGBENCH_E2E_SKIP_INSTALL=1` to test an operator that is already installed.
+pub fn ensure_installed() -> Result<()> {
+    let outcome = INSTALLED.get_or_init(|| install().map_err(|e| format!("{e:#}")));
+    match outcome {
+        Ok(()) => Ok(()),
+        Err(e) => bail!("installing the chart failed earlier in this run: {e}"),
+    }
+}
+
+fn install() -> Result<()> {
+    if std::env::var("MSGBENCH_E2E_SKIP_INSTALL").is_ok_and(|v| v == "1") {
+        return Ok(());
+    }
+    let root = repo_root();
+    let chart = root.join("charts/msgbench");
+    // Idempotent and cached: a no-op when helm is already at its pinned version.
+    let ensure = Command::new(root.join("e2e/tools/ensure"))
+        .arg("helm")
+        .status()
+        .context("running e2e/tools/ensure helm")?;
+    if !ensure.success() {
+        bail!("e2e/tools/ensure helm failed ({ensure})");
+    }
+    let helm = helm_binary();
+    let output = Command::new(&helm)
+        .arg("upgrade")
+        .arg("--install")
+        .arg(RELEASE)
+        .arg(&chart)
+        .args(["--namespace", NAMESPACE, "--create-namespace"])
+        .args(["--wait", "--timeout", "180s"])
+        .arg("--kubeconfig")
+        .arg(kubeconfig_path())
+        .output()
+        .with_context(|| format!("running {helm} (install it with `e2e/tools/ensure helm`)"))?;
+    if !output.status.success() {
+        bail!(
+            "helm upgrade --install failed ({}):\n{}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(())
+}
+
+/// helm from the project's tool cache, else from PATH.
+fn helm_binary() -> String {
+    let cache = std::env::var("MSGBENCH_CACHE").unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/msgbench",
+            std::env::var("HOME").unwrap_or_else(|_| "/root".into())
+        )
+    });
+    let cached = format!("{cache}/bin/helm");
+    if std::path::Path::new(&cached).exists() {
+        cached
+    } else {
+        "helm".into()
+    }
+}

@@ -1,0 +1,47 @@
+//! Connection to the cluster named by the project contract.
+use anyhow::{Context, Result};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use std::path::PathBuf;
+
+/// `$KUBECONFIG` when set (the Makefile exports the contract path), else
+/// `${MSGBENCH_CACHE:-~/.cache/msgbench}/kubeconfig-${CLUSTER:-local}`.
+pub fn kubeconfig_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("KUBECONFIG").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let cache = std::env::var_os("MSGBENCH_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home().join(".cache/msgbench"));
+    let cluster = std::env::var("CLUSTER").unwrap_or_else(|_| "local".into());
+    cache.join(format!("kubeconfig-{cluster}"))
+}
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/root".into())
+}
+
+/// A client for the e2e cluster; fails with a hint when the cluster is not up.
+pub async fn client() -> Result<Client> {
+    let path = kubeconfig_path();
+    let kubeconfig = Kubeconfig::read_from(&path).with_context(|| {
+        format!(
+            "reading kubeconfig {} (is the cluster up? run `make cluster-up`)",
+            path.display()
+        )
+    })?;
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .with_context(|| format!("loading kubeconfig {}", path.display()))?;
+    Client::try_from(config).context("building kube client")
+}
+
+/// The repository root (the e2e crate lives in `<root>/e2e`).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("e2e crate has a parent directory")
+        .to_path_buf()
+}

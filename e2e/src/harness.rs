@@ -1,0 +1,148 @@
+//! One fresh namespace per test: created before, deleted after a pass, kept (with a diagnostics
+//! dump) after a failure or panic.
+use crate::{chart, cluster, diagnostics};
+use anyhow::{Context, Result};
+use futures::FutureExt;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
+use kube::Client;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+/// Label on every namespace the suite creates, so leftovers can be found and removed.
+pub const E2E_LABEL: &str = "msgbench.dev/e2e";
+
+#[derive(Clone)]
+pub struct TestContext {
+    pub client: Client,
+    /// The test's own namespace.
+    pub ns: String,
+    pub test: String,
+}
+
+/// Run `body` in a fresh namespace with the operator installed. Panics (failing the test) when the
+/// body errors or panics, after dumping diagnostics and keeping the namespace for inspection.
+pub async fn run<F, Fut>(test: &str, body: F)
+where
+    F: FnOnce(TestContext) -> Fut,
+    Fut: Future<Output = Result<()>>,
+{
+    if let Err(e) = run_inner(test, body).await {
+        panic!("e2e test {test} failed: {e:#}");
+    }
+}
+
+async fn run_inner<F, Fut>(test: &str, body: F) -> Result<()>
+where
+    F: FnOnce(TestContext) -> Fut,
+    Fut: Future<Output = Result<()>>,
+{
+    let client = cluster::client().await?;
+    // helm blocks; keep it off the async workers.
+    tokio::task::spawn_blocking(chart::ensure_installed).await??;
+    let ns = create_namespace(&client, test).await?;
+    let ctx = TestContext {
+        client: client.clone(),
+        ns: ns.clone(),
+        test: test.into(),
+    };
+    let outcome = AssertUnwindSafe(body(ctx)).catch_unwind().await;
+    let failure = match outcome {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(format!("{e:#}")),
+        Err(panic) => Some(
+            panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panic".into()),
+        ),
+    };
+    match failure {
+        None => {
+            delete_namespace(&client, &ns).await;
+            Ok(())
+        }
+        Some(msg) => {
+            let dir = diagnostics::dump(&client, &ns).await;
+            anyhow::bail!(
+                "{msg}\n(namespace {ns} kept for inspection; diagnostics in {})",
+                dir.display()
+            )
+        }
+    }
+}
+
+async fn create_namespace(client: &Client, test: &str) -> Result<String> {
+    let suffix: u32 = rand::random::<u32>() % 0x10_0000;
+    let base: String = test
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .take(40)
+        .collect();
+    let name = format!("e2e-{}-{suffix:05x}", base.trim_matches('-'));
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            labels: Some(BTreeMap::from([
+                (E2E_LABEL.to_string(), "true".to_string()),
+                (
+                    "msgbench.dev/e2e-test".to_string(),
+                    base.trim_matches('-').to_string(),
+                ),
+            ])),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .with_context(|| format!("creating namespace {name}"))?;
+    Ok(name)
+}
+
+async fn delete_namespace(client: &Client, ns: &str) {
+    if let Err(e) = Api::<Namespace>::all(client.clone())
+        .delete(ns, &DeleteParams::background())
+        .await
+    {
+        eprintln!("warning: deleting namespace {ns}: {e}");
+    }
+}
+
+/// Delete every namespace earlier e2e runs left behind (failed tests keep theirs) except `keep`, and
+/// wait until they are gone — a test that needs the node's whole allocatable CPU calls this first.
+pub async fn remove_leftover_namespaces(
+    client: &Client,
+    keep: &str,
+    timeout: Duration,
+) -> Result<()> {
+    let api = Api::<Namespace>::all(client.clone());
+    let leftovers: Vec<String> = api
+        .list(&ListParams::default().labels(&format!("{E2E_LABEL}=true")))
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .filter(|n| n != keep)
+        .collect();
+    for ns in &leftovers {
+        eprintln!(
+            "removing leftover e2e namespace {ns} (its diagnostics were saved when it failed)"
+        );
+        let _ = api.delete(ns, &DeleteParams::background()).await;
+    }
+    for ns in &leftovers {
+        crate::wait::until_deleted(&api, ns, timeout).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,139 @@
+//! The msgbench.dev kinds as dynamic resources, so the suite tests the API server's view of the
+//! CRDs (exactly what users send) rather than the Rust types.
+use anyhow::{Context, Result};
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::ApiResource;
+use kube::Client;
+use serde_json::Value;
+
+pub const GROUP: &str = "msgbench.dev";
+pub const VERSION: &str = "v1alpha1";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    JetStreamCluster,
+    MqttBroker,
+    PubSubServer,
+    BenchmarkRun,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::JetStreamCluster => "JetStreamCluster",
+            Kind::MqttBroker => "MqttBroker",
+            Kind::PubSubServer => "PubSubServer",
+            Kind::BenchmarkRun => "BenchmarkRun",
+        }
+    }
+
+    pub fn plural(self) -> &'static str {
+        match self {
+            Kind::JetStreamCluster => "jetstreamclusters",
+            Kind::MqttBroker => "mqttbrokers",
+            Kind::PubSubServer => "pubsubservers",
+            Kind::BenchmarkRun => "benchmarkruns",
+        }
+    }
+
+    pub fn from_name(kind: &str) -> Option<Kind> {
+        [
+            Kind::JetStreamCluster,
+            Kind::MqttBroker,
+            Kind::PubSubServer,
+            Kind::BenchmarkRun,
+        ]
+        .into_iter()
+        .find(|k| k.name() == kind)
+    }
+
+    pub fn api_resource(self) -> ApiResource {
+        ApiResource {
+            group: GROUP.into(),
+            version: VERSION.into(),
+            api_version: format!("{GROUP}/{VERSION}"),
+            kind: self.name().into(),
+            plural: self.plural().into(),
+        }
+    }
+
+    pub fn api(self, client: &Client, ns: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(client.clone(), ns, &self.api_resource())
+    }
+}
+
+/// Parse a manifest (YAML) into a dynamic object of one of the msgbench kinds.
+pub fn parse(manifest: &str) -> Result<(Kind, DynamicObject)> {
+    let obj: DynamicObject = serde_norway::from_str(manifest).context("parsing manifest YAML")?;
+    let kind = obj
+        .types
+        .as_ref()
+        .and_then(|t| Kind::from_name(&t.kind))
+        .context("manifest kind is not one of the msgbench.dev kinds")?;
+    Ok((kind, obj))
+}
+
+/// Create a manifest in `ns` (its own namespace, if any, is replaced).
+pub async fn create(client: &Client, ns: &str, manifest: &str) -> Result<DynamicObject> {
+    let (kind, mut obj) = parse(manifest)?;
+    obj.metadata.namespace = Some(ns.into());
+    kind.api(client, ns)
+        .create(&PostParams::default(), &obj)
+        .await
+        .with_context(|| {
+            format!(
+                "creating {} {}",
+                kind.name(),
+                obj.metadata.name.as_deref().unwrap_or("?")
+            )
+        })
+}
+
+/// `status.conditions[type]` of a dynamic object.
+pub fn condition<'a>(obj: &'a DynamicObject, type_: &str) -> Option<&'a Value> {
+    obj.data
+        .pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
+}
+
+/// Ready=True for the object's current generation (a stale Ready from an older spec does not count).
+pub fn is_ready(obj: &DynamicObject) -> bool {
+    let Some(ready) = condition(obj, "Ready") else {
+        return false;
+    };
+    let current = match (
+        ready.get("observedGeneration").and_then(Value::as_i64),
+        obj.data
+            .pointer("/status/observedGeneration")
+            .and_then(Value::as_i64),
+        obj.metadata.generation,
+    ) {
+        (Some(seen), _, Some(gen)) | (None, Some(seen), Some(gen)) => seen >= gen,
+        _ => true,
+    };
+    current && ready.get("status").and_then(Value::as_str) == Some("True")
+}
+
+/// A one-line summary of the conditions, for timeout messages.
+pub fn conditions_summary(obj: &DynamicObject) -> String {
+    obj.data
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .map(|cs| {
+            cs.iter()
+                .map(|c| {
+                    format!(
+                        "{}={} ({}: {})",
+                        c.get("type").and_then(Value::as_str).unwrap_or("?"),
+                        c.get("status").and_then(Value::as_str).unwrap_or("?"),
+                        c.get("reason").and_then(Value::as_str).unwrap_or(""),
+                        c.get("message").and_then(Value::as_str).unwrap_or("")
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+        .unwrap_or_else(|| "no conditions".into())
+}

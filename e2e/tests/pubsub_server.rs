@@ -1,0 +1,110 @@
+//! A PubSubServer becomes Ready and answers the contract's HTTP publish API through its Service
+//! (via the API server's service proxy).
+use anyhow::{ensure, Context, Result};
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{Api, ListParams};
+use msgbench_e2e::kinds::{self, Kind};
+use msgbench_e2e::{probe, run, servers, wait, TestContext};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const NAME: &str = "pss";
+
+const MANIFEST: &str = r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: PubSubServer
+metadata:
+  name: pss
+spec:
+  protocol: socketio
+  emitMode: parallel
+  database: memory
+  resources:
+    requests: {cpu: 10m, memory: 32Mi}
+    limits: {memory: 128Mi}
+"#;
+
+#[tokio::test]
+async fn pubsub_server_ready_and_accepts_publishes() {
+    run("pubsub-server", body).await;
+}
+
+async fn body(ctx: TestContext) -> Result<()> {
+    kinds::create(&ctx.client, &ctx.ns, MANIFEST).await?;
+    let ready =
+        servers::wait_ready(&ctx, Kind::PubSubServer, NAME, Duration::from_secs(180)).await?;
+    ensure!(
+        ready
+            .data
+            .pointer("/status/readyReplicas")
+            .and_then(Value::as_i64)
+            == Some(1),
+        "status.readyReplicas should be 1: {}",
+        kinds::conditions_summary(&ready)
+    );
+    let svc = Api::<Service>::namespaced(ctx.client.clone(), &ctx.ns)
+        .list(&ListParams::default().labels(&servers::instance_selector(NAME)))
+        .await?
+        .items
+        .into_iter()
+        .find(|s| s.spec.as_ref().and_then(|s| s.cluster_ip.as_deref()) != Some("None"))
+        .and_then(|s| s.metadata.name)
+        .context("PubSubServer has no client Service")?;
+
+    // Contract: POST /publish {"topic","payload","publisher"} -> 200 {"id": u64}; bad input -> 400.
+    let first = publish(
+        &ctx,
+        &svc,
+        &json!({"topic": "e2e", "payload": "hello", "publisher": "e2e"}),
+    )
+    .await?;
+    let second = publish(&ctx, &svc, &json!({"topic": "e2e", "payload": {"n": 2}})).await?;
+    ensure!(
+        second > first,
+        "publish ids must increase: {first} then {second}"
+    );
+    let bad = probe::service_post_json(
+        &ctx.client,
+        &ctx.ns,
+        &svc,
+        8080,
+        "/publish",
+        &json!({"payload": "no topic"}),
+    )
+    .await;
+    ensure!(
+        bad.is_err(),
+        "a publish without topic must be rejected, got {bad:?}"
+    );
+
+    // The server exports Prometheus metrics on the same port.
+    let metrics = wait::poll(
+        Duration::from_secs(30),
+        Duration::from_secs(1),
+        "pubsub-server /metrics",
+        || {
+            let (client, ns, svc) = (ctx.client.clone(), ctx.ns.clone(), svc.clone());
+            async move {
+                Ok(Some(
+                    probe::service_get(&client, &ns, &svc, 8080, "/metrics").await?,
+                ))
+            }
+        },
+    )
+    .await?;
+    ensure!(
+        metrics.contains("# TYPE"),
+        "/metrics is not Prometheus text:\n{}",
+        wait::truncate(&metrics, 500)
+    );
+    Ok(())
+}
+
+async fn publish(ctx: &TestContext, svc: &str, body: &Value) -> Result<u64> {
+    let resp = probe::service_post_json(&ctx.client, &ctx.ns, svc, 8080, "/publish", body).await?;
+    let v: Value =
+        serde_json::from_str(&resp).with_context(|| format!("publish response {resp:?}"))?;
+    v["id"]
+        .as_u64()
+        .with_context(|| format!("publish response without numeric id: {resp}"))
+}
