@@ -7,6 +7,8 @@ use std::sync::OnceLock;
 pub const RELEASE: &str = "msgbench";
 pub const NAMESPACE: &str = "msgbench-system";
 /// Label selector of the operator pod(s) the chart creates.
+/// The operator Deployment the chart creates for release "msgbench".
+pub const OPERATOR_DEPLOYMENT: &str = "msgbench-operator";
 pub const OPERATOR_SELECTOR: &str =
     "app.kubernetes.io/instance=msgbench,app.kubernetes.io/component=operator";
 

@@ -146,3 +146,32 @@ pub async fn remove_leftover_namespaces(
     }
     Ok(())
 }
+
+/// Scale the operator Deployment to `replicas` and wait until exactly that many pods are available.
+pub async fn scale_operator(client: &Client, replicas: i32, timeout: Duration) -> Result<()> {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::api::{Patch, PatchParams};
+    let api = Api::<Deployment>::namespaced(client.clone(), chart::NAMESPACE);
+    let name = chart::OPERATOR_DEPLOYMENT;
+    api.patch_scale(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"spec": {"replicas": replicas}})),
+    )
+    .await
+    .with_context(|| format!("scaling {name} to {replicas}"))?;
+    crate::wait::until(
+        &api,
+        name,
+        timeout,
+        &format!("operator scaled to {replicas}"),
+        move |d: &Deployment| {
+            let s = d.status.clone().unwrap_or_default();
+            s.observed_generation >= d.metadata.generation
+                && s.replicas.unwrap_or(0) == replicas
+                && s.available_replicas.unwrap_or(0) == replicas
+        },
+    )
+    .await?;
+    Ok(())
+}

@@ -137,3 +137,43 @@ pub fn conditions_summary(obj: &DynamicObject) -> String {
         })
         .unwrap_or_else(|| "no conditions".into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(status: serde_json::Value, generation: i64) -> DynamicObject {
+        let mut o: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "msgbench.dev/v1alpha1", "kind": "JetStreamCluster",
+            "metadata": {"name": "x", "generation": generation}, "status": status
+        }))
+        .unwrap();
+        o.metadata.generation = Some(generation);
+        o
+    }
+
+    #[test]
+    fn ready_needs_true_for_the_current_generation() {
+        let ready = |gen_seen: i64| {
+            serde_json::json!({"conditions": [
+            {"type": "Ready", "status": "True", "observedGeneration": gen_seen, "reason": "AllReady"}]})
+        };
+        assert!(is_ready(&obj(ready(2), 2)));
+        assert!(
+            !is_ready(&obj(ready(1), 2)),
+            "a Ready from the previous spec does not count"
+        );
+        let not = serde_json::json!({"conditions": [{"type": "Ready", "status": "False", "observedGeneration": 2}]});
+        assert!(!is_ready(&obj(not, 2)));
+        assert!(!is_ready(&obj(serde_json::json!({}), 1)));
+    }
+
+    #[test]
+    fn parse_accepts_only_msgbench_kinds() {
+        assert!(parse(
+            "apiVersion: msgbench.dev/v1alpha1\nkind: MqttBroker\nmetadata: {name: a}\n"
+        )
+        .is_ok());
+        assert!(parse("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n").is_err());
+    }
+}

@@ -9,6 +9,7 @@ pub mod diagnostics;
 pub mod harness;
 pub mod kinds;
 pub mod probe;
+pub mod procfs;
 pub mod servers;
 pub mod toolbox;
 pub mod wait;

@@ -47,7 +47,7 @@ async fn body(ctx: TestContext) -> Result<()> {
         .and_then(Value::as_str)
         .unwrap_or_default();
     ensure!(
-        url.starts_with("mqtt://") || url.starts_with("tcp://"),
+        url.starts_with("mqtt://"),
         "status.url should be an MQTT URL, got {url:?}"
     );
 

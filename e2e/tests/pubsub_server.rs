@@ -42,6 +42,15 @@ async fn body(ctx: TestContext) -> Result<()> {
         "status.readyReplicas should be 1: {}",
         kinds::conditions_summary(&ready)
     );
+    let url = ready
+        .data
+        .pointer("/status/url")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    ensure!(
+        url.starts_with("http://"),
+        "status.url should be an http:// URL, got {url:?}"
+    );
     let svc = Api::<Service>::namespaced(ctx.client.clone(), &ctx.ns)
         .list(&ListParams::default().labels(&servers::instance_selector(NAME)))
         .await?

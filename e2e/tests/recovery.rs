@@ -159,3 +159,66 @@ where
     );
     Ok(obj)
 }
+
+/// Strimzi's bar: children deleted while the operator is down come back when it returns.
+#[tokio::test]
+async fn children_deleted_while_operator_is_down_come_back() {
+    run("recovery-operator-down", operator_down_body).await;
+}
+
+async fn operator_down_body(ctx: TestContext) -> Result<()> {
+    kinds::create(
+        &ctx.client,
+        &ctx.ns,
+        &MANIFEST.replace("name: heal", "name: heal2"),
+    )
+    .await?;
+    let name = "heal2";
+    servers::wait_ready(&ctx, Kind::JetStreamCluster, name, Duration::from_secs(180)).await?;
+    let before = servers::children(&ctx, name).await?;
+    let victims: Vec<Child> = before
+        .iter()
+        .filter(|c| c.kind == "Service" || c.kind == "ConfigMap")
+        .cloned()
+        .collect();
+    ensure!(
+        !victims.is_empty(),
+        "no Service/ConfigMap children: {before:?}"
+    );
+
+    msgbench_e2e::harness::scale_operator(&ctx.client, 0, Duration::from_secs(90)).await?;
+    // Whatever happens next, the operator comes back for the tests that follow.
+    let outcome = async {
+        let svc_api = Api::<Service>::namespaced(ctx.client.clone(), &ctx.ns);
+        let cm_api =
+            Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(ctx.client.clone(), &ctx.ns);
+        for v in &victims {
+            match v.kind {
+                "Service" => svc_api
+                    .delete(&v.name, &DeleteParams::default())
+                    .await
+                    .map(|_| ())?,
+                _ => cm_api
+                    .delete(&v.name, &DeleteParams::default())
+                    .await
+                    .map(|_| ())?,
+            }
+            eprintln!("deleted {} {} while the operator is down", v.kind, v.name);
+        }
+        msgbench_e2e::harness::scale_operator(&ctx.client, 1, Duration::from_secs(120)).await?;
+        for v in &victims {
+            match v.kind {
+                "Service" => recreated(&svc_api, v).await.map(|_| ())?,
+                _ => recreated(&cm_api, v).await.map(|_| ())?,
+            }
+        }
+        servers::wait_ready(&ctx, Kind::JetStreamCluster, name, Duration::from_secs(120)).await?;
+        anyhow::Ok(())
+    }
+    .await;
+    if outcome.is_err() {
+        let _ =
+            msgbench_e2e::harness::scale_operator(&ctx.client, 1, Duration::from_secs(120)).await;
+    }
+    outcome
+}

@@ -5,9 +5,9 @@
 use anyhow::{ensure, Context, Result};
 use msgbench_e2e::harness::remove_leftover_namespaces;
 use msgbench_e2e::kinds::{self, Kind};
+use msgbench_e2e::procfs::{cpu_list, last_field_map};
 use msgbench_e2e::{probe, run, servers, toolbox, TestContext};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 const NAME: &str = "pinned";
@@ -84,7 +84,7 @@ echo \"sysctl net.ipv4.tcp_keepalive_time $(cat /proc/sys/net/ipv4/tcp_keepalive
     .await
     .context("reading tuning inside the pod")?;
     eprintln!("{}", out.trim());
-    let seen = parse(&out);
+    let seen = last_field_map(&out);
     let server_cpus = cpu_list(
         seen.get("server Cpus_allowed_list:")
             .context("no server cpuset in output")?,
@@ -157,25 +157,4 @@ echo \"sysctl net.ipv4.tcp_keepalive_time $(cat /proc/sys/net/ipv4/tcp_keepalive
         );
     }
     Ok(())
-}
-
-/// "key words: value" lines -> map of everything before the last space-separated field.
-fn parse(out: &str) -> BTreeMap<String, String> {
-    out.lines()
-        .filter_map(|l| l.trim().rsplit_once(char::is_whitespace))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect()
-}
-
-/// Expand a Linux CPU list ("1", "0-1,3") into CPU numbers.
-fn cpu_list(s: &str) -> Result<Vec<u32>> {
-    let mut cpus = Vec::new();
-    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => cpus.extend(a.parse::<u32>()?..=b.parse::<u32>()?),
-            None => cpus.push(part.parse()?),
-        }
-    }
-    ensure!(!cpus.is_empty(), "empty CPU list {s:?}");
-    Ok(cpus)
 }
