@@ -20,7 +20,7 @@ pub fn ensure_installed() -> Result<()> {
     let outcome = INSTALLED.get_or_init(|| install().map_err(|e| format!("{e:#}")));
     match outcome {
         Ok(()) => Ok(()),
-        Err(e) => bail!("installing the chart failed earlier in this run: {e}"),
+        Err(e) => bail!("installing the chart (once per test process) failed: {e}"),
     }
 }
 
