@@ -1,0 +1,116 @@
+//! Apply a desired child set with server-side apply (one field manager, forced), skip children
+//! that are already as desired, and delete children of this instance that are no longer desired.
+
+use crate::context::CONTROLLER_NAME;
+use crate::error::Result;
+use crate::meta::{stamp_hash, Owner, ANNOTATION_APPLIED_HASH};
+use crate::metrics::Metrics;
+use crate::subset::is_contained;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::NamespaceResourceScope;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::fmt::Debug;
+
+/// Every child kind a server controller manages. Empty lists mean "none of this kind", so a
+/// kind switch (e.g. MqttBroker Deployment -> StatefulSet) deletes the old workload.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Children {
+    pub config_maps: Vec<ConfigMap>,
+    pub services: Vec<Service>,
+    pub pod_disruption_budgets: Vec<PodDisruptionBudget>,
+    pub stateful_sets: Vec<StatefulSet>,
+    pub deployments: Vec<Deployment>,
+}
+
+/// What the cluster holds after applying: the workloads (for their status) and the write count.
+#[derive(Debug, Default)]
+pub struct Applied {
+    pub stateful_sets: Vec<StatefulSet>,
+    pub deployments: Vec<Deployment>,
+    pub applied: usize,
+    pub deleted: usize,
+}
+
+pub async fn apply_children(
+    client: &Client,
+    owner: &Owner,
+    children: Children,
+    metrics: &Metrics,
+) -> Result<Applied> {
+    let mut out = Applied::default();
+    // Config and networking before the workloads that mount/use them.
+    sync_kind(client, owner, children.config_maps, metrics, &mut out).await?;
+    sync_kind(client, owner, children.services, metrics, &mut out).await?;
+    sync_kind(
+        client,
+        owner,
+        children.pod_disruption_budgets,
+        metrics,
+        &mut out,
+    )
+    .await?;
+    out.stateful_sets = sync_kind(client, owner, children.stateful_sets, metrics, &mut out).await?;
+    out.deployments = sync_kind(client, owner, children.deployments, metrics, &mut out).await?;
+    Ok(out)
+}
+
+async fn sync_kind<T>(
+    client: &Client,
+    owner: &Owner,
+    desired: Vec<T>,
+    metrics: &Metrics,
+    out: &mut Applied,
+) -> Result<Vec<T>>
+where
+    T: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned,
+{
+    let api: Api<T> = Api::namespaced(client.clone(), &owner.namespace);
+    let live = api
+        .list(&ListParams::default().labels(&owner.children_selector()))
+        .await?
+        .items;
+    let mut current = Vec::with_capacity(desired.len());
+    for mut want in desired {
+        let hash = stamp_hash(&mut want)?;
+        let name = want.name_any();
+        if let Some(have) = live.iter().find(|o| o.name_any() == name) {
+            let same_hash = have.annotations().get(ANNOTATION_APPLIED_HASH) == Some(&hash);
+            if same_hash
+                && is_contained(&serde_json::to_value(&want)?, &serde_json::to_value(have)?)
+            {
+                current.push(have.clone());
+                continue;
+            }
+        }
+        let params = PatchParams::apply(CONTROLLER_NAME).force();
+        let applied = api.patch(&name, &params, &Patch::Apply(&want)).await?;
+        tracing::info!(kind = T::kind(&()).as_ref(), %name, "applied child");
+        metrics.child_written(owner.kind_label, "apply");
+        out.applied += 1;
+        current.push(applied);
+    }
+    // Orphans: ours by label AND by controller owner reference, but no longer desired.
+    for stale in live.iter().filter(|o| {
+        !current.iter().any(|c| c.name_any() == o.name_any())
+            && o.owner_references()
+                .iter()
+                .any(|r| r.uid == owner.owner_ref.uid)
+    }) {
+        let name = stale.name_any();
+        api.delete(&name, &DeleteParams::background()).await?;
+        tracing::info!(kind = T::kind(&()).as_ref(), %name, "deleted orphaned child");
+        metrics.child_written(owner.kind_label, "delete");
+        out.deleted += 1;
+    }
+    Ok(current)
+}

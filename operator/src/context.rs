@@ -1,0 +1,130 @@
+//! State shared by every reconcile: API client, event recorder, metrics, readiness.
+
+use crate::metrics::Metrics;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::Client;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Name used for SSA field ownership, events and logs.
+pub const CONTROLLER_NAME: &str = "msgbench-operator";
+
+pub struct Context {
+    pub client: Client,
+    pub recorder: Recorder,
+    pub metrics: Metrics,
+    pub readiness: Arc<Readiness>,
+    /// Whether to query nats-server `/varz` on the pod IP (needs pod network reachability).
+    pub observe_varz: bool,
+    pub requeue: Requeue,
+    pub backoff: Backoff,
+}
+
+/// Requeue intervals: short while converging, long when stable (watches do the rest).
+#[derive(Clone, Copy, Debug)]
+pub struct Requeue {
+    pub converging: Duration,
+    pub stable: Duration,
+    pub error_base: Duration,
+    pub error_max: Duration,
+}
+
+impl Default for Requeue {
+    fn default() -> Self {
+        Self {
+            converging: Duration::from_secs(15),
+            stable: Duration::from_secs(300),
+            error_base: Duration::from_secs(5),
+            error_max: Duration::from_secs(300),
+        }
+    }
+}
+
+impl Requeue {
+    /// Exponential: base, 2*base, 4*base, ... capped at `error_max`.
+    pub fn error_delay(&self, consecutive_failures: u32) -> Duration {
+        let factor = 2u32.saturating_pow(consecutive_failures.saturating_sub(1).min(16));
+        self.error_base.saturating_mul(factor).min(self.error_max)
+    }
+}
+
+/// Consecutive reconcile failures per object, for the error backoff.
+#[derive(Default)]
+pub struct Backoff {
+    failures: Mutex<HashMap<String, u32>>,
+}
+
+impl Backoff {
+    pub fn failed(&self, key: &str) -> u32 {
+        let mut m = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let n = m.entry(key.to_string()).or_insert(0);
+        *n += 1;
+        *n
+    }
+    pub fn succeeded(&self, key: &str) {
+        self.failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+    }
+}
+
+impl Context {
+    pub fn new(client: Client, readiness: Arc<Readiness>, observe_varz: bool) -> Self {
+        let reporter = Reporter {
+            controller: CONTROLLER_NAME.into(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            metrics: Metrics::default(),
+            readiness,
+            observe_varz,
+            requeue: Requeue::default(),
+            backoff: Backoff::default(),
+        }
+    }
+}
+
+/// `/readyz` turns ready once every controller's store has synced once.
+pub struct Readiness {
+    expected: usize,
+    synced: AtomicUsize,
+}
+
+impl Readiness {
+    pub fn new(expected: usize) -> Self {
+        Self {
+            expected,
+            synced: AtomicUsize::new(0),
+        }
+    }
+    pub fn mark_synced(&self) {
+        self.synced.fetch_add(1, Ordering::SeqCst);
+    }
+    pub fn is_ready(&self) -> bool {
+        self.synced.load(Ordering::SeqCst) >= self.expected
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_backoff_grows_and_caps() {
+        let r = Requeue::default();
+        assert_eq!(r.error_delay(1), Duration::from_secs(5));
+        assert_eq!(r.error_delay(2), Duration::from_secs(10));
+        assert_eq!(r.error_delay(4), Duration::from_secs(40));
+        assert_eq!(r.error_delay(30), r.error_max);
+        let b = Backoff::default();
+        assert_eq!(b.failed("a"), 1);
+        assert_eq!(b.failed("a"), 2);
+        b.succeeded("a");
+        assert_eq!(b.failed("a"), 1);
+    }
+}

@@ -1,0 +1,293 @@
+//! JetStreamCluster children: ConfigMap (nats.conf), headless + client Services, StatefulSet, PDB.
+
+use super::nats_conf::{self, CLIENT_PORT, CLUSTER_PORT, MONITOR_PORT, PID_FILE};
+use crate::apply::Children;
+use crate::meta::Owner;
+use crate::server_pod::{empty_dir, mount, pod_template, ServerPod};
+use crate::tuning::{bytes, threads};
+use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource, ExecAction,
+    HTTPGetAction, Lifecycle, LifecycleHandler, ObjectFieldSelector, PersistentVolumeClaim,
+    PersistentVolumeClaimSpec, Probe, SecretKeySelector, Service, ServicePort, ServiceSpec, Volume,
+    VolumeResourceRequirements,
+};
+use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use msgbench_crds::jetstream_cluster::{JetStreamCluster, NatsAuthMode, StorageType};
+use std::collections::BTreeMap;
+
+/// The image runs as root by default; the operator runs it as this uid.
+pub const NATS_UID: i64 = 1000;
+const CONFIG_FILE: &str = "nats.conf";
+
+pub fn headless_name(name: &str) -> String {
+    format!("{name}-headless")
+}
+pub fn config_name(name: &str) -> String {
+    format!("{name}-config")
+}
+
+pub fn build(jsc: &JetStreamCluster, owner: &Owner, replicas: i32) -> Children {
+    let spec = &jsc.spec;
+    let name = owner.name.as_str();
+    let headless = headless_name(name);
+    let conf = nats_conf::render(name, &owner.namespace, &headless, spec);
+
+    let config_map = ConfigMap {
+        metadata: owner.child_meta(config_name(name)),
+        data: Some(BTreeMap::from([(CONFIG_FILE.to_string(), conf.clone())])),
+        ..ConfigMap::default()
+    };
+    let ports = vec![
+        port("client", CLIENT_PORT),
+        port("cluster", CLUSTER_PORT),
+        port("monitor", MONITOR_PORT),
+    ];
+    let headless_svc = Service {
+        metadata: owner.child_meta(&headless),
+        spec: Some(ServiceSpec {
+            cluster_ip: Some("None".into()),
+            // Routes must resolve before pods are ready, or the cluster never forms.
+            publish_not_ready_addresses: Some(true),
+            selector: Some(owner.selector_labels()),
+            ports: Some(ports.clone()),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    };
+    let client_svc = Service {
+        metadata: owner.child_meta(name),
+        spec: Some(ServiceSpec {
+            selector: Some(owner.selector_labels()),
+            ports: Some(vec![
+                port("client", CLIENT_PORT),
+                port("monitor", MONITOR_PORT),
+            ]),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    };
+    let pdb = PodDisruptionBudget {
+        metadata: owner.child_meta(name),
+        spec: Some(PodDisruptionBudgetSpec {
+            // JetStream R3 streams keep quorum with one server down.
+            max_unavailable: Some(IntOrString::Int(1)),
+            selector: Some(LabelSelector {
+                match_labels: Some(owner.selector_labels()),
+                ..LabelSelector::default()
+            }),
+            ..PodDisruptionBudgetSpec::default()
+        }),
+        ..PodDisruptionBudget::default()
+    };
+
+    let file_storage = spec.jetstream.storage.type_ == StorageType::File;
+    let mut volumes = vec![
+        Volume {
+            name: "config".into(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: config_name(name),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+        empty_dir("pid", false),
+    ];
+    if !file_storage {
+        // Memory storage: the store dir still has to be writable (read-only root fs).
+        volumes.push(empty_dir("data", true));
+    }
+    let container = Container {
+        name: "nats".into(),
+        image: Some(spec.image.clone()),
+        args: Some(vec!["--config".into(), format!("/etc/nats/{CONFIG_FILE}")]),
+        ports: Some(vec![
+            container_port("client", CLIENT_PORT),
+            container_port("cluster", CLUSTER_PORT),
+            container_port("monitor", MONITOR_PORT),
+        ]),
+        env: Some(env(jsc, &headless, &owner.namespace)),
+        volume_mounts: Some(vec![
+            mount("config", "/etc/nats", true),
+            mount("pid", "/var/run/nats", false),
+            mount("data", "/data", false),
+        ]),
+        startup_probe: Some(http_probe("/healthz", 2, 90)),
+        readiness_probe: Some(http_probe("/healthz?js-enabled-only=true", 5, 3)),
+        liveness_probe: Some(http_probe("/healthz?js-enabled-only=true", 30, 3)),
+        // Lame duck on stop. The image has no shell: the nats-server binary signals the
+        // server through its pid file; SIGTERM is then ignored while lame duck runs.
+        lifecycle: Some(Lifecycle {
+            pre_stop: Some(LifecycleHandler {
+                exec: Some(ExecAction {
+                    command: Some(vec![
+                        "/nats-server".into(),
+                        "--signal".into(),
+                        format!("ldm={PID_FILE}"),
+                    ]),
+                }),
+                ..LifecycleHandler::default()
+            }),
+            ..Lifecycle::default()
+        }),
+        ..Container::default()
+    };
+    let template = pod_template(ServerPod {
+        owner,
+        uid: NATS_UID,
+        container,
+        volumes,
+        resources: &spec.resources,
+        tuning: &spec.tuning,
+        placement: &spec.placement,
+        config: Some(&conf),
+        termination_grace_period_seconds: Some(
+            nats_conf::LAME_DUCK_DURATION_SECS + nats_conf::LAME_DUCK_GRACE_SECS + 20,
+        ),
+    });
+    let claims = file_storage.then(|| {
+        vec![PersistentVolumeClaim {
+            metadata: ObjectMeta {
+                name: Some("data".into()),
+                labels: Some(owner.labels()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(PersistentVolumeClaimSpec {
+                access_modes: Some(vec!["ReadWriteOnce".into()]),
+                storage_class_name: spec.jetstream.storage.storage_class_name.clone(),
+                resources: Some(VolumeResourceRequirements {
+                    requests: Some(BTreeMap::from([(
+                        "storage".to_string(),
+                        spec.jetstream.storage.size.clone(),
+                    )])),
+                    ..VolumeResourceRequirements::default()
+                }),
+                ..PersistentVolumeClaimSpec::default()
+            }),
+            ..PersistentVolumeClaim::default()
+        }]
+    });
+    let sts = StatefulSet {
+        metadata: owner.child_meta(name),
+        spec: Some(StatefulSetSpec {
+            replicas: Some(replicas),
+            service_name: Some(headless.clone()),
+            // All servers start together: routes need peers, and ordered start only slows it.
+            pod_management_policy: Some("Parallel".into()),
+            selector: LabelSelector {
+                match_labels: Some(owner.selector_labels()),
+                ..LabelSelector::default()
+            },
+            template,
+            volume_claim_templates: claims,
+            ..StatefulSetSpec::default()
+        }),
+        ..StatefulSet::default()
+    };
+    Children {
+        config_maps: vec![config_map],
+        services: vec![headless_svc, client_svc],
+        pod_disruption_budgets: vec![pdb],
+        stateful_sets: vec![sts],
+        deployments: vec![],
+    }
+}
+
+fn env(jsc: &JetStreamCluster, headless: &str, namespace: &str) -> Vec<EnvVar> {
+    let spec = &jsc.spec;
+    let mut env = vec![
+        EnvVar {
+            name: "SERVER_NAME".into(),
+            value_from: Some(EnvVarSource {
+                field_ref: Some(ObjectFieldSelector {
+                    field_path: "metadata.name".into(),
+                    ..ObjectFieldSelector::default()
+                }),
+                ..EnvVarSource::default()
+            }),
+            ..EnvVar::default()
+        },
+        value_env(
+            "CLUSTER_ADVERTISE",
+            format!("$(SERVER_NAME).{headless}.{namespace}.svc:{CLUSTER_PORT}"),
+        ),
+    ];
+    // nats-server once ignored the CPU limit (nats-server #2586): say it explicitly.
+    if let Some(t) = threads(&spec.tuning, &spec.resources) {
+        env.push(value_env("GOMAXPROCS", t.to_string()));
+    }
+    // Let the Go GC work harder before the container hits its memory limit.
+    let mem_limit = spec
+        .resources
+        .limits
+        .as_ref()
+        .and_then(|l| l.memory.as_ref())
+        .and_then(bytes);
+    if let Some(m) = mem_limit {
+        env.push(value_env("GOMEMLIMIT", (m / 10 * 9).to_string()));
+    }
+    if let Some(auth) = &spec.auth {
+        let keys: &[(&str, &str)] = match auth.mode {
+            NatsAuthMode::Token => &[("NATS_TOKEN", "token")],
+            NatsAuthMode::UserPassword => {
+                &[("NATS_USER", "username"), ("NATS_PASSWORD", "password")]
+            }
+        };
+        for (var, key) in keys {
+            env.push(EnvVar {
+                name: (*var).into(),
+                value_from: Some(EnvVarSource {
+                    secret_key_ref: Some(SecretKeySelector {
+                        name: auth.secret_name.clone(),
+                        key: (*key).into(),
+                        optional: Some(false),
+                    }),
+                    ..EnvVarSource::default()
+                }),
+                ..EnvVar::default()
+            });
+        }
+    }
+    env
+}
+
+pub(crate) fn value_env(name: &str, value: String) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value: Some(value),
+        ..EnvVar::default()
+    }
+}
+
+fn port(name: &str, port: i32) -> ServicePort {
+    ServicePort {
+        name: Some(name.into()),
+        port,
+        target_port: Some(IntOrString::String(name.into())),
+        ..ServicePort::default()
+    }
+}
+
+fn container_port(name: &str, port: i32) -> ContainerPort {
+    ContainerPort {
+        name: Some(name.into()),
+        container_port: port,
+        ..ContainerPort::default()
+    }
+}
+
+fn http_probe(path: &str, period: i32, failures: i32) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.into()),
+            port: IntOrString::Int(MONITOR_PORT),
+            ..HTTPGetAction::default()
+        }),
+        period_seconds: Some(period),
+        failure_threshold: Some(failures),
+        timeout_seconds: Some(3),
+        ..Probe::default()
+    }
+}

@@ -1,0 +1,26 @@
+//! msgbench operator: one controller per server kind (JetStreamCluster, MqttBroker,
+//! PubSubServer), each a validate -> build -> apply -> status pipeline.
+#![forbid(unsafe_code)]
+
+pub mod apply;
+pub mod context;
+pub mod controllers;
+pub mod error;
+pub mod http_server;
+pub mod jetstream;
+pub mod meta;
+pub mod metrics;
+pub mod mqtt;
+pub mod placement;
+pub mod pod_observer;
+pub mod pubsub;
+pub mod rbac;
+pub mod reconciler;
+pub mod security;
+pub mod server_kind;
+pub mod server_pod;
+pub mod status;
+pub mod subset;
+pub mod tuning;
+pub mod validate;
+pub mod varz;

@@ -1,0 +1,89 @@
+//! MqttBroker controller: mosquitto (default), rumqttd or a custom image.
+
+pub mod broker_conf;
+pub mod build;
+
+use crate::apply::Children;
+use crate::meta::Owner;
+use crate::server_kind::ServerKind;
+use crate::validate::{check_tuning, SecretFacts, Violation};
+use msgbench_crds::common::{Resources, ServerStatus, Tuning};
+use msgbench_crds::mqtt_broker::{MqttBroker, MqttEngine};
+
+impl ServerKind for MqttBroker {
+    const KIND_LABEL: &'static str = "mqttbroker";
+
+    fn server_status(&self) -> Option<&ServerStatus> {
+        self.status.as_ref()
+    }
+    fn tuning(&self) -> &Tuning {
+        &self.spec.tuning
+    }
+    fn resources(&self) -> &Resources {
+        &self.spec.resources
+    }
+    fn desired_replicas(&self) -> i32 {
+        self.spec.replicas
+    }
+    fn validate(&self, _secret: Option<&SecretFacts>) -> Vec<Violation> {
+        validate(self)
+    }
+    fn build(&self, owner: &Owner, replicas: i32) -> Children {
+        build::build(self, owner, replicas)
+    }
+    fn client_url(&self, owner: &Owner) -> String {
+        format!(
+            "mqtt://{}.{}.svc:{}",
+            owner.name, owner.namespace, self.spec.listeners.mqtt_port
+        )
+    }
+    fn configured_threads(&self) -> Option<u16> {
+        match self.spec.engine {
+            // mosquitto runs one event loop thread whatever the CPU limit.
+            MqttEngine::Mosquitto => Some(1),
+            MqttEngine::Rumqttd | MqttEngine::Custom => self.spec.tuning.threads,
+        }
+    }
+}
+
+pub fn validate(mqb: &MqttBroker) -> Vec<Violation> {
+    let spec = &mqb.spec;
+    let mut v = Vec::new();
+    if !(1..=5).contains(&spec.replicas) {
+        v.push(Violation::invalid(
+            "spec.replicas",
+            "must be between 1 and 5",
+        ));
+    }
+    if spec.replicas > 1 && spec.engine != MqttEngine::Custom {
+        v.push(Violation::invalid(
+            "spec.replicas",
+            "engines mosquitto and rumqttd do not cluster; replicas must be 1",
+        ));
+    }
+    if spec.engine == MqttEngine::Custom && spec.image.is_none() {
+        v.push(Violation::invalid(
+            "spec.image",
+            "engine custom needs an image",
+        ));
+    }
+    if spec.engine != MqttEngine::Custom && spec.custom.is_some() {
+        v.push(Violation::invalid(
+            "spec.custom",
+            "only valid with engine custom",
+        ));
+    }
+    if spec
+        .listeners
+        .websocket
+        .as_ref()
+        .is_some_and(|w| w.port == spec.listeners.mqtt_port)
+    {
+        v.push(Violation::invalid(
+            "spec.listeners.websocket.port",
+            "must differ from listeners.mqttPort",
+        ));
+    }
+    v.extend(check_tuning(&spec.tuning, &spec.resources));
+    v
+}

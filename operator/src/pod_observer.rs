@@ -1,0 +1,146 @@
+//! What the server pods say: readiness, QoS class, sysctls, and kubelet refusals.
+
+use k8s_openapi::api::core::v1::Pod;
+
+/// Pod-level failures where the kubelet rejected the pod at admission. Workload controllers
+/// replace such pods immediately, so they would storm: the operator scales to 0 instead.
+pub const REJECTION_REASONS: &[&str] = &[
+    "SysctlForbidden",
+    "UnexpectedAdmissionError",
+    "TopologyAffinityError",
+    "OutOfcpu",
+    "OutOfmemory",
+    "NodeAffinity",
+    "NodeSelectorMismatching",
+];
+
+/// Container waiting reasons that will not fix themselves (the kubelet backs off by itself).
+const STUCK_WAITING_REASONS: &[&str] = &[
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "CrashLoopBackOff",
+    "RunContainerError",
+];
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodObservation {
+    pub pods: i32,
+    pub ready: i32,
+    /// QoS class of the pods; `Mixed` when they disagree.
+    pub qos_class: Option<String>,
+    /// IP of one ready pod, for server self-reports (nats `/varz`).
+    pub ready_pod_ip: Option<String>,
+    pub problem: Option<PodProblem>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodProblem {
+    pub reason: String,
+    pub message: String,
+    /// The kubelet refused the pod: retrying unchanged would only create more pods.
+    pub rejected: bool,
+}
+
+pub fn observe_pods(pods: &[Pod]) -> PodObservation {
+    let mut obs = PodObservation::default();
+    for pod in pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+    {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let Some(status) = &pod.status else {
+            obs.pods += 1;
+            continue;
+        };
+        if status.phase.as_deref() == Some("Failed") {
+            let reason = status.reason.clone().unwrap_or_else(|| "PodFailed".into());
+            let rejected = REJECTION_REASONS.contains(&reason.as_str());
+            let message = format!(
+                "pod {name}: {}",
+                status.message.as_deref().unwrap_or(&reason)
+            );
+            set_problem(
+                &mut obs,
+                PodProblem {
+                    reason,
+                    message,
+                    rejected,
+                },
+            );
+            continue;
+        }
+        obs.pods += 1;
+        if let Some(q) = &status.qos_class {
+            obs.qos_class = match obs.qos_class.take() {
+                None => Some(q.clone()),
+                Some(prev) if &prev == q => Some(prev),
+                Some(_) => Some("Mixed".into()),
+            };
+        }
+        let conditions = status.conditions.as_deref().unwrap_or_default();
+        let ready = conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        if ready {
+            obs.ready += 1;
+            if obs.ready_pod_ip.is_none() {
+                obs.ready_pod_ip = status.pod_ip.clone();
+            }
+        }
+        if let Some(c) = conditions
+            .iter()
+            .find(|c| c.type_ == "PodScheduled" && c.status == "False" && c.reason.is_some())
+        {
+            let message = format!("pod {name}: {}", c.message.as_deref().unwrap_or_default());
+            let reason = c.reason.clone().unwrap_or_default();
+            set_problem(
+                &mut obs,
+                PodProblem {
+                    reason,
+                    message,
+                    rejected: false,
+                },
+            );
+        }
+        let containers = status
+            .init_container_statuses
+            .iter()
+            .flatten()
+            .chain(status.container_statuses.iter().flatten());
+        for cs in containers {
+            let Some(waiting) = cs.state.as_ref().and_then(|s| s.waiting.as_ref()) else {
+                continue;
+            };
+            let Some(reason) = waiting.reason.as_deref() else {
+                continue;
+            };
+            if STUCK_WAITING_REASONS.contains(&reason) {
+                let message = format!(
+                    "pod {name} container {}: {}",
+                    cs.name,
+                    waiting.message.as_deref().unwrap_or(reason)
+                );
+                set_problem(
+                    &mut obs,
+                    PodProblem {
+                        reason: reason.into(),
+                        message,
+                        rejected: false,
+                    },
+                );
+            }
+        }
+    }
+    obs
+}
+
+/// Keep the most severe problem: a rejection wins over anything else.
+fn set_problem(obs: &mut PodObservation, p: PodProblem) {
+    match &obs.problem {
+        Some(existing) if existing.rejected || !p.rejected => {}
+        _ => obs.problem = Some(p),
+    }
+}

@@ -1,0 +1,121 @@
+//! PubSubServer children: Service and Deployment with the contract env
+//! (PORT, EMIT_MODE, DATABASE_FILE, CACHE_TTL_SECONDS, WORKER_THREADS, WS_MODE, RUST_LOG).
+
+use crate::apply::Children;
+use crate::jetstream::build::value_env;
+use crate::meta::Owner;
+use crate::mqtt::build::{recreate_when_pinned, DEFAULT_UID};
+use crate::server_pod::{empty_dir, mount, pod_template, ServerPod};
+use crate::tuning::threads;
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::core::v1::{
+    Container, ContainerPort, Probe, Service, ServicePort, ServiceSpec, TCPSocketAction,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use msgbench_crds::pubsub_server::{DatabaseMode, PubSubProtocol, PubSubServer};
+
+const DATA_DIR: &str = "/data";
+
+fn enum_str<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+pub fn build(pss: &PubSubServer, owner: &Owner, replicas: i32) -> Children {
+    let spec = &pss.spec;
+    let name = owner.name.as_str();
+    let service = Service {
+        metadata: owner.child_meta(name),
+        spec: Some(ServiceSpec {
+            selector: Some(owner.selector_labels()),
+            ports: Some(vec![ServicePort {
+                name: Some("http".into()),
+                port: spec.port,
+                target_port: Some(IntOrString::String("http".into())),
+                ..ServicePort::default()
+            }]),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    };
+    let database = match spec.database {
+        DatabaseMode::Memory => ":memory:".to_string(),
+        DatabaseMode::File => format!("{DATA_DIR}/pubsub.db"),
+    };
+    let mut env = vec![
+        value_env("PORT", spec.port.to_string()),
+        value_env("EMIT_MODE", enum_str(&spec.emit_mode)),
+        value_env("DATABASE_FILE", database),
+        value_env("CACHE_TTL_SECONDS", spec.cache_ttl_seconds.to_string()),
+        value_env("RUST_LOG", enum_str(&spec.log_level)),
+    ];
+    if let Some(t) = threads(&spec.tuning, &spec.resources) {
+        env.push(value_env("WORKER_THREADS", t.to_string()));
+    }
+    if spec.protocol == PubSubProtocol::Websocket {
+        env.push(value_env(
+            "WS_MODE",
+            enum_str(&spec.ws_mode.unwrap_or_default()),
+        ));
+    }
+    let probe = |period: i32, failures: i32| Probe {
+        tcp_socket: Some(TCPSocketAction {
+            port: IntOrString::String("http".into()),
+            ..TCPSocketAction::default()
+        }),
+        period_seconds: Some(period),
+        failure_threshold: Some(failures),
+        ..Probe::default()
+    };
+    let container = Container {
+        name: "pubsub-server".into(),
+        image: Some(spec.image.clone()),
+        ports: Some(vec![ContainerPort {
+            name: Some("http".into()),
+            container_port: spec.port,
+            ..ContainerPort::default()
+        }]),
+        env: Some(env),
+        volume_mounts: Some(vec![
+            mount("data", DATA_DIR, false),
+            mount("tmp", "/tmp", false),
+        ]),
+        startup_probe: Some(probe(1, 60)),
+        readiness_probe: Some(probe(5, 3)),
+        liveness_probe: Some(probe(20, 3)),
+        ..Container::default()
+    };
+    let template = pod_template(ServerPod {
+        owner,
+        uid: DEFAULT_UID,
+        container,
+        volumes: vec![empty_dir("data", false), empty_dir("tmp", false)],
+        resources: &spec.resources,
+        tuning: &spec.tuning,
+        placement: &spec.placement,
+        config: None,
+        termination_grace_period_seconds: Some(30),
+    });
+    let deployment = Deployment {
+        metadata: owner.child_meta(name),
+        spec: Some(DeploymentSpec {
+            replicas: Some(replicas),
+            selector: LabelSelector {
+                match_labels: Some(owner.selector_labels()),
+                ..LabelSelector::default()
+            },
+            template,
+            strategy: Some(recreate_when_pinned(spec.tuning.cpu_pinning)),
+            ..DeploymentSpec::default()
+        }),
+        ..Deployment::default()
+    };
+    Children {
+        services: vec![service],
+        deployments: vec![deployment],
+        ..Children::default()
+    }
+}

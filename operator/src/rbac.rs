@@ -1,0 +1,87 @@
+//! The exact API access the server controllers use. `operator/RBAC.md` is rendered from this
+//! table (a test keeps them equal); the Helm chart's ClusterRole is derived from it.
+
+/// (API group, resources, verbs). Children are only listed (never fetched one by one), applied
+/// (SSA: `patch`, plus `create` for the first apply) and deleted when orphaned.
+pub const RULES: &[(&str, &[&str], &[&str])] = &[
+    (
+        "msgbench.dev",
+        &["jetstreamclusters", "mqttbrokers", "pubsubservers"],
+        &["list", "watch"],
+    ),
+    (
+        "msgbench.dev",
+        &[
+            "jetstreamclusters/status",
+            "mqttbrokers/status",
+            "pubsubservers/status",
+        ],
+        &["patch"],
+    ),
+    (
+        "",
+        &["configmaps", "services"],
+        &["list", "watch", "create", "patch", "delete"],
+    ),
+    (
+        "apps",
+        &["statefulsets", "deployments"],
+        &["list", "watch", "create", "patch", "delete"],
+    ),
+    (
+        "policy",
+        &["poddisruptionbudgets"],
+        &["list", "watch", "create", "patch", "delete"],
+    ),
+    ("", &["pods"], &["list", "watch"]),
+    // Only the Secret named in JetStreamCluster.spec.auth, to report a missing one or key.
+    ("", &["secrets"], &["get"]),
+    ("events.k8s.io", &["events"], &["create", "patch"]),
+];
+
+/// Markdown table of [`RULES`] (the content of `operator/RBAC.md`).
+pub fn render_markdown() -> String {
+    let mut s = String::from(
+        "# RBAC used by msgbench-operator (server controllers)\n\n\
+         Generated from `operator/src/rbac.rs` (`cargo test -p msgbench-operator rbac` checks it).\n\
+         Cluster-wide (ClusterRole) unless the operator runs with `--namespace`, then a Role in\n\
+         that namespace suffices. The BenchmarkRun controller adds its own rules.\n\n\
+         | apiGroup | resources | verbs |\n|---|---|---|\n",
+    );
+    for (group, resources, verbs) in RULES {
+        let group = if group.is_empty() {
+            "\"\" (core)"
+        } else {
+            group
+        };
+        s.push_str(&format!(
+            "| {group} | {} | {} |\n",
+            resources.join(", "),
+            verbs.join(", ")
+        ));
+    }
+    s.push_str(
+        "\nNot needed: `get` on children (the operator lists by label), `update` (server-side \
+         apply only),\n`pods/proxy` or `pods/exec` (nats `/varz` is read from the pod IP), \
+         `persistentvolumeclaims`\n(created by the StatefulSet controller), finalizers \
+         (children go by owner-reference garbage collection).\n",
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rbac_md_matches_the_rules_table() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/RBAC.md");
+        let want = super::render_markdown();
+        if std::env::var_os("UPDATE_RBAC").is_some() {
+            std::fs::write(path, &want).expect("write RBAC.md");
+        }
+        let have = std::fs::read_to_string(path).unwrap_or_default();
+        assert_eq!(
+            have, want,
+            "operator/RBAC.md is stale: rerun with UPDATE_RBAC=1"
+        );
+    }
+}

@@ -1,0 +1,210 @@
+//! The pipeline every server kind runs: validate -> build -> apply -> status.
+//! Level-triggered and idempotent: an unchanged object costs reads only, never writes.
+
+use crate::apply::{apply_children, Children};
+use crate::context::{Context, CONTROLLER_NAME};
+use crate::error::{Error, Result};
+use crate::meta::Owner;
+use crate::pod_observer::observe_pods;
+use crate::server_kind::ServerKind;
+use crate::status::{self, ServerReport, StatusInput};
+use crate::validate::SecretFacts;
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{ListParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType};
+use kube::{Api, ResourceExt};
+use msgbench_crds::common::ServerStatus;
+use std::sync::Arc;
+
+const NATS_MONITOR_PORT: u16 = 8222;
+
+pub async fn reconcile<K: ServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action> {
+    let _timer = ctx.metrics.reconcile_started(K::KIND_LABEL);
+    let owner = Owner::of(obj.as_ref(), K::KIND_LABEL)
+        .ok_or_else(|| Error::MissingNamespace(obj.name_any()))?;
+    if obj.meta().deletion_timestamp.is_some() {
+        // Children go with the owner through garbage collection: nothing to do.
+        return Ok(Action::await_change());
+    }
+    let client = &ctx.client;
+    let generation = obj.meta().generation;
+    let previous = obj.server_status();
+
+    // validate (with the facts admission cannot see)
+    let secret = match obj.secret_ref() {
+        Some(name) => Some(secret_facts(&ctx, &owner.namespace, name).await?),
+        None => None,
+    };
+    let violations = obj.validate(secret.as_ref());
+
+    // observe the pods as they are now
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &owner.namespace);
+    let pod_list = pods
+        .list(&ListParams::default().labels(&owner.children_selector()))
+        .await?;
+    let observed = observe_pods(&pod_list.items);
+    let hold = if violations.is_empty() {
+        status::hold_for(previous, generation, &observed)
+    } else {
+        None
+    };
+
+    // build + apply (an invalid spec leaves the running children alone)
+    let mut writes = 0;
+    if violations.is_empty() {
+        let replicas = if hold.is_some() {
+            0
+        } else {
+            obj.desired_replicas()
+        };
+        let children: Children = obj.build(&owner, replicas);
+        let applied = apply_children(client, &owner, children, &ctx.metrics).await?;
+        writes = applied.applied + applied.deleted;
+    }
+
+    // status
+    let mut report = ServerReport::default();
+    if K::REPORTS_VARZ && ctx.observe_varz {
+        if let Some(ip) = observed.ready_pod_ip.as_deref() {
+            report = crate::varz::fetch(ip, NATS_MONITOR_PORT)
+                .await
+                .unwrap_or_default();
+        }
+    }
+    let input = StatusInput {
+        previous,
+        generation,
+        desired_replicas: obj.desired_replicas(),
+        violations: &violations,
+        hold: hold.as_ref(),
+        pods: &observed,
+        url: obj.client_url(&owner),
+        tuning: obj.tuning(),
+        resources: obj.resources(),
+        configured_threads: obj.configured_threads(),
+        server_report: report,
+        now: Time(k8s_openapi::jiff::Timestamp::now()),
+    };
+    let new_status = status::compute(&input);
+    if previous != Some(&new_status) {
+        patch_status(obj.as_ref(), &ctx, &owner, &new_status).await?;
+        publish_transitions(obj.as_ref(), &ctx, previous, &new_status, writes).await;
+    } else if writes > 0 {
+        publish_transitions(obj.as_ref(), &ctx, previous, &new_status, writes).await;
+    }
+
+    ctx.backoff.succeeded(&backoff_key(obj.as_ref()));
+    let ready = new_status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    Ok(if ready || hold.is_some() || !violations.is_empty() {
+        // Watches on the CR, children and pods wake us; the long requeue is a safety net.
+        Action::requeue(ctx.requeue.stable)
+    } else {
+        Action::requeue(ctx.requeue.converging)
+    })
+}
+
+fn backoff_key<K: ServerKind>(obj: &K) -> String {
+    format!(
+        "{}/{}/{}",
+        K::KIND_LABEL,
+        obj.namespace().unwrap_or_default(),
+        obj.name_any()
+    )
+}
+
+async fn secret_facts(ctx: &Context, ns: &str, name: &str) -> Result<SecretFacts> {
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
+    let keys = secrets.get_opt(name).await?.map(|s| {
+        let mut k: Vec<String> = s.data.unwrap_or_default().into_keys().collect();
+        k.extend(s.string_data.unwrap_or_default().into_keys());
+        k
+    });
+    Ok(SecretFacts {
+        name: name.into(),
+        keys,
+    })
+}
+
+async fn patch_status<K: ServerKind>(
+    obj: &K,
+    ctx: &Context,
+    owner: &Owner,
+    status: &ServerStatus,
+) -> Result<()> {
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    let patch = serde_json::json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "status": status,
+    });
+    let params = PatchParams::apply(CONTROLLER_NAME).force();
+    api.patch_status(&obj.name_any(), &params, &Patch::Apply(&patch))
+        .await?;
+    Ok(())
+}
+
+/// Events on what changed: children written, and each condition that flipped.
+async fn publish_transitions<K: ServerKind>(
+    obj: &K,
+    ctx: &Context,
+    previous: Option<&ServerStatus>,
+    new: &ServerStatus,
+    writes: usize,
+) {
+    let mut events = Vec::new();
+    if writes > 0 {
+        events.push(Event {
+            type_: EventType::Normal,
+            reason: "ChildrenApplied".into(),
+            note: Some(format!(
+                "{writes} child object(s) created, updated or deleted"
+            )),
+            action: "Apply".into(),
+            secondary: None,
+        });
+    }
+    for c in &new.conditions {
+        let before = previous.and_then(|p| p.conditions.iter().find(|o| o.type_ == c.type_));
+        if before.is_some_and(|b| b.status == c.status && b.reason == c.reason) {
+            continue;
+        }
+        let bad = (c.type_ == "Degraded" && c.status == "True")
+            || (c.type_ == "Ready" && c.status == "False" && before.is_some());
+        if c.type_ == "Progressing"
+            || (c.type_ == "Degraded" && c.status == "False" && before.is_none())
+        {
+            continue;
+        }
+        events.push(Event {
+            type_: if bad {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: c.reason.clone(),
+            note: Some(format!("{}={}: {}", c.type_, c.status, c.message)),
+            action: "Reconcile".into(),
+            secondary: None,
+        });
+    }
+    let reference = obj.object_ref(&());
+    for ev in events {
+        if let Err(e) = ctx.recorder.publish(&ev, &reference).await {
+            tracing::warn!(error = %e, "could not publish event");
+        }
+    }
+}
+
+/// Errors back off exponentially per object instead of hot-looping.
+pub fn error_policy<K: ServerKind>(obj: Arc<K>, err: &Error, ctx: Arc<Context>) -> Action {
+    ctx.metrics
+        .reconcile_failed(K::KIND_LABEL, err.metric_label());
+    tracing::warn!(kind = K::KIND_LABEL, name = %obj.name_any(), error = %err, "reconcile failed");
+    let failures = ctx.backoff.failed(&backoff_key(obj.as_ref()));
+    Action::requeue(ctx.requeue.error_delay(failures))
+}

@@ -1,0 +1,47 @@
+//! What the generic reconcile pipeline needs from each server kind. `validate` and `build` are
+//! pure: everything they need from the cluster is handed in.
+
+use crate::apply::Children;
+use crate::meta::Owner;
+use crate::validate::{SecretFacts, Violation};
+use k8s_openapi::NamespaceResourceScope;
+use kube::Resource;
+use msgbench_crds::common::{Resources, ServerStatus, Tuning};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::fmt::Debug;
+
+pub trait ServerKind:
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + Clone
+    + Debug
+    + Serialize
+    + DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+    /// `app.kubernetes.io/name` of the children, e.g. `jetstreamcluster`.
+    const KIND_LABEL: &'static str;
+    /// Read `cores`/`gomaxprocs` from nats-server's monitoring endpoint.
+    const REPORTS_VARZ: bool = false;
+
+    fn server_status(&self) -> Option<&ServerStatus>;
+    fn tuning(&self) -> &Tuning;
+    fn resources(&self) -> &Resources;
+    fn desired_replicas(&self) -> i32;
+    /// Secret the spec references (checked by the reconciler, judged by `validate`).
+    fn secret_ref(&self) -> Option<&str> {
+        None
+    }
+    /// Spec rules admission cannot check, with the facts the reconciler looked up.
+    fn validate(&self, secret: Option<&SecretFacts>) -> Vec<Violation>;
+    /// Desired children. `replicas` may be 0 when the operator holds the workload.
+    fn build(&self, owner: &Owner, replicas: i32) -> Children;
+    /// Thread count the server will use (default: derived from the CPU limit).
+    fn configured_threads(&self) -> Option<u16> {
+        crate::tuning::threads(self.tuning(), self.resources())
+    }
+    /// Client URL through the client Service's DNS name.
+    fn client_url(&self, owner: &Owner) -> String;
+}

@@ -1,0 +1,88 @@
+//! The hardened pod template every server workload shares: contract labels, security contexts,
+//! Guaranteed resources when pinned, sysctls, placement, and a config hash that rolls pods when
+//! their configuration changes.
+
+use crate::meta::Owner;
+use crate::placement::pod_placement;
+use crate::security::{container_security_context, pod_security_context};
+use crate::tuning::{container_resources, pod_sysctls};
+use k8s_openapi::api::core::v1::{
+    Container, EmptyDirVolumeSource, PodSpec, PodTemplateSpec, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use msgbench_crds::common::{Placement, Resources, Tuning};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+pub const ANNOTATION_CONFIG_HASH: &str = "msgbench.dev/config-hash";
+
+pub struct ServerPod<'a> {
+    pub owner: &'a Owner,
+    /// Non-root uid (and gid/fsGroup) the server runs as.
+    pub uid: i64,
+    /// The server container; resources and security context are filled in here.
+    pub container: Container,
+    pub volumes: Vec<Volume>,
+    pub resources: &'a Resources,
+    pub tuning: &'a Tuning,
+    pub placement: &'a Placement,
+    /// Content whose change must restart the pods (config file, env-relevant spec).
+    pub config: Option<&'a str>,
+    pub termination_grace_period_seconds: Option<i64>,
+}
+
+pub fn config_hash(content: &str) -> String {
+    hex::encode(&Sha256::digest(content.as_bytes())[..16])
+}
+
+pub fn pod_template(p: ServerPod<'_>) -> PodTemplateSpec {
+    let mut container = p.container;
+    container.resources = container_resources(p.resources, p.tuning);
+    container.security_context = Some(container_security_context());
+    container.image_pull_policy = Some("IfNotPresent".into());
+    let placement = pod_placement(Some(p.placement), &p.owner.selector_labels());
+    let annotations: BTreeMap<String, String> = p
+        .config
+        .map(|c| BTreeMap::from([(ANNOTATION_CONFIG_HASH.to_string(), config_hash(c))]))
+        .unwrap_or_default();
+    PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(p.owner.labels()),
+            annotations: (!annotations.is_empty()).then_some(annotations),
+            ..ObjectMeta::default()
+        }),
+        spec: Some(PodSpec {
+            containers: vec![container],
+            volumes: (!p.volumes.is_empty()).then_some(p.volumes),
+            security_context: Some(pod_security_context(p.uid, pod_sysctls(p.tuning))),
+            // Servers never talk to the API server.
+            automount_service_account_token: Some(false),
+            enable_service_links: Some(false),
+            termination_grace_period_seconds: p.termination_grace_period_seconds,
+            node_selector: placement.node_selector,
+            tolerations: placement.tolerations,
+            affinity: placement.affinity,
+            ..PodSpec::default()
+        }),
+    }
+}
+
+pub fn empty_dir(name: &str, in_memory: bool) -> Volume {
+    Volume {
+        name: name.into(),
+        empty_dir: Some(EmptyDirVolumeSource {
+            medium: in_memory.then(|| "Memory".to_string()),
+            ..EmptyDirVolumeSource::default()
+        }),
+        ..Volume::default()
+    }
+}
+
+pub fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
+    VolumeMount {
+        name: name.into(),
+        mount_path: path.into(),
+        read_only: read_only.then_some(true),
+        ..VolumeMount::default()
+    }
+}

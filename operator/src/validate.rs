@@ -1,0 +1,198 @@
+//! Spec checks the operator repeats or adds to admission. Pure: cluster facts (does a Secret
+//! exist?) are passed in. Violations become a Degraded condition, never an error loop.
+
+use crate::tuning::is_integer_cpu;
+use msgbench_crds::common::{is_safe_sysctl, Resources, Tuning};
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// Condition reason, e.g. `InvalidSpec`, `SecretNotFound`.
+    pub reason: &'static str,
+    /// JSON path below the object, e.g. `spec.resources.limits.cpu`.
+    pub field: String,
+    pub rule: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.rule)
+    }
+}
+
+impl Violation {
+    pub fn invalid(field: impl Into<String>, rule: impl Into<String>) -> Self {
+        Self {
+            reason: "InvalidSpec",
+            field: field.into(),
+            rule: rule.into(),
+        }
+    }
+}
+
+/// What the operator found in the cluster about a Secret the spec references.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SecretFacts {
+    pub name: String,
+    /// `None` when the Secret does not exist.
+    pub keys: Option<Vec<String>>,
+}
+
+/// Checks shared by every server kind: pinning needs integer CPUs with a memory limit, unsafe
+/// sysctls need the opt-in (the CRD's CEL says the same; this guards CRDs installed without it).
+pub fn check_tuning(tuning: &Tuning, res: &Resources) -> Vec<Violation> {
+    let mut v = Vec::new();
+    let limits = res.limits.as_ref();
+    if tuning.cpu_pinning {
+        match limits.and_then(|l| l.cpu.as_ref()) {
+            Some(cpu) if is_integer_cpu(cpu) => {}
+            Some(cpu) => v.push(Violation::invalid(
+                "spec.resources.limits.cpu",
+                format!(
+                    "tuning.cpuPinning needs an integer CPU limit, got {:?}",
+                    cpu.0
+                ),
+            )),
+            None => v.push(Violation::invalid(
+                "spec.resources.limits.cpu",
+                "tuning.cpuPinning needs an integer CPU limit",
+            )),
+        }
+        if limits.and_then(|l| l.memory.as_ref()).is_none() {
+            v.push(Violation::invalid(
+                "spec.resources.limits.memory",
+                "tuning.cpuPinning needs a memory limit (Guaranteed QoS)",
+            ));
+        }
+    }
+    if !tuning.allow_unsafe_sysctls {
+        for s in tuning.sysctls.iter().filter(|s| !is_safe_sysctl(&s.name)) {
+            v.push(Violation::invalid(
+                "spec.tuning.sysctls",
+                format!(
+                    "{} is outside the kubelet safe set; set tuning.allowUnsafeSysctls: true \
+                     (and allow-list it on the kubelet)",
+                    s.name
+                ),
+            ));
+        }
+    }
+    let mut names: Vec<String> = tuning
+        .sysctls
+        .iter()
+        .map(|s| s.name.replace('/', "."))
+        .collect();
+    names.sort();
+    if names.windows(2).any(|w| w[0] == w[1]) {
+        v.push(Violation::invalid(
+            "spec.tuning.sysctls",
+            "sysctl names must be unique",
+        ));
+    }
+    v
+}
+
+/// A referenced Secret must exist and hold `required` keys.
+pub fn check_secret(field: &str, facts: &SecretFacts, required: &[&str]) -> Vec<Violation> {
+    match &facts.keys {
+        None => vec![Violation {
+            reason: "SecretNotFound",
+            field: field.into(),
+            rule: format!("Secret {:?} does not exist in this namespace", facts.name),
+        }],
+        Some(keys) => required
+            .iter()
+            .filter(|k| !keys.iter().any(|have| have == *k))
+            .map(|k| Violation {
+                reason: "SecretKeyMissing",
+                field: field.into(),
+                rule: format!("Secret {:?} has no key {k:?}", facts.name),
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use msgbench_crds::common::{Quantity, ResourceAmounts, Sysctl};
+
+    fn limits(cpu: &str, mem: Option<&str>) -> Resources {
+        Resources {
+            requests: None,
+            limits: Some(ResourceAmounts {
+                cpu: Some(Quantity(cpu.into())),
+                memory: mem.map(|m| Quantity(m.into())),
+            }),
+        }
+    }
+
+    #[test]
+    fn pinning_rejects_fractional_cpu_and_missing_memory() {
+        let t = Tuning {
+            cpu_pinning: true,
+            ..Tuning::default()
+        };
+        let v = check_tuning(&t, &limits("1500m", None));
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert_eq!(v[0].field, "spec.resources.limits.cpu");
+        assert!(v[0].rule.contains("1500m"));
+        assert_eq!(v[1].field, "spec.resources.limits.memory");
+        assert!(check_tuning(&t, &limits("2", Some("1Gi"))).is_empty());
+    }
+
+    #[test]
+    fn unsafe_sysctl_needs_opt_in() {
+        let mut t = Tuning {
+            sysctls: vec![
+                Sysctl {
+                    name: "net.core.somaxconn".into(),
+                    value: "4096".into(),
+                },
+                Sysctl {
+                    name: "net.ipv4.tcp_fin_timeout".into(),
+                    value: "15".into(),
+                },
+            ],
+            ..Tuning::default()
+        };
+        let v = check_tuning(&t, &Resources::default());
+        assert_eq!(v.len(), 1);
+        assert!(v[0].rule.contains("net.core.somaxconn"));
+        t.allow_unsafe_sysctls = true;
+        assert!(check_tuning(&t, &Resources::default()).is_empty());
+    }
+
+    #[test]
+    fn duplicate_sysctls_are_rejected() {
+        let s = Sysctl {
+            name: "net.ipv4.tcp_fin_timeout".into(),
+            value: "15".into(),
+        };
+        let t = Tuning {
+            sysctls: vec![s.clone(), s],
+            ..Tuning::default()
+        };
+        assert!(check_tuning(&t, &Resources::default())
+            .iter()
+            .any(|v| v.rule.contains("unique")));
+    }
+
+    #[test]
+    fn missing_secret_and_missing_key_are_named() {
+        let missing = SecretFacts {
+            name: "auth".into(),
+            keys: None,
+        };
+        let v = check_secret("spec.auth.secretName", &missing, &["token"]);
+        assert_eq!(v[0].reason, "SecretNotFound");
+        let partial = SecretFacts {
+            name: "auth".into(),
+            keys: Some(vec!["username".into()]),
+        };
+        let v = check_secret("spec.auth.secretName", &partial, &["username", "password"]);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].reason, "SecretKeyMissing");
+        assert!(v[0].rule.contains("password"));
+    }
+}

@@ -1,0 +1,228 @@
+//! Builders from YAML fixtures: YAML snapshots of every child, plus the properties that must
+//! hold for every pod we create (hardening, Guaranteed QoS when pinned, contract labels).
+
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
+use msgbench_operator::apply::Children;
+use msgbench_operator::meta::Owner;
+use msgbench_operator::server_kind::ServerKind;
+
+fn fixture<K: ServerKind>(file: &str) -> K {
+    let path = format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_norway::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn build<K: ServerKind>(file: &str) -> (K, Children) {
+    let obj: K = fixture(file);
+    assert!(
+        obj.validate(None).is_empty(),
+        "{file} must be valid: {:?}",
+        obj.validate(None)
+    );
+    let owner = Owner::of(&obj, K::KIND_LABEL).expect("fixture has namespace and uid");
+    let children = obj.build(&owner, obj.desired_replicas());
+    (obj, children)
+}
+
+fn templates(c: &Children) -> Vec<&PodTemplateSpec> {
+    let sts = c
+        .stateful_sets
+        .iter()
+        .filter_map(|s| s.spec.as_ref())
+        .map(|s| &s.template);
+    let deps = c
+        .deployments
+        .iter()
+        .filter_map(|d| d.spec.as_ref())
+        .map(|d| &d.template);
+    sts.chain(deps).collect()
+}
+
+/// Every pod: non-root, RuntimeDefault seccomp, read-only root fs, ALL capabilities dropped.
+fn assert_hardened(c: &Children) {
+    let t = templates(c);
+    assert_eq!(t.len(), 1, "exactly one workload");
+    for tpl in t {
+        let pod = tpl.spec.as_ref().unwrap();
+        let psc = pod.security_context.as_ref().unwrap();
+        assert_eq!(psc.run_as_non_root, Some(true));
+        assert!(psc.run_as_user.unwrap() > 0);
+        assert_eq!(
+            psc.seccomp_profile.as_ref().unwrap().type_,
+            "RuntimeDefault"
+        );
+        for ctr in pod
+            .containers
+            .iter()
+            .chain(pod.init_containers.iter().flatten())
+        {
+            let sc = ctr.security_context.as_ref().unwrap();
+            assert_eq!(sc.read_only_root_filesystem, Some(true), "{}", ctr.name);
+            assert_eq!(sc.allow_privilege_escalation, Some(false));
+            assert_eq!(
+                sc.capabilities.as_ref().unwrap().drop,
+                Some(vec!["ALL".to_string()])
+            );
+        }
+    }
+}
+
+/// Guaranteed QoS: requests == limits for CPU and memory in every container, integer CPU.
+fn assert_guaranteed(c: &Children) {
+    for tpl in templates(c) {
+        let pod = tpl.spec.as_ref().unwrap();
+        for ctr in pod
+            .containers
+            .iter()
+            .chain(pod.init_containers.iter().flatten())
+        {
+            let r = ctr.resources.as_ref().expect("resources");
+            let (req, lim) = (r.requests.as_ref().unwrap(), r.limits.as_ref().unwrap());
+            for k in ["cpu", "memory"] {
+                assert!(lim.contains_key(k), "{} has a {k} limit", ctr.name);
+                assert_eq!(req.get(k), lim.get(k), "{} {k} request == limit", ctr.name);
+            }
+            assert!(!lim["cpu"].0.contains('m') && !lim["cpu"].0.contains('.'));
+        }
+    }
+}
+
+fn assert_contract_labels(c: &Children, kind: &str, instance: &str) {
+    let json = serde_json::to_value(c).unwrap();
+    for (_, list) in json.as_object().unwrap() {
+        for obj in list.as_array().unwrap() {
+            let labels = &obj["metadata"]["labels"];
+            assert_eq!(labels["app.kubernetes.io/name"], kind);
+            assert_eq!(labels["app.kubernetes.io/instance"], instance);
+            assert_eq!(labels["app.kubernetes.io/component"], "server");
+            assert_eq!(labels["app.kubernetes.io/managed-by"], "msgbench-operator");
+            assert_eq!(labels["app.kubernetes.io/part-of"], "msgbench");
+            let owner = &obj["metadata"]["ownerReferences"][0];
+            assert_eq!(owner["controller"], true);
+            assert_eq!(owner["kind"], obj_kind(kind));
+        }
+    }
+}
+
+fn env_of(c: &Children) -> std::collections::BTreeMap<String, String> {
+    templates(c)[0].spec.as_ref().unwrap().containers[0]
+        .env
+        .iter()
+        .flatten()
+        .filter_map(|e| e.value.clone().map(|v| (e.name.clone(), v)))
+        .collect()
+}
+
+#[test]
+fn jetstream_cluster_of_three() {
+    let (_, c) = build::<JetStreamCluster>("jsc-basic.yaml");
+    assert_hardened(&c);
+    assert_contract_labels(&c, "jetstreamcluster", "demo");
+    let conf = &c.config_maps[0].data.as_ref().unwrap()["nats.conf"];
+    for i in 0..3 {
+        assert!(
+            conf.contains(&format!("nats://demo-{i}.demo-headless.bench.svc:6222")),
+            "{conf}"
+        );
+    }
+    let sts = c.stateful_sets[0].spec.as_ref().unwrap();
+    assert_eq!(sts.pod_management_policy.as_deref(), Some("Parallel"));
+    assert_eq!(sts.service_name.as_deref(), Some("demo-headless"));
+    // 1500m rounds up to 2 threads.
+    assert_eq!(env_of(&c).get("GOMAXPROCS").map(String::as_str), Some("2"));
+    insta::assert_yaml_snapshot!("jsc_basic", c);
+}
+
+#[test]
+fn jetstream_cluster_pinned_with_sysctls_and_auth() {
+    let (_, c) = build::<JetStreamCluster>("jsc-pinned.yaml");
+    assert_hardened(&c);
+    assert_guaranteed(&c);
+    let pod = templates(&c)[0].spec.clone().unwrap();
+    let sysctls = pod.security_context.unwrap().sysctls.unwrap();
+    assert_eq!(sysctls.len(), 2);
+    let conf = &c.config_maps[0].data.as_ref().unwrap()["nats.conf"];
+    assert!(
+        !conf.contains("cluster {"),
+        "a single server has no cluster block"
+    );
+    assert!(conf.contains("user: $NATS_USER"));
+    assert_eq!(env_of(&c).get("GOMAXPROCS").map(String::as_str), Some("1"));
+    insta::assert_yaml_snapshot!("jsc_pinned", c);
+}
+
+#[test]
+fn mqtt_broker_mosquitto_deployment() {
+    let (_, c) = build::<MqttBroker>("mqb-basic.yaml");
+    assert_hardened(&c);
+    assert_contract_labels(&c, "mqttbroker", "mosq");
+    assert!(c.stateful_sets.is_empty() && c.deployments.len() == 1);
+    let conf = &c.config_maps[0].data.as_ref().unwrap()["broker.conf"];
+    assert!(
+        conf.contains("listener 8083 0.0.0.0\nprotocol websockets"),
+        "{conf}"
+    );
+    insta::assert_yaml_snapshot!("mqb_basic", c);
+}
+
+#[test]
+fn mqtt_broker_pinned_persistent_statefulset() {
+    let (_, c) = build::<MqttBroker>("mqb-pinned-persistent.yaml");
+    assert_hardened(&c);
+    assert_guaranteed(&c);
+    assert!(c.deployments.is_empty() && c.stateful_sets.len() == 1);
+    insta::assert_yaml_snapshot!("mqb_pinned_persistent", c);
+}
+
+#[test]
+fn pubsub_server_contract_env() {
+    let (_, c) = build::<PubSubServer>("pss-basic.yaml");
+    assert_hardened(&c);
+    assert_contract_labels(&c, "pubsubserver", "pubsub");
+    let env = env_of(&c);
+    assert_eq!(env["EMIT_MODE"], "sequential");
+    assert_eq!(env["DATABASE_FILE"], "/data/pubsub.db");
+    assert_eq!(env["CACHE_TTL_SECONDS"], "5");
+    assert_eq!(env["WORKER_THREADS"], "2");
+    assert!(!env.contains_key("WS_MODE"));
+    insta::assert_yaml_snapshot!("pss_basic", c);
+}
+
+#[test]
+fn pubsub_server_pinned_websocket() {
+    let (_, c) = build::<PubSubServer>("pss-pinned.yaml");
+    assert_hardened(&c);
+    assert_guaranteed(&c);
+    let env = env_of(&c);
+    assert_eq!(
+        env["WORKER_THREADS"], "2",
+        "explicit tuning.threads wins over the CPU limit"
+    );
+    assert_eq!(env["WS_MODE"], "broadcast");
+    let strategy = c.deployments[0]
+        .spec
+        .as_ref()
+        .unwrap()
+        .strategy
+        .clone()
+        .unwrap();
+    assert_eq!(strategy.type_.as_deref(), Some("Recreate"));
+    insta::assert_yaml_snapshot!("pss_pinned", c);
+}
+
+#[test]
+fn held_workload_builds_zero_replicas() {
+    let obj: JetStreamCluster = fixture("jsc-basic.yaml");
+    let owner = Owner::of(&obj, JetStreamCluster::KIND_LABEL).unwrap();
+    let c = obj.build(&owner, 0);
+    assert_eq!(c.stateful_sets[0].spec.as_ref().unwrap().replicas, Some(0));
+}
+
+fn obj_kind(label: &str) -> &'static str {
+    match label {
+        "jetstreamcluster" => "JetStreamCluster",
+        "mqttbroker" => "MqttBroker",
+        _ => "PubSubServer",
+    }
+}
