@@ -45,6 +45,8 @@ fn install() -> Result<()> {
         .arg(RELEASE)
         .arg(&chart)
         .args(["--namespace", NAMESPACE, "--create-namespace"])
+        .arg("--values")
+        .arg(root.join("charts/tests/e2e-values.yaml"))
         .args(["--wait", "--timeout", "180s"])
         .arg("--kubeconfig")
         .arg(kubeconfig_path())

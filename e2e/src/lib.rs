@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod diagnostics;
 pub mod harness;
 pub mod kinds;
+pub mod node;
 pub mod probe;
 pub mod procfs;
 pub mod servers;

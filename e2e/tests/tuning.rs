@@ -6,7 +6,7 @@ use anyhow::{ensure, Context, Result};
 use msgbench_e2e::harness::remove_leftover_namespaces;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::procfs::{cpu_list, last_field_map};
-use msgbench_e2e::{probe, run, servers, toolbox, TestContext};
+use msgbench_e2e::{node, probe, run, servers, toolbox, TestContext};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -42,6 +42,7 @@ async fn pinned_server_gets_an_exclusive_cpu_and_sysctls() {
 async fn body(ctx: TestContext) -> Result<()> {
     // The node has one allocatable CPU; a kept namespace from an earlier failure may hold it.
     remove_leftover_namespaces(&ctx.client, &ctx.ns, Duration::from_secs(180)).await?;
+    node::wait_for_free_cpu(&ctx.client, 1000, Duration::from_secs(120)).await?;
     kinds::create(&ctx.client, &ctx.ns, MANIFEST).await?;
     let ready =
         servers::wait_ready(&ctx, Kind::JetStreamCluster, NAME, Duration::from_secs(240)).await?;
