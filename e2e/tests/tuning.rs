@@ -3,10 +3,11 @@
 //! the requested sysctls read back in the pod, nats-server runs with GOMAXPROCS 1, and the status
 //! reports what was observed. Pins the node's one allocatable CPU: removes leftovers first.
 use anyhow::{ensure, Context, Result};
+use kube::api::DynamicObject;
 use msgbench_e2e::harness::remove_leftover_namespaces;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::procfs::{cpu_list, last_field_map};
-use msgbench_e2e::{node, probe, run, servers, toolbox, TestContext};
+use msgbench_e2e::{node, probe, run, servers, toolbox, wait, TestContext};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -44,8 +45,7 @@ async fn body(ctx: TestContext) -> Result<()> {
     remove_leftover_namespaces(&ctx.client, &ctx.ns, Duration::from_secs(180)).await?;
     node::wait_for_free_cpu(&ctx.client, 1000, Duration::from_secs(120)).await?;
     kinds::create(&ctx.client, &ctx.ns, MANIFEST).await?;
-    let ready =
-        servers::wait_ready(&ctx, Kind::JetStreamCluster, NAME, Duration::from_secs(240)).await?;
+    servers::wait_ready(&ctx, Kind::JetStreamCluster, NAME, Duration::from_secs(240)).await?;
 
     let pods = servers::server_pods(&ctx, NAME).await?;
     ensure!(
@@ -128,19 +128,26 @@ echo \"sysctl net.ipv4.tcp_keepalive_time $(cat /proc/sys/net/ipv4/tcp_keepalive
         varz["gomaxprocs"]
     );
 
-    // The status reports what was observed, not what was asked for.
-    let observed = ready
-        .data
-        .pointer("/status/observedTuning")
-        .context("status.observedTuning missing")?;
-    ensure!(
-        observed["qosClass"] == "Guaranteed",
-        "status.observedTuning.qosClass: {observed}"
-    );
-    ensure!(
-        observed["pinningEffective"] == true,
-        "status.observedTuning.pinningEffective: {observed}"
-    );
+    // The status reports what was observed, not what was asked for (it may trail the Ready flip
+    // by a reconcile, so wait for the observation to land).
+    let api = Kind::JetStreamCluster.api(&ctx.client, &ctx.ns);
+    let want_cpus = server_cpus.len();
+    let cr = wait::until(
+        &api,
+        NAME,
+        Duration::from_secs(60),
+        "status.observedTuning reports the pinning",
+        move |o: &DynamicObject| {
+            let t = o.data.pointer("/status/observedTuning");
+            t.is_some_and(|t| {
+                t["qosClass"] == "Guaranteed"
+                    && t["pinningEffective"] == true
+                    && t["cpus"].is_string()
+            })
+        },
+    )
+    .await?;
+    let observed = &cr.data["status"]["observedTuning"];
     let applied: Vec<&str> = observed["sysctlsApplied"]
         .as_array()
         .into_iter()
@@ -151,11 +158,17 @@ echo \"sysctl net.ipv4.tcp_keepalive_time $(cat /proc/sys/net/ipv4/tcp_keepalive
         applied.contains(&"net.core.somaxconn") && applied.contains(&"net.ipv4.tcp_keepalive_time"),
         "status.observedTuning.sysctlsApplied: {observed}"
     );
-    if let Some(cpus) = observed["cpus"].as_str() {
-        ensure!(
+    // `cpus` is what the server itself saw: a count ("1 visible to the server") or a cpuset.
+    let cpus = observed["cpus"].as_str().unwrap_or_default();
+    match cpus.split_whitespace().collect::<Vec<_>>().as_slice() {
+        [n, "visible", ..] => ensure!(
+            n.parse::<usize>().ok() == Some(want_cpus),
+            "status.observedTuning.cpus {cpus:?}, the pod has {want_cpus} CPU(s)"
+        ),
+        _ => ensure!(
             cpu_list(cpus)? == server_cpus,
-            "status.observedTuning.cpus {cpus} differs from the pod's {server_cpus:?}"
-        );
+            "status.observedTuning.cpus {cpus:?} differs from the pod's {server_cpus:?}"
+        ),
     }
     Ok(())
 }
