@@ -79,6 +79,7 @@ async fn list_kind<K>(
     ctx: &TestContext,
     selector: &str,
     kind: &'static str,
+    with_terminating: bool,
     out: &mut Vec<Child>,
 ) -> Result<()>
 where
@@ -94,7 +95,7 @@ where
         .with_context(|| format!("listing {kind}"))?
         .items
     {
-        if o.meta().deletion_timestamp.is_some() {
+        if o.meta().deletion_timestamp.is_some() && !with_terminating {
             continue;
         }
         out.push(Child {
@@ -108,15 +109,24 @@ where
 
 /// Every live child of instance `name` across the kinds the operator creates (pods included).
 pub async fn children(ctx: &TestContext, name: &str) -> Result<Vec<Child>> {
+    list_children(ctx, name, false).await
+}
+
+/// Like [`children`], but also objects still terminating: "gone" means gone.
+pub async fn children_including_terminating(ctx: &TestContext, name: &str) -> Result<Vec<Child>> {
+    list_children(ctx, name, true).await
+}
+
+async fn list_children(ctx: &TestContext, name: &str, t: bool) -> Result<Vec<Child>> {
     let sel = instance_selector(name);
     let mut out = Vec::new();
-    list_kind::<ConfigMap>(ctx, &sel, "ConfigMap", &mut out).await?;
-    list_kind::<Service>(ctx, &sel, "Service", &mut out).await?;
-    list_kind::<StatefulSet>(ctx, &sel, "StatefulSet", &mut out).await?;
-    list_kind::<Deployment>(ctx, &sel, "Deployment", &mut out).await?;
-    list_kind::<PodDisruptionBudget>(ctx, &sel, "PodDisruptionBudget", &mut out).await?;
-    list_kind::<Job>(ctx, &sel, "Job", &mut out).await?;
-    list_kind::<Pod>(ctx, &sel, "Pod", &mut out).await?;
+    list_kind::<ConfigMap>(ctx, &sel, "ConfigMap", t, &mut out).await?;
+    list_kind::<Service>(ctx, &sel, "Service", t, &mut out).await?;
+    list_kind::<StatefulSet>(ctx, &sel, "StatefulSet", t, &mut out).await?;
+    list_kind::<Deployment>(ctx, &sel, "Deployment", t, &mut out).await?;
+    list_kind::<PodDisruptionBudget>(ctx, &sel, "PodDisruptionBudget", t, &mut out).await?;
+    list_kind::<Job>(ctx, &sel, "Job", t, &mut out).await?;
+    list_kind::<Pod>(ctx, &sel, "Pod", t, &mut out).await?;
     out.sort();
     Ok(out)
 }

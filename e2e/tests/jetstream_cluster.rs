@@ -88,7 +88,13 @@ async fn body(ctx: TestContext) -> Result<()> {
                         .as_array()
                         .into_iter()
                         .flatten()
-                        .filter_map(|r| r["remote_name"].as_str().map(str::to_string))
+                        // Route pooling (nats 2.10+) opens several connections per peer: count peers.
+                        .filter_map(|r| {
+                            r["remote_name"]
+                                .as_str()
+                                .or(r["remote_id"].as_str())
+                                .map(str::to_string)
+                        })
                         .filter(|r| *r != me)
                         .collect();
                     Ok((peers.len() == 2).then_some((me, peers)))

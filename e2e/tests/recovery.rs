@@ -114,7 +114,7 @@ async fn body(ctx: TestContext) -> Result<()> {
         || {
             let ctx = ctx.clone();
             async move {
-                let left = servers::children(&ctx, NAME).await?;
+                let left = servers::children_including_terminating(&ctx, NAME).await?;
                 if left.is_empty() {
                     Ok(Some(()))
                 } else {
