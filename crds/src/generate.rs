@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-use crate::{JetStreamCluster, MqttBroker, PubSubServer};
+use crate::{BenchmarkRun, JetStreamCluster, MqttBroker, PubSubServer};
 
 /// Directory of the plain CRD YAML, relative to the repository root.
 pub const YAML_DIR: &str = "crds/yaml";
@@ -17,6 +17,7 @@ pub fn all_crds() -> Vec<CustomResourceDefinition> {
         JetStreamCluster::crd(),
         MqttBroker::crd(),
         PubSubServer::crd(),
+        BenchmarkRun::crd(),
     ]
 }
 

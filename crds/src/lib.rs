@@ -1,6 +1,8 @@
 //! msgbench API types: group `msgbench.dev`, version `v1alpha1`. Types only, no client code.
 #![forbid(unsafe_code)]
 
+pub mod benchmark_run;
+mod benchmark_run_status;
 pub mod common;
 pub mod generate;
 pub mod jetstream_cluster;
@@ -8,6 +10,7 @@ pub mod mqtt_broker;
 pub mod pubsub_server;
 pub mod workload;
 
+pub use benchmark_run::{BenchmarkRun, BenchmarkRunSpec, BenchmarkRunStatus};
 pub use common::{Placement, Resources, ServerStatus, Sysctl, Tuning};
 pub use jetstream_cluster::{JetStreamCluster, JetStreamClusterSpec};
 pub use mqtt_broker::{MqttBroker, MqttBrokerSpec};

@@ -1,0 +1,293 @@
+//! BenchmarkRun: runner pods drive a workload against a target and the merged result, verdict
+//! and comparison land in status (see `benchmark_run_status`).
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use crate::benchmark_run_status::*;
+use crate::common::{Placement, Resources};
+use crate::workload::{Protocol, Workload};
+
+/// Default runner image.
+pub const DEFAULT_RUNNER_IMAGE: &str = "ghcr.io/msgbench/bench-runner:0.1.0";
+
+/// A benchmark: `runners.count` bench-runner pods start together behind a barrier, run the
+/// workload `trials` times against the target, and the operator merges their histograms into
+/// `status.result`, evaluates `thresholds` and compares with `baselineRef`. A changed spec starts
+/// a fresh run; the previous result moves to `status.history`.
+#[derive(CustomResource, KubeSchema, Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[kube(
+    group = "msgbench.dev",
+    version = "v1alpha1",
+    kind = "BenchmarkRun",
+    namespaced,
+    shortname = "br",
+    category = "msgbench",
+    status = "BenchmarkRunStatus",
+    derive = "PartialEq",
+    doc = "A messaging benchmark run by msgbench bench-runner pods, with results and a verdict in status.",
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Target", type_ = "string", json_path = ".status.targetName"),
+    printcolumn(name = "Msgs/s", type_ = "number", json_path = ".status.headline.receiveRate"),
+    printcolumn(name = "P99", type_ = "string", json_path = ".status.headline.p99"),
+    printcolumn(name = "Verdict", type_ = "string", json_path = ".status.verdict.outcome"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
+    validation = Rule::new("!has(self.spec.baselineRef) || self.spec.baselineRef.name != self.metadata.name").message("spec.baselineRef.name: a run cannot be its own baseline").field_path(".spec.baselineRef.name")
+)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.target.serverRef) != has(self.target.endpoint)").message("target: set exactly one of target.serverRef and target.endpoint").field_path(".target"))]
+#[x_kube(validation = Rule::new(
+    "!has(self.target.serverRef) || \
+     (self.target.serverRef.kind == 'JetStreamCluster' && self.workload.protocol in ['nats', 'jetstream']) || \
+     (self.target.serverRef.kind == 'MqttBroker' && self.workload.protocol == 'mqtt') || \
+     (self.target.serverRef.kind == 'PubSubServer' && self.workload.protocol in ['socketio', 'websocket'])"
+).message("workload.protocol: must match target.serverRef.kind (JetStreamCluster: nats|jetstream, MqttBroker: mqtt, PubSubServer: socketio|websocket)").field_path(".workload.protocol"))]
+#[x_kube(validation = Rule::new("!has(self.target.endpoint) || self.target.endpoint.protocol == self.workload.protocol").message("target.endpoint.protocol: must equal workload.protocol").field_path(".target.endpoint.protocol"))]
+#[x_kube(validation = Rule::new(
+    "[has(self.workload.durationSeconds), has(self.workload.messagesPerPublisher), has(self.workload.sessions), has(self.workload.stages), has(self.workload.connections)].filter(x, x).size() == 1"
+).message("workload: set exactly one of durationSeconds, messagesPerPublisher, sessions, stages, connections").field_path(".workload"))]
+pub struct BenchmarkRunSpec {
+    /// What to benchmark: a msgbench server in this namespace or any endpoint.
+    pub target: Target,
+    /// What each runner does (shared with the bench-runner's standalone config).
+    pub workload: Workload,
+    /// The runner pods.
+    #[serde(default)]
+    pub runners: Runners,
+    /// Repetitions of the workload; with 2 or more, status reports means and 95 % confidence
+    /// intervals.
+    #[serde(default = "default_trials")]
+    #[schemars(range(min = 1, max = 20))]
+    pub trials: i32,
+    /// Seconds to pause between trials so queues and caches settle.
+    #[serde(default = "default_settle")]
+    #[schemars(range(min = 0, max = 600))]
+    pub settle_seconds: i32,
+    /// Pass/fail rules evaluated on the merged result; each is reported in status.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub thresholds: Vec<Threshold>,
+    /// A finished BenchmarkRun in this namespace to compare with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_ref: Option<BaselineRef>,
+    /// Seconds the target may take to become Ready before the run fails with TargetNotReady.
+    #[serde(default = "default_target_timeout")]
+    #[schemars(range(min = 1, max = 3600))]
+    pub target_ready_timeout_seconds: i32,
+    /// Seconds all runners have to connect and report ready at the start barrier before the run
+    /// fails with BarrierTimeout.
+    #[serde(default = "default_barrier_timeout")]
+    #[schemars(range(min = 1, max = 1800))]
+    pub barrier_timeout_seconds: i32,
+    /// Upper bound on the whole run, from acceptance to verdict; exceeded → DeadlineExceeded.
+    /// Unset: derived from the workload's length, trials and timeouts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 10, max = 172800))]
+    pub active_deadline_seconds: Option<i64>,
+    /// Seconds after the run finishes before its runner pods and Job are deleted (results stay).
+    /// Unset: kept until the BenchmarkRun is deleted. Failed runs keep pods until then for
+    /// debugging.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 2592000))]
+    pub ttl_seconds_after_finished: Option<i32>,
+}
+
+fn default_trials() -> i32 {
+    1
+}
+fn default_settle() -> i32 {
+    5
+}
+fn default_target_timeout() -> i32 {
+    300
+}
+fn default_barrier_timeout() -> i32 {
+    120
+}
+
+/// The system under test: exactly one of `serverRef` and `endpoint`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Target {
+    /// A msgbench server in the run's namespace; the run waits for it to be Ready and records
+    /// its observed tuning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_ref: Option<ServerRef>,
+    /// Any reachable server, e.g. one not managed by msgbench.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<Endpoint>,
+}
+
+/// Reference to a msgbench server CR in the same namespace.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerRef {
+    /// Kind of the server.
+    pub kind: ServerKind,
+    /// Name of the server.
+    #[schemars(
+        length(min = 1, max = 63),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    )]
+    pub name: String,
+}
+
+/// msgbench server kinds a run can target.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub enum ServerKind {
+    /// A JetStreamCluster (protocols nats, jetstream).
+    JetStreamCluster,
+    /// An MqttBroker (protocol mqtt).
+    MqttBroker,
+    /// A PubSubServer (protocols socketio, websocket).
+    PubSubServer,
+}
+
+/// A server addressed by URL.
+#[derive(Clone, Debug, KubeSchema, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new(
+    "(self.protocol in ['nats', 'jetstream'] && self.url.startsWith('nats://')) || \
+     (self.protocol == 'mqtt' && (self.url.startsWith('mqtt://') || self.url.startsWith('tcp://') || self.url.startsWith('ws://'))) || \
+     (self.protocol == 'socketio' && (self.url.startsWith('http://') || self.url.startsWith('https://'))) || \
+     (self.protocol == 'websocket' && (self.url.startsWith('ws://') || self.url.startsWith('wss://')))"
+).message("endpoint.url: scheme must fit endpoint.protocol (nats|jetstream: nats://, mqtt: mqtt:// tcp:// ws://, socketio: http(s)://, websocket: ws(s)://)").field_path(".url"))]
+pub struct Endpoint {
+    /// Protocol the server speaks; must equal `workload.protocol`.
+    pub protocol: Protocol,
+    /// Server URL, e.g. `nats://nats.default.svc:4222` or `http://pubsub:8080`.
+    #[schemars(length(min = 8, max = 512), regex(pattern = r"^[a-z]+://[^\s]+$"))]
+    pub url: String,
+}
+
+/// The bench-runner pods.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Runners {
+    /// Runner pods; each runs the whole workload (publishers, subscribers, rates are per runner).
+    #[serde(default = "default_runner_count")]
+    #[schemars(range(min = 1, max = 64))]
+    pub count: i32,
+    /// bench-runner image.
+    #[serde(default = "default_runner_image")]
+    #[schemars(length(min = 1, max = 512))]
+    pub image: String,
+    /// CPU and memory per runner pod. A CPU limit below the load the workload needs shows up as
+    /// `generatorSaturated` in the result.
+    #[serde(default)]
+    pub resources: Resources,
+    /// Node selection of runner pods. Anti-affinity here spreads runners over nodes.
+    #[serde(default)]
+    pub placement: Placement,
+    /// Keep runners off the target's server nodes (preferred, so single-node clusters still
+    /// run; `status.environment.sharedNodes` says when they could not be kept apart).
+    #[serde(default = "default_true")]
+    pub avoid_server_nodes: bool,
+}
+
+impl Default for Runners {
+    fn default() -> Self {
+        Self {
+            count: default_runner_count(),
+            image: default_runner_image(),
+            resources: Resources::default(),
+            placement: Placement::default(),
+            avoid_server_nodes: true,
+        }
+    }
+}
+
+fn default_runner_count() -> i32 {
+    1
+}
+fn default_runner_image() -> String {
+    DEFAULT_RUNNER_IMAGE.into()
+}
+fn default_true() -> bool {
+    true
+}
+
+/// A pass/fail rule on one merged metric: the run fails (severity fail) or warns when
+/// `observed <op> value` does not hold.
+#[derive(Clone, Debug, KubeSchema, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self.metric != 'deliveredRatio' || self.value <= 1.0").message("thresholds[].value: deliveredRatio is a fraction between 0 and 1").field_path(".value"))]
+pub struct Threshold {
+    /// Metric of the merged result.
+    pub metric: Metric,
+    /// Comparison that must hold: observed `op` value.
+    pub op: ThresholdOp,
+    /// Bound, in the metric's unit (messages/s, milliseconds, fraction or count).
+    #[schemars(range(min = 0.0, max = 1.0e12))]
+    pub value: f64,
+    /// `fail` (default) fails the run with ThresholdsNotMet; `warn` only reports.
+    #[serde(default)]
+    pub severity: Severity,
+}
+
+/// Metrics thresholds can test. Rates in messages/s, latencies in milliseconds.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum Metric {
+    /// Messages/s published (sum over runners).
+    PublishRate,
+    /// Messages/s received (sum over subscribers).
+    ReceiveRate,
+    /// Received / expected deliveries (0–1).
+    DeliveredRatio,
+    /// End-to-end latency percentiles and maximum (ms).
+    LatencyP50Ms,
+    /// 90th percentile end-to-end latency (ms).
+    LatencyP90Ms,
+    /// 99th percentile end-to-end latency (ms).
+    LatencyP99Ms,
+    /// 99.9th percentile end-to-end latency (ms).
+    LatencyP999Ms,
+    /// Maximum end-to-end latency (ms).
+    LatencyMaxMs,
+    /// 99th percentile publish-acknowledgement latency (ms; JetStream, MQTT QoS ≥ 1, HTTP publish).
+    PublishAckP99Ms,
+    /// Errors counted by the runners.
+    Errors,
+    /// Duplicate deliveries.
+    Duplicates,
+    /// Deliveries out of publish order per publisher.
+    OutOfOrder,
+}
+
+/// Threshold comparison.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum ThresholdOp {
+    /// observed < value
+    Lt,
+    /// observed <= value
+    Le,
+    /// observed > value
+    Gt,
+    /// observed >= value
+    Ge,
+}
+
+/// Threshold severity.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum Severity {
+    /// Reported only.
+    Warn,
+    /// Fails the run (ThresholdsNotMet).
+    #[default]
+    Fail,
+}
+
+/// Another BenchmarkRun in the same namespace to compare with.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BaselineRef {
+    /// Name of the baseline BenchmarkRun; its latest successful result is used.
+    #[schemars(
+        length(min = 1, max = 253),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+    )]
+    pub name: String,
+}

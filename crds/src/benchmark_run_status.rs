@@ -1,0 +1,422 @@
+//! BenchmarkRun status: phase and progress while running, the merged result, per-trial figures
+//! with confidence intervals, threshold outcomes, the baseline comparison, the environment
+//! actually observed, and a bounded history of earlier spec generations.
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::benchmark_run::{Metric, Severity, ThresholdOp};
+use crate::common::Sysctl;
+
+/// Most history entries kept in status.
+pub const MAX_HISTORY: usize = 10;
+
+/// Observed state of a BenchmarkRun. Written only by the operator.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BenchmarkRunStatus {
+    /// Where the run is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// Spec generation this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// TargetReady, RunnersReady, Complete and Succeeded (`kubectl wait
+    /// --for=condition=Succeeded` is the CI gate), with reasons such as TargetNotFound,
+    /// BarrierTimeout, RunnerFailed, DeadlineExceeded, ThresholdsNotMet.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// `<Kind>/<name>` of the server, or the endpoint URL (printer column).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_name: Option<String>,
+    /// When runners were released from the start barrier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<Time>,
+    /// When the verdict was reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<Time>,
+    /// Runner Job of the current generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_name: Option<String>,
+    /// Live progress while running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<Progress>,
+    /// Figures shown by `kubectl get`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headline: Option<Headline>,
+    /// Result merged over all runners and trials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<RunResult>,
+    /// Headline figures of each trial, in execution order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trials: Vec<TrialFigures>,
+    /// Mean and 95 % confidence interval over trials (2 or more trials).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statistics: Option<TrialStatistics>,
+    /// Outcome of each threshold.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<ThresholdResult>,
+    /// This run against `spec.baselineRef`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<BaselineComparison>,
+    /// Final outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    /// Environment observed during the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<ObservedEnvironment>,
+    /// Earlier generations' outcomes, newest first, at most 10.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<HistoryEntry>,
+}
+
+/// Lifecycle of a run.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub enum Phase {
+    /// Accepted, nothing started yet.
+    Pending,
+    /// Waiting for the target server to be Ready.
+    WaitingForTarget,
+    /// Runner pods starting; waiting at the start barrier.
+    Starting,
+    /// Load running.
+    Running,
+    /// Merging runner results.
+    Merging,
+    /// Finished; verdict Passed.
+    Succeeded,
+    /// Finished; verdict Failed (see verdict.reason).
+    Failed,
+}
+
+/// Progress while running.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    /// Current trial, 1-based.
+    pub trial: i32,
+    /// Trials in total.
+    pub trials: i32,
+    /// Seconds since the barrier released the runners.
+    pub elapsed_seconds: i64,
+    /// Expected total seconds, when the workload's length is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_seconds: Option<i64>,
+    /// Messages published so far (all runners).
+    pub published: u64,
+    /// Messages received so far (all runners).
+    pub received: u64,
+    /// Runners that reached the start barrier.
+    pub runners_ready: i32,
+}
+
+/// Figures for printer columns and a quick read.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Headline {
+    /// Messages/s received (mean over trials).
+    pub receive_rate: f64,
+    /// 99th percentile end-to-end latency, formatted with its unit (e.g. `3.6ms`).
+    pub p99: String,
+}
+
+/// A merged result. Counts are sums over runners; latencies come from the merged histogram.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RunResult {
+    /// Messages published in the measured phase.
+    pub published: u64,
+    /// Messages received in the measured phase (all subscribers).
+    pub received: u64,
+    /// Messages every subscriber should have received.
+    pub expected: u64,
+    /// Published messages per second.
+    pub publish_rate: f64,
+    /// Received messages per second.
+    pub receive_rate: f64,
+    /// received / expected.
+    pub delivered_ratio: f64,
+    /// Messages received more than once.
+    pub duplicates: u64,
+    /// Messages received out of a publisher's order.
+    pub out_of_order: u64,
+    /// Errors (publish failures, disconnects, timeouts).
+    pub errors: u64,
+    /// Measured-phase seconds.
+    pub duration_seconds: f64,
+    /// End-to-end latency from the intended send time (open loop; one clock per sample).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencySummary>,
+    /// Publish-to-acknowledgement latency, where the protocol acknowledges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publish_ack_latency: Option<LatencySummary>,
+    /// Warm-up figures, excluded from everything above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<SegmentResult>,
+    /// Per-session rows of a sessions workload.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sessions: Vec<SegmentResult>,
+    /// Per-stage rows of a step-load workload.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<SegmentResult>,
+    /// A runner could not keep its schedule (lag past the limit): the figures measure the
+    /// generator, not only the server.
+    pub generator_saturated: bool,
+    /// Largest send lag behind schedule seen by any runner, milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_generator_lag_ms: Option<f64>,
+    /// No rate was set: closed loop, latency is service time and may hide queueing.
+    #[serde(default)]
+    pub closed_loop: bool,
+    /// Server resource use during the measured phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_usage: Option<ServerUsage>,
+    /// The merged end-to-end latency histogram (HdrHistogram V2 + deflate, base64), so
+    /// percentiles can be recomputed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
+}
+
+/// Latency distribution in milliseconds.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LatencySummary {
+    /// Samples.
+    pub count: u64,
+    /// Median.
+    pub p50_ms: f64,
+    /// 90th percentile.
+    pub p90_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// 99.9th percentile.
+    pub p999_ms: f64,
+    /// Maximum.
+    pub max_ms: f64,
+    /// Mean.
+    pub mean_ms: f64,
+    /// Standard deviation.
+    pub stddev_ms: f64,
+}
+
+/// One row of a segmented workload (warm-up, session, stage).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SegmentResult {
+    /// Row name, e.g. `warmup`, `session-2`, `stage-5`.
+    pub name: String,
+    /// Offered load of the row (messages/s per publisher, or connections), when staged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered: Option<f64>,
+    /// Messages published.
+    pub published: u64,
+    /// Messages received.
+    pub received: u64,
+    /// Received messages per second.
+    pub receive_rate: f64,
+    /// End-to-end latency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencySummary>,
+    /// The runner could not keep the schedule in this row.
+    #[serde(default)]
+    pub generator_saturated: bool,
+}
+
+/// Server resource use sampled during the run.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerUsage {
+    /// Mean CPU cores used by all server pods.
+    pub cpu_cores_mean: f64,
+    /// Peak CPU cores.
+    pub cpu_cores_max: f64,
+    /// Peak memory of all server pods, bytes.
+    pub memory_bytes_max: u64,
+    /// Memory per open connection (connection workloads), bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes_per_connection: Option<f64>,
+    /// Where the figures come from, e.g. `nats /varz` or `kubelet stats`.
+    pub source: String,
+}
+
+/// Headline figures of one trial.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TrialFigures {
+    /// Trial number, 1-based.
+    pub trial: i32,
+    /// When the trial started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<Time>,
+    /// Received messages per second.
+    pub receive_rate: f64,
+    /// Published messages per second.
+    pub publish_rate: f64,
+    /// Median end-to-end latency (ms).
+    pub p50_ms: f64,
+    /// 99th percentile end-to-end latency (ms).
+    pub p99_ms: f64,
+    /// received / expected.
+    pub delivered_ratio: f64,
+    /// The generator fell behind in this trial.
+    pub generator_saturated: bool,
+}
+
+/// Mean and 95 % confidence interval per headline figure.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TrialStatistics {
+    /// Trials the statistics cover.
+    pub trials: i32,
+    /// Received messages per second.
+    pub receive_rate: Estimate,
+    /// Median end-to-end latency (ms).
+    pub p50_ms: Estimate,
+    /// 99th percentile end-to-end latency (ms).
+    pub p99_ms: Estimate,
+}
+
+/// A mean with its 95 % confidence interval (Student t over trials).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Estimate {
+    /// Mean over trials.
+    pub mean: f64,
+    /// Lower bound of the 95 % interval.
+    pub ci95_low: f64,
+    /// Upper bound of the 95 % interval.
+    pub ci95_high: f64,
+}
+
+/// Outcome of one threshold.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ThresholdResult {
+    /// Metric tested.
+    pub metric: Metric,
+    /// Comparison.
+    pub op: ThresholdOp,
+    /// Bound from the spec.
+    pub value: f64,
+    /// Observed value; absent when the result lacks the metric.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<f64>,
+    /// Whether `observed op value` holds.
+    pub passed: bool,
+    /// Severity from the spec.
+    pub severity: Severity,
+}
+
+/// This run against its baseline.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BaselineComparison {
+    /// Baseline BenchmarkRun name.
+    pub baseline: String,
+    /// Baseline generation compared with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_generation: Option<i64>,
+    /// One row per headline figure.
+    pub figures: Vec<FigureComparison>,
+    /// Set when no comparison was possible (e.g. BaselineNotFound, BaselineNotFinished).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// One figure against the baseline.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FigureComparison {
+    /// Figure name, e.g. `receiveRate`, `p50Ms`, `p99Ms`.
+    pub figure: String,
+    /// Baseline value.
+    pub baseline: f64,
+    /// This run's value.
+    pub current: f64,
+    /// current / baseline.
+    pub ratio: f64,
+    /// current − baseline.
+    pub difference: f64,
+    /// Whether the difference is significant at 95 % given both runs' trials (Welch t-test);
+    /// false with a single trial on either side.
+    pub significant: bool,
+}
+
+/// Final outcome.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Verdict {
+    /// Passed or Failed.
+    pub outcome: Outcome,
+    /// CamelCase reason, e.g. ThresholdsNotMet, BarrierTimeout, TargetNotFound.
+    pub reason: String,
+    /// Human-readable detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Verdict outcome.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub enum Outcome {
+    /// Completed and every fail-severity threshold held.
+    Passed,
+    /// Did not complete or a fail-severity threshold did not hold.
+    Failed,
+}
+
+/// Environment observed during the run, so a number can be traced to where it was measured.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ObservedEnvironment {
+    /// Server pods as observed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_pods: Vec<ObservedPod>,
+    /// Runner pods as observed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runner_pods: Vec<ObservedPod>,
+    /// Runners and servers shared at least one node, so they competed for CPU.
+    pub shared_nodes: bool,
+    /// Sysctls applied on the server pods.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sysctls: Vec<Sysctl>,
+}
+
+/// One pod as observed.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ObservedPod {
+    /// Pod name.
+    pub name: String,
+    /// Node it ran on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// QoS class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos_class: Option<String>,
+    /// CPU set the process saw, e.g. `1` or `2-3`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
+    /// Image of the main container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+}
+
+/// An earlier generation's outcome.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEntry {
+    /// Spec generation.
+    pub generation: i64,
+    /// When it finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<Time>,
+    /// Verdict outcome and reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    /// Its headline figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headline: Option<Headline>,
+    /// Its mean and confidence intervals, when it ran 2 or more trials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statistics: Option<TrialStatistics>,
+}
