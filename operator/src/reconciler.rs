@@ -53,6 +53,7 @@ pub async fn reconcile<K: ServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> Result<
 
     // build + apply (an invalid spec leaves the running children alone)
     let mut writes = 0;
+    let mut rollout_pending = false;
     if violations.is_empty() {
         let replicas = if hold.is_some() {
             0
@@ -62,6 +63,7 @@ pub async fn reconcile<K: ServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> Result<
         let children: Children = obj.build(&owner, replicas);
         let applied = apply_children(client, &owner, children, &ctx.metrics).await?;
         writes = applied.applied + applied.deleted;
+        rollout_pending = status::rollout_pending(&applied);
     }
 
     // status
@@ -80,6 +82,7 @@ pub async fn reconcile<K: ServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> Result<
         violations: &violations,
         hold: hold.as_ref(),
         pods: &observed,
+        rollout_pending,
         url: obj.client_url(&owner),
         tuning: obj.tuning(),
         resources: obj.resources(),
@@ -96,16 +99,17 @@ pub async fn reconcile<K: ServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> Result<
     }
 
     ctx.backoff.succeeded(&backoff_key(obj.as_ref()));
-    let ready = new_status
+    let progressing = new_status
         .conditions
         .iter()
-        .any(|c| c.type_ == "Ready" && c.status == "True");
-    Ok(if ready || hold.is_some() || !violations.is_empty() {
-        // Watches on the CR, children and pods wake us; the long requeue is a safety net.
-        Action::requeue(ctx.requeue.stable)
+        .any(|c| c.type_ == "Progressing" && c.status == "True");
+    // Watches on the CR, children and pods wake us; requeues only catch what they cannot
+    // (e.g. nats /varz), and a held or invalid object waits for a spec change.
+    Ok(Action::requeue(if progressing {
+        ctx.requeue.converging
     } else {
-        Action::requeue(ctx.requeue.converging)
-    })
+        ctx.requeue.stable
+    }))
 }
 
 fn backoff_key<K: ServerKind>(obj: &K) -> String {

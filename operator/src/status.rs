@@ -28,6 +28,8 @@ pub struct StatusInput<'a> {
     pub violations: &'a [Violation],
     pub hold: Option<&'a Hold>,
     pub pods: &'a PodObservation,
+    /// The workload controller has not finished rolling out the current template.
+    pub rollout_pending: bool,
     pub url: String,
     pub tuning: &'a Tuning,
     pub resources: &'a Resources,
@@ -123,7 +125,17 @@ pub fn compute(input: &StatusInput<'_>) -> ServerStatus {
                 "no pod problems observed".to_string(),
             ),
         };
-        if all_ready {
+        if all_ready && input.rollout_pending {
+            (
+                (true, "AllReplicasReady".to_string(), count),
+                (
+                    true,
+                    "RollingOut".to_string(),
+                    "replacing pods with the new template".into(),
+                ),
+                degraded,
+            )
+        } else if all_ready {
             (
                 (true, "AllReplicasReady".to_string(), count),
                 (false, "Stable".to_string(), "rollout complete".to_string()),
@@ -231,5 +243,234 @@ fn observed_tuning(input: &StatusInput<'_>) -> ObservedTuning {
             Vec::new()
         },
         threads: input.server_report.threads.or(input.configured_threads),
+    }
+}
+
+/// True while a StatefulSet/Deployment has not caught up with its latest spec.
+pub fn rollout_pending(applied: &crate::apply::Applied) -> bool {
+    let sts = applied.stateful_sets.iter().any(|s| {
+        let want = s.spec.as_ref().and_then(|sp| sp.replicas).unwrap_or(1);
+        match &s.status {
+            None => want > 0,
+            Some(st) => {
+                st.observed_generation < s.metadata.generation
+                    || st.updated_replicas.unwrap_or(0) < want
+                    || (st.update_revision.is_some() && st.current_revision != st.update_revision)
+            }
+        }
+    });
+    let deps = applied.deployments.iter().any(|d| {
+        let want = d.spec.as_ref().and_then(|sp| sp.replicas).unwrap_or(1);
+        match &d.status {
+            None => want > 0,
+            Some(st) => {
+                st.observed_generation < d.metadata.generation
+                    || st.updated_replicas.unwrap_or(0) < want
+                    || st.replicas.unwrap_or(0) > want
+            }
+        }
+    });
+    sts || deps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pod_observer::PodProblem;
+    use msgbench_crds::common::{Quantity, ResourceAmounts};
+
+    fn now() -> Time {
+        Time(k8s_openapi::jiff::Timestamp::from_second(1_700_000_000).unwrap())
+    }
+
+    fn pinned_resources() -> Resources {
+        Resources {
+            requests: None,
+            limits: Some(ResourceAmounts {
+                cpu: Some(Quantity("1".into())),
+                memory: Some(Quantity("256Mi".into())),
+            }),
+        }
+    }
+
+    fn input<'a>(
+        pods: &'a PodObservation,
+        tuning: &'a Tuning,
+        res: &'a Resources,
+        previous: Option<&'a ServerStatus>,
+    ) -> StatusInput<'a> {
+        StatusInput {
+            previous,
+            generation: Some(3),
+            desired_replicas: 1,
+            violations: &[],
+            hold: None,
+            pods,
+            rollout_pending: false,
+            url: "nats://x.ns.svc:4222".into(),
+            tuning,
+            resources: res,
+            configured_threads: Some(1),
+            server_report: ServerReport::default(),
+            now: now(),
+        }
+    }
+
+    fn cond<'a>(s: &'a ServerStatus, t: &str) -> &'a Condition {
+        s.conditions.iter().find(|c| c.type_ == t).unwrap()
+    }
+
+    #[test]
+    fn ready_pinned_pod_reports_guaranteed_and_effective_pinning() {
+        let pods = PodObservation {
+            pods: 1,
+            ready: 1,
+            qos_class: Some("Guaranteed".into()),
+            ..PodObservation::default()
+        };
+        let tuning = Tuning {
+            cpu_pinning: true,
+            ..Tuning::default()
+        };
+        let res = pinned_resources();
+        let s = compute(&input(&pods, &tuning, &res, None));
+        assert_eq!(cond(&s, "Ready").status, "True");
+        assert_eq!(cond(&s, "Ready").observed_generation, Some(3));
+        assert_eq!(cond(&s, "Progressing").status, "False");
+        assert_eq!(cond(&s, "Degraded").reason, "AsExpected");
+        let t = s.observed_tuning.unwrap();
+        assert!(t.pinning_effective);
+        assert_eq!(t.qos_class.as_deref(), Some("Guaranteed"));
+    }
+
+    #[test]
+    fn server_seeing_more_cpus_than_its_limit_means_no_static_cpu_manager() {
+        let pods = PodObservation {
+            pods: 1,
+            ready: 1,
+            qos_class: Some("Guaranteed".into()),
+            ..PodObservation::default()
+        };
+        let tuning = Tuning {
+            cpu_pinning: true,
+            ..Tuning::default()
+        };
+        let res = pinned_resources();
+        let mut i = input(&pods, &tuning, &res, None);
+        i.server_report = ServerReport {
+            cores: Some(8),
+            threads: Some(1),
+        };
+        let t = compute(&i).observed_tuning.unwrap();
+        assert!(!t.pinning_effective);
+        assert!(t.pinning_reason.unwrap().contains("static CPU manager"));
+        assert_eq!(t.threads, Some(1));
+    }
+
+    #[test]
+    fn burstable_pods_do_not_pin() {
+        let pods = PodObservation {
+            pods: 1,
+            ready: 1,
+            qos_class: Some("Burstable".into()),
+            ..PodObservation::default()
+        };
+        let tuning = Tuning {
+            cpu_pinning: true,
+            ..Tuning::default()
+        };
+        let res = pinned_resources();
+        let t = compute(&input(&pods, &tuning, &res, None))
+            .observed_tuning
+            .unwrap();
+        assert!(!t.pinning_effective);
+        assert!(t.pinning_reason.unwrap().contains("Burstable"));
+    }
+
+    #[test]
+    fn image_pull_problem_is_degraded_but_not_held() {
+        let pods = PodObservation {
+            pods: 1,
+            ready: 0,
+            problem: Some(PodProblem {
+                reason: "ImagePullBackOff".into(),
+                message: "pod x: back-off pulling image".into(),
+                rejected: false,
+            }),
+            ..PodObservation::default()
+        };
+        assert!(hold_for(None, Some(3), &pods).is_none());
+        let tuning = Tuning::default();
+        let res = Resources::default();
+        let s = compute(&input(&pods, &tuning, &res, None));
+        assert_eq!(cond(&s, "Degraded").status, "True");
+        assert_eq!(cond(&s, "Degraded").reason, "ImagePullBackOff");
+        assert_eq!(cond(&s, "Progressing").status, "True");
+        assert_eq!(cond(&s, "Ready").reason, "ReplicasNotReady");
+    }
+
+    #[test]
+    fn hold_is_remembered_for_the_same_generation_only() {
+        let pods = PodObservation::default();
+        let tuning = Tuning::default();
+        let res = Resources::default();
+        let hold = Hold {
+            reason: "SysctlForbidden".into(),
+            message: "pod x: forbidden".into(),
+        };
+        let mut i = input(&pods, &tuning, &res, None);
+        i.hold = Some(&hold);
+        let held = compute(&i);
+        assert!(cond(&held, "Degraded").message.contains("scaled to 0"));
+        assert!(hold_for(Some(&held), Some(3), &pods).is_some());
+        assert!(
+            hold_for(Some(&held), Some(4), &pods).is_none(),
+            "a new generation retries"
+        );
+    }
+
+    #[test]
+    fn transition_time_moves_only_when_the_status_flips() {
+        let pods = PodObservation {
+            pods: 1,
+            ready: 0,
+            ..PodObservation::default()
+        };
+        let tuning = Tuning::default();
+        let res = Resources::default();
+        let first = compute(&input(&pods, &tuning, &res, None));
+        let mut later = input(&pods, &tuning, &res, Some(&first));
+        later.now = Time(k8s_openapi::jiff::Timestamp::from_second(1_700_000_100).unwrap());
+        let same = compute(&later);
+        assert_eq!(
+            same, first,
+            "unchanged observations give an identical status"
+        );
+        let ready = PodObservation {
+            pods: 1,
+            ready: 1,
+            ..PodObservation::default()
+        };
+        later.pods = &ready;
+        let flipped = compute(&later);
+        assert_eq!(cond(&flipped, "Ready").last_transition_time, later.now);
+    }
+
+    #[test]
+    fn invalid_spec_names_the_field() {
+        let pods = PodObservation::default();
+        let tuning = Tuning::default();
+        let res = Resources::default();
+        let v = [Violation::invalid(
+            "spec.replicas",
+            "must be between 1 and 5",
+        )];
+        let mut i = input(&pods, &tuning, &res, None);
+        i.violations = &v;
+        let s = compute(&i);
+        assert_eq!(cond(&s, "Degraded").reason, "InvalidSpec");
+        assert!(cond(&s, "Ready")
+            .message
+            .contains("spec.replicas: must be between 1 and 5"));
     }
 }
