@@ -81,3 +81,23 @@ pub fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn graph_counts_edges_and_stops_growing_at_the_cap() {
+        let mut g = PublishGraph::default();
+        g.record(Some("p"), "a");
+        g.record(Some("p"), "a");
+        g.record(None, "b");
+        assert_eq!(g.edges["p"]["a"], 2);
+        assert_eq!(g.edges[""]["b"], 1);
+        for i in 0..MAX_GRAPH_EDGES + 5 {
+            g.record(Some("q"), &format!("t{i}"));
+        }
+        assert_eq!(g.edge_count, MAX_GRAPH_EDGES);
+        assert_eq!(g.untracked, 7);
+    }
+}

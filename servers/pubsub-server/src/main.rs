@@ -20,6 +20,7 @@ use std::time::Instant;
 
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use axum::Router;
 use socketioxide::SocketIo;
 use tokio::sync::{broadcast, watch};
@@ -121,6 +122,13 @@ async fn run(cfg: Config, runtime: Runtime) -> anyhow::Result<()> {
             io.close().await;
         }
     };
+    // Engine.IO writes one small frame per packet: without TCP_NODELAY, Nagle + delayed ACK
+    // would hold the second of two back-to-back frames for up to ~40 ms.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY not set");
+        }
+    });
     let serve = axum::serve(listener, router).with_graceful_shutdown(drain);
     let mut stop = app.shutdown.clone();
     tokio::select! {
