@@ -152,5 +152,58 @@ echo "subscriber never received the message"; echo "--- sub"; cat /tmp/sub.out; 
         out.logs
     );
     eprintln!("{}", out.logs.trim());
+
+    // JetStream replication across the servers: an R3 memory stream created through one server,
+    // a publish acknowledged through another, and the stream reporting 1 message and 2 current
+    // replicas (JetStream API requests over plain NATS protocol).
+    let script = JETSTREAM_R3_SCRIPT
+        .replace("__A__", &sub_ip)
+        .replace("__C__", &pub_ip);
+    let out = toolbox::run_script(
+        &ctx.client,
+        &ctx.ns,
+        "jetstream-r3-check",
+        &script,
+        Duration::from_secs(150),
+    )
+    .await
+    .context("running the JetStream R3 pod")?;
+    ensure!(
+        out.succeeded && out.logs.contains("JETSTREAM R3 OK"),
+        "R3 stream replication failed:\n{}",
+        out.logs
+    );
+    eprintln!("{}", out.logs.trim());
     Ok(())
 }
+
+const JETSTREAM_R3_SCRIPT: &str = r#"set -u
+A=__A__; C=__C__; PA=4222; PC=4222
+req() { # req <host> <port> <subject> <payload>: one request/reply on a fresh connection; prints the reply
+  rm -f /tmp/req.out; touch /tmp/req.out
+  ( printf 'CONNECT {"verbose":false,"pedantic":false,"name":"e2e-js"}\r\nSUB _INBOX.e2e 9\r\nPUB %s _INBOX.e2e %d\r\n%s\r\n' "$3" "${#4}" "$4"
+    i=0; while [ $i -lt 50 ] && ! grep -q '^MSG _INBOX' /tmp/req.out; do sleep 0.1; i=$((i+1)); done; sleep 0.1
+  ) | nc "$1" "$2" > /tmp/req.out
+  sed -n '/^MSG _INBOX.e2e/{n;p;}' /tmp/req.out | tr -d '\r' | head -1
+}
+STREAM='{"name":"E2E","subjects":["e2e.js"],"num_replicas":3,"storage":"memory"}'
+ok=""
+for attempt in $(seq 1 30); do
+  r=$(req $A $PA '$JS.API.STREAM.CREATE.E2E' "$STREAM")
+  case "$r" in *'"error"'*|"") echo "stream create attempt $attempt: ${r:-no reply}"; sleep 1 ;; *) ok=1; break ;; esac
+done
+[ -n "$ok" ] || { echo "could not create the R3 stream"; exit 1; }
+ack=$(req $C $PC e2e.js hello-js)
+echo "publish ack: $ack"
+case "$ack" in *'"stream":"E2E"'*) ;; *) echo "no JetStream ack for the publish"; exit 1 ;; esac
+for attempt in $(seq 1 30); do
+  info=$(req $A $PA '$JS.API.STREAM.INFO.E2E' '')
+  current=$(echo "$info" | grep -o '"current":true' | wc -l)
+  if echo "$info" | grep -q '"messages":1,' && [ "$current" = 2 ]; then
+    leader=$(echo "$info" | grep -o '"leader":"[^"]*"')
+    echo "JETSTREAM R3 OK: 1 message, $leader, 2 current replicas"; exit 0
+  fi
+  sleep 1
+done
+echo "stream not replicated: $info"; exit 1
+"#;
