@@ -41,7 +41,10 @@ where
 {
     let client = cluster::client().await?;
     // helm blocks; keep it off the async workers.
-    tokio::task::spawn_blocking(chart::ensure_installed).await??;
+    if let Err(e) = tokio::task::spawn_blocking(chart::ensure_installed).await? {
+        let dir = diagnostics::dump(&client, chart::NAMESPACE).await;
+        anyhow::bail!("{e:#}\n(operator diagnostics in {})", dir.display());
+    }
     let ns = create_namespace(&client, test).await?;
     let ctx = TestContext {
         client: client.clone(),
