@@ -1,1 +1,131 @@
-fn main() {}
+//! `bench-runner run | merge | report`.
+#![forbid(unsafe_code)]
+use anyhow::Context;
+use bench_runner::{engine, report, RunOptions, RunResult};
+use clap::{Parser, Subcommand};
+use msgbench_crds::workload::Workload;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+#[derive(Parser)]
+#[command(name = "bench-runner", version, about = "msgbench load generator")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a workload against a target and write the result.
+    Run {
+        /// Workload YAML (or JSON) file.
+        #[arg(short = 'f', long = "file")]
+        file: PathBuf,
+        /// nats://host:port, mqtt://host:port, http://host:port (socketio), ws://host:port.
+        #[arg(long, env = "MSGBENCH_TARGET")]
+        target: String,
+        /// Where to write the JSON result.
+        #[arg(long, short = 'o')]
+        output: Option<PathBuf>,
+        /// Runner id carried in every payload (default: random). Runners of one run need
+        /// distinct ids; latency is only measured for messages carrying this runner's id.
+        #[arg(long, env = "MSGBENCH_RUNNER_ID")]
+        runner_id: Option<u16>,
+        /// Exit with status 3 when the generator was saturated.
+        #[arg(long)]
+        fail_if_saturated: bool,
+    },
+    /// Merge results of the runners of one run into the result one process would report.
+    Merge {
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        #[arg(long, short = 'o')]
+        output: Option<PathBuf>,
+    },
+    /// Print the table of a result file.
+    Report { input: PathBuf },
+}
+
+fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    match real_main() {
+        Ok(code) => std::process::ExitCode::from(code),
+        Err(e) => {
+            eprintln!("bench-runner: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+fn real_main() -> anyhow::Result<u8> {
+    match Cli::parse().cmd {
+        Cmd::Run {
+            file,
+            target,
+            output,
+            runner_id,
+            fail_if_saturated,
+        } => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let w: Workload = serde_norway::from_str(&text)
+                .with_context(|| format!("{}: not a valid workload", file.display()))?;
+            let opts = RunOptions {
+                runner_id: runner_id.unwrap_or_else(random_id),
+                progress: std::io::stderr().is_terminal(),
+                gate: None,
+            };
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            let r = rt.block_on(engine::run(w, &target, opts))?;
+            print!("{}", report::render(&r));
+            if let Some(o) = output {
+                write(&o, &r)?;
+            }
+            Ok(if fail_if_saturated && r.generator.saturated {
+                3
+            } else {
+                0
+            })
+        }
+        Cmd::Merge { inputs, output } => {
+            let parts = inputs
+                .iter()
+                .map(|p| Ok((p.display().to_string(), read(p)?)))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let r = RunResult::merge(&parts)?;
+            print!("{}", report::render(&r));
+            if let Some(o) = output {
+                write(&o, &r)?;
+            }
+            Ok(0)
+        }
+        Cmd::Report { input } => {
+            print!("{}", report::render(&read(&input)?));
+            Ok(0)
+        }
+    }
+}
+
+fn read(p: &Path) -> anyhow::Result<RunResult> {
+    let t = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+    serde_json::from_str(&t).with_context(|| format!("{}: not a bench-runner result", p.display()))
+}
+
+fn write(p: &Path, r: &RunResult) -> anyhow::Result<()> {
+    std::fs::write(p, serde_json::to_vec_pretty(r)?)
+        .with_context(|| format!("writing {}", p.display()))
+}
+
+/// A runner id from the clock and pid; only needs to differ between runners of one run.
+fn random_id() -> u16 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let x = t.as_nanos() as u64 ^ (u64::from(std::process::id()) << 17);
+    (x ^ (x >> 16) ^ (x >> 32) ^ (x >> 48)) as u16
+}

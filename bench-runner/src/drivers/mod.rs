@@ -1,0 +1,169 @@
+//! Protocol drivers behind one trait. The engine schedules and measures; a driver only
+//! connects, sends batches and hands received payloads to a recorder.
+use crate::payload::Header;
+use crate::recorder::{ReceiveRecorder, Shared};
+use crate::result::Delivery;
+use futures::future::BoxFuture;
+use msgbench_crds::workload::{Protocol, Workload};
+use std::sync::Arc;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub mod jetstream;
+pub mod mqtt;
+mod mqtt_client;
+pub mod nats;
+pub mod socketio;
+pub mod websocket;
+
+/// One message to send: its topic index and measurement header.
+#[derive(Clone, Copy, Debug)]
+pub struct Outgoing {
+    pub topic: u32,
+    pub header: Header,
+}
+
+/// Stops receive loops and idle connections.
+pub type Stop = watch::Receiver<bool>;
+
+pub trait Driver: Send + Sync + 'static {
+    /// How deliveries are expected (fan-out to subscribers, or one reply per message).
+    fn delivery(&self) -> Delivery {
+        Delivery::FanOut
+    }
+    /// Server-side setup before any client connects (e.g. a JetStream stream).
+    fn prepare(&self) -> BoxFuture<'_, anyhow::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    /// Server-side cleanup after the run.
+    fn cleanup(&self) -> BoxFuture<'_, anyhow::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    /// Connects subscriber `idx` to `topics` and spawns its receive loop, which records into
+    /// `rec` until `stop` flips. Returns once the subscription is active on the server.
+    fn subscribe(
+        &self,
+        idx: u32,
+        topics: Vec<u32>,
+        rec: ReceiveRecorder,
+        stop: Stop,
+    ) -> BoxFuture<'_, anyhow::Result<JoinHandle<()>>>;
+    /// Connects publisher `idx`. `stats` receives its ack latencies and errors; `rec` records
+    /// round trips for round-trip drivers.
+    fn publisher(
+        &self,
+        idx: u32,
+        stats: Shared,
+        rec: ReceiveRecorder,
+        stop: Stop,
+    ) -> BoxFuture<'_, anyhow::Result<Box<dyn Publisher>>>;
+    /// Opens one idle connection (connection workloads); dropping it closes it.
+    fn connect_idle(&self, idx: u32) -> BoxFuture<'_, anyhow::Result<Box<dyn Send>>>;
+}
+
+pub trait Publisher: Send {
+    /// Sends a batch; returns how many were handed to the client. Failures are recorded as
+    /// errors by kind in the publisher's stats.
+    fn send_batch<'a>(&'a mut self, batch: &'a [Outgoing]) -> BoxFuture<'a, usize>;
+    /// Flushes and waits for outstanding acks (bounded by the engine's timeout).
+    fn finish(&mut self) -> BoxFuture<'_, ()>;
+}
+
+/// Parsed `--target`.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub scheme: String,
+    pub host: String,
+    pub port: u16,
+    pub raw: String,
+}
+
+impl Target {
+    pub fn parse(raw: &str) -> anyhow::Result<Target> {
+        let uri: hyper::Uri = raw
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--target {raw:?}: not a URL ({e})"))?;
+        let scheme = uri.scheme_str().unwrap_or("").to_string();
+        let host = uri
+            .host()
+            .ok_or_else(|| anyhow::anyhow!("--target {raw:?}: no host"))?;
+        let port = uri.port_u16().unwrap_or(match scheme.as_str() {
+            "nats" => 4222,
+            "mqtt" => 1883,
+            "http" | "ws" => 80,
+            _ => 0,
+        });
+        Ok(Target {
+            scheme,
+            host: host.trim_matches(['[', ']']).to_string(),
+            port,
+            raw: raw.into(),
+        })
+    }
+    pub fn addr(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+}
+
+/// The driver for `w.protocol`, checking that the target's scheme fits it.
+pub fn for_workload(
+    w: &Arc<Workload>,
+    target: &Target,
+    runner: u16,
+) -> anyhow::Result<Arc<dyn Driver>> {
+    let want: &[&str] = match w.protocol {
+        Protocol::Nats | Protocol::Jetstream => &["nats"],
+        Protocol::Mqtt => &["mqtt", "tcp"],
+        Protocol::Socketio => &["http"],
+        Protocol::Websocket => &["ws", "http"],
+    };
+    if !want.contains(&target.scheme.as_str()) {
+        anyhow::bail!(
+            "--target {}: scheme {:?} does not fit protocol {:?} (use {}://)",
+            target.raw,
+            target.scheme,
+            w.protocol,
+            want[0]
+        );
+    }
+    Ok(match w.protocol {
+        Protocol::Nats => Arc::new(nats::NatsDriver::new(w.clone(), target.clone())),
+        Protocol::Jetstream => Arc::new(jetstream::JetStreamDriver::new(w.clone(), target.clone())),
+        Protocol::Mqtt => Arc::new(mqtt::MqttDriver::new(w.clone(), target.clone(), runner)),
+        Protocol::Socketio => Arc::new(socketio::SocketIoDriver::new(w.clone(), target.clone())),
+        Protocol::Websocket => Arc::new(websocket::WebSocketDriver::new(w.clone(), target.clone())),
+    })
+}
+
+/// Builds payloads into one growing buffer so the hot path allocates once per many messages.
+pub struct PayloadBuf {
+    buf: bytes::BytesMut,
+    len: usize,
+}
+
+impl PayloadBuf {
+    pub fn new(len: usize) -> Self {
+        PayloadBuf {
+            buf: bytes::BytesMut::new(),
+            len,
+        }
+    }
+    pub fn make(&mut self, h: &Header) -> bytes::Bytes {
+        if self.buf.capacity() < self.len {
+            self.buf.reserve((self.len * 256).max(64 * 1024));
+        }
+        h.write_payload(self.len, &mut self.buf);
+        self.buf.split().freeze()
+    }
+}
+
+/// Records a send error of `kind` in phase `phase` of `stats` (`u8::MAX`: not tied to a message).
+pub fn record_error(stats: &Shared, phase: u8, kind: &str) {
+    let mut s = stats.lock().expect("stats lock");
+    let i = if (phase as usize) < s.phases.len() {
+        phase as usize
+    } else {
+        crate::recorder::unphased(s.phases.len())
+    };
+    *s.phases[i].errors.entry(kind.into()).or_default() += 1;
+}

@@ -1,0 +1,268 @@
+//! MQTT 3.1.1 / 5 (rumqttc): QoS 0/1/2, per-topic or wildcard subscriptions. Publish-ack
+//! latency (PUBACK for QoS 1, PUBCOMP for QoS 2) is recorded apart from end-to-end latency.
+use super::mqtt_client::{self, Client, Ev, Loop};
+use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop, Target};
+use crate::clock;
+use crate::payload::Header;
+use crate::recorder::{record_ack, register_subscription, ReceiveRecorder, Shared};
+use futures::future::BoxFuture;
+use msgbench_crds::workload::{MqttOptions, Workload};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::task::JoinHandle;
+
+pub struct MqttDriver {
+    w: Arc<Workload>,
+    o: MqttOptions,
+    target: Target,
+    runner: u16,
+    topics: Vec<String>,
+}
+
+impl MqttDriver {
+    pub fn new(w: Arc<Workload>, target: Target, runner: u16) -> Self {
+        let topics = (0..w.topics)
+            .map(|t| format!("{}/{t}", w.topic_prefix))
+            .collect();
+        MqttDriver {
+            o: w.mqtt.clone().unwrap_or_default(),
+            w,
+            target,
+            runner,
+            topics,
+        }
+    }
+
+    /// Connects and waits for CONNACK (the first event after a successful connect).
+    async fn connect(&self, role: &str, idx: u32) -> anyhow::Result<(Client, Loop)> {
+        let id = format!("msgbench-{}-{role}-{idx}", self.runner);
+        let (c, mut l) = mqtt_client::new(&self.target.host, self.target.port, id, &self.o);
+        let connected = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                match l.poll().await {
+                    Ok(Ev::ConnAck) => return Ok(()),
+                    Ok(_) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+        })
+        .await;
+        match connected {
+            Ok(Ok(())) => Ok((c, l)),
+            Ok(Err(e)) => anyhow::bail!("connect to {}: {e}", self.target.raw),
+            Err(_) => anyhow::bail!("connect to {}: no CONNACK within 10 s", self.target.raw),
+        }
+    }
+}
+
+impl Driver for MqttDriver {
+    fn subscribe(
+        &self,
+        idx: u32,
+        topics: Vec<u32>,
+        mut rec: ReceiveRecorder,
+        mut stop: Stop,
+    ) -> BoxFuture<'_, anyhow::Result<JoinHandle<()>>> {
+        Box::pin(async move {
+            let (c, mut l) = self.connect("sub", idx).await?;
+            let filters: Vec<String> = if self.o.wildcard {
+                vec![format!("{}/#", self.w.topic_prefix)]
+            } else {
+                topics
+                    .iter()
+                    .map(|&t| self.topics[t as usize].clone())
+                    .collect()
+            };
+            for f in &filters {
+                c.subscribe(f, self.o.qos)
+                    .await
+                    .map_err(anyhow::Error::msg)?;
+            }
+            let mut acked = 0;
+            tokio::time::timeout(Duration::from_secs(10), async {
+                while acked < filters.len() {
+                    match l.poll().await {
+                        Ok(Ev::SubAck) => acked += 1,
+                        Ok(_) => {}
+                        Err(e) => return Err(anyhow::anyhow!("subscribe: {e}")),
+                    }
+                }
+                Ok(())
+            })
+            .await
+            .map_err(|_| anyhow::anyhow!("subscribe: no SUBACK within 10 s"))??;
+            register_subscription(rec.stats(), &topics);
+            Ok(tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        ev = l.poll() => match ev {
+                            Ok(Ev::Publish(p)) => rec.on_payload(Header::decode(&p), clock::now_us()),
+                            Ok(_) => {}
+                            Err(e) => {
+                                rec.on_error(&format!("subscriber: {}", short(&e)));
+                                tokio::time::sleep(Duration::from_millis(200)).await;
+                            }
+                        },
+                        _ = stop.changed() => break,
+                    }
+                }
+                c.disconnect().await;
+            }))
+        })
+    }
+
+    fn publisher(
+        &self,
+        idx: u32,
+        stats: Shared,
+        _rec: ReceiveRecorder,
+        mut stop: Stop,
+    ) -> BoxFuture<'_, anyhow::Result<Box<dyn Publisher>>> {
+        Box::pin(async move {
+            let (c, mut l) = self.connect("pub", idx).await?;
+            let acks = Arc::new(Mutex::new(Acks::default()));
+            let (a, st) = (acks.clone(), stats.clone());
+            let qos = self.o.qos;
+            // The event loop drives the socket; it maps packet ids to send times for acks.
+            let pump = tokio::spawn(async move {
+                loop {
+                    let ev = tokio::select! {
+                        ev = l.poll() => ev,
+                        _ = stop.changed() => break,
+                    };
+                    match ev {
+                        Ok(Ev::Sent(id)) => {
+                            let mut a = a.lock().expect("acks lock");
+                            a.written += 1;
+                            if qos > 0 {
+                                if let Some(x) = a.queued.pop_front() {
+                                    a.by_id.insert(id, x);
+                                }
+                            }
+                        }
+                        Ok(Ev::PubAck(id)) | Ok(Ev::PubComp(id)) => {
+                            let x = a.lock().expect("acks lock").by_id.remove(&id);
+                            if let Some((phase, intended)) = x {
+                                record_ack(&st, phase, intended);
+                            }
+                        }
+                        Ok(_) => {}
+                        Err(e) => {
+                            record_error(&st, u8::MAX, &format!("publisher: {}", short(&e)));
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                        }
+                    }
+                }
+            });
+            Ok(Box::new(MqttPublisher {
+                c,
+                qos,
+                topics: self.topics.clone(),
+                buf: PayloadBuf::new(self.w.payload_bytes as usize),
+                stats,
+                acks,
+                pump,
+                handed: 0,
+            }) as Box<dyn Publisher>)
+        })
+    }
+
+    fn connect_idle(&self, idx: u32) -> BoxFuture<'_, anyhow::Result<Box<dyn Send>>> {
+        Box::pin(async move {
+            let (c, mut l) = self.connect("idle", idx).await?;
+            // Keep-alives need the loop polled while the connection is held.
+            let pump = tokio::spawn(async move { while l.poll().await.is_ok() {} });
+            Ok(Box::new(IdleConn { _c: c, pump }) as Box<dyn Send>)
+        })
+    }
+}
+
+struct IdleConn {
+    _c: Client,
+    pump: JoinHandle<()>,
+}
+impl Drop for IdleConn {
+    fn drop(&mut self) {
+        self.pump.abort();
+    }
+}
+
+#[derive(Default)]
+struct Acks {
+    /// (phase, intended µs) of publishes handed to the client, not yet written.
+    queued: VecDeque<(u8, u64)>,
+    by_id: HashMap<u16, (u8, u64)>,
+    /// Publishes written to the socket.
+    written: u64,
+}
+
+struct MqttPublisher {
+    c: Client,
+    qos: u8,
+    topics: Vec<String>,
+    buf: PayloadBuf,
+    stats: Shared,
+    acks: Arc<Mutex<Acks>>,
+    pump: JoinHandle<()>,
+    handed: u64,
+}
+
+impl Publisher for MqttPublisher {
+    fn send_batch<'a>(&'a mut self, batch: &'a [Outgoing]) -> BoxFuture<'a, usize> {
+        Box::pin(async move {
+            let mut sent = 0;
+            for m in batch {
+                let payload = self.buf.make(&m.header);
+                if self.qos > 0 {
+                    self.acks
+                        .lock()
+                        .expect("acks lock")
+                        .queued
+                        .push_back((m.header.phase, m.header.intended_us));
+                }
+                match self
+                    .c
+                    .publish(&self.topics[m.topic as usize], self.qos, payload)
+                    .await
+                {
+                    Ok(()) => sent += 1,
+                    Err(_) => record_error(&self.stats, m.header.phase, "publish"),
+                }
+            }
+            self.handed += sent as u64;
+            sent
+        })
+    }
+
+    fn finish(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            // Wait (bounded) until everything is written and, for QoS 1/2, acknowledged.
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let done = {
+                    let a = self.acks.lock().expect("acks lock");
+                    a.written >= self.handed && a.queued.is_empty() && a.by_id.is_empty()
+                };
+                if done {
+                    break;
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    record_error(&self.stats, u8::MAX, "acksOutstandingAtEnd");
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    }
+}
+
+impl Drop for MqttPublisher {
+    fn drop(&mut self) {
+        self.pump.abort();
+    }
+}
+
+fn short(e: &str) -> String {
+    e.chars().take(60).collect()
+}

@@ -1,0 +1,133 @@
+//! One face over rumqttc's MQTT 3.1.1 and MQTT 5 clients: the driver needs only publish,
+//! subscribe and a stream of the events that matter for measurement.
+use bytes::Bytes;
+use msgbench_crds::workload::{MqttOptions, MqttVersion};
+use rumqttc::Outgoing;
+use std::time::Duration;
+
+pub enum Ev {
+    ConnAck,
+    Publish(Bytes),
+    SubAck,
+    /// Written to the socket with this packet id (0 for QoS 0).
+    Sent(u16),
+    PubAck(u16),
+    PubComp(u16),
+    Other,
+}
+
+#[derive(Clone)]
+pub enum Client {
+    V4(rumqttc::AsyncClient),
+    V5(rumqttc::v5::AsyncClient),
+}
+
+pub enum Loop {
+    V4(Box<rumqttc::EventLoop>),
+    V5(Box<rumqttc::v5::EventLoop>),
+}
+
+pub fn new(host: &str, port: u16, id: String, o: &MqttOptions) -> (Client, Loop) {
+    let cap = 4096;
+    match o.version {
+        MqttVersion::V311 => {
+            let mut m = rumqttc::MqttOptions::new(id, host, port);
+            m.set_keep_alive(Duration::from_secs(u64::from(o.keep_alive_seconds)))
+                .set_inflight(o.max_in_flight)
+                .set_max_packet_size(2 << 20, 2 << 20)
+                .set_request_channel_capacity(cap);
+            let (c, l) = rumqttc::AsyncClient::new(m, cap);
+            (Client::V4(c), Loop::V4(Box::new(l)))
+        }
+        MqttVersion::V5 => {
+            let mut m = rumqttc::v5::MqttOptions::new(id, host, port);
+            m.set_keep_alive(Duration::from_secs(u64::from(o.keep_alive_seconds)))
+                .set_outgoing_inflight_upper_limit(o.max_in_flight)
+                .set_max_packet_size(Some(2 << 20))
+                .set_request_channel_capacity(cap);
+            let (c, l) = rumqttc::v5::AsyncClient::new(m, cap);
+            (Client::V5(c), Loop::V5(Box::new(l)))
+        }
+    }
+}
+
+fn qos4(q: u8) -> rumqttc::QoS {
+    match q {
+        0 => rumqttc::QoS::AtMostOnce,
+        1 => rumqttc::QoS::AtLeastOnce,
+        _ => rumqttc::QoS::ExactlyOnce,
+    }
+}
+fn qos5(q: u8) -> rumqttc::v5::mqttbytes::QoS {
+    match q {
+        0 => rumqttc::v5::mqttbytes::QoS::AtMostOnce,
+        1 => rumqttc::v5::mqttbytes::QoS::AtLeastOnce,
+        _ => rumqttc::v5::mqttbytes::QoS::ExactlyOnce,
+    }
+}
+
+impl Client {
+    pub async fn publish(&self, topic: &str, qos: u8, payload: Bytes) -> Result<(), String> {
+        match self {
+            Client::V4(c) => c
+                .publish_bytes(topic, qos4(qos), false, payload)
+                .await
+                .map_err(|e| e.to_string()),
+            Client::V5(c) => c
+                .publish_bytes(topic, qos5(qos), false, payload)
+                .await
+                .map_err(|e| e.to_string()),
+        }
+    }
+    pub async fn subscribe(&self, topic: &str, qos: u8) -> Result<(), String> {
+        match self {
+            Client::V4(c) => c
+                .subscribe(topic, qos4(qos))
+                .await
+                .map_err(|e| e.to_string()),
+            Client::V5(c) => c
+                .subscribe(topic, qos5(qos))
+                .await
+                .map_err(|e| e.to_string()),
+        }
+    }
+    pub async fn disconnect(&self) {
+        let _ = match self {
+            Client::V4(c) => c.disconnect().await.map_err(|e| e.to_string()),
+            Client::V5(c) => c.disconnect().await.map_err(|e| e.to_string()),
+        };
+    }
+}
+
+impl Loop {
+    pub async fn poll(&mut self) -> Result<Ev, String> {
+        use rumqttc::v5::mqttbytes::v5::Packet as P5;
+        use rumqttc::v5::Event as E5;
+        use rumqttc::Event as E4;
+        use rumqttc::Packet as P4;
+        let out = |o: Outgoing| match o {
+            Outgoing::Publish(id) => Ev::Sent(id),
+            _ => Ev::Other,
+        };
+        Ok(match self {
+            Loop::V4(l) => match l.poll().await.map_err(|e| e.to_string())? {
+                E4::Incoming(P4::Publish(p)) => Ev::Publish(p.payload),
+                E4::Incoming(P4::ConnAck(_)) => Ev::ConnAck,
+                E4::Incoming(P4::SubAck(_)) => Ev::SubAck,
+                E4::Incoming(P4::PubAck(a)) => Ev::PubAck(a.pkid),
+                E4::Incoming(P4::PubComp(a)) => Ev::PubComp(a.pkid),
+                E4::Incoming(_) => Ev::Other,
+                E4::Outgoing(o) => out(o),
+            },
+            Loop::V5(l) => match l.poll().await.map_err(|e| e.to_string())? {
+                E5::Incoming(P5::Publish(p)) => Ev::Publish(p.payload),
+                E5::Incoming(P5::ConnAck(_)) => Ev::ConnAck,
+                E5::Incoming(P5::SubAck(_)) => Ev::SubAck,
+                E5::Incoming(P5::PubAck(a)) => Ev::PubAck(a.pkid),
+                E5::Incoming(P5::PubComp(a)) => Ev::PubComp(a.pkid),
+                E5::Incoming(_) => Ev::Other,
+                E5::Outgoing(o) => out(o),
+            },
+        })
+    }
+}

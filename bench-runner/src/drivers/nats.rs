@@ -1,0 +1,204 @@
+//! NATS core: publish/subscribe, or request/reply (subscribers answer in a queue group).
+use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop, Target};
+use crate::clock;
+use crate::payload::Header;
+use crate::recorder::{register_subscription, ReceiveRecorder, Shared};
+use crate::result::Delivery;
+use async_nats::Subject;
+use futures::future::BoxFuture;
+use futures::StreamExt;
+use msgbench_crds::workload::Workload;
+use std::sync::Arc;
+use tokio::task::JoinHandle;
+
+pub struct NatsDriver {
+    w: Arc<Workload>,
+    target: Target,
+    subjects: Vec<Subject>,
+}
+
+impl NatsDriver {
+    pub fn new(w: Arc<Workload>, target: Target) -> Self {
+        let subjects = subjects(&w);
+        NatsDriver {
+            w,
+            target,
+            subjects,
+        }
+    }
+    fn request_reply(&self) -> bool {
+        self.w.nats.as_ref().is_some_and(|n| n.request_reply)
+    }
+}
+
+pub fn subjects(w: &Workload) -> Vec<Subject> {
+    (0..w.topics)
+        .map(|t| Subject::from(format!("{}.{t}", w.topic_prefix)))
+        .collect()
+}
+
+/// Connects with settings fit for benchmarking: no reconnect storms hiding failures.
+pub async fn connect(target: &Target, name: String) -> anyhow::Result<async_nats::Client> {
+    let url = format!("nats://{}", target.addr());
+    async_nats::ConnectOptions::new()
+        .name(name)
+        .client_capacity(65_536)
+        .subscription_capacity(1 << 20)
+        .connect(url.as_str())
+        .await
+        .map_err(|e| anyhow::anyhow!("connect to {}: {e}", target.raw))
+}
+
+impl Driver for NatsDriver {
+    fn delivery(&self) -> Delivery {
+        if self.request_reply() {
+            Delivery::RoundTrip
+        } else {
+            Delivery::FanOut
+        }
+    }
+
+    fn subscribe(
+        &self,
+        idx: u32,
+        topics: Vec<u32>,
+        mut rec: ReceiveRecorder,
+        mut stop: Stop,
+    ) -> BoxFuture<'_, anyhow::Result<JoinHandle<()>>> {
+        Box::pin(async move {
+            let client = connect(&self.target, format!("msgbench-sub-{idx}")).await?;
+            let rr = self.request_reply();
+            let mut subs = Vec::new();
+            for &t in &topics {
+                let s = self.subjects[t as usize].clone();
+                subs.push(if rr {
+                    client
+                        .queue_subscribe(s, "msgbench-responders".into())
+                        .await?
+                } else {
+                    client.subscribe(s).await?
+                });
+            }
+            // Subscriptions are registered once the server has processed them.
+            client.flush().await?;
+            if !rr {
+                register_subscription(rec_stats(&rec), &topics);
+            }
+            let mut all = futures::stream::select_all(subs);
+            Ok(tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        m = all.next() => {
+                            let Some(m) = m else { break };
+                            if rr {
+                                if let Some(reply) = m.reply {
+                                    if client.publish(reply, m.payload).await.is_err() {
+                                        rec.on_error("replyFailed");
+                                    }
+                                }
+                            } else {
+                                let now = clock::now_us();
+                                rec.on_payload(Header::decode(&m.payload), now);
+                            }
+                        }
+                        _ = stop.changed() => break,
+                    }
+                }
+                let _ = client.flush().await;
+            }))
+        })
+    }
+
+    fn publisher(
+        &self,
+        idx: u32,
+        stats: Shared,
+        rec: ReceiveRecorder,
+        _stop: Stop,
+    ) -> BoxFuture<'_, anyhow::Result<Box<dyn Publisher>>> {
+        Box::pin(async move {
+            let client = connect(&self.target, format!("msgbench-pub-{idx}")).await?;
+            Ok(Box::new(NatsPublisher {
+                client,
+                subjects: self.subjects.clone(),
+                buf: PayloadBuf::new(self.w.payload_bytes as usize),
+                stats,
+                rec,
+                request_reply: self.request_reply(),
+            }) as Box<dyn Publisher>)
+        })
+    }
+
+    fn connect_idle(&self, idx: u32) -> BoxFuture<'_, anyhow::Result<Box<dyn Send>>> {
+        Box::pin(async move {
+            let c = connect(&self.target, format!("msgbench-idle-{idx}")).await?;
+            c.flush().await?;
+            Ok(Box::new(c) as Box<dyn Send>)
+        })
+    }
+}
+
+fn rec_stats(rec: &ReceiveRecorder) -> &Shared {
+    rec.stats()
+}
+
+struct NatsPublisher {
+    client: async_nats::Client,
+    subjects: Vec<Subject>,
+    buf: PayloadBuf,
+    stats: Shared,
+    rec: ReceiveRecorder,
+    request_reply: bool,
+}
+
+impl Publisher for NatsPublisher {
+    fn send_batch<'a>(&'a mut self, batch: &'a [Outgoing]) -> BoxFuture<'a, usize> {
+        Box::pin(async move {
+            if self.request_reply {
+                // Requests of one batch are in flight together (open loop within the window).
+                let reqs = batch.iter().map(|m| {
+                    let payload = self.buf.make(&m.header);
+                    let subject = self.subjects[m.topic as usize].clone();
+                    let client = self.client.clone();
+                    async move { (m.header, client.request(subject, payload).await) }
+                });
+                let replies = futures::future::join_all(reqs).await;
+                let mut ok = 0;
+                for (h, r) in replies {
+                    match r {
+                        Ok(reply) => {
+                            ok += 1;
+                            self.rec
+                                .on_payload(Header::decode(&reply.payload), clock::now_us());
+                        }
+                        Err(e) => {
+                            record_error(&self.stats, h.phase, &format!("request:{:?}", e.kind()))
+                        }
+                    }
+                }
+                return ok;
+            }
+            let mut sent = 0;
+            for m in batch {
+                let payload = self.buf.make(&m.header);
+                match self
+                    .client
+                    .publish(self.subjects[m.topic as usize].clone(), payload)
+                    .await
+                {
+                    Ok(()) => sent += 1,
+                    Err(_) => record_error(&self.stats, m.header.phase, "publish"),
+                }
+            }
+            sent
+        })
+    }
+
+    fn finish(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if self.client.flush().await.is_err() {
+                record_error(&self.stats, u8::MAX, "flush");
+            }
+        })
+    }
+}

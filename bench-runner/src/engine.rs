@@ -1,0 +1,544 @@
+//! Runs a workload: connects subscribers and publishers, waits at the start gate, drives each
+//! publisher on its open-loop schedule, drains, and assembles the result.
+use crate::clock;
+use crate::drivers::{self, Driver, Outgoing, Publisher, Target};
+use crate::payload::Header;
+use crate::plan::{self, Length, Phase};
+use crate::recorder::{ReceiveRecorder, Shared, TaskStats};
+use crate::result::{self, Delivery, Generator, PhaseStats, RunResult, TimelinePoint};
+use crate::{connections, cpu, progress};
+use futures::future::BoxFuture;
+use msgbench_crds::workload::{Protocol, Workload};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Messages built and handed to the driver per call.
+const BATCH: usize = 128;
+/// Send lag (p99) past which the generator is flagged saturated.
+pub const SATURATION_LAG_P99_US: u64 = 10_000;
+/// CPU use (fraction of the CPUs available) past which the generator is flagged saturated.
+pub const SATURATION_CPU: f64 = 0.90;
+
+/// Where runners wait until all are ready (the in-cluster barrier plugs in here).
+pub trait StartGate: Send + Sync {
+    /// Called once every connection is up; returns when the run may start.
+    fn wait(&self) -> BoxFuture<'_, anyhow::Result<()>>;
+}
+
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    pub runner_id: u16,
+    pub progress: bool,
+    pub gate: Option<Arc<dyn StartGate>>,
+}
+
+/// Checks a workload and returns every rule it breaks, one per line.
+pub fn validate(w: &Workload) -> anyhow::Result<()> {
+    let v = w.violations();
+    if v.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = v.iter().map(|v| format!("  {v}")).collect();
+    anyhow::bail!("invalid workload:\n{}", lines.join("\n"))
+}
+
+pub async fn run(w: Workload, target: &str, opts: RunOptions) -> anyhow::Result<RunResult> {
+    validate(&w)?;
+    let target = Target::parse(target)?;
+    let w = Arc::new(w);
+    let driver = drivers::for_workload(&w, &target, opts.runner_id)?;
+    let _ = clock::base();
+    if w.connections.is_some() {
+        return connections::run(w, target, driver, opts).await;
+    }
+    driver.prepare().await?;
+    let out = run_messaging(&w, &target, driver.clone(), &opts).await;
+    let cleaned = driver.cleanup().await;
+    let out = out?;
+    cleaned?;
+    Ok(out)
+}
+
+async fn run_messaging(
+    w: &Arc<Workload>,
+    target: &Target,
+    driver: Arc<dyn Driver>,
+    opts: &RunOptions,
+) -> anyhow::Result<RunResult> {
+    let phases = Arc::new(plan::phases(w));
+    let names: Vec<String> = phases.iter().map(|p| p.name.clone()).collect();
+    let delivery = driver.delivery();
+    let new_stats = || -> Shared {
+        Arc::new(Mutex::new(TaskStats::new(
+            &names,
+            w.topics,
+            delivery,
+            u64::MAX,
+        )))
+    };
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut all_stats: Vec<Shared> = Vec::new();
+
+    // Subscribers first, so nothing published is missed.
+    let wildcard = match w.protocol {
+        Protocol::Mqtt => w.mqtt.as_ref().is_some_and(|m| m.wildcard),
+        Protocol::Socketio => w.socketio.as_ref().is_some_and(|s| s.all_room),
+        _ => false,
+    };
+    let mut sub_tasks = Vec::new();
+    for i in 0..w.subscribers {
+        let topics = if wildcard {
+            (0..w.topics).collect()
+        } else {
+            vec![i % w.topics]
+        };
+        let st = new_stats();
+        all_stats.push(st.clone());
+        let rec = ReceiveRecorder::new(opts.runner_id, st);
+        let h = driver
+            .subscribe(i, topics, rec, stop_rx.clone())
+            .await
+            .map_err(|e| e.context(format!("subscriber {i}")))?;
+        sub_tasks.push(h);
+    }
+    let mut publishers: Vec<(Box<dyn Publisher>, Shared)> = Vec::new();
+    for i in 0..plan::max_publishers(&phases) {
+        let st = new_stats();
+        all_stats.push(st.clone());
+        let rec = ReceiveRecorder::new(opts.runner_id, st.clone());
+        let p = driver
+            .publisher(i, st.clone(), rec, stop_rx.clone())
+            .await
+            .map_err(|e| e.context(format!("publisher {i}")))?;
+        publishers.push((p, st));
+    }
+
+    if let Some(g) = &opts.gate {
+        g.wait().await?;
+    }
+    let cpu0 = cpu::process_cpu_seconds().unwrap_or(0.0);
+    let start_us = clock::now_us() + 20_000;
+    let measured_origin = start_us + u64::from(w.warmup_seconds) * 1_000_000;
+    for s in &all_stats {
+        s.lock().expect("stats lock").timeline_origin_us = measured_origin;
+    }
+
+    // Stages past a broken threshold are not started (index of the last allowed phase).
+    let allowed = Arc::new(AtomicUsize::new(usize::MAX));
+    let breaking = Arc::new(Mutex::new(None::<String>));
+    let evaluator = w
+        .stages
+        .as_ref()
+        .and_then(|s| s.stop_when.clone())
+        .map(|stop_when| {
+            let (phases, stats, allowed, breaking) = (
+                phases.clone(),
+                all_stats.clone(),
+                allowed.clone(),
+                breaking.clone(),
+            );
+            tokio::spawn(async move {
+                for (k, ph) in phases.iter().enumerate().filter(|(_, p)| p.is_stage) {
+                    let Length::Timed {
+                        start_us: off,
+                        seconds,
+                    } = ph.length
+                    else {
+                        continue;
+                    };
+                    let end = start_us + off + u64::from(seconds) * 1_000_000;
+                    tokio::time::sleep_until(clock::instant_at(end + 200_000).into()).await;
+                    let mut p = collect_phase(&stats, k);
+                    p.finalize();
+                    let low = stop_when
+                        .delivered_ratio_below
+                        .is_some_and(|r| p.summary.delivered_ratio < r);
+                    let slow = stop_when
+                        .p99_micros_above
+                        .is_some_and(|l| p.summary.latency.as_ref().is_some_and(|s| s.p99_us > l));
+                    if low || slow {
+                        allowed.store(k, Ordering::SeqCst);
+                        *breaking.lock().expect("lock") = Some(ph.name.clone());
+                        break;
+                    }
+                }
+            })
+        });
+
+    let bar = progress::Progress::new(opts.progress, &phases, w, all_stats.clone());
+    let mut tasks = Vec::new();
+    for (i, (p, st)) in publishers.into_iter().enumerate() {
+        let ctx = PubCtx {
+            idx: i as u32,
+            runner: opts.runner_id,
+            topic: i as u32 % w.topics,
+            phases: phases.clone(),
+            start_us,
+            allowed: allowed.clone(),
+        };
+        tasks.push(tokio::spawn(publish_all(ctx, p, st)));
+    }
+    for t in tasks {
+        t.await?;
+    }
+    drain(
+        &all_stats,
+        delivery,
+        Duration::from_secs(u64::from(w.drain_seconds)),
+    )
+    .await;
+    let _ = stop_tx.send(true);
+    for t in sub_tasks {
+        let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+    }
+    if let Some(e) = evaluator {
+        e.abort();
+    }
+    drop(bar);
+    let wall = (clock::now_us() - start_us) as f64 / 1e6;
+    let cpu_s = cpu::process_cpu_seconds().unwrap_or(0.0) - cpu0;
+
+    let last_kept = allowed.load(Ordering::SeqCst);
+    let mut per_phase: Vec<PhaseStats> = (0..phases.len())
+        .map(|k| collect_phase(&all_stats, k))
+        .collect();
+    per_phase.truncate(last_kept.saturating_add(1).min(phases.len()));
+    for (p, ph) in per_phase.iter_mut().zip(phases.iter()) {
+        p.rate_per_publisher = ph.rate;
+        p.publishers = ph.publishers;
+    }
+    let timeline = collect_timeline(&all_stats);
+    let warmup = (w.warmup_seconds > 0).then(|| per_phase[0].clone());
+    let body = &per_phase[1..];
+    let sessions: Vec<PhaseStats> = body
+        .iter()
+        .zip(&phases[1..])
+        .filter(|(_, ph)| ph.is_session)
+        .map(|(p, _)| p.clone())
+        .collect();
+    let stages: Vec<PhaseStats> = body
+        .iter()
+        .zip(&phases[1..])
+        .filter(|(_, ph)| ph.is_stage)
+        .map(|(p, _)| p.clone())
+        .collect();
+    let measured = result::aggregate_measured(body);
+
+    let cpus = cpu::available_cpus();
+    let mut generator = Generator {
+        closed_loop: phases.iter().skip(1).any(|p| p.rate.is_none()),
+        cpu_seconds: (cpu_s * 1000.0).round() / 1000.0,
+        wall_seconds: (wall * 1000.0).round() / 1000.0,
+        cpus,
+        ..Default::default()
+    };
+    saturation(&mut generator, &per_phase, opts.runner_id);
+    let mut r = RunResult {
+        format: result::FORMAT.into(),
+        target: target.raw.clone(),
+        runner_ids: vec![opts.runner_id],
+        workload: (**w).clone(),
+        generator,
+        warmup,
+        measured,
+        sessions,
+        stages,
+        breaking_stage: breaking.lock().expect("lock").clone(),
+        connections: None,
+        timeline,
+    };
+    r.finalize();
+    Ok(r)
+}
+
+/// Flags a generator that could not keep its schedule: high send lag, messages it never got to
+/// send, or its CPU used up.
+fn saturation(g: &mut Generator, phases: &[PhaseStats], runner: u16) {
+    let mut lag = crate::histo::Histo::default();
+    let (mut scheduled, mut published) = (0, 0);
+    for p in phases {
+        lag.add(&p.send_lag);
+        if p.rate_per_publisher.is_some() {
+            scheduled += p.scheduled;
+            published += p.published;
+        }
+    }
+    let mut reasons = Vec::new();
+    if !g.closed_loop && !lag.is_empty() && lag.0.value_at_quantile(0.99) > SATURATION_LAG_P99_US {
+        reasons.push(format!(
+            "runner {runner}: send lag p99 {} µs > {} µs",
+            lag.0.value_at_quantile(0.99),
+            SATURATION_LAG_P99_US
+        ));
+    }
+    if published < scheduled {
+        reasons.push(format!(
+            "runner {runner}: sent {published} of {scheduled} scheduled messages"
+        ));
+    }
+    if g.wall_seconds > 0.0 && g.cpu_seconds / g.wall_seconds / g.cpus > SATURATION_CPU {
+        reasons.push(format!(
+            "runner {runner}: CPU {:.0}% of {} CPUs",
+            100.0 * g.cpu_seconds / g.wall_seconds / g.cpus,
+            g.cpus
+        ));
+    }
+    g.saturated = !reasons.is_empty();
+    g.reasons = reasons;
+}
+
+fn collect_phase(stats: &[Shared], k: usize) -> PhaseStats {
+    let mut out: Option<PhaseStats> = None;
+    for s in stats {
+        let s = s.lock().expect("stats lock");
+        match &mut out {
+            None => out = Some(s.phases[k].clone()),
+            Some(o) => {
+                let pubs = o.publishers;
+                o.add(&s.phases[k]);
+                o.publishers = pubs;
+            }
+        }
+    }
+    out.unwrap_or_default()
+}
+
+fn collect_timeline(stats: &[Shared]) -> Vec<TimelinePoint> {
+    let mut pubs: Vec<u64> = Vec::new();
+    let mut recv: Vec<u64> = Vec::new();
+    for s in stats {
+        let s = s.lock().expect("stats lock");
+        for (v, src) in [
+            (&mut pubs, &s.timeline_published),
+            (&mut recv, &s.timeline_received),
+        ] {
+            if v.len() < src.len() {
+                v.resize(src.len(), 0);
+            }
+            for (a, b) in v.iter_mut().zip(src) {
+                *a += b;
+            }
+        }
+    }
+    (0..pubs.len().max(recv.len()))
+        .map(|i| TimelinePoint {
+            second: i as u32,
+            published: pubs.get(i).copied().unwrap_or(0),
+            received: recv.get(i).copied().unwrap_or(0),
+        })
+        .collect()
+}
+
+/// Waits until every message this runner sent has reached this runner's subscribers, or the
+/// drain time is up (messages still missing then count as not delivered).
+async fn drain(stats: &[Shared], delivery: Delivery, limit: Duration) {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let (mut published_by_topic, mut subs, mut published, mut own_unique) =
+            (Vec::new(), Vec::new(), 0, 0);
+        for s in stats {
+            let s = s.lock().expect("stats lock");
+            for p in &s.phases {
+                add_into(&mut published_by_topic, &p.published_by_topic);
+                add_into(&mut subs, &p.subscribers_by_topic);
+                published += p.published;
+                own_unique += p.received - p.duplicates - p.received_remote;
+            }
+        }
+        let expected: u64 = match delivery {
+            Delivery::RoundTrip => published,
+            // Subscriber counts are repeated in every phase: divide back to one set.
+            Delivery::FanOut => {
+                let n = stats
+                    .first()
+                    .map_or(1, |s| s.lock().expect("lock").phases.len() as u64);
+                published_by_topic
+                    .iter()
+                    .zip(&subs)
+                    .map(|(p, s)| p * (s / n))
+                    .sum()
+            }
+        };
+        if own_unique >= expected || tokio::time::Instant::now() >= deadline {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn add_into(a: &mut Vec<u64>, b: &[u64]) {
+    if a.len() < b.len() {
+        a.resize(b.len(), 0);
+    }
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
+}
+
+struct PubCtx {
+    idx: u32,
+    runner: u16,
+    topic: u32,
+    phases: Arc<Vec<Phase>>,
+    start_us: u64,
+    allowed: Arc<AtomicUsize>,
+}
+
+async fn publish_all(ctx: PubCtx, mut p: Box<dyn Publisher>, st: Shared) {
+    let mut seq = 0u64;
+    let mut last_phase = None;
+    for (k, ph) in ctx.phases.iter().enumerate() {
+        if k > ctx.allowed.load(Ordering::SeqCst) {
+            break;
+        }
+        if ctx.idx >= ph.publishers {
+            continue;
+        }
+        let (phase_start, end, total) = match ph.length {
+            Length::Timed { seconds: 0, .. } => continue,
+            Length::Timed { start_us, seconds } => {
+                let s = ctx.start_us + start_us;
+                let end = s + u64::from(seconds) * 1_000_000;
+                tokio::time::sleep_until(clock::instant_at(s).into()).await;
+                (
+                    s,
+                    Some(end),
+                    ph.rate.map(|r| u64::from(r) * u64::from(seconds)),
+                )
+            }
+            Length::Count {
+                messages,
+                not_before_us,
+                ..
+            } => {
+                tokio::time::sleep_until(clock::instant_at(ctx.start_us + not_before_us).into())
+                    .await;
+                (clock::now_us(), None, Some(messages))
+            }
+        };
+        send_phase(
+            &ctx,
+            k,
+            ph,
+            phase_start,
+            end,
+            total,
+            &mut seq,
+            p.as_mut(),
+            &st,
+        )
+        .await;
+        last_phase = Some((k, phase_start));
+        if let Length::Count {
+            pause_after_seconds,
+            ..
+        } = ph.length
+        {
+            tokio::time::sleep(Duration::from_secs(u64::from(pause_after_seconds))).await;
+        }
+    }
+    // The flush belongs to the last phase's publish time (what the server had to take in).
+    p.finish().await;
+    if let Some((k, s)) = last_phase {
+        let took = (clock::now_us() - s) as f64 / 1e6;
+        let mut g = st.lock().expect("stats lock");
+        let ph = &mut g.phases[k];
+        ph.publish_seconds = ph.publish_seconds.max(took);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn send_phase(
+    ctx: &PubCtx,
+    k: usize,
+    ph: &Phase,
+    phase_start: u64,
+    end: Option<u64>,
+    total: Option<u64>,
+    seq: &mut u64,
+    p: &mut dyn Publisher,
+    st: &Shared,
+) {
+    let mut batch: Vec<Outgoing> = Vec::with_capacity(BATCH);
+    let mut lags: Vec<u64> = Vec::with_capacity(BATCH);
+    let mut i = 0u64;
+    // Open loop: a publisher that falls far behind stops at the end plus this grace and
+    // reports the rest as unsent instead of running on.
+    let grace = end
+        .map(|e| (e - phase_start) / 10)
+        .unwrap_or(0)
+        .max(1_000_000);
+    let header = |seq: u64, intended_us: u64| Header {
+        runner: ctx.runner,
+        phase: k as u8,
+        publisher: ctx.idx as u16,
+        seq,
+        intended_us,
+    };
+    loop {
+        if k > ctx.allowed.load(Ordering::Relaxed) {
+            break;
+        }
+        let now = clock::now_us();
+        batch.clear();
+        lags.clear();
+        match (ph.rate, total) {
+            (Some(r), Some(total)) => {
+                if i >= total || end.is_some_and(|e| now > e + grace) {
+                    break;
+                }
+                let r = u64::from(r);
+                let due = (now.saturating_sub(phase_start) * r / 1_000_000 + 1).min(total);
+                if due <= i {
+                    let next = phase_start + i * 1_000_000 / r;
+                    tokio::time::sleep_until(clock::instant_at(next).into()).await;
+                    continue;
+                }
+                while i < due && batch.len() < BATCH {
+                    let intended = phase_start + i * 1_000_000 / r;
+                    lags.push(now.saturating_sub(intended));
+                    batch.push(Outgoing {
+                        topic: ctx.topic,
+                        header: header(*seq, intended),
+                    });
+                    i += 1;
+                    *seq += 1;
+                }
+            }
+            // Closed loop: as fast as the client takes them; intended = actual send time.
+            (None, total) => {
+                if total.is_some_and(|t| i >= t) || end.is_some_and(|e| now >= e) {
+                    break;
+                }
+                let n = total.map_or(BATCH as u64, |t| (t - i).min(BATCH as u64));
+                for _ in 0..n {
+                    batch.push(Outgoing {
+                        topic: ctx.topic,
+                        header: header(*seq, now),
+                    });
+                    i += 1;
+                    *seq += 1;
+                }
+            }
+            (Some(_), None) => unreachable!("rated phases always have a count"),
+        }
+        let sent = p.send_batch(&batch).await as u64;
+        let after = clock::now_us();
+        let mut g = st.lock().expect("stats lock");
+        g.count_published(after, sent);
+        let s = &mut g.phases[k];
+        s.published += sent;
+        s.published_by_topic[ctx.topic as usize] += sent;
+        for &l in &lags {
+            s.send_lag.record(l);
+        }
+        s.publish_seconds = s.publish_seconds.max((after - phase_start) as f64 / 1e6);
+    }
+    let mut g = st.lock().expect("stats lock");
+    g.phases[k].scheduled += match (ph.rate, total) {
+        (Some(_), Some(t)) => t,
+        _ => i,
+    };
+}

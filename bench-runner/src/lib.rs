@@ -1,0 +1,19 @@
+//! bench-runner: an open-loop load generator for NATS, JetStream, MQTT, Socket.IO and WebSocket
+//! whose latency is measured from the intended send time into HdrHistograms that merge exactly.
+#![forbid(unsafe_code)]
+
+pub mod clock;
+pub mod connections;
+pub mod cpu;
+pub mod drivers;
+pub mod engine;
+pub mod histo;
+pub mod payload;
+pub mod plan;
+pub mod progress;
+pub mod recorder;
+pub mod report;
+pub mod result;
+
+pub use engine::{run, RunOptions, StartGate};
+pub use result::RunResult;

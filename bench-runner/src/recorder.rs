@@ -1,0 +1,216 @@
+//! Per-task recorders. Each publisher and subscriber task owns one (behind an uncontended
+//! mutex so the engine can read a stage's figures mid-run); nothing is shared on the hot path.
+use crate::clock;
+use crate::payload::Header;
+use crate::result::{Delivery, PhaseStats};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Figures of one task, per phase (index = header phase byte), plus a per-second timeline.
+#[derive(Debug)]
+pub struct TaskStats {
+    pub phases: Vec<PhaseStats>,
+    pub timeline_published: Vec<u64>,
+    pub timeline_received: Vec<u64>,
+    /// Process-clock µs of the measured start (timeline second 0).
+    pub timeline_origin_us: u64,
+    first_recv_us: Vec<Option<u64>>,
+}
+
+impl TaskStats {
+    pub fn new(phase_names: &[String], topics: u32, delivery: Delivery, origin_us: u64) -> Self {
+        TaskStats {
+            phases: phase_names
+                .iter()
+                .map(|n| PhaseStats::new(n, topics, delivery))
+                .collect(),
+            timeline_published: Vec::new(),
+            timeline_received: Vec::new(),
+            timeline_origin_us: origin_us,
+            first_recv_us: vec![None; phase_names.len()],
+        }
+    }
+
+    fn second(&self, now_us: u64) -> Option<usize> {
+        now_us
+            .checked_sub(self.timeline_origin_us)
+            .map(|d| (d / 1_000_000) as usize)
+    }
+
+    pub fn count_published(&mut self, now_us: u64, n: u64) {
+        if let Some(s) = self.second(now_us) {
+            bump(&mut self.timeline_published, s, n);
+        }
+    }
+
+    fn count_received(&mut self, now_us: u64) {
+        if let Some(s) = self.second(now_us) {
+            bump(&mut self.timeline_received, s, 1);
+        }
+    }
+}
+
+fn bump(v: &mut Vec<u64>, i: usize, n: u64) {
+    if v.len() <= i {
+        v.resize(i + 1, 0);
+    }
+    v[i] += n;
+}
+
+pub type Shared = Arc<Mutex<TaskStats>>;
+
+/// Phase that takes errors not tied to a message: the first measured one (phase 0 is warm-up).
+pub fn unphased(phases: usize) -> usize {
+    1.min(phases.saturating_sub(1))
+}
+
+/// Sequence bookkeeping for one (runner, publisher) stream: exact duplicate detection with a
+/// bitset, out-of-order = arrived below the highest sequence seen.
+#[derive(Default)]
+struct SeqTracker {
+    seen: Vec<u64>,
+    highest: Option<u64>,
+}
+
+impl SeqTracker {
+    /// Returns (duplicate, out_of_order).
+    fn observe(&mut self, seq: u64) -> (bool, bool) {
+        let (w, b) = ((seq / 64) as usize, seq % 64);
+        if self.seen.len() <= w {
+            self.seen.resize(w + 1, 0);
+        }
+        let dup = self.seen[w] & (1 << b) != 0;
+        self.seen[w] |= 1 << b;
+        let ooo = !dup && self.highest.is_some_and(|h| seq < h);
+        if self.highest.is_none_or(|h| seq > h) {
+            self.highest = Some(seq);
+        }
+        (dup, ooo)
+    }
+}
+
+/// What a subscriber task calls for each delivered payload.
+pub struct ReceiveRecorder {
+    runner: u16,
+    stats: Shared,
+    streams: HashMap<(u16, u16), SeqTracker>,
+}
+
+impl ReceiveRecorder {
+    pub fn new(runner: u16, stats: Shared) -> Self {
+        ReceiveRecorder {
+            runner,
+            stats,
+            streams: HashMap::new(),
+        }
+    }
+
+    /// Records one delivery; `now_us` is read by the caller right after the message arrived.
+    pub fn on_payload(&mut self, header: Option<Header>, now_us: u64) {
+        let mut s = self.stats.lock().expect("stats lock");
+        let Some(h) = header else {
+            let i = unphased(s.phases.len());
+            *s.phases[i].errors.entry("badPayload".into()).or_default() += 1;
+            return;
+        };
+        let phase = h.phase as usize;
+        if phase >= s.phases.len() {
+            let i = unphased(s.phases.len());
+            *s.phases[i].errors.entry("unknownPhase".into()).or_default() += 1;
+            return;
+        }
+        let (dup, ooo) = self
+            .streams
+            .entry((h.runner, h.publisher))
+            .or_default()
+            .observe(h.seq);
+        s.count_received(now_us);
+        let first = *s.first_recv_us[phase].get_or_insert(now_us);
+        let p = &mut s.phases[phase];
+        p.received += 1;
+        p.receive_seconds = p.receive_seconds.max((now_us - first) as f64 / 1e6);
+        if dup {
+            p.duplicates += 1;
+        } else if ooo {
+            p.out_of_order += 1;
+        }
+        if h.runner != self.runner {
+            p.received_remote += 1;
+        } else if !dup {
+            p.latency.record(now_us.saturating_sub(h.intended_us));
+        }
+    }
+
+    pub fn stats(&self) -> &Shared {
+        &self.stats
+    }
+
+    pub fn on_error(&mut self, kind: &str) {
+        let mut s = self.stats.lock().expect("stats lock");
+        let i = unphased(s.phases.len());
+        *s.phases[i].errors.entry(kind.into()).or_default() += 1;
+    }
+}
+
+/// Marks a subscriber's topic subscriptions in every phase (for the expected count).
+pub fn register_subscription(stats: &Shared, topics: &[u32]) {
+    let mut s = stats.lock().expect("stats lock");
+    for p in s.phases.iter_mut() {
+        for &t in topics {
+            p.subscribers_by_topic[t as usize] += 1;
+        }
+    }
+}
+
+/// Publish-ack latency recorder usable from an ack-handling task.
+pub fn record_ack(stats: &Shared, phase: u8, intended_us: u64) {
+    let now = clock::now_us();
+    let mut s = stats.lock().expect("stats lock");
+    if let Some(p) = s.phases.get_mut(phase as usize) {
+        p.ack_latency.record(now.saturating_sub(intended_us));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duplicates_and_reordering_are_counted_exactly() {
+        let stats = Arc::new(Mutex::new(TaskStats::new(
+            &["m".into()],
+            1,
+            Delivery::FanOut,
+            0,
+        )));
+        let mut r = ReceiveRecorder::new(1, stats.clone());
+        for seq in [0, 1, 3, 2, 3, 5, 4, 0] {
+            let h = Header {
+                runner: 1,
+                phase: 0,
+                publisher: 0,
+                seq,
+                intended_us: 10,
+            };
+            r.on_payload(Some(h), 110);
+        }
+        r.on_payload(
+            Some(Header {
+                runner: 2,
+                phase: 0,
+                publisher: 0,
+                seq: 0,
+                intended_us: 1,
+            }),
+            120,
+        );
+        let s = stats.lock().unwrap();
+        let p = &s.phases[0];
+        assert_eq!(
+            (p.received, p.duplicates, p.out_of_order, p.received_remote),
+            (9, 2, 2, 1)
+        );
+        assert_eq!(p.latency.len(), 6, "latency only for own, unique messages");
+        assert_eq!(p.latency.0.max(), 100);
+    }
+}

@@ -1,0 +1,381 @@
+//! The versioned, mergeable result. Raw counters and histograms are the truth; every derived
+//! figure (rates, percentiles, delivered ratio) is recomputed from them by `finalize`, so
+//! `merge(parts)` gives exactly what one process measuring everything would report.
+use crate::histo::{Histo, LatencySummary};
+use msgbench_crds::workload::Workload;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const FORMAT: &str = "msgbench.dev/bench-result/v1";
+
+/// How deliveries are expected: fan-out to subscribers of a topic, or one reply per message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Delivery {
+    #[default]
+    FanOut,
+    RoundTrip,
+}
+
+/// One phase (warm-up, the whole measured part, a session or a stage): raw, mergeable figures.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PhaseStats {
+    pub name: String,
+    /// Open-loop rate per publisher in this phase (None = closed loop).
+    pub rate_per_publisher: Option<u32>,
+    pub publishers: u32,
+    /// Messages the schedule called for, and messages actually published.
+    pub scheduled: u64,
+    pub published: u64,
+    /// Published messages per topic, and subscribers per topic (summed over runners).
+    pub published_by_topic: Vec<u64>,
+    pub subscribers_by_topic: Vec<u64>,
+    pub delivery: Delivery,
+    /// Every delivery, including duplicates and deliveries of other runners' messages.
+    pub received: u64,
+    pub duplicates: u64,
+    pub out_of_order: u64,
+    /// Deliveries of messages another runner sent: counted, never used for latency.
+    pub received_remote: u64,
+    pub errors: BTreeMap<String, u64>,
+    /// Longest publisher time in the phase and longest receive span, seconds.
+    pub publish_seconds: f64,
+    pub receive_seconds: f64,
+    /// End-to-end latency from the intended send time (same-process messages only).
+    pub latency: Histo,
+    /// Publish acknowledgement latency from the intended send time (JetStream ack, MQTT
+    /// PUBACK/PUBCOMP, HTTP publish response).
+    pub ack_latency: Histo,
+    /// Actual − intended send time.
+    pub send_lag: Histo,
+    pub summary: PhaseSummary,
+}
+
+/// Derived figures, recomputed from the raw ones.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PhaseSummary {
+    pub expected: u64,
+    pub delivered_unique: u64,
+    pub delivered_ratio: f64,
+    pub publish_rate: f64,
+    pub receive_rate: f64,
+    pub errors: u64,
+    pub latency: Option<LatencySummary>,
+    pub ack_latency: Option<LatencySummary>,
+    pub send_lag: Option<LatencySummary>,
+}
+
+impl PhaseStats {
+    pub fn new(name: &str, topics: u32, delivery: Delivery) -> Self {
+        PhaseStats {
+            name: name.into(),
+            published_by_topic: vec![0; topics as usize],
+            subscribers_by_topic: vec![0; topics as usize],
+            delivery,
+            ..Default::default()
+        }
+    }
+
+    /// Adds `o`'s raw figures into `self` (same phase of another publisher, subscriber or runner).
+    pub fn add(&mut self, o: &PhaseStats) {
+        if self.rate_per_publisher.is_none() {
+            self.rate_per_publisher = o.rate_per_publisher;
+        }
+        self.publishers += o.publishers;
+        self.scheduled += o.scheduled;
+        self.published += o.published;
+        add_vec(&mut self.published_by_topic, &o.published_by_topic);
+        add_vec(&mut self.subscribers_by_topic, &o.subscribers_by_topic);
+        self.received += o.received;
+        self.duplicates += o.duplicates;
+        self.out_of_order += o.out_of_order;
+        self.received_remote += o.received_remote;
+        for (k, v) in &o.errors {
+            *self.errors.entry(k.clone()).or_default() += v;
+        }
+        self.publish_seconds = self.publish_seconds.max(o.publish_seconds);
+        self.receive_seconds = self.receive_seconds.max(o.receive_seconds);
+        self.latency.add(&o.latency);
+        self.ack_latency.add(&o.ack_latency);
+        self.send_lag.add(&o.send_lag);
+    }
+
+    pub fn error(&mut self, kind: &str) {
+        *self.errors.entry(kind.to_string()).or_default() += 1;
+    }
+
+    pub fn finalize(&mut self) {
+        let expected = match self.delivery {
+            Delivery::RoundTrip => self.published,
+            Delivery::FanOut => self
+                .published_by_topic
+                .iter()
+                .zip(&self.subscribers_by_topic)
+                .map(|(p, s)| p * s)
+                .sum(),
+        };
+        let unique = self.received - self.duplicates;
+        let rate = |n: u64, s: f64| if s > 0.0 { round1(n as f64 / s) } else { 0.0 };
+        self.summary = PhaseSummary {
+            expected,
+            delivered_unique: unique,
+            delivered_ratio: if expected > 0 {
+                round6(unique as f64 / expected as f64)
+            } else {
+                0.0
+            },
+            publish_rate: rate(self.published, self.publish_seconds),
+            receive_rate: rate(self.received, self.receive_seconds),
+            errors: self.errors.values().sum(),
+            latency: self.latency.summary(),
+            ack_latency: self.ack_latency.summary(),
+            send_lag: self.send_lag.summary(),
+        };
+    }
+}
+
+fn add_vec(a: &mut Vec<u64>, b: &[u64]) {
+    if a.len() < b.len() {
+        a.resize(b.len(), 0);
+    }
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
+}
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+/// Messages per second since the start of the measured part.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelinePoint {
+    pub second: u32,
+    pub published: u64,
+    pub received: u64,
+}
+
+/// Connection workload figures.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionStats {
+    pub attempted: u64,
+    pub connected: u64,
+    pub failed: u64,
+    /// Longest time to open all connections (seconds), max over runners.
+    pub connect_seconds: f64,
+    pub held_seconds: f64,
+    pub connect_time: Histo,
+    pub errors: BTreeMap<String, u64>,
+    pub connections_per_second: f64,
+    pub connect_time_summary: Option<LatencySummary>,
+}
+
+impl ConnectionStats {
+    pub fn add(&mut self, o: &ConnectionStats) {
+        self.attempted += o.attempted;
+        self.connected += o.connected;
+        self.failed += o.failed;
+        self.connect_seconds = self.connect_seconds.max(o.connect_seconds);
+        self.held_seconds = self.held_seconds.max(o.held_seconds);
+        self.connect_time.add(&o.connect_time);
+        for (k, v) in &o.errors {
+            *self.errors.entry(k.clone()).or_default() += v;
+        }
+    }
+    pub fn finalize(&mut self) {
+        self.connections_per_second = if self.connect_seconds > 0.0 {
+            round1(self.connected as f64 / self.connect_seconds)
+        } else {
+            0.0
+        };
+        self.connect_time_summary = self.connect_time.summary();
+    }
+}
+
+/// Whether the generator kept its schedule.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Generator {
+    /// No rate given: each publisher sent as fast as it could; latency then includes queueing
+    /// behind the previous send and is not comparable with open-loop figures.
+    pub closed_loop: bool,
+    pub saturated: bool,
+    pub reasons: Vec<String>,
+    pub cpu_seconds: f64,
+    pub wall_seconds: f64,
+    /// CPUs available to each runner (summed over runners).
+    pub cpus: f64,
+    pub cpu_seconds_per_million_messages: f64,
+}
+
+/// The whole result of one runner, or of several merged.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunResult {
+    pub format: String,
+    pub target: String,
+    pub runner_ids: Vec<u16>,
+    pub workload: Workload,
+    pub generator: Generator,
+    pub warmup: Option<PhaseStats>,
+    /// Everything after warm-up (all sessions/stages together).
+    pub measured: PhaseStats,
+    pub sessions: Vec<PhaseStats>,
+    pub stages: Vec<PhaseStats>,
+    /// Set when stages stopped at a threshold: the first stage that broke it.
+    pub breaking_stage: Option<String>,
+    pub connections: Option<ConnectionStats>,
+    pub timeline: Vec<TimelinePoint>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("no results to merge")]
+    Empty,
+    #[error("{0}: unsupported result format {1:?} (expected {FORMAT})")]
+    Format(String, String),
+    #[error("{0}: workload differs from the first result's; only parts of one run merge")]
+    Workload(String),
+    #[error("{0}: phases differ from the first result's ({1})")]
+    Phases(String, String),
+}
+
+impl RunResult {
+    pub fn finalize(&mut self) {
+        for p in self.warmup.iter_mut().chain([&mut self.measured]) {
+            p.finalize();
+        }
+        for p in self.sessions.iter_mut().chain(self.stages.iter_mut()) {
+            p.finalize();
+        }
+        if let Some(c) = &mut self.connections {
+            c.finalize();
+        }
+        let g = &mut self.generator;
+        let msgs = (self.measured.published
+            + self.measured.received
+            + self.warmup.as_ref().map_or(0, |w| w.published + w.received))
+            as f64;
+        g.cpu_seconds_per_million_messages = if msgs > 0.0 {
+            (g.cpu_seconds / msgs * 1e6 * 1000.0).round() / 1000.0
+        } else {
+            0.0
+        };
+    }
+
+    /// Merges parts of one run (one per runner) into the result one process would report.
+    /// `names` label the parts in errors.
+    pub fn merge(parts: &[(String, RunResult)]) -> Result<RunResult, MergeError> {
+        let ((first_name, first), rest) = parts.split_first().ok_or(MergeError::Empty)?;
+        let mut out = first.clone();
+        if out.format != FORMAT {
+            return Err(MergeError::Format(first_name.clone(), out.format.clone()));
+        }
+        for (name, p) in rest {
+            if p.format != FORMAT {
+                return Err(MergeError::Format(name.clone(), p.format.clone()));
+            }
+            if p.workload != out.workload {
+                return Err(MergeError::Workload(name.clone()));
+            }
+            if p.sessions.len() != out.sessions.len() || p.warmup.is_some() != out.warmup.is_some()
+            {
+                return Err(MergeError::Phases(
+                    name.clone(),
+                    "sessions or warm-up".into(),
+                ));
+            }
+            out.runner_ids.extend(&p.runner_ids);
+            let g = &mut out.generator;
+            g.closed_loop |= p.generator.closed_loop;
+            g.saturated |= p.generator.saturated;
+            g.reasons.extend(p.generator.reasons.iter().cloned());
+            g.cpu_seconds += p.generator.cpu_seconds;
+            g.wall_seconds = g.wall_seconds.max(p.generator.wall_seconds);
+            g.cpus += p.generator.cpus;
+            if let (Some(a), Some(b)) = (&mut out.warmup, &p.warmup) {
+                a.add(b);
+            }
+            out.measured.add(&p.measured);
+            for (a, b) in out.sessions.iter_mut().zip(&p.sessions) {
+                a.add(b);
+            }
+
+            // Stages stop early per runner; merge by name, keeping every stage any runner ran.
+            for b in &p.stages {
+                match out.stages.iter_mut().find(|a| a.name == b.name) {
+                    Some(a) => a.add(b),
+                    None => out.stages.push(b.clone()),
+                }
+            }
+            if out.breaking_stage.is_none() {
+                out.breaking_stage = p.breaking_stage.clone();
+            }
+            match (&mut out.connections, &p.connections) {
+                (Some(a), Some(b)) => a.add(b),
+                (None, Some(b)) => out.connections = Some(b.clone()),
+                _ => {}
+            }
+            for t in &p.timeline {
+                match out.timeline.iter_mut().find(|x| x.second == t.second) {
+                    Some(x) => {
+                        x.published += t.published;
+                        x.received += t.received;
+                    }
+                    None => out.timeline.push(t.clone()),
+                }
+            }
+        }
+        // A multi-phase measured part is recomputed from its merged phases, as one process does.
+        let phases: Vec<PhaseStats> = out
+            .sessions
+            .iter()
+            .chain(out.stages.iter())
+            .cloned()
+            .collect();
+        if phases.len() > 1 {
+            out.measured = aggregate_measured(&phases);
+        }
+        out.timeline.sort_by_key(|t| t.second);
+        out.runner_ids.sort_unstable();
+        out.generator.reasons.sort();
+        out.finalize();
+        Ok(out)
+    }
+}
+
+/// The measured part as one phase: sums of the phases after warm-up. Subscriptions are the same
+/// in every phase, so they are taken once; times add up (phases run one after another).
+pub fn aggregate_measured(phases: &[PhaseStats]) -> PhaseStats {
+    let Some(first) = phases.first() else {
+        return PhaseStats::default();
+    };
+    if phases.len() == 1 {
+        let mut p = first.clone();
+        p.name = "measured".into();
+        return p;
+    }
+    let mut m = PhaseStats::new(
+        "measured",
+        first.published_by_topic.len() as u32,
+        first.delivery,
+    );
+    let (mut ps, mut rs) = (0.0, 0.0);
+    for p in phases {
+        m.add(p);
+        ps += p.publish_seconds;
+        rs += p.receive_seconds;
+    }
+    m.publishers = phases.iter().map(|p| p.publishers).max().unwrap_or(0);
+    m.subscribers_by_topic = first.subscribers_by_topic.clone();
+    m.publish_seconds = ps;
+    m.receive_seconds = rs;
+    m.rate_per_publisher = first.rate_per_publisher;
+    m
+}

@@ -1,0 +1,198 @@
+//! Real servers on loopback for integration tests: started on free ports, waited on until they
+//! accept connections, killed (by their own pid) on drop.
+#![allow(dead_code)]
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Finds a tool on PATH or in the msgbench cache, or panics saying how to install it.
+pub fn tool(name: &str) -> PathBuf {
+    let cache = std::env::var("MSGBENCH_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/msgbench")
+        });
+    let mut dirs: Vec<PathBuf> =
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).collect();
+    dirs.extend([cache.join("bin"), "/usr/sbin".into(), "/usr/bin".into()]);
+    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file()).unwrap_or_else(|| {
+        panic!("{name} not found on PATH or in {}/bin: run `e2e/tools/ensure nats-server mosquitto`", cache.display())
+    })
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until something accepts TCP connections on `port` (or panics after `limit`).
+pub fn wait_listening(port: u16, limit: Duration, child: &mut Child) {
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("server on port {port} exited early: {status}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("nothing listening on 127.0.0.1:{port} after {limit:?}");
+}
+
+pub struct Server {
+    pub child: Child,
+    pub port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+    /// SIGSTOP / SIGCONT this server (our own child, by pid).
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(self.pid().to_string())
+            .status()
+            .unwrap();
+        assert!(ok.success(), "kill -{sig} {}", self.pid());
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg("-CONT")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn nats_server(jetstream: bool) -> Server {
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(tool("nats-server"));
+    cmd.args(["-a", "127.0.0.1", "-p", &port.to_string()]);
+    if jetstream {
+        cmd.args(["-js", "-sd", dir.path().to_str().unwrap()]);
+    }
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_listening(port, Duration::from_secs(15), &mut child);
+    Server {
+        child,
+        port,
+        _dir: dir,
+    }
+}
+
+pub fn mosquitto() -> Server {
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("mosquitto.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 100000\nmax_inflight_messages 0\nuser root\n"
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(tool("mosquitto"))
+        .arg("-c")
+        .arg(&conf)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_listening(port, Duration::from_secs(15), &mut child);
+    Server {
+        child,
+        port,
+        _dir: dir,
+    }
+}
+
+/// A TCP proxy adding `delay` to every byte in both directions (bandwidth unchanged).
+pub async fn delay_proxy(upstream: u16, delay: Duration) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((down, _)) = l.accept().await {
+            let Ok(up) = tokio::net::TcpStream::connect(("127.0.0.1", upstream)).await else {
+                continue;
+            };
+            let (dr, dw) = down.into_split();
+            let (ur, uw) = up.into_split();
+            for (mut r, mut w) in [
+                (
+                    Box::new(dr) as Box<dyn tokio::io::AsyncRead + Send + Unpin>,
+                    Box::new(uw) as Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+                ),
+                (Box::new(ur), Box::new(dw)),
+            ] {
+                let (tx, mut rx) =
+                    tokio::sync::mpsc::unbounded_channel::<(tokio::time::Instant, Vec<u8>)>();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    while let Ok(n) = r.read(&mut buf).await {
+                        if n == 0
+                            || tx
+                                .send((tokio::time::Instant::now() + delay, buf[..n].to_vec()))
+                                .is_err()
+                        {
+                            break;
+                        }
+                    }
+                });
+                tokio::spawn(async move {
+                    while let Some((due, chunk)) = rx.recv().await {
+                        tokio::time::sleep_until(due).await;
+                        if w.write_all(&chunk).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        }
+    });
+    port
+}
+
+/// A WebSocket echo server (tokio-tungstenite), for the websocket driver.
+pub async fn ws_echo_server() -> u16 {
+    use futures::{SinkExt, StreamExt};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((s, _)) = l.accept().await {
+            tokio::spawn(async move {
+                let Ok(mut ws) = tokio_tungstenite::accept_async(s).await else {
+                    return;
+                };
+                while let Some(Ok(m)) = ws.next().await {
+                    if (m.is_binary() || m.is_text()) && ws.send(m).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+pub fn workload(yaml: &str) -> msgbench_crds::workload::Workload {
+    serde_norway::from_str(yaml).unwrap_or_else(|e| panic!("test workload: {e}\n{yaml}"))
+}
