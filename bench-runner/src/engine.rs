@@ -180,8 +180,10 @@ async fn run_messaging(
         };
         tasks.push(tokio::spawn(publish_all(ctx, p, st)));
     }
+    // Publishers stay connected until the drain is over: round-trip replies arrive on them.
+    let mut connected = Vec::with_capacity(tasks.len());
     for t in tasks {
-        t.await?;
+        connected.push(t.await?);
     }
     drain(
         &all_stats,
@@ -193,6 +195,7 @@ async fn run_messaging(
     for t in sub_tasks {
         let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
     }
+    drop(connected);
     if let Some(e) = evaluator {
         e.abort();
     }
@@ -386,7 +389,7 @@ struct PubCtx {
     allowed: Arc<AtomicUsize>,
 }
 
-async fn publish_all(ctx: PubCtx, mut p: Box<dyn Publisher>, st: Shared) {
+async fn publish_all(ctx: PubCtx, mut p: Box<dyn Publisher>, st: Shared) -> Box<dyn Publisher> {
     let mut seq = 0u64;
     let mut last_phase = None;
     for (k, ph) in ctx.phases.iter().enumerate() {
@@ -447,6 +450,7 @@ async fn publish_all(ctx: PubCtx, mut p: Box<dyn Publisher>, st: Shared) {
         let ph = &mut g.phases[k];
         ph.publish_seconds = ph.publish_seconds.max(took);
     }
+    p
 }
 
 #[allow(clippy::too_many_arguments)]

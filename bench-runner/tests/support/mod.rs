@@ -48,7 +48,7 @@ pub fn wait_listening(port: u16, limit: Duration, child: &mut Child) {
 pub struct Server {
     pub child: Child,
     pub port: u16,
-    _dir: tempfile::TempDir,
+    pub _dir: tempfile::TempDir,
 }
 
 impl Server {
@@ -195,4 +195,40 @@ pub async fn ws_echo_server() -> u16 {
 
 pub fn workload(yaml: &str) -> msgbench_crds::workload::Workload {
     serde_norway::from_str(yaml).unwrap_or_else(|e| panic!("test workload: {e}\n{yaml}"))
+}
+
+/// A WebSocket server sending every frame to every connection (like pubsub-server's
+/// WS_MODE=broadcast).
+pub async fn ws_broadcast_server() -> u16 {
+    use futures::{SinkExt, StreamExt};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let (tx, _) =
+        tokio::sync::broadcast::channel::<tokio_tungstenite::tungstenite::Message>(1 << 16);
+    tokio::spawn(async move {
+        while let Ok((s, _)) = l.accept().await {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let Ok(ws) = tokio_tungstenite::accept_async(s).await else {
+                    return;
+                };
+                let (mut w, mut r) = ws.split();
+                let mut rx = tx.subscribe();
+                let fwd = tokio::spawn(async move {
+                    while let Ok(m) = rx.recv().await {
+                        if w.send(m).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+                while let Some(Ok(m)) = r.next().await {
+                    if m.is_binary() || m.is_text() {
+                        let _ = tx.send(m);
+                    }
+                }
+                fwd.abort();
+            });
+        }
+    });
+    port
 }
