@@ -141,3 +141,23 @@ fn merge_refuses_parts_of_different_runs() {
         "{e}"
     );
 }
+
+#[test]
+fn shipped_example_workloads_are_valid() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let w: msgbench_crds::workload::Workload =
+            serde_norway::from_str(&std::fs::read_to_string(&p).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert!(
+            w.violations().is_empty(),
+            "{}: {:?}",
+            p.display(),
+            w.violations()
+        );
+        n += 1;
+    }
+    assert!(n >= 5);
+}
