@@ -44,12 +44,24 @@ pub struct PodProblem {
     pub rejected: bool,
 }
 
-pub fn observe_pods(pods: &[Pod]) -> PodObservation {
+/// `template_hash`: the current pod template's hash; failed pods of another template are stale
+/// (left behind by an old ReplicaSet) and ignored. `None` considers every pod.
+pub fn observe_pods(pods: &[Pod], template_hash: Option<&str>) -> PodObservation {
     let mut obs = PodObservation::default();
     for pod in pods
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
     {
+        let pod_hash = pod
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(crate::server_pod::ANNOTATION_TEMPLATE_HASH))
+            .map(String::as_str);
+        let failed = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed");
+        if failed && template_hash.is_some() && pod_hash != template_hash {
+            continue;
+        }
         let name = pod.metadata.name.clone().unwrap_or_default();
         let Some(status) = &pod.status else {
             obs.pods += 1;

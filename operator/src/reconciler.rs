@@ -44,7 +44,12 @@ pub async fn reconcile<K: ServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> Result<
     let pod_list = pods
         .list(&ListParams::default().labels(&owner.children_selector()))
         .await?;
-    let observed = observe_pods(&pod_list.items);
+    // Built once up front (pure, cheap) to know the current pod template.
+    let desired = violations
+        .is_empty()
+        .then(|| obj.build(&owner, obj.desired_replicas()));
+    let template_hash = desired.as_ref().and_then(Children::template_hash);
+    let observed = observe_pods(&pod_list.items, template_hash.as_deref());
     let hold = if violations.is_empty() {
         status::hold_for(previous, generation, &observed)
     } else {
@@ -54,13 +59,12 @@ pub async fn reconcile<K: ServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> Result<
     // build + apply (an invalid spec leaves the running children alone)
     let mut writes = 0;
     let mut rollout_pending = false;
-    if violations.is_empty() {
-        let replicas = if hold.is_some() {
-            0
+    if let Some(desired) = desired {
+        let children = if hold.is_some() {
+            obj.build(&owner, 0)
         } else {
-            obj.desired_replicas()
+            desired
         };
-        let children: Children = obj.build(&owner, replicas);
         let applied = apply_children(client, &owner, children, &ctx.metrics).await?;
         writes = applied.applied + applied.deleted;
         rollout_pending = status::rollout_pending(&applied);

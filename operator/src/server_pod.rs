@@ -15,6 +15,9 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 pub const ANNOTATION_CONFIG_HASH: &str = "msgbench.dev/config-hash";
+/// Hash of the whole pod template: tells pods of the current template from stale ones (a
+/// Deployment keeps kubelet-refused pods of old ReplicaSets around).
+pub const ANNOTATION_TEMPLATE_HASH: &str = "msgbench.dev/template-hash";
 
 pub struct ServerPod<'a> {
     pub owner: &'a Owner,
@@ -32,10 +35,27 @@ pub struct ServerPod<'a> {
 }
 
 pub fn config_hash(content: &str) -> String {
-    hex::encode(&Sha256::digest(content.as_bytes())[..16])
+    config_hash_bytes(content.as_bytes())
 }
 
 pub fn pod_template(p: ServerPod<'_>) -> PodTemplateSpec {
+    let mut t = unhashed_pod_template(p);
+    let digest = serde_json::to_vec(&t)
+        .map(|b| config_hash_bytes(&b))
+        .unwrap_or_default();
+    t.metadata
+        .get_or_insert_with(ObjectMeta::default)
+        .annotations
+        .get_or_insert_with(BTreeMap::new)
+        .insert(ANNOTATION_TEMPLATE_HASH.into(), digest);
+    t
+}
+
+fn config_hash_bytes(b: &[u8]) -> String {
+    hex::encode(&Sha256::digest(b)[..16])
+}
+
+fn unhashed_pod_template(p: ServerPod<'_>) -> PodTemplateSpec {
     let mut container = p.container;
     container.resources = container_resources(p.resources, p.tuning);
     container.security_context = Some(container_security_context());

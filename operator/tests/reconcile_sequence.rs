@@ -171,17 +171,21 @@ async fn kubelet_refusal_scales_to_zero_and_stays_quiet_until_the_spec_changes()
     reconcile_jsc(&api, &ctx).await;
 
     let pod = "/api/v1/namespaces/bench/pods/demo-0";
-    api.insert(
-        pod,
-        json!({"apiVersion": "v1", "kind": "Pod",
-               "metadata": {"name": "demo-0", "namespace": "bench", "labels": {
+    let hash = api.get(STS).unwrap()["spec"]["template"]["metadata"]["annotations"]
+        ["msgbench.dev/template-hash"]
+        .clone();
+    assert!(hash.is_string());
+    let failed_pod = json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "demo-0", "namespace": "bench",
+                   "annotations": {"msgbench.dev/template-hash": hash},
+                   "labels": {
                    "app.kubernetes.io/name": "jetstreamcluster",
                    "app.kubernetes.io/instance": "demo",
                    "app.kubernetes.io/component": "server",
                    "app.kubernetes.io/managed-by": "msgbench-operator"}},
                "status": {"phase": "Failed", "reason": "SysctlForbidden",
-                          "message": "Pod forbidden sysctl: \"net.core.somaxconn\" not allowlisted"}}),
-    );
+                          "message": "Pod forbidden sysctl: \"net.core.somaxconn\" not allowlisted"}});
+    api.insert(pod, failed_pod.clone());
     let held = reconcile_jsc(&api, &ctx).await;
     assert_eq!(count(&held, "/statefulsets/demo"), 1, "{held:?}");
     assert_eq!(api.get(STS).unwrap()["spec"]["replicas"], 0);
@@ -205,9 +209,12 @@ async fn kubelet_refusal_scales_to_zero_and_stays_quiet_until_the_spec_changes()
     assert!(quiet.is_empty(), "held object must not write: {quiet:?}");
     assert_eq!(api.get(STS).unwrap()["spec"]["replicas"], 0);
 
-    // A new generation lifts the hold.
+    // A new generation with a new pod template lifts the hold, even though a refused pod of
+    // the old template is still around (Deployments keep them).
+    api.insert(pod, failed_pod);
     let mut cr = api.get(JSC).unwrap();
     cr["metadata"]["generation"] = json!(2);
+    cr["spec"]["tuning"] = json!({"threads": 1});
     api.insert(JSC, cr);
     reconcile_jsc(&api, &ctx).await;
     assert_eq!(api.get(STS).unwrap()["spec"]["replicas"], 3);
