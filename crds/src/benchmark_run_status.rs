@@ -25,6 +25,7 @@ pub struct BenchmarkRunStatus {
     /// --for=condition=Succeeded` is the CI gate), with reasons such as TargetNotFound,
     /// BarrierTimeout, RunnerFailed, DeadlineExceeded, ThresholdsNotMet.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
     pub conditions: Vec<Condition>,
     /// `<Kind>/<name>` of the server, or the endpoint URL (printer column).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -49,12 +50,14 @@ pub struct BenchmarkRunStatus {
     pub result: Option<RunResult>,
     /// Headline figures of each trial, in execution order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 20))]
     pub trials: Vec<TrialFigures>,
     /// Mean and 95 % confidence interval over trials (2 or more trials).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub statistics: Option<TrialStatistics>,
     /// Outcome of each threshold.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
     pub thresholds: Vec<ThresholdResult>,
     /// This run against `spec.baselineRef`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -67,6 +70,7 @@ pub struct BenchmarkRunStatus {
     pub environment: Option<ObservedEnvironment>,
     /// Earlier generations' outcomes, newest first, at most 10.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_HISTORY))]
     pub history: Vec<HistoryEntry>,
 }
 
@@ -155,9 +159,11 @@ pub struct RunResult {
     pub warmup: Option<SegmentResult>,
     /// Per-session rows of a sessions workload.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
     pub sessions: Vec<SegmentResult>,
     /// Per-stage rows of a step-load workload.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100))]
     pub stages: Vec<SegmentResult>,
     /// A runner could not keep its schedule (lag past the limit): the figures measure the
     /// generator, not only the server.
@@ -174,6 +180,7 @@ pub struct RunResult {
     /// The merged end-to-end latency histogram (HdrHistogram V2 + deflate, base64), so
     /// percentiles can be recomputed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 262144))]
     pub histogram: Option<String>,
 }
 
@@ -317,6 +324,7 @@ pub struct BaselineComparison {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline_generation: Option<i64>,
     /// One row per headline figure.
+    #[schemars(length(max = 16))]
     pub figures: Vec<FigureComparison>,
     /// Set when no comparison was possible (e.g. BaselineNotFound, BaselineNotFinished).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -370,14 +378,17 @@ pub enum Outcome {
 pub struct ObservedEnvironment {
     /// Server pods as observed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
     pub server_pods: Vec<ObservedPod>,
     /// Runner pods as observed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
     pub runner_pods: Vec<ObservedPod>,
     /// Runners and servers shared at least one node, so they competed for CPU.
     pub shared_nodes: bool,
     /// Sysctls applied on the server pods.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
     pub sysctls: Vec<Sysctl>,
 }
 

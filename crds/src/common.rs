@@ -53,7 +53,7 @@ fn sysctls_rule() -> Rule {
 
 /// Performance tuning of the server pods. The operator records what actually took effect in
 /// `status.observedTuning`.
-#[derive(Clone, Debug, Deserialize, Serialize, KubeSchema, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, KubeSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = sysctls_rule())]
 pub struct Tuning {
@@ -80,17 +80,6 @@ pub struct Tuning {
     pub threads: Option<u16>,
 }
 
-impl Default for Tuning {
-    fn default() -> Self {
-        Self {
-            cpu_pinning: false,
-            sysctls: Vec::new(),
-            allow_unsafe_sysctls: false,
-            threads: None,
-        }
-    }
-}
-
 /// One namespaced sysctl.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -112,7 +101,7 @@ pub struct Sysctl {
 pub struct Placement {
     /// Node labels the pods must match.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(extend("maxProperties" = 16), inner(length(max = 253)))]
+    #[schemars(schema_with = "node_selector_schema")]
     pub node_selector: BTreeMap<String, String>,
     /// Taints the pods tolerate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -122,6 +111,15 @@ pub struct Placement {
     /// `preferred` (spread when possible, the default) or `none`.
     #[serde(default)]
     pub pod_anti_affinity: AntiAffinity,
+}
+
+/// Label map with bounded keys and values (label values are at most 63 characters).
+fn node_selector_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "maxProperties": 16,
+        "additionalProperties": {"type": "string", "maxLength": 63}
+    })
 }
 
 /// Pod anti-affinity between replicas of one server.
@@ -316,4 +314,38 @@ pub mod condition {
     pub const PROGRESSING: &str = "Progressing";
     /// The server cannot become (fully) ready, e.g. SysctlForbidden.
     pub const DEGRADED: &str = "Degraded";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safe_set_matches_the_kubelet_and_excludes_somaxconn() {
+        assert!(is_safe_sysctl("net.ipv4.tcp_fin_timeout"));
+        assert!(is_safe_sysctl("net/ipv4/ip_local_port_range"));
+        assert!(!is_safe_sysctl("net.core.somaxconn"));
+        assert!(!is_safe_sysctl("net.ipv4.tcp_max_syn_backlog"));
+        assert!(!is_safe_sysctl("net.ipv4.tcp_fin_timeout.x"));
+    }
+
+    #[test]
+    fn cel_list_and_rust_helper_share_one_set() {
+        let list = safe_sysctls_cel_list();
+        for name in SAFE_SYSCTLS {
+            assert!(
+                list.contains(&format!("'{name}'")),
+                "{name} missing from CEL list"
+            );
+        }
+        assert_eq!(list.matches('\'').count(), SAFE_SYSCTLS.len() * 2);
+        assert!(sysctls_rule().rule.contains(&list));
+    }
+
+    #[test]
+    fn tuning_defaults_to_no_pinning_and_safe_sysctls_only() {
+        let t: Tuning = serde_json::from_str("{}").expect("empty tuning");
+        assert_eq!(t, Tuning::default());
+        assert!(!t.cpu_pinning && !t.allow_unsafe_sysctls && t.sysctls.is_empty());
+    }
 }

@@ -1,5 +1,7 @@
 //! msgbench API types: group `msgbench.dev`, version `v1alpha1`. Types only, no client code.
 #![forbid(unsafe_code)]
+// kube's `printcolumn(type_ = ...)` repeats keys across columns by design; clippy reads them as duplicates.
+#![allow(clippy::duplicated_attributes)]
 
 pub mod benchmark_run;
 mod benchmark_run_status;

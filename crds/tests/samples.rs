@@ -1,0 +1,122 @@
+//! Every sample and fixture manifest parses into the typed API with no field dropped on the way.
+use std::path::{Path, PathBuf};
+
+use msgbench_crds::generate::repo_root;
+use msgbench_crds::{BenchmarkRun, JetStreamCluster, MqttBroker, PubSubServer};
+use serde_json::Value;
+
+fn yaml_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn load(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).expect("read");
+    serde_norway::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every key of `original` must survive a typed round trip: catches misspelt fields that serde
+/// would otherwise ignore silently.
+fn assert_subset(original: &Value, typed: &Value, at: &str) {
+    match (original, typed) {
+        (Value::Object(o), Value::Object(t)) => {
+            for (k, v) in o {
+                let t = t
+                    .get(k)
+                    .unwrap_or_else(|| panic!("{at}.{k}: unknown field"));
+                assert_subset(v, t, &format!("{at}.{k}"));
+            }
+        }
+        (Value::Array(o), Value::Array(t)) => {
+            assert_eq!(o.len(), t.len(), "{at}: list length changed");
+            for (i, (o, t)) in o.iter().zip(t).enumerate() {
+                assert_subset(o, t, &format!("{at}[{i}]"));
+            }
+        }
+        _ => {}
+    }
+}
+
+fn round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(doc: &Value, name: &str) {
+    let typed: T = serde_json::from_value(doc.clone()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let back = serde_json::to_value(&typed).expect("serialize");
+    assert_subset(&doc["spec"], &back["spec"], &format!("{name}: spec"));
+}
+
+/// Parses `doc` as its kind; returns the kind.
+fn check(doc: &Value, name: &str) -> String {
+    assert_eq!(
+        doc["apiVersion"], "msgbench.dev/v1alpha1",
+        "{name}: apiVersion"
+    );
+    let kind = doc["kind"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{name}: no kind"));
+    match kind {
+        "JetStreamCluster" => round_trip::<JetStreamCluster>(doc, name),
+        "MqttBroker" => round_trip::<MqttBroker>(doc, name),
+        "PubSubServer" => round_trip::<PubSubServer>(doc, name),
+        "BenchmarkRun" => round_trip::<BenchmarkRun>(doc, name),
+        other => panic!("{name}: unknown kind {other}"),
+    }
+    kind.to_string()
+}
+
+#[test]
+fn samples_parse_and_cover_every_kind() {
+    let mut kinds: Vec<String> = yaml_files(&repo_root().join("config/samples"))
+        .iter()
+        .map(|p| check(&load(p), &p.display().to_string()))
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    assert_eq!(
+        kinds,
+        [
+            "BenchmarkRun",
+            "JetStreamCluster",
+            "MqttBroker",
+            "PubSubServer"
+        ]
+    );
+}
+
+#[test]
+fn valid_fixtures_parse() {
+    let files = yaml_files(&repo_root().join("crds/tests/valid"));
+    assert!(!files.is_empty());
+    for p in files {
+        check(&load(&p), &p.display().to_string());
+    }
+}
+
+#[test]
+fn invalid_fixtures_name_their_expected_rejection() {
+    let files = yaml_files(&repo_root().join("crds/tests/invalid"));
+    assert!(files.len() >= 20, "only {} invalid fixtures", files.len());
+    for p in files {
+        let text = std::fs::read_to_string(&p).expect("read");
+        let expect = text
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("# expect: "));
+        assert!(
+            expect.is_some_and(|e| e.len() >= 6),
+            "{}: first line must be `# expect: <message fragment>`",
+            p.display()
+        );
+        let doc = load(&p);
+        assert_eq!(
+            doc["apiVersion"],
+            "msgbench.dev/v1alpha1",
+            "{}",
+            p.display()
+        );
+        assert!(doc["kind"].is_string(), "{}: no kind", p.display());
+    }
+}
