@@ -16,6 +16,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
 use std::sync::Arc;
+use std::time::Duration;
 
 fn api<T>(client: &Client, namespace: Option<&str>) -> Api<T>
 where
@@ -65,9 +66,19 @@ where
     let store = controller.store();
     let readiness = ctx.readiness.clone();
     tokio::spawn(async move {
-        if store.wait_until_ready().await.is_ok() {
-            readiness.mark_synced();
-            tracing::info!(kind = K::KIND_LABEL, "cache synced");
+        // Re-poll: the store's ready signal keeps one waker, and the applier waits on it too,
+        // so a single long wait here can miss the wake-up.
+        loop {
+            let wait = tokio::time::timeout(Duration::from_millis(500), store.wait_until_ready());
+            match wait.await {
+                Ok(Ok(())) => {
+                    readiness.mark_synced();
+                    tracing::info!(kind = K::KIND_LABEL, "cache synced");
+                    break;
+                }
+                Ok(Err(_)) => break,
+                Err(_) => continue,
+            }
         }
     });
     controller

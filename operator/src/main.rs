@@ -53,7 +53,7 @@ async fn main() -> anyhow::Result<()> {
     let ctx = Arc::new(Context::new(client, readiness.clone(), !args.no_varz));
 
     let listener = tokio::net::TcpListener::bind(args.metrics_addr).await?;
-    tracing::info!(addr = %args.metrics_addr, "serving /metrics /healthz /readyz");
+    tracing::info!(addr = %listener.local_addr()?, "serving /metrics /healthz /readyz");
     let app = http_server::router(ctx.metrics.clone(), readiness);
     let server = tokio::spawn(async move {
         axum::serve(listener, app)
