@@ -8,7 +8,7 @@ export PATH := $(CACHE)/bin:/usr/local/go/bin:$(HOME)/.cargo/bin:$(PATH)
 export CLUSTER ?= local
 export KUBECONFIG := $(CACHE)/kubeconfig-$(CLUSTER)
 
-.PHONY: test lint fmt-check clippy unit crds crds-check chart-test cluster-up cluster-down \
+.PHONY: test tools lint fmt-check clippy unit crds crds-check chart-test cluster-up cluster-down \
         cluster-status images e2e demo bench
 
 ## test: everything CI runs — lint, unit tests, CRD freshness, chart checks, e2e on a real cluster.
@@ -20,7 +20,11 @@ fmt-check:
 clippy:
 	cargo clippy --workspace --all-targets -- -D warnings
 
-unit:
+## tools: the real peers the integration tests talk to (cached; apt and the Go module proxy).
+tools:
+	e2e/tools/ensure nats-server mosquitto helm
+
+unit: tools
 	cargo test --workspace --exclude msgbench-e2e
 
 ## crds: regenerate the committed CRD YAML (crds/yaml and the chart) from the Rust types.
