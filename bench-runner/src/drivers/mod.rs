@@ -13,6 +13,7 @@ pub mod jetstream;
 pub mod mqtt;
 mod mqtt_client;
 pub mod nats;
+pub mod nats_wire;
 pub mod socketio;
 pub mod websocket;
 

@@ -1,4 +1,6 @@
-//! NATS core: publish/subscribe, or request/reply (subscribers answer in a queue group).
+//! NATS core: publish/subscribe on the batched wire path (nats_wire.rs), or request/reply
+//! with async-nats (subscribers answer in a queue group).
+use super::nats_wire as wire;
 use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop, Target};
 use crate::clock;
 use crate::payload::Header;
@@ -9,6 +11,8 @@ use futures::future::BoxFuture;
 use futures::StreamExt;
 use msgbench_crds::workload::Workload;
 use std::sync::Arc;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 pub struct NatsDriver {
@@ -66,6 +70,9 @@ impl Driver for NatsDriver {
         mut stop: Stop,
     ) -> BoxFuture<'_, anyhow::Result<JoinHandle<()>>> {
         Box::pin(async move {
+            if !self.request_reply() {
+                return self.wire_subscribe(idx, topics, rec, stop).await;
+            }
             let client = connect(&self.target, format!("msgbench-sub-{idx}")).await?;
             let rr = self.request_reply();
             let mut subs = Vec::new();
@@ -117,6 +124,9 @@ impl Driver for NatsDriver {
         _stop: Stop,
     ) -> BoxFuture<'_, anyhow::Result<Box<dyn Publisher>>> {
         Box::pin(async move {
+            if !self.request_reply() {
+                return self.wire_publisher(idx, stats).await;
+            }
             let client = connect(&self.target, format!("msgbench-pub-{idx}")).await?;
             Ok(Box::new(NatsPublisher {
                 client,
@@ -135,6 +145,152 @@ impl Driver for NatsDriver {
             c.flush().await?;
             Ok(Box::new(c) as Box<dyn Send>)
         })
+    }
+}
+
+impl NatsDriver {
+    async fn wire_subscribe(
+        &self,
+        idx: u32,
+        topics: Vec<u32>,
+        mut rec: ReceiveRecorder,
+        mut stop: Stop,
+    ) -> anyhow::Result<JoinHandle<()>> {
+        let c = wire::connect(&self.target, &format!("msgbench-sub-{idx}")).await?;
+        let mut cmd = String::new();
+        for (sid, &t) in topics.iter().enumerate() {
+            cmd.push_str(&format!(
+                "SUB {} {}\r\n",
+                self.subjects[t as usize],
+                sid + 1
+            ));
+        }
+        cmd.push_str("PING\r\n");
+        c.writer.lock().await.write_all(cmd.as_bytes()).await?;
+        let pong = Arc::new(Notify::new());
+        let stats = rec.stats().clone();
+        let (writer, p) = (c.writer.clone(), pong.clone());
+        let task = tokio::spawn(async move {
+            let errs = rec.stats().clone();
+            let read = wire::read_frames(
+                c.reader,
+                c.buf,
+                writer,
+                p,
+                |payload| rec.on_payload(Header::decode(&payload), clock::now_us()),
+                |e| {
+                    record_error(
+                        &errs,
+                        u8::MAX,
+                        &format!("server: {}", e.chars().take(60).collect::<String>()),
+                    )
+                },
+            );
+            tokio::select! {
+                _ = read => {}
+                _ = stop.changed() => {}
+            }
+        });
+        // The server has registered the subscriptions once it answers the PING after them.
+        tokio::time::timeout(std::time::Duration::from_secs(10), pong.notified())
+            .await
+            .map_err(|_| anyhow::anyhow!("subscribe: no PONG within 10 s"))?;
+        register_subscription(&stats, &topics);
+        Ok(task)
+    }
+
+    async fn wire_publisher(&self, idx: u32, stats: Shared) -> anyhow::Result<Box<dyn Publisher>> {
+        let c = wire::connect(&self.target, &format!("msgbench-pub-{idx}")).await?;
+        let pong = Arc::new(Notify::new());
+        let (writer, p, errs) = (c.writer.clone(), pong.clone(), stats.clone());
+        let reader = tokio::spawn(wire::read_frames(
+            c.reader,
+            c.buf,
+            writer,
+            p,
+            |_| {},
+            move |e| {
+                record_error(
+                    &errs,
+                    u8::MAX,
+                    &format!("server: {}", e.chars().take(60).collect::<String>()),
+                )
+            },
+        ));
+        Ok(Box::new(WirePublisher {
+            writer: c.writer,
+            subjects: self
+                .subjects
+                .iter()
+                .map(|s| s.as_bytes().to_vec())
+                .collect(),
+            scratch: vec![b'x'; self.w.payload_bytes as usize],
+            out: Vec::with_capacity(64 * 1024),
+            pong,
+            reader,
+            stats,
+        }))
+    }
+}
+
+/// Core publisher on the wire path: one buffer and one write per batch.
+struct WirePublisher {
+    writer: Arc<tokio::sync::Mutex<tokio::net::tcp::OwnedWriteHalf>>,
+    subjects: Vec<Vec<u8>>,
+    scratch: Vec<u8>,
+    out: Vec<u8>,
+    pong: Arc<Notify>,
+    reader: JoinHandle<()>,
+    stats: Shared,
+}
+
+impl Publisher for WirePublisher {
+    fn send_batch<'a>(&'a mut self, batch: &'a [Outgoing]) -> BoxFuture<'a, usize> {
+        Box::pin(async move {
+            self.out.clear();
+            for m in batch {
+                m.header
+                    .encode(&mut self.scratch[..crate::payload::HEADER_BYTES]);
+                wire::put_pub(
+                    &mut self.out,
+                    &self.subjects[m.topic as usize],
+                    &self.scratch,
+                );
+            }
+            match self.writer.lock().await.write_all(&self.out).await {
+                Ok(()) => batch.len(),
+                Err(_) => {
+                    let phase = batch.first().map_or(u8::MAX, |m| m.header.phase);
+                    record_error(&self.stats, phase, "write");
+                    0
+                }
+            }
+        })
+    }
+
+    fn finish(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            // PING after the last PUB: its PONG means the server has processed everything.
+            let ok = self
+                .writer
+                .lock()
+                .await
+                .write_all(b"PING\r\n")
+                .await
+                .is_ok();
+            let pong =
+                tokio::time::timeout(std::time::Duration::from_secs(30), self.pong.notified())
+                    .await;
+            if !ok || pong.is_err() {
+                record_error(&self.stats, u8::MAX, "flush");
+            }
+        })
+    }
+}
+
+impl Drop for WirePublisher {
+    fn drop(&mut self) {
+        self.reader.abort();
     }
 }
 
