@@ -27,7 +27,7 @@ state = "/run/containerd"
     conf_dir = "$CONF/cni"
 EOF
 
-  # Pods live on lc0 with no masquerade: they can reach the node and each other, nothing else.
+  # Pods live on lcpod0 with no masquerade: they reach the node and each other, nothing else.
   cat > "$CONF/cni/10-msgbench.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
@@ -35,7 +35,7 @@ EOF
   "plugins": [
     {
       "type": "bridge",
-      "bridge": "$BRIDGE",
+      "bridge": "$POD_BRIDGE",
       "isGateway": true,
       "ipMasq": false,
       "hairpinMode": true,

@@ -1,22 +1,37 @@
 # Host-side network and state of the local cluster. Sourced after lib.sh.
 
-# The bridge lc0 carries the node IP, the DNS IP and the pod gateway (the kernel here has no dummy
-# interface module). Pod and service CIDRs route only to lc0; forwarding in/out of lc0 to any other
-# interface is dropped, so nothing from the cluster reaches beyond this machine.
+# The bridge lc0 carries the node IP and the DNS IP (the kernel here has no dummy interface
+# module); pods sit on lcpod0 (the CNI bridge plugin refuses a bridge holding other IPv4
+# addresses). Service and pod CIDRs route only to these bridges, forwarding between them and any
+# other interface is dropped, and nothing is masqueraded: cluster traffic stays on this machine.
+ensure_addr() {  # ensure_addr DEV CIDR
+  ip addr show dev "$1" | grep -q " inet $2 " || ip addr add "$2" dev "$1"
+}
+ensure_bridge() {
+  ip link show "$1" >/dev/null 2>&1 || ip link add "$1" type bridge
+  ip link set "$1" up
+}
+
 setup_network() {
-  ip link show "$BRIDGE" >/dev/null 2>&1 || ip link add "$BRIDGE" type bridge
-  ip link set "$BRIDGE" up
-  local a
-  for a in "$NODE_IP/32" "$DNS_IP/32" "$POD_GW/${POD_CIDR#*/}"; do
-    ip addr show dev "$BRIDGE" | grep -q " inet $a " || ip addr add "$a" dev "$BRIDGE"
-  done
+  ensure_bridge "$BRIDGE"
+  ensure_bridge "$POD_BRIDGE"
+  ensure_addr "$BRIDGE" "$NODE_IP/32"
+  ensure_addr "$BRIDGE" "$DNS_IP/32"
+  ensure_addr "$POD_BRIDGE" "$POD_GW/${POD_CIDR#*/}"
   ip route replace "$SERVICE_CIDR" dev "$BRIDGE"
   sysctl -qw net.ipv4.ip_forward=1
   [ -e /proc/sys/net/bridge/bridge-nf-call-iptables ] && sysctl -qw net.bridge.bridge-nf-call-iptables=1
   iptables -w -N MSGBENCH-FORWARD 2>/dev/null || iptables -w -F MSGBENCH-FORWARD
-  iptables -w -A MSGBENCH-FORWARD -i "$BRIDGE" -o "$BRIDGE" -j ACCEPT
-  iptables -w -A MSGBENCH-FORWARD -i "$BRIDGE" -j DROP
-  iptables -w -A MSGBENCH-FORWARD -o "$BRIDGE" -j DROP
+  local a b
+  for a in "$BRIDGE" "$POD_BRIDGE"; do
+    for b in "$BRIDGE" "$POD_BRIDGE"; do
+      iptables -w -A MSGBENCH-FORWARD -i "$a" -o "$b" -j ACCEPT
+    done
+  done
+  for a in "$BRIDGE" "$POD_BRIDGE"; do
+    iptables -w -A MSGBENCH-FORWARD -i "$a" -j DROP
+    iptables -w -A MSGBENCH-FORWARD -o "$a" -j DROP
+  done
   iptables -w -C FORWARD -j MSGBENCH-FORWARD 2>/dev/null || iptables -w -I FORWARD 1 -j MSGBENCH-FORWARD
 }
 
@@ -25,7 +40,10 @@ teardown_network() {
   while iptables -w -D FORWARD -j MSGBENCH-FORWARD 2>/dev/null; do :; done
   iptables -w -F MSGBENCH-FORWARD 2>/dev/null || true
   iptables -w -X MSGBENCH-FORWARD 2>/dev/null || true
-  ip link show "$BRIDGE" >/dev/null 2>&1 && ip link del "$BRIDGE" || true
+  local b
+  for b in "$POD_BRIDGE" "$BRIDGE"; do
+    ip link show "$b" >/dev/null 2>&1 && ip link del "$b" || true
+  done
 }
 
 # Kill what a previous cluster left running: pod processes (found through the kubepods cgroups
@@ -33,7 +51,7 @@ teardown_network() {
 kill_leftover_pods() {
   local f pid
   if [ -d /sys/fs/cgroup/pids/kubepods ]; then
-    find /sys/fs/cgroup/pids/kubepods -name cgroup.procs 2>/dev/null | while read -r f; do
+    { find /sys/fs/cgroup/pids/kubepods -name cgroup.procs 2>/dev/null || true; } | while read -r f; do
       while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done < "$f"
     done
   fi
@@ -50,9 +68,8 @@ clean_state() {
   local m ns
   # Volume mounts of old pods, and rootfs/shm mounts of containers whose shims are gone (only
   # called while containerd is stopped).
-  findmnt -rn -o TARGET 2>/dev/null | grep -E "^($KUBELET_DIR|/run/containerd)/" | sort -r | while read -r m; do
-    umount -l "$m" 2>/dev/null || true
-  done
+  { findmnt -rn -o TARGET 2>/dev/null || true; } | { grep -E "^($KUBELET_DIR|/run/containerd)/" || true; } |
+    sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   rm -rf "$KUBELET_DIR"/{pods,plugins,plugins_registry,pod-resources,checkpoints,device-plugins} \
     "$KUBELET_DIR"/{cpu_manager_state,memory_manager_state,dra_manager_state}
   for ns in /run/netns/cni-*; do

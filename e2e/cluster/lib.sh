@@ -1,6 +1,6 @@
 # Shared settings and helpers for e2e/cluster/{up,down,status}. Sourced, not executed.
-# One node, everything a host process except pods; all addresses live on the bridge lc0 so no
-# cluster traffic ever leaves this machine.
+# One node, everything a host process except pods; node/DNS addresses live on the bridge lc0 and
+# pods on the bridge lcpod0, and no cluster traffic ever leaves this machine.
 
 CACHE="${MSGBENCH_CACHE:-$HOME/.cache/msgbench}"
 CLUSTER="${CLUSTER:-local}"
@@ -17,7 +17,8 @@ KUBELET_DIR="/var/lib/kubelet"
 CONTAINERD_SOCK="/run/containerd/containerd.sock"   # default, so plain `ctr -n k8s.io` works
 
 NODE_NAME="msgbench-local"
-BRIDGE="lc0"
+BRIDGE="lc0"                  # node IP, DNS IP, route to the service CIDR
+POD_BRIDGE="lcpod0"           # the CNI bridge; pods' gateway (the bridge plugin wants it alone)
 NODE_IP="10.250.0.1"
 DNS_IP="10.250.0.10"
 POD_CIDR="10.244.0.0/24"
