@@ -77,16 +77,20 @@ pub fn parse(manifest: &str) -> Result<(Kind, DynamicObject)> {
 pub async fn create(client: &Client, ns: &str, manifest: &str) -> Result<DynamicObject> {
     let (kind, mut obj) = parse(manifest)?;
     obj.metadata.namespace = Some(ns.into());
-    kind.api(client, ns)
+    let name = obj.metadata.name.clone().unwrap_or_default();
+    match kind
+        .api(client, ns)
         .create(&PostParams::default(), &obj)
         .await
-        .with_context(|| {
-            format!(
-                "creating {} {}",
-                kind.name(),
-                obj.metadata.name.as_deref().unwrap_or("?")
-            )
-        })
+    {
+        Ok(o) => Ok(o),
+        Err(kube::Error::Api(s)) if s.code == 404 => anyhow::bail!(
+            "creating {} {name}: the API server does not serve {}.{GROUP} (CRDs not installed?)",
+            kind.name(),
+            kind.plural()
+        ),
+        Err(e) => Err(e).with_context(|| format!("creating {} {name}", kind.name())),
+    }
 }
 
 /// `status.conditions[type]` of a dynamic object.
