@@ -5,7 +5,8 @@
 # addresses). Service and pod CIDRs route only to these bridges, forwarding between them and any
 # other interface is dropped, and nothing is masqueraded: cluster traffic stays on this machine.
 ensure_addr() {  # ensure_addr DEV CIDR
-  ip addr show dev "$1" | grep -q " inet $2 " || ip addr add "$2" dev "$1"
+  # (no `ip | grep -q`: under pipefail an early grep exit fails the pipeline)
+  case "$(ip -4 -o addr show dev "$1")" in *" inet $2 "*) ;; *) ip addr add "$2" dev "$1" ;; esac
 }
 ensure_bridge() {
   ip link show "$1" >/dev/null 2>&1 || ip link add "$1" type bridge
@@ -56,7 +57,7 @@ kill_leftover_pods() {
     done
   fi
   for pid in $(pgrep -f 'containerd-shim-runc-v2 -namespace k8s.io' || true); do
-    tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "-address $CONTAINERD_SOCK" &&
+    tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -- "-address $CONTAINERD_SOCK" >/dev/null &&
       kill -KILL "$pid" 2>/dev/null || true
   done
 }

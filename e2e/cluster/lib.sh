@@ -96,7 +96,7 @@ kc() { kubectl --kubeconfig "$KUBECONFIG_OUT" --request-timeout=10s "$@"; }
 # Health probes, one per component (used by up and status).
 healthy() {
   case "$1" in
-    etcd) curl -fsS --max-time 2 "http://127.0.0.1:$ETCD_CLIENT_PORT/health" | grep -q '"health":"true"' ;;
+    etcd) curl -fsS --max-time 2 "http://127.0.0.1:$ETCD_CLIENT_PORT/health" | grep '"health":"true"' >/dev/null ;;
     containerd) ctr --address "$CONTAINERD_SOCK" --timeout 2s version ;;
     kube-apiserver) curl -fsS --max-time 2 --cacert "$PKI/ca.crt" "https://$NODE_IP:$API_PORT/readyz" ;;
     kube-controller-manager) curl -fsSk --max-time 2 https://127.0.0.1:10257/healthz ;;

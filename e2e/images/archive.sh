@@ -82,7 +82,7 @@ import_archive() {
     present="$(ctr -n k8s.io images ls -q "name==$ref" 2>/dev/null || true)"
     if [ -n "$present" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ]; then return 0; fi
     ctr -n k8s.io images import "$tar" >/dev/null
-    ctr -n k8s.io images ls -q "name==$ref" | grep -qx "$ref" ||
+    ctr -n k8s.io images ls -q "name==$ref" | grep -x "$ref" >/dev/null ||
       { echo "images: $ref not present after import" >&2; return 1; }
   fi
   echo "$sum" > "$stamp"
