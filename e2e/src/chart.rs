@@ -15,7 +15,8 @@ pub const OPERATOR_SELECTOR: &str =
 static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
 
 /// Install or upgrade the release (idempotent); later calls in the same process reuse the outcome.
-/// Set `MSGBENCH_E2E_SKIP_INSTALL=1` to test an operator that is already installed.
+/// Set `MSGBENCH_E2E_SKIP_INSTALL=1` to test an operator that is already installed, and
+/// `MSGBENCH_E2E_OPERATOR_TAG=<tag>` to install another tag of the operator image.
 pub fn ensure_installed() -> Result<()> {
     let outcome = INSTALLED.get_or_init(|| install().map_err(|e| format!("{e:#}")));
     match outcome {
@@ -39,7 +40,12 @@ fn install() -> Result<()> {
         bail!("e2e/tools/ensure helm failed ({ensure})");
     }
     let helm = helm_binary();
-    let output = Command::new(&helm)
+    let mut cmd = Command::new(&helm);
+    // A locally built operator image under another tag (e.g. a debug build) can be tested as is.
+    if let Ok(tag) = std::env::var("MSGBENCH_E2E_OPERATOR_TAG") {
+        cmd.arg("--set").arg(format!("image.tag={tag}"));
+    }
+    let output = cmd
         .arg("upgrade")
         .arg("--install")
         .arg(RELEASE)
