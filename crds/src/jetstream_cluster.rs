@@ -97,9 +97,10 @@ pub struct JetStreamConfig {
     pub max_file_store: Option<Quantity>,
 }
 
-/// The JetStream store volume.
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+/// The JetStream store volume. Immutable: StatefulSet volume claim templates cannot change.
+#[derive(Clone, Debug, Deserialize, Serialize, KubeSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self == oldSelf").message("jetstream.storage is immutable (StatefulSet volume claims cannot change); delete and recreate the JetStreamCluster"))]
 pub struct JetStreamStorage {
     /// `file` (a PersistentVolumeClaim per server, the default) or `memory` (no volume; the
     /// store lives in RAM).

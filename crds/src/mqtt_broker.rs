@@ -179,9 +179,10 @@ fn default_ws_port() -> i32 {
     8083
 }
 
-/// Broker persistence.
+/// Broker persistence. Immutable: StatefulSet volume claim templates cannot change.
 #[derive(Clone, Debug, Deserialize, Serialize, KubeSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("self == oldSelf").message("persistence is immutable (StatefulSet volume claims cannot change); delete and recreate the MqttBroker"))]
 #[x_kube(validation = Rule::new("self.enabled || !has(self.storageClassName)").message("persistence.storageClassName: only valid with persistence.enabled: true").field_path(".storageClassName"))]
 pub struct Persistence {
     /// Keep retained messages and persistent sessions on a volume across restarts.

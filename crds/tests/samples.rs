@@ -120,3 +120,24 @@ fn invalid_fixtures_name_their_expected_rejection() {
         assert!(doc["kind"].is_string(), "{}: no kind", p.display());
     }
 }
+
+#[test]
+fn update_fixtures_come_in_pairs_and_parse() {
+    let dir = repo_root().join("crds/tests/update");
+    let befores: Vec<PathBuf> = yaml_files(&dir)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".before.yaml"))
+        .collect();
+    assert!(!befores.is_empty());
+    for before in befores {
+        let after = PathBuf::from(before.to_string_lossy().replace(".before.", ".after."));
+        check(&load(&before), &before.display().to_string());
+        let text = std::fs::read_to_string(&after).expect("every .before has an .after");
+        assert!(
+            text.starts_with("# expect: "),
+            "{}: no expect line",
+            after.display()
+        );
+        check(&load(&after), &after.display().to_string());
+    }
+}

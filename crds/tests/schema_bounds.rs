@@ -31,6 +31,13 @@ fn walk(schema: &Value, path: &str, problems: &mut Vec<String>) {
         Some("object") => {
             if let Some(props) = schema.get("properties").and_then(Value::as_object) {
                 for (k, v) in props {
+                    // Descriptions are the `kubectl explain` text.
+                    if v.get("description")
+                        .and_then(Value::as_str)
+                        .is_none_or(str::is_empty)
+                    {
+                        problems.push(format!("{path}.{k}: no description"));
+                    }
                     walk(v, &format!("{path}.{k}"), problems);
                 }
             }
