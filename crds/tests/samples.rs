@@ -61,7 +61,13 @@ fn check(doc: &Value, name: &str) -> String {
         "JetStreamCluster" => round_trip::<JetStreamCluster>(doc, name),
         "MqttBroker" => round_trip::<MqttBroker>(doc, name),
         "PubSubServer" => round_trip::<PubSubServer>(doc, name),
-        "BenchmarkRun" => round_trip::<BenchmarkRun>(doc, name),
+        "BenchmarkRun" => {
+            round_trip::<BenchmarkRun>(doc, name);
+            // The runner's own rules (beyond what admission checks) must hold for a run.
+            let run: BenchmarkRun = serde_json::from_value(doc.clone()).expect("parsed above");
+            let violations = run.spec.workload.violations();
+            assert!(violations.is_empty(), "{name}: {violations:?}");
+        }
         other => panic!("{name}: unknown kind {other}"),
     }
     kind.to_string()
