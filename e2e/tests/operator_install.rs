@@ -1,0 +1,112 @@
+//! The chart's operator on a real cluster: the pod runs with the hardened security context the
+//! chart promises, serves /healthz, /readyz and Prometheus /metrics (read through the pod proxy),
+//! and its ServiceAccount may do what it needs and nothing sensitive (SubjectAccessReviews).
+use anyhow::{ensure, Context, Result};
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams, PostParams};
+use msgbench_e2e::chart::{NAMESPACE, OPERATOR_SELECTOR};
+use msgbench_e2e::{probe, run, TestContext};
+
+#[tokio::test]
+async fn operator_runs_hardened_and_serves_health_and_metrics() {
+    run("operator-install", body).await;
+}
+
+async fn body(ctx: TestContext) -> Result<()> {
+    let pods = Api::<Pod>::namespaced(ctx.client.clone(), NAMESPACE)
+        .list(&ListParams::default().labels(OPERATOR_SELECTOR))
+        .await?
+        .items;
+    let pod = pods
+        .iter()
+        .find(|p| p.metadata.deletion_timestamp.is_none())
+        .context("no operator pod")?;
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let spec = pod.spec.clone().unwrap_or_default();
+    let psc = spec.security_context.clone().unwrap_or_default();
+    ensure!(
+        psc.run_as_non_root == Some(true),
+        "operator pod runAsNonRoot"
+    );
+    ensure!(
+        psc.seccomp_profile.map(|s| s.type_).as_deref() == Some("RuntimeDefault"),
+        "seccomp RuntimeDefault"
+    );
+    let c = spec.containers.first().context("no container")?;
+    let sc = c.security_context.clone().unwrap_or_default();
+    ensure!(
+        sc.read_only_root_filesystem == Some(true),
+        "read-only root filesystem"
+    );
+    ensure!(
+        sc.allow_privilege_escalation == Some(false),
+        "no privilege escalation"
+    );
+    ensure!(
+        sc.capabilities.and_then(|c| c.drop) == Some(vec!["ALL".to_string()]),
+        "capabilities drop ALL"
+    );
+
+    for path in ["/healthz", "/readyz"] {
+        probe::pod_get(&ctx.client, NAMESPACE, &name, 8080, path)
+            .await
+            .with_context(|| format!("operator {path}"))?;
+    }
+    let metrics = probe::pod_get(&ctx.client, NAMESPACE, &name, 8080, "/metrics").await?;
+    ensure!(
+        metrics.contains("reconcile_total"),
+        "operator /metrics lacks reconcile_total:\n{metrics}"
+    );
+
+    // RBAC: what the operator needs is allowed, what it must not do is denied.
+    let sa = format!(
+        "system:serviceaccount:{NAMESPACE}:{}",
+        spec.service_account_name.clone().unwrap_or_default()
+    );
+    let checks = [
+        ("", "services", "patch", true),
+        ("apps", "statefulsets", "delete", true),
+        ("msgbench.dev", "jetstreamclusters", "watch", true),
+        ("", "pods", "list", true),
+        ("", "secrets", "get", true),
+        ("", "secrets", "list", false),
+        ("", "pods", "delete", false),
+        ("msgbench.dev", "jetstreamclusters", "delete", false),
+        ("rbac.authorization.k8s.io", "clusterroles", "create", false),
+        ("", "nodes", "get", false),
+    ];
+    let reviews = Api::<SubjectAccessReview>::all(ctx.client.clone());
+    for (group, resource, verb, want) in checks {
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: Some(sa.clone()),
+                groups: Some(vec![
+                    "system:serviceaccounts".into(),
+                    format!("system:serviceaccounts:{NAMESPACE}"),
+                ]),
+                resource_attributes: Some(ResourceAttributes {
+                    group: Some(group.into()),
+                    resource: Some(resource.into()),
+                    verb: Some(verb.into()),
+                    namespace: Some(ctx.ns.clone()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let allowed = reviews
+            .create(&PostParams::default(), &review)
+            .await?
+            .status
+            .map(|s| s.allowed);
+        ensure!(
+            allowed == Some(want),
+            "operator may {verb} {group}/{resource}: got {allowed:?}, want {want}"
+        );
+    }
+    Ok(())
+}
