@@ -138,7 +138,7 @@ impl Config {
             socket_buffer: parse_num(
                 get,
                 "SOCKET_BUFFER",
-                1024usize,
+                8192usize,
                 16,
                 1 << 20,
                 "must be an integer from 16 to 1048576 packets",
