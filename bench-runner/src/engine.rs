@@ -16,9 +16,6 @@ use tokio::sync::watch;
 
 /// Due messages built and handed to the driver per call (open loop).
 const BATCH: usize = 128;
-/// Messages per call in closed loop: larger batches mean fewer writes (loopback takes ~18×
-/// more small messages per second when they share a write).
-const CLOSED_LOOP_BATCH: u64 = 512;
 /// Send lag (p99) past which the generator is flagged saturated.
 pub const SATURATION_LAG_P99_US: u64 = 10_000;
 /// CPU use (fraction of the CPUs available) past which the generator is flagged saturated.
@@ -28,6 +25,8 @@ pub const SATURATION_CPU: f64 = 0.90;
 pub trait StartGate: Send + Sync {
     /// Called once every connection is up; returns when the run may start.
     fn wait(&self) -> BoxFuture<'_, anyhow::Result<()>>;
+    /// Called just before `wait` with the live per-task counters (for progress reports).
+    fn observe(&self, _stats: &[Shared]) {}
 }
 
 #[derive(Clone, Default)]
@@ -119,6 +118,7 @@ async fn run_messaging(
     }
 
     if let Some(g) = &opts.gate {
+        g.observe(&all_stats);
         g.wait().await?;
     }
     let cpu0 = cpu::process_cpu_seconds().unwrap_or(0.0);
@@ -180,6 +180,7 @@ async fn run_messaging(
             phases: phases.clone(),
             start_us,
             allowed: allowed.clone(),
+            closed_batch: driver.closed_loop_batch(),
         };
         tasks.push(tokio::spawn(publish_all(ctx, p, st)));
     }
@@ -390,6 +391,7 @@ struct PubCtx {
     phases: Arc<Vec<Phase>>,
     start_us: u64,
     allowed: Arc<AtomicUsize>,
+    closed_batch: u64,
 }
 
 async fn publish_all(ctx: PubCtx, mut p: Box<dyn Publisher>, st: Shared) -> Box<dyn Publisher> {
@@ -519,7 +521,9 @@ async fn send_phase(
                 if total.is_some_and(|t| i >= t) || end.is_some_and(|e| now >= e) {
                     break;
                 }
-                let n = total.map_or(CLOSED_LOOP_BATCH, |t| (t - i).min(CLOSED_LOOP_BATCH));
+                // Larger batches mean fewer writes (loopback takes ~18× more small messages
+                // per second when they share a write); the driver says how many fit.
+                let n = total.map_or(ctx.closed_batch, |t| (t - i).min(ctx.closed_batch));
                 for _ in 0..n {
                     batch.push(Outgoing {
                         topic: ctx.topic,

@@ -1,7 +1,7 @@
 //! `bench-runner run | merge | report`.
 #![forbid(unsafe_code)]
 use anyhow::Context;
-use bench_runner::{engine, report, RunOptions, RunResult};
+use bench_runner::{agent, engine, report, RunOptions, RunResult};
 use clap::{Parser, Subcommand};
 use msgbench_crds::workload::Workload;
 use std::io::IsTerminal;
@@ -44,6 +44,23 @@ enum Cmd {
     },
     /// Print the table of a result file.
     Report { input: PathBuf },
+    /// In-cluster runner: connect, report ready on GET /ready, start at the time given by
+    /// POST /start, print one `MSGBENCH-RESULT` log line per trial, exit 0.
+    Agent {
+        /// Agent config (target, workload, trials, barrier timeout) as YAML or JSON.
+        #[arg(
+            short = 'f',
+            long = "config",
+            default_value = "/etc/msgbench/agent.yaml"
+        )]
+        config: PathBuf,
+        /// Runner id (default: JOB_COMPLETION_INDEX + 1 of an Indexed Job).
+        #[arg(long, env = "MSGBENCH_RUNNER_ID")]
+        runner_id: Option<u16>,
+        /// Address of /ready, /start and /progress.
+        #[arg(long, default_value = "0.0.0.0:9090")]
+        listen: std::net::SocketAddr,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -108,6 +125,34 @@ fn real_main() -> anyhow::Result<u8> {
             print!("{}", report::render(&read(&input)?));
             Ok(0)
         }
+        Cmd::Agent {
+            config,
+            runner_id,
+            listen,
+        } => {
+            let text = std::fs::read_to_string(&config)
+                .with_context(|| format!("reading {}", config.display()))?;
+            let cfg: agent::AgentConfig = serde_norway::from_str(&text)
+                .with_context(|| format!("{}: not a valid agent config", config.display()))?;
+            let runner_id = match runner_id {
+                Some(id) => id,
+                None => job_index_id()?,
+            };
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(async {
+                let state = agent::AgentState::new();
+                agent::serve(listen, state.clone()).await?;
+                // One line per trial on stdout: the operator reads it from the pod log.
+                let mut emit = |l: &agent::ResultLine| -> anyhow::Result<()> {
+                    println!("{}", l.to_line()?);
+                    Ok(())
+                };
+                agent::run(cfg, runner_id, state, &mut emit).await
+            })?;
+            Ok(0)
+        }
     }
 }
 
@@ -128,4 +173,15 @@ fn random_id() -> u16 {
         .unwrap_or_default();
     let x = t.as_nanos() as u64 ^ (u64::from(std::process::id()) << 17);
     (x ^ (x >> 16) ^ (x >> 32) ^ (x >> 48)) as u16
+}
+
+/// Runner id of an Indexed Job pod: completion index + 1 (ids of one run differ).
+fn job_index_id() -> anyhow::Result<u16> {
+    let raw = std::env::var("JOB_COMPLETION_INDEX")
+        .context("--runner-id not given and JOB_COMPLETION_INDEX not set")?;
+    let idx: u16 = raw
+        .parse()
+        .with_context(|| format!("JOB_COMPLETION_INDEX: not a small integer: {raw:?}"))?;
+    idx.checked_add(1)
+        .context("JOB_COMPLETION_INDEX: too large")
 }

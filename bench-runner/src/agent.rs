@@ -1,0 +1,313 @@
+//! `bench-runner agent`: the in-cluster runner. Connects everything, reports ready on
+//! `GET /ready`, waits for one common `POST /start {"startAtUnixMs": …}` from the operator (the
+//! start barrier), runs the trials back to back with a settle pause, and prints each trial's
+//! result as ONE log line prefixed with [`RESULT_PREFIX`]. Needs no Kubernetes API access: the
+//! operator reads the lines from the pod log.
+use crate::engine::{self, RunOptions, StartGate};
+use crate::recorder::Shared;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures::future::BoxFuture;
+use msgbench_crds::workload::Workload;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::watch;
+
+/// Prefix of the log line carrying one trial's result (the operator greps for it).
+pub const RESULT_PREFIX: &str = "MSGBENCH-RESULT ";
+/// Version of the result line envelope.
+pub const LINE_FORMAT: &str = "msgbench.dev/runner-line/v1";
+/// Port of `/ready`, `/start` and `/progress`.
+pub const AGENT_PORT: u16 = 9090;
+
+/// What the operator's ConfigMap gives every runner of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Target URL, e.g. `nats://js3.bench.svc:4222`.
+    pub target: String,
+    pub workload: Workload,
+    #[serde(default = "one")]
+    pub trials: u32,
+    #[serde(default)]
+    pub settle_seconds: u32,
+    /// Seconds to wait for `/start` once connected before giving up (exit non-zero).
+    pub barrier_timeout_seconds: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// The body of `POST /start`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StartRequest {
+    /// Common start (wall clock, ms since the epoch); a time in the past starts at once.
+    pub start_at_unix_ms: u64,
+}
+
+/// `GET /progress`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentProgress {
+    pub ready: bool,
+    pub started: bool,
+    /// Current trial, 1-based (0 before the first).
+    pub trial: u32,
+    pub published: u64,
+    pub received: u64,
+}
+
+/// One result line: a trial's result of one runner.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultLine {
+    pub format: String,
+    pub runner_id: u16,
+    /// 1-based.
+    pub trial: u32,
+    /// Wall clock when the trial's load started, ms since the epoch.
+    pub started_unix_ms: u64,
+    pub result: crate::RunResult,
+}
+
+impl ResultLine {
+    pub fn to_line(&self) -> anyhow::Result<String> {
+        Ok(format!("{RESULT_PREFIX}{}", serde_json::to_string(self)?))
+    }
+
+    /// Every result line in a log, in order; lines without the prefix are skipped, a prefixed
+    /// line that does not parse is an error.
+    pub fn parse_log(log: &str) -> anyhow::Result<Vec<ResultLine>> {
+        log.lines()
+            .filter_map(|l| l.trim_end().strip_prefix(RESULT_PREFIX))
+            .map(|json| {
+                let r: ResultLine = serde_json::from_str(json)
+                    .map_err(|e| anyhow::anyhow!("result line does not parse: {e}"))?;
+                anyhow::ensure!(
+                    r.format == LINE_FORMAT,
+                    "result line format {:?}, expected {LINE_FORMAT}",
+                    r.format
+                );
+                Ok(r)
+            })
+            .collect()
+    }
+}
+
+/// Shared between the HTTP handlers, the gate and the trial loop.
+#[derive(Default)]
+pub struct AgentState {
+    ready: AtomicBool,
+    trial: AtomicU32,
+    start: Mutex<Option<watch::Sender<Option<u64>>>>,
+    start_rx: Mutex<Option<watch::Receiver<Option<u64>>>>,
+    stats: Arc<Mutex<Vec<Shared>>>,
+}
+
+impl AgentState {
+    pub fn new() -> Arc<Self> {
+        let (tx, rx) = watch::channel(None);
+        Arc::new(AgentState {
+            start: Mutex::new(Some(tx)),
+            start_rx: Mutex::new(Some(rx)),
+            ..Default::default()
+        })
+    }
+
+    fn progress(&self) -> AgentProgress {
+        let (mut published, mut received) = (0, 0);
+        for s in self.stats.lock().expect("stats").iter() {
+            let s = s.lock().expect("task stats");
+            published += s.phases.iter().map(|p| p.published).sum::<u64>();
+            received += s.phases.iter().map(|p| p.received).sum::<u64>();
+        }
+        AgentProgress {
+            ready: self.ready.load(Ordering::SeqCst),
+            started: self.started_at().is_some(),
+            trial: self.trial.load(Ordering::SeqCst),
+            published,
+            received,
+        }
+    }
+
+    fn started_at(&self) -> Option<u64> {
+        self.start_rx
+            .lock()
+            .expect("start")
+            .as_ref()
+            .and_then(|r| *r.borrow())
+    }
+
+    /// Releases the barrier; a second `/start` keeps the first time (idempotent for an
+    /// operator that resends after a restart).
+    fn release(&self, at_ms: u64) -> u64 {
+        let guard = self.start.lock().expect("start");
+        let tx = guard.as_ref().expect("sender lives as long as the state");
+        let mut kept = at_ms;
+        tx.send_if_modified(|v| match v {
+            Some(first) => {
+                kept = *first;
+                false
+            }
+            None => {
+                *v = Some(at_ms);
+                true
+            }
+        });
+        kept
+    }
+}
+
+pub fn router(state: Arc<AgentState>) -> Router {
+    Router::new()
+        .route("/ready", get(ready))
+        .route("/start", post(start))
+        .route("/progress", get(progress))
+        .with_state(state)
+}
+
+async fn ready(State(s): State<Arc<AgentState>>) -> (StatusCode, &'static str) {
+    if s.ready.load(Ordering::SeqCst) {
+        (StatusCode::OK, "ready\n")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "connecting\n")
+    }
+}
+
+async fn start(
+    State(s): State<Arc<AgentState>>,
+    Json(req): Json<StartRequest>,
+) -> (StatusCode, Json<StartRequest>) {
+    let at = s.release(req.start_at_unix_ms);
+    (
+        StatusCode::OK,
+        Json(StartRequest {
+            start_at_unix_ms: at,
+        }),
+    )
+}
+
+async fn progress(State(s): State<Arc<AgentState>>) -> Json<AgentProgress> {
+    Json(s.progress())
+}
+
+/// Trial 1 waits for `/start` (bounded), later trials for the settle pause.
+struct AgentGate {
+    state: Arc<AgentState>,
+    barrier_timeout: Duration,
+    settle: Duration,
+    first: bool,
+    /// When the gate let the load start (ms since the epoch).
+    released_ms: Arc<Mutex<u64>>,
+}
+
+impl StartGate for AgentGate {
+    fn observe(&self, stats: &[Shared]) {
+        *self.state.stats.lock().expect("stats") = stats.to_vec();
+    }
+
+    fn wait(&self) -> BoxFuture<'_, anyhow::Result<()>> {
+        Box::pin(async move {
+            self.state.ready.store(true, Ordering::SeqCst);
+            if !self.first {
+                tokio::time::sleep(self.settle).await;
+                *self.released_ms.lock().expect("released") = since_epoch().as_millis() as u64;
+                return Ok(());
+            }
+            let mut rx = self
+                .state
+                .start_rx
+                .lock()
+                .expect("start")
+                .clone()
+                .expect("receiver");
+            let at = tokio::time::timeout(self.barrier_timeout, rx.wait_for(|v| v.is_some()))
+                .await
+                .map_err(|_| {
+                    anyhow::anyhow!(
+                        "start barrier timed out: connected and ready, but no POST /start \
+                         arrived within {}s (barrierTimeoutSeconds)",
+                        self.barrier_timeout.as_secs()
+                    )
+                })?
+                .map_err(|_| anyhow::anyhow!("start barrier closed"))?
+                .expect("waited for Some");
+            let wait = Duration::from_millis(at).saturating_sub(since_epoch());
+            tokio::time::sleep(wait).await;
+            *self.released_ms.lock().expect("released") = at.max(since_epoch().as_millis() as u64);
+            Ok(())
+        })
+    }
+}
+
+fn since_epoch() -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+/// Runs every trial and hands each trial's result line to `emit` (stdout in the binary).
+pub async fn run(
+    cfg: AgentConfig,
+    runner_id: u16,
+    state: Arc<AgentState>,
+    emit: &mut (dyn FnMut(&ResultLine) -> anyhow::Result<()> + Send),
+) -> anyhow::Result<()> {
+    engine::validate(&cfg.workload)?;
+    anyhow::ensure!(
+        (1..=20).contains(&cfg.trials),
+        "trials: must be between 1 and 20, got {}",
+        cfg.trials
+    );
+    for trial in 1..=cfg.trials {
+        state.trial.store(trial, Ordering::SeqCst);
+        let released_ms = Arc::new(Mutex::new(0u64));
+        let gate = AgentGate {
+            state: state.clone(),
+            barrier_timeout: Duration::from_secs(u64::from(cfg.barrier_timeout_seconds)),
+            settle: Duration::from_secs(u64::from(cfg.settle_seconds)),
+            first: trial == 1,
+            released_ms: released_ms.clone(),
+        };
+        let opts = RunOptions {
+            runner_id,
+            progress: false,
+            gate: Some(Arc::new(gate)),
+        };
+        let result = engine::run(cfg.workload.clone(), &cfg.target, opts)
+            .await
+            .map_err(|e| e.context(format!("trial {trial}")))?;
+        let started_ms = *released_ms.lock().expect("released");
+        let line = ResultLine {
+            format: LINE_FORMAT.into(),
+            runner_id,
+            trial,
+            started_unix_ms: started_ms,
+            result,
+        };
+        emit(&line)?;
+    }
+    Ok(())
+}
+
+/// Serves the agent endpoints on `addr` until the process exits; returns the bound address.
+pub async fn serve(
+    addr: std::net::SocketAddr,
+    state: Arc<AgentState>,
+) -> anyhow::Result<std::net::SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    tracing::info!(addr = %bound, "agent listening");
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, router(state)).await {
+            tracing::error!(error = %e, "agent HTTP server stopped");
+        }
+    });
+    Ok(bound)
+}

@@ -1,0 +1,125 @@
+//! `bench-runner agent` against a real nats-server: ready only once connected, nothing sent
+//! before `/start`, one result line per trial, and a barrier that times out with a clear error.
+mod support;
+use bench_runner::agent::{self, AgentConfig, AgentProgress, ResultLine, RESULT_PREFIX};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Minimal HTTP/1.1 exchange (Connection: close): (status, body).
+async fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.expect("write");
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.expect("read");
+    let status = out[9..12].parse().expect("status code");
+    let body = out.split_once("\r\n\r\n").map_or("", |x| x.1).to_string();
+    (status, body)
+}
+
+async fn progress(addr: SocketAddr) -> AgentProgress {
+    let (code, body) = http(addr, "GET", "/progress", "").await;
+    assert_eq!(code, 200);
+    serde_json::from_str(&body).expect("progress json")
+}
+
+fn config(port: u16, trials: u32, barrier: u32) -> AgentConfig {
+    AgentConfig {
+        target: format!("nats://127.0.0.1:{port}"),
+        workload: workload(
+            "protocol: nats\npublishers: 1\nsubscribers: 1\npayloadBytes: 32\nratePerPublisher: 500\nmessagesPerPublisher: 250\ndrainSeconds: 1\n",
+        ),
+        trials,
+        settle_seconds: 0,
+        barrier_timeout_seconds: barrier,
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn barrier_holds_the_load_until_start_then_one_line_per_trial() {
+    let s = nats_server(false);
+    let state = agent::AgentState::new();
+    let addr = agent::serve("127.0.0.1:0".parse().unwrap(), state.clone())
+        .await
+        .unwrap();
+    let cfg = config(s.port, 2, 60);
+    let run = tokio::spawn(async move {
+        let mut lines = Vec::new();
+        let mut emit = |l: &ResultLine| {
+            lines.push(l.to_line()?);
+            Ok(())
+        };
+        agent::run(cfg, 3, state, &mut emit).await.map(|_| lines)
+    });
+
+    // Ready once connected; nothing published while waiting at the barrier.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while http(addr, "GET", "/ready", "").await.0 != 200 {
+        assert!(Instant::now() < deadline, "agent never became ready");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let p = progress(addr).await;
+    assert!(p.ready && !p.started);
+    assert_eq!((p.trial, p.published), (1, 0));
+
+    let at = now_ms() + 300;
+    let (code, body) = http(
+        addr,
+        "POST",
+        "/start",
+        &format!("{{\"startAtUnixMs\":{at}}}"),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    // A resent /start (operator restart) keeps the first time.
+    let (_, again) = http(addr, "POST", "/start", "{\"startAtUnixMs\":1}").await;
+    assert!(again.contains(&at.to_string()), "{again}");
+
+    let lines = tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("agent finished")
+        .unwrap()
+        .expect("agent run");
+    assert_eq!(lines.len(), 2);
+    let log = format!("noise\n{}\nmore noise\n{}\n", lines[0], lines[1]);
+    let parsed = ResultLine::parse_log(&log).unwrap();
+    assert_eq!(parsed.iter().map(|l| l.trial).collect::<Vec<_>>(), [1, 2]);
+    assert!(
+        parsed[0].started_unix_ms >= at,
+        "load started before the common start"
+    );
+    for l in &parsed {
+        assert_eq!(l.runner_id, 3);
+        assert_eq!(l.result.measured.published, 250);
+        assert_eq!(l.result.measured.received, 250);
+    }
+    assert!(ResultLine::parse_log(&format!("{RESULT_PREFIX}{{broken")).is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_barrier_never_released_fails_with_a_clear_error() {
+    let s = nats_server(false);
+    let state = agent::AgentState::new();
+    let mut emit = |_: &ResultLine| Ok(());
+    let t0 = Instant::now();
+    let err = agent::run(config(s.port, 1, 1), 1, state, &mut emit)
+        .await
+        .expect_err("no /start → error");
+    let msg = format!("{err:#}");
+    assert!(msg.contains("start barrier timed out"), "{msg}");
+    assert!(msg.contains("barrierTimeoutSeconds"), "{msg}");
+    assert!(t0.elapsed() < Duration::from_secs(20));
+}
