@@ -65,7 +65,13 @@ pub async fn reconcile<K: ServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> Result<
         } else {
             desired
         };
-        let applied = apply_children(client, &owner, children, &ctx.metrics).await?;
+        let applied = match apply_children(client, &owner, children, &ctx.metrics).await {
+            Err(e) if e.is_namespace_terminating() => {
+                tracing::debug!(name = %owner.name, "namespace terminating; nothing to apply");
+                return Ok(Action::await_change());
+            }
+            other => other?,
+        };
         writes = applied.applied + applied.deleted;
         rollout_pending = status::rollout_pending(&applied);
     }
