@@ -3,6 +3,7 @@ use std::path::{Path, PathBuf};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
+use serde_json::Value;
 
 use crate::{BenchmarkRun, JetStreamCluster, MqttBroker, PubSubServer};
 
@@ -19,6 +20,35 @@ pub fn all_crds() -> Vec<CustomResourceDefinition> {
         PubSubServer::crd(),
         BenchmarkRun::crd(),
     ]
+    .into_iter()
+    .map(unwrap_descriptions)
+    .collect()
+}
+
+/// Doc comments arrive hard-wrapped at the source's line width; `kubectl explain` wraps again,
+/// so join lines within a paragraph and keep blank-line paragraph breaks.
+fn unwrap_descriptions(crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    fn walk(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                for (k, child) in map.iter_mut() {
+                    match child {
+                        Value::String(text) if k == "description" => {
+                            let paragraphs: Vec<String> =
+                                text.split("\n\n").map(|p| p.replace('\n', " ")).collect();
+                            *text = paragraphs.join("\n\n");
+                        }
+                        _ => walk(child),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    let mut value = serde_json::to_value(&crd).expect("CRD serializes");
+    walk(&mut value);
+    serde_json::from_value(value).expect("CRD round-trips")
 }
 
 /// `<plural>.<group>.yaml`, the file name of a CRD.
