@@ -156,3 +156,51 @@ fn set_problem(obs: &mut PodObservation, p: PodProblem) {
         _ => obs.problem = Some(p),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(v: serde_json::Value) -> Pod {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn kubelet_rejection_of_the_current_template_is_a_rejection() {
+        let failed = pod(
+            json!({"metadata": {"name": "p", "annotations": {"msgbench.dev/template-hash": "h1"}},
+            "status": {"phase": "Failed", "reason": "SysctlForbidden", "message": "forbidden sysctl"}}),
+        );
+        let obs = observe_pods(std::slice::from_ref(&failed), Some("h1"));
+        let p = obs.problem.unwrap();
+        assert!(p.rejected);
+        assert_eq!(p.reason, "SysctlForbidden");
+        assert_eq!(obs.pods, 0, "failed pods are not counted as replicas");
+        assert!(
+            observe_pods(&[failed], Some("h2")).problem.is_none(),
+            "stale template"
+        );
+    }
+
+    #[test]
+    fn image_pull_backoff_is_a_problem_but_not_a_rejection() {
+        let waiting = pod(
+            json!({"metadata": {"name": "p"}, "status": {"phase": "Pending", "qosClass": "Burstable",
+            "containerStatuses": [{"name": "nats", "image": "x", "imageID": "", "ready": false, "restartCount": 0,
+                "state": {"waiting": {"reason": "ImagePullBackOff", "message": "back-off pulling x"}}}]}}),
+        );
+        let ready = pod(
+            json!({"metadata": {"name": "q"}, "status": {"phase": "Running", "qosClass": "Guaranteed",
+            "podIP": "10.0.0.7", "conditions": [{"type": "Ready", "status": "True"}]}}),
+        );
+        let obs = observe_pods(&[waiting, ready], None);
+        let p = obs.problem.unwrap();
+        assert!(!p.rejected);
+        assert_eq!(p.reason, "ImagePullBackOff");
+        assert!(p.message.contains("container nats"));
+        assert_eq!((obs.pods, obs.ready), (2, 1));
+        assert_eq!(obs.qos_class.as_deref(), Some("Mixed"));
+        assert_eq!(obs.ready_pod_ip.as_deref(), Some("10.0.0.7"));
+    }
+}

@@ -176,6 +176,27 @@ fn mqtt_broker_pinned_persistent_statefulset() {
 }
 
 #[test]
+fn mqtt_broker_custom_engine_renders_its_template() {
+    let (_, c) = build::<MqttBroker>("mqb-custom.yaml");
+    assert_hardened(&c);
+    let conf = &c.config_maps[0].data.as_ref().unwrap()["broker.conf"];
+    assert_eq!(conf, "port 1884\nws 8084\nmax 100\n");
+    let dep = c.deployments[0].spec.as_ref().unwrap();
+    assert_eq!(dep.replicas, Some(2));
+    let ctr = &dep.template.spec.as_ref().unwrap().containers[0];
+    assert_eq!(ctr.command, Some(vec!["/bin/broker".to_string()]));
+    let mount = ctr
+        .volume_mounts
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|m| m.name == "config")
+        .unwrap();
+    assert_eq!(mount.mount_path, "/etc/broker/broker.conf");
+    insta::assert_yaml_snapshot!("mqb_custom", c);
+}
+
+#[test]
 fn pubsub_server_contract_env() {
     let (_, c) = build::<PubSubServer>("pss-basic.yaml");
     assert_hardened(&c);
