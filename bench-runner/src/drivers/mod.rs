@@ -32,6 +32,12 @@ pub trait Driver: Send + Sync + 'static {
     fn delivery(&self) -> Delivery {
         Delivery::FanOut
     }
+    /// Messages per `send_batch` in closed loop. Drivers that write a batch at once take many
+    /// (fewer, larger writes); drivers that issue one request per message (HTTP publish,
+    /// request/reply) keep this many requests in flight per publisher.
+    fn closed_loop_batch(&self) -> u64 {
+        128
+    }
     /// Server-side setup before any client connects (e.g. a JetStream stream).
     fn prepare(&self) -> BoxFuture<'_, anyhow::Result<()>> {
         Box::pin(async { Ok(()) })

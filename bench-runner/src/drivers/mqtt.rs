@@ -57,6 +57,10 @@ impl MqttDriver {
 }
 
 impl Driver for MqttDriver {
+    fn closed_loop_batch(&self) -> u64 {
+        512
+    }
+
     fn subscribe(
         &self,
         idx: u32,

@@ -54,6 +54,14 @@ pub async fn connect(target: &Target, name: String) -> anyhow::Result<async_nats
 }
 
 impl Driver for NatsDriver {
+    fn closed_loop_batch(&self) -> u64 {
+        if self.request_reply() {
+            128
+        } else {
+            512
+        }
+    }
+
     fn delivery(&self) -> Delivery {
         if self.request_reply() {
             Delivery::RoundTrip

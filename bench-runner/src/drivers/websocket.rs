@@ -84,6 +84,10 @@ fn read_loop(
 }
 
 impl Driver for WebSocketDriver {
+    fn closed_loop_batch(&self) -> u64 {
+        512
+    }
+
     fn delivery(&self) -> Delivery {
         if self.echo() {
             Delivery::RoundTrip
