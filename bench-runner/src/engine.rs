@@ -338,11 +338,18 @@ fn collect_timeline(stats: &[Shared]) -> Vec<TimelinePoint> {
         .collect()
 }
 
-/// Waits until every message this runner sent has reached this runner's subscribers, or the
-/// drain time is up (messages still missing then count as not delivered).
+/// Quiet time after this runner's own messages have all arrived, for other runners' last
+/// messages still in flight.
+const DRAIN_QUIET: Duration = Duration::from_millis(150);
+
+/// Waits until every message this runner sent has reached this runner's subscribers and
+/// nothing more arrived for `DRAIN_QUIET`, or the drain time is up (messages still missing then
+/// count as not delivered).
 async fn drain(stats: &[Shared], delivery: Delivery, limit: Duration) {
     let deadline = tokio::time::Instant::now() + limit;
+    let (mut last_total, mut quiet_since) = (u64::MAX, tokio::time::Instant::now());
     loop {
+        let mut total = 0;
         let (mut published_by_topic, mut subs, mut published, mut own_unique) =
             (Vec::new(), Vec::new(), 0, 0);
         for s in stats {
@@ -352,7 +359,12 @@ async fn drain(stats: &[Shared], delivery: Delivery, limit: Duration) {
                 add_into(&mut subs, &p.subscribers_by_topic);
                 published += p.published;
                 own_unique += p.received - p.duplicates - p.received_remote;
+                total += p.received;
             }
+        }
+        let now = tokio::time::Instant::now();
+        if total != last_total {
+            (last_total, quiet_since) = (total, now);
         }
         let expected: u64 = match delivery {
             Delivery::RoundTrip => published,
@@ -368,7 +380,8 @@ async fn drain(stats: &[Shared], delivery: Delivery, limit: Duration) {
                     .sum()
             }
         };
-        if own_unique >= expected || tokio::time::Instant::now() >= deadline {
+        let own_done = own_unique >= expected;
+        if (own_done && now - quiet_since >= DRAIN_QUIET) || now >= deadline {
             return;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
