@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod apply;
+pub mod benchmark_run;
 pub mod context;
 pub mod controllers;
 pub mod error;

@@ -49,7 +49,7 @@ async fn main() -> anyhow::Result<()> {
     }
 
     let client = kube::Client::try_default().await?;
-    let readiness = Arc::new(Readiness::new(3));
+    let readiness = Arc::new(Readiness::new(4));
     let ctx = Arc::new(Context::new(client, readiness.clone(), !args.no_varz));
 
     let listener = tokio::net::TcpListener::bind(args.metrics_addr).await?;
@@ -65,6 +65,7 @@ async fn main() -> anyhow::Result<()> {
         controllers::run::<JetStreamCluster>(ctx.clone(), args.namespace.clone()),
         controllers::run::<MqttBroker>(ctx.clone(), args.namespace.clone()),
         controllers::run::<PubSubServer>(ctx.clone(), args.namespace.clone()),
+        msgbench_operator::benchmark_run::controller::run(ctx.clone(), args.namespace.clone()),
     );
     server.await??;
     tracing::info!("shut down");

@@ -37,6 +37,25 @@ pub const RULES: &[(&str, &[&str], &[&str])] = &[
     // Only the Secret named in JetStreamCluster.spec.auth, to report a missing one or key.
     ("", &["secrets"], &["get"]),
     ("events.k8s.io", &["events"], &["create", "patch"]),
+    // BenchmarkRun controller: runs (get: a baseline run), their status, the target server
+    // looked up by name, runner Jobs, and runner results read from the pod logs.
+    (
+        "msgbench.dev",
+        &["benchmarkruns"],
+        &["get", "list", "watch"],
+    ),
+    ("msgbench.dev", &["benchmarkruns/status"], &["patch"]),
+    (
+        "msgbench.dev",
+        &["jetstreamclusters", "mqttbrokers", "pubsubservers"],
+        &["get"],
+    ),
+    (
+        "batch",
+        &["jobs"],
+        &["get", "list", "watch", "create", "patch", "delete"],
+    ),
+    ("", &["pods/log"], &["get"]),
 ];
 
 /// Markdown table of [`RULES`] (the content of `operator/RBAC.md`).
@@ -45,7 +64,7 @@ pub fn render_markdown() -> String {
         "# RBAC used by msgbench-operator (server controllers)\n\n\
          Generated from `operator/src/rbac.rs` (`cargo test -p msgbench-operator rbac` checks it).\n\
          Cluster-wide (ClusterRole) unless the operator runs with `--namespace`, then a Role in\n\
-         that namespace suffices. The BenchmarkRun controller adds its own rules.\n\n\
+         that namespace suffices. Runner pods get no API access at all (no token mounted).\n\n\
          | apiGroup | resources | verbs |\n|---|---|---|\n",
     );
     for (group, resources, verbs) in RULES {

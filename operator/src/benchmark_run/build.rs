@@ -1,0 +1,321 @@
+//! Pure builders for a run's children: the agent ConfigMap and the Indexed Job of runner pods.
+//! Runners need no API access (no token), run Pod Security "restricted", and keep off the
+//! target's server nodes where the cluster allows it.
+use crate::meta::{
+    LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, MANAGED_BY,
+};
+use crate::placement::pod_placement;
+use crate::security::container_security_context;
+use crate::tuning::container_resources;
+use bench_runner::agent::{AgentConfig, AGENT_PORT};
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::core::v1::{
+    Affinity, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, HTTPGetAction,
+    PodAffinityTerm, PodAntiAffinity, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
+    SeccompProfile, Volume, VolumeMount, WeightedPodAffinityTerm,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use msgbench_crds::benchmark_run::{BenchmarkRunSpec, ServerKind};
+use msgbench_crds::common::Tuning;
+use std::collections::BTreeMap;
+
+pub const KIND_LABEL: &str = "benchmarkrun";
+/// Spec generation a child belongs to (a changed spec gets fresh children).
+pub const LABEL_GENERATION: &str = "msgbench.dev/generation";
+pub const CONFIG_FILE: &str = "agent.yaml";
+const CONFIG_DIR: &str = "/etc/msgbench";
+/// The distroless nonroot user of the bench-runner image.
+const RUNNER_UID: i64 = 65532;
+
+/// Who the children belong to.
+#[derive(Clone, Debug)]
+pub struct RunIdentity {
+    pub name: String,
+    pub namespace: String,
+    pub generation: i64,
+    pub owner_ref: OwnerReference,
+}
+
+impl RunIdentity {
+    /// Job (and ConfigMap) name: one per generation; short enough for the job-name pod label.
+    pub fn job_name(&self) -> String {
+        let suffix = format!("-g{}", self.generation);
+        let keep = 63 - suffix.len();
+        let base: String = self.name.chars().take(keep).collect();
+        format!("{}{suffix}", base.trim_end_matches(['-', '.']))
+    }
+
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (LABEL_NAME.into(), KIND_LABEL.into()),
+            (LABEL_INSTANCE.into(), self.name.clone()),
+            (LABEL_COMPONENT.into(), "runner".into()),
+            (LABEL_MANAGED_BY.into(), MANAGED_BY.into()),
+            (LABEL_PART_OF.into(), "msgbench".into()),
+            (LABEL_GENERATION.into(), self.generation.to_string()),
+        ])
+    }
+
+    /// Selects this generation's runner pods.
+    pub fn pod_selector(&self) -> String {
+        format!(
+            "{LABEL_NAME}={KIND_LABEL},{LABEL_INSTANCE}={},{LABEL_GENERATION}={}",
+            self.name, self.generation
+        )
+    }
+
+    fn meta(&self) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(self.job_name()),
+            namespace: Some(self.namespace.clone()),
+            labels: Some(self.labels()),
+            owner_references: Some(vec![self.owner_ref.clone()]),
+            ..ObjectMeta::default()
+        }
+    }
+}
+
+pub fn agent_config(spec: &BenchmarkRunSpec, target_url: &str) -> AgentConfig {
+    AgentConfig {
+        target: target_url.into(),
+        workload: spec.workload.clone(),
+        trials: spec.trials.max(1) as u32,
+        settle_seconds: spec.settle_seconds.max(0) as u32,
+        barrier_timeout_seconds: spec.barrier_timeout_seconds.max(1) as u32,
+    }
+}
+
+pub fn config_map(id: &RunIdentity, cfg: &AgentConfig) -> Result<ConfigMap, serde_norway::Error> {
+    Ok(ConfigMap {
+        metadata: id.meta(),
+        data: Some(BTreeMap::from([(
+            CONFIG_FILE.to_string(),
+            serde_norway::to_string(cfg)?,
+        )])),
+        ..ConfigMap::default()
+    })
+}
+
+/// Labels of the target's server pods (for anti-affinity and the environment report).
+pub fn server_selector(kind: ServerKind, name: &str) -> BTreeMap<String, String> {
+    let kind_label = match kind {
+        ServerKind::JetStreamCluster => "jetstreamcluster",
+        ServerKind::MqttBroker => "mqttbroker",
+        ServerKind::PubSubServer => "pubsubserver",
+    };
+    BTreeMap::from([
+        (LABEL_NAME.to_string(), kind_label.to_string()),
+        (LABEL_INSTANCE.to_string(), name.to_string()),
+        (LABEL_COMPONENT.to_string(), "server".to_string()),
+    ])
+}
+
+/// The runner Job: Indexed (index + 1 = runner id), no retries (a failed runner fails the run,
+/// never a silent re-run), bounded by `deadline_seconds`.
+pub fn job(
+    id: &RunIdentity,
+    spec: &BenchmarkRunSpec,
+    server: Option<&BTreeMap<String, String>>,
+    deadline_seconds: i64,
+) -> Job {
+    let r = &spec.runners;
+    let place = pod_placement(Some(&r.placement), &id.labels());
+    let mut affinity = place.affinity.unwrap_or_default();
+    if let (true, Some(server)) = (r.avoid_server_nodes, server) {
+        let anti = affinity
+            .pod_anti_affinity
+            .get_or_insert_with(PodAntiAffinity::default);
+        anti.preferred_during_scheduling_ignored_during_execution
+            .get_or_insert_with(Vec::new)
+            .push(WeightedPodAffinityTerm {
+                weight: 100,
+                pod_affinity_term: PodAffinityTerm {
+                    label_selector: Some(LabelSelector {
+                        match_labels: Some(server.clone()),
+                        ..LabelSelector::default()
+                    }),
+                    topology_key: "kubernetes.io/hostname".into(),
+                    ..PodAffinityTerm::default()
+                },
+            });
+    }
+    let affinity = (affinity != Affinity::default()).then_some(affinity);
+    let container = Container {
+        name: "runner".into(),
+        image: Some(r.image.clone()),
+        image_pull_policy: Some("IfNotPresent".into()),
+        args: Some(vec![
+            "agent".into(),
+            "--config".into(),
+            format!("{CONFIG_DIR}/{CONFIG_FILE}"),
+            "--listen".into(),
+            format!("0.0.0.0:{AGENT_PORT}"),
+        ]),
+        env: Some(vec![EnvVar {
+            name: "RUST_LOG".into(),
+            value: Some("info".into()),
+            ..EnvVar::default()
+        }]),
+        ports: Some(vec![ContainerPort {
+            name: Some("agent".into()),
+            container_port: AGENT_PORT.into(),
+            ..ContainerPort::default()
+        }]),
+        readiness_probe: Some(Probe {
+            http_get: Some(HTTPGetAction {
+                path: Some("/ready".into()),
+                port: IntOrString::Int(AGENT_PORT.into()),
+                ..HTTPGetAction::default()
+            }),
+            period_seconds: Some(1),
+            failure_threshold: Some(1),
+            ..Probe::default()
+        }),
+        resources: container_resources(&r.resources, &Tuning::default()),
+        security_context: Some(container_security_context()),
+        // The last log lines become the termination message of a failed runner.
+        termination_message_policy: Some("FallbackToLogsOnError".into()),
+        volume_mounts: Some(vec![VolumeMount {
+            name: "config".into(),
+            mount_path: CONFIG_DIR.into(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        }]),
+        ..Container::default()
+    };
+    Job {
+        metadata: id.meta(),
+        spec: Some(JobSpec {
+            completion_mode: Some("Indexed".into()),
+            completions: Some(r.count),
+            parallelism: Some(r.count),
+            backoff_limit: Some(0),
+            active_deadline_seconds: Some(deadline_seconds),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(id.labels()),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(PodSpec {
+                    restart_policy: Some("Never".into()),
+                    automount_service_account_token: Some(false),
+                    enable_service_links: Some(false),
+                    security_context: Some(PodSecurityContext {
+                        run_as_non_root: Some(true),
+                        run_as_user: Some(RUNNER_UID),
+                        run_as_group: Some(RUNNER_UID),
+                        seccomp_profile: Some(SeccompProfile {
+                            type_: "RuntimeDefault".into(),
+                            ..SeccompProfile::default()
+                        }),
+                        ..PodSecurityContext::default()
+                    }),
+                    node_selector: place.node_selector,
+                    tolerations: place.tolerations,
+                    affinity,
+                    containers: vec![container],
+                    volumes: Some(vec![Volume {
+                        name: "config".into(),
+                        config_map: Some(ConfigMapVolumeSource {
+                            name: id.job_name(),
+                            ..ConfigMapVolumeSource::default()
+                        }),
+                        ..Volume::default()
+                    }]),
+                    ..PodSpec::default()
+                }),
+            },
+            ..JobSpec::default()
+        }),
+        ..Job::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use msgbench_crds::benchmark_run::BenchmarkRun;
+
+    pub fn sample() -> BenchmarkRun {
+        serde_norway::from_str(
+            r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {name: js-r1, namespace: bench, uid: u-1, generation: 2}
+spec:
+  target: {serverRef: {kind: JetStreamCluster, name: js3}}
+  workload:
+    protocol: jetstream
+    payloadBytes: 128
+    ratePerPublisher: 1000
+    durationSeconds: 5
+    jetstream: {stream: r1, replicas: 1, publish: async, maxInFlight: 200}
+  runners: {count: 2, resources: {requests: {cpu: 20m, memory: 32Mi}, limits: {memory: 128Mi}}}
+  trials: 3
+"#,
+        )
+        .unwrap()
+    }
+
+    pub fn identity(br: &BenchmarkRun) -> RunIdentity {
+        use kube::Resource;
+        RunIdentity {
+            name: "js-r1".into(),
+            namespace: "bench".into(),
+            generation: 2,
+            owner_ref: br.controller_owner_ref(&()).unwrap(),
+        }
+    }
+
+    #[test]
+    fn runner_job_and_config_snapshot() {
+        let br = sample();
+        let id = identity(&br);
+        let server = server_selector(ServerKind::JetStreamCluster, "js3");
+        let cfg = agent_config(&br.spec, "nats://js3.bench.svc:4222");
+        insta::assert_yaml_snapshot!("runner_config_map", config_map(&id, &cfg).unwrap());
+        insta::assert_yaml_snapshot!("runner_job", job(&id, &br.spec, Some(&server), 300));
+    }
+
+    #[test]
+    fn runner_pods_are_restricted_and_tokenless() {
+        let br = sample();
+        let server = server_selector(ServerKind::JetStreamCluster, "js3");
+        let j = job(&identity(&br), &br.spec, Some(&server), 300);
+        let spec = j.spec.unwrap();
+        assert_eq!(spec.backoff_limit, Some(0), "no silent re-runs");
+        assert_eq!(spec.completions, Some(2));
+        let pod = spec.template.spec.unwrap();
+        assert_eq!(pod.automount_service_account_token, Some(false));
+        let sc = pod.containers[0].security_context.clone().unwrap();
+        assert_eq!(sc.allow_privilege_escalation, Some(false));
+        assert_eq!(sc.read_only_root_filesystem, Some(true));
+        assert_eq!(sc.capabilities.unwrap().drop, Some(vec!["ALL".to_string()]));
+        assert_eq!(pod.security_context.unwrap().run_as_non_root, Some(true));
+        // Runners prefer nodes without the target's server pods.
+        let terms = pod.affinity.unwrap().pod_anti_affinity.unwrap();
+        let terms = terms
+            .preferred_during_scheduling_ignored_during_execution
+            .unwrap();
+        assert!(terms.iter().any(|t| t
+            .pod_affinity_term
+            .label_selector
+            .as_ref()
+            .unwrap()
+            .match_labels
+            .as_ref()
+            == Some(&server)));
+    }
+
+    #[test]
+    fn job_names_fit_the_job_name_label() {
+        let br = sample();
+        let mut id = identity(&br);
+        id.name = "a".repeat(253);
+        id.generation = 12345;
+        let n = id.job_name();
+        assert!(n.len() <= 63, "{n}");
+        assert!(n.ends_with("-g12345"));
+    }
+}

@@ -1,0 +1,68 @@
+//! Wiring: the BenchmarkRun controller owns its runner Jobs and watches their pods.
+use super::build::KIND_LABEL;
+use super::reconcile::{error_policy, reconcile};
+use crate::context::Context;
+use crate::meta::{LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
+use futures::StreamExt;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::controller::{Config, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Api, ResourceExt};
+use msgbench_crds::BenchmarkRun;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub async fn run(ctx: Arc<Context>, namespace: Option<String>) {
+    let c = ctx.client.clone();
+    let (runs, jobs, pods): (Api<BenchmarkRun>, Api<Job>, Api<Pod>) = match namespace.as_deref() {
+        Some(ns) => (
+            Api::namespaced(c.clone(), ns),
+            Api::namespaced(c.clone(), ns),
+            Api::namespaced(c, ns),
+        ),
+        None => (Api::all(c.clone()), Api::all(c.clone()), Api::all(c)),
+    };
+    let children = watcher::Config::default().labels(&format!(
+        "{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_NAME}={KIND_LABEL}"
+    ));
+    let controller = Controller::new(runs, watcher::Config::default().any_semantic())
+        .with_config(Config::default().concurrency(8))
+        .owns(jobs, children.clone())
+        // Runner pods are owned by the Job: map them by instance label so readiness (the
+        // barrier) and completion reach the run at once.
+        .watches(pods, children, |pod: Pod| {
+            let ns = pod.namespace();
+            pod.labels()
+                .get(LABEL_INSTANCE)
+                .cloned()
+                .zip(ns)
+                .map(|(name, ns)| ObjectRef::<BenchmarkRun>::new(&name).within(&ns))
+        })
+        .shutdown_on_signal();
+    let store = controller.store();
+    let readiness = ctx.readiness.clone();
+    tokio::spawn(async move {
+        loop {
+            match tokio::time::timeout(Duration::from_millis(500), store.wait_until_ready()).await {
+                Ok(Ok(())) => {
+                    readiness.mark_synced();
+                    tracing::info!(kind = KIND_LABEL, "cache synced");
+                    break;
+                }
+                Ok(Err(_)) => break,
+                Err(_) => continue,
+            }
+        }
+    });
+    controller
+        .run(reconcile, error_policy, ctx)
+        .for_each(|res| async move {
+            if let Err(e) = res {
+                tracing::debug!(kind = KIND_LABEL, error = %e, "controller event");
+            }
+        })
+        .await;
+    tracing::info!(kind = KIND_LABEL, "controller stopped");
+}

@@ -1,0 +1,367 @@
+//! Reading the runner pods: who is ready, who failed and why, and — when every runner is
+//! done — collecting their result lines from the pod logs into the verdict.
+use super::build::RunIdentity;
+use super::conditions::{self as cond, COMPLETE, SUCCEEDED};
+use super::reconcile::now;
+use super::{compare, results};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use bench_runner::agent::ResultLine;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::LogParams;
+use kube::{Api, ResourceExt};
+use msgbench_crds::benchmark_run::{
+    BenchmarkRun, BenchmarkRunStatus, ObservedEnvironment, ObservedPod, Outcome, Phase, Severity,
+    Verdict,
+};
+use std::collections::BTreeSet;
+
+/// The runner pods of one generation, sorted by state.
+pub struct RunnerView<'a> {
+    pub ready: Vec<&'a Pod>,
+    pub running: Vec<&'a Pod>,
+    pub succeeded: Vec<&'a Pod>,
+    pub failed: Vec<&'a Pod>,
+    pub job_failure: Option<(String, String)>,
+}
+
+fn phase(p: &Pod) -> &str {
+    p.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("")
+}
+
+fn is_ready(p: &Pod) -> bool {
+    p.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+fn ip(p: &Pod) -> Option<String> {
+    p.status.as_ref()?.pod_ip.clone()
+}
+
+pub fn job_complete(j: &Job) -> bool {
+    j.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.type_ == "Complete" && c.status == "True")
+        })
+}
+
+impl<'a> RunnerView<'a> {
+    pub fn of(pods: &'a [Pod], job: Option<&Job>) -> Self {
+        let live = pods
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none());
+        let mut v = RunnerView {
+            ready: Vec::new(),
+            running: Vec::new(),
+            succeeded: Vec::new(),
+            failed: Vec::new(),
+            job_failure: None,
+        };
+        for p in live {
+            match phase(p) {
+                "Succeeded" => v.succeeded.push(p),
+                "Failed" => v.failed.push(p),
+                "Running" => {
+                    v.running.push(p);
+                    if is_ready(p) {
+                        v.ready.push(p);
+                    }
+                }
+                _ => {}
+            }
+        }
+        // A deleted runner pod shows up as a terminating pod: that is a runner failure too.
+        if let Some(p) = pods
+            .iter()
+            .find(|p| p.metadata.deletion_timestamp.is_some())
+        {
+            v.job_failure = Some((
+                "RunnerFailed".into(),
+                format!("runner pod {} was deleted", p.name_any()),
+            ));
+        }
+        if let Some(c) = job
+            .and_then(|j| j.status.as_ref())
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| {
+                cs.iter()
+                    .find(|c| c.type_ == "Failed" && c.status == "True")
+            })
+        {
+            let reason = match c.reason.as_deref() {
+                Some("DeadlineExceeded") => "DeadlineExceeded",
+                _ => "RunnerFailed",
+            };
+            v.job_failure = Some((
+                reason.into(),
+                format!(
+                    "runner Job failed: {}",
+                    c.message.clone().unwrap_or_default()
+                ),
+            ));
+        }
+        v
+    }
+
+    pub fn ready_ips(&self) -> Vec<String> {
+        self.ready.iter().filter_map(|p| ip(p)).collect()
+    }
+    pub fn running_ips(&self) -> Vec<String> {
+        self.running.iter().filter_map(|p| ip(p)).collect()
+    }
+
+    /// (reason, message) when a runner failed; a runner that gave up at the barrier is a
+    /// BarrierTimeout, not a generic failure.
+    pub fn failure(&self, released: bool) -> Option<(&'static str, String)> {
+        if let Some(p) = self.failed.first() {
+            let msg = termination_message(p);
+            let reason = if !released && msg.contains("start barrier timed out") {
+                "BarrierTimeout"
+            } else if msg.contains("DeadlineExceeded") {
+                "DeadlineExceeded"
+            } else {
+                "RunnerFailed"
+            };
+            return Some((reason, format!("runner pod {}: {msg}", p.name_any())));
+        }
+        self.job_failure.as_ref().map(|(r, m)| {
+            let r: &'static str = if r == "DeadlineExceeded" {
+                "DeadlineExceeded"
+            } else {
+                "RunnerFailed"
+            };
+            (r, m.clone())
+        })
+    }
+}
+
+fn termination_message(p: &Pod) -> String {
+    let st = p.status.as_ref();
+    let term = st
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.first())
+        .and_then(|c| c.state.as_ref())
+        .and_then(|s| s.terminated.as_ref());
+    match term {
+        Some(t) => {
+            let m = t.message.clone().unwrap_or_default();
+            let tail: Vec<&str> = m.lines().rev().take(3).collect();
+            format!(
+                "exit code {} ({}): {}",
+                t.exit_code,
+                t.reason.clone().unwrap_or_default(),
+                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+            )
+        }
+        None => st
+            .and_then(|s| s.reason.clone().or(s.message.clone()))
+            .unwrap_or_else(|| "failed".into()),
+    }
+}
+
+/// Ends the run as Failed with `reason`.
+pub fn fail(st: &mut BenchmarkRunStatus, reason: &str, message: &str, g: Option<i64>) {
+    let t = now();
+    st.phase = Some(Phase::Failed);
+    st.completion_time = Some(t.clone());
+    st.verdict = Some(Verdict {
+        outcome: Outcome::Failed,
+        reason: reason.into(),
+        message: Some(message.chars().take(1024).collect()),
+    });
+    cond::set(
+        &mut st.conditions,
+        COMPLETE,
+        "False",
+        reason,
+        message,
+        g,
+        &t,
+    );
+    cond::set(
+        &mut st.conditions,
+        SUCCEEDED,
+        "False",
+        reason,
+        message,
+        g,
+        &t,
+    );
+}
+
+/// Reads every runner's log, merges, evaluates thresholds, compares with the baseline and
+/// records the environment. Pods are only read, never deleted here (TTL does that).
+pub async fn collect(
+    ctx: &Context,
+    br: &BenchmarkRun,
+    id: &RunIdentity,
+    st: &mut BenchmarkRunStatus,
+    view: &RunnerView<'_>,
+    pods: &Api<Pod>,
+) -> Result<()> {
+    let g = Some(id.generation);
+    let mut lines = Vec::new();
+    for p in &view.succeeded {
+        let log = pods
+            .logs(
+                &p.name_any(),
+                &LogParams {
+                    container: Some("runner".into()),
+                    ..LogParams::default()
+                },
+            )
+            .await?;
+        match ResultLine::parse_log(&log) {
+            Ok(l) => lines.extend(l),
+            Err(e) => {
+                fail(
+                    st,
+                    "RunnerFailed",
+                    &format!("runner pod {}: {e:#}", p.name_any()),
+                    g,
+                );
+                return Ok(());
+            }
+        }
+    }
+    let count = br.spec.runners.count.max(1) as usize;
+    let collected = match results::collect(&lines, count, br.spec.trials.max(1) as usize) {
+        Ok(c) => c,
+        Err(e) => {
+            fail(st, "ResultsLost", &format!("{e:#}"), g);
+            return Ok(());
+        }
+    };
+    st.thresholds = results::evaluate(&collected.result, &br.spec.thresholds);
+    st.comparison = match &br.spec.baseline_ref {
+        Some(b) => Some(compare::against(ctx, &id.namespace, &b.name, &collected.trials).await?),
+        None => None,
+    };
+    st.environment = Some(environment(ctx, br, id, st.environment.take(), view).await?);
+    st.result = Some(collected.result);
+    st.trials = collected.trials;
+    st.statistics = collected.statistics;
+    st.headline = Some(collected.headline);
+    if let Some(p) = &mut st.progress {
+        p.trial = br.spec.trials;
+    }
+    let broken: Vec<String> = st
+        .thresholds
+        .iter()
+        .filter(|t| !t.passed && t.severity == Severity::Fail)
+        .map(|t| {
+            format!(
+                "{:?} {:?} {} (observed {})",
+                t.metric,
+                t.op,
+                t.value,
+                t.observed.map_or("none".into(), |o| o.to_string())
+            )
+        })
+        .collect();
+    if !broken.is_empty() {
+        fail(st, "ThresholdsNotMet", &broken.join("; "), g);
+        return Ok(());
+    }
+    let t = now();
+    let r = st
+        .result
+        .as_ref()
+        .ok_or_else(|| Error::Build("no result".into()))?;
+    let msg = format!(
+        "{} received at {:.1} msg/s, delivered {:.4}, p99 {}",
+        r.received,
+        r.receive_rate,
+        r.delivered_ratio,
+        st.headline.as_ref().map_or("-".into(), |h| h.p99.clone())
+    );
+    st.phase = Some(Phase::Succeeded);
+    st.completion_time = Some(t.clone());
+    st.verdict = Some(Verdict {
+        outcome: Outcome::Passed,
+        reason: "Succeeded".into(),
+        message: Some(msg.clone()),
+    });
+    cond::set(
+        &mut st.conditions,
+        COMPLETE,
+        "True",
+        "Succeeded",
+        &msg,
+        g,
+        &t,
+    );
+    cond::set(
+        &mut st.conditions,
+        SUCCEEDED,
+        "True",
+        "Succeeded",
+        &msg,
+        g,
+        &t,
+    );
+    Ok(())
+}
+
+fn observed(p: &Pod) -> ObservedPod {
+    let s = p.status.as_ref();
+    ObservedPod {
+        name: p.name_any(),
+        node: p.spec.as_ref().and_then(|s| s.node_name.clone()),
+        qos_class: s.and_then(|s| s.qos_class.clone()),
+        cpus: None,
+        image: p
+            .spec
+            .as_ref()
+            .and_then(|s| s.containers.first())
+            .and_then(|c| c.image.clone()),
+    }
+}
+
+async fn environment(
+    ctx: &Context,
+    br: &BenchmarkRun,
+    id: &RunIdentity,
+    prior: Option<ObservedEnvironment>,
+    view: &RunnerView<'_>,
+) -> Result<ObservedEnvironment> {
+    let mut env = prior.unwrap_or_default();
+    env.runner_pods = view
+        .succeeded
+        .iter()
+        .take(64)
+        .map(|p| observed(p))
+        .collect();
+    if let Some(r) = &br.spec.target.server_ref {
+        let sel = super::build::server_selector(r.kind, &r.name)
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &id.namespace);
+        let list = pods
+            .list(&kube::api::ListParams::default().labels(&sel))
+            .await?;
+        env.server_pods = list.items.iter().take(16).map(observed).collect();
+    }
+    let server_nodes: BTreeSet<_> = env
+        .server_pods
+        .iter()
+        .filter_map(|p| p.node.clone())
+        .collect();
+    env.shared_nodes = env
+        .runner_pods
+        .iter()
+        .filter_map(|p| p.node.as_ref())
+        .any(|n| server_nodes.contains(n));
+    Ok(env)
+}

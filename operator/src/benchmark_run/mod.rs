@@ -1,0 +1,14 @@
+//! BenchmarkRun controller: resolve the target, start an Indexed Job of bench-runner agents,
+//! release them together at a start barrier, read their result lines from the pod logs, merge
+//! exactly, and write results, verdict, trial statistics and the baseline comparison to status.
+pub mod build;
+pub mod compare;
+pub mod conditions;
+pub mod controller;
+pub mod finish;
+pub mod metrics;
+pub mod reconcile;
+pub mod results;
+pub mod runner_http;
+pub mod stats;
+pub mod target;

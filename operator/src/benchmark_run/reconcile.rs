@@ -1,0 +1,506 @@
+//! The BenchmarkRun state machine. All state lives in status (phase, job name, barrier time,
+//! condition times), so a restarted operator continues where the last one stopped: it resends
+//! `/start` when the barrier was not released everywhere, or collects finished runners.
+use super::build::{self, RunIdentity};
+use super::conditions::{self as cond, COMPLETE, RUNNERS_READY, SUCCEEDED, TARGET_READY};
+use super::{finish, runner_http, target};
+use crate::context::{Context, CONTROLLER_NAME};
+use crate::error::{Error, Result};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PropagationPolicy};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType};
+use kube::{Api, Resource, ResourceExt};
+use msgbench_crds::benchmark_run::{
+    BenchmarkRun, BenchmarkRunStatus, HistoryEntry, Phase, Progress, MAX_HISTORY,
+};
+use std::sync::Arc;
+use std::time::Duration;
+
+const POLL: Duration = Duration::from_secs(2);
+/// Lead time between releasing the barrier and the common start, so every runner hears it.
+const START_LEAD_MS: u64 = 2_000;
+/// The operator's own barrier bound adds this to the spec's (pods that never became ready
+/// cannot time out by themselves).
+const BARRIER_GRACE_SECONDS: i64 = 30;
+
+pub fn now() -> Time {
+    Time(k8s_openapi::jiff::Timestamp::now())
+}
+
+fn seconds_since(t: &Time) -> i64 {
+    (k8s_openapi::jiff::Timestamp::now().as_second() - t.0.as_second()).max(0)
+}
+
+/// Seconds one trial is expected to take, when the workload's length is known.
+pub fn expected_trial_seconds(br: &BenchmarkRun) -> Option<i64> {
+    let w = &br.spec.workload;
+    let body = if let Some(d) = w.duration_seconds {
+        i64::from(d)
+    } else if let (Some(n), Some(r)) = (w.messages_per_publisher, w.rate_per_publisher) {
+        (n / u64::from(r)) as i64 + 1
+    } else if let Some(s) = &w.sessions {
+        let mut t = 0i64;
+        for x in s {
+            t += i64::from(x.pause_after_seconds);
+            t += w
+                .rate_per_publisher
+                .map_or(0, |r| (x.messages / u64::from(r)) as i64);
+        }
+        t
+    } else {
+        return None;
+    };
+    Some(body + i64::from(w.warmup_seconds) + i64::from(w.drain_seconds))
+}
+
+/// Upper bound for the whole run: the spec's, or derived from the workload and timeouts.
+pub fn deadline_seconds(br: &BenchmarkRun) -> i64 {
+    if let Some(d) = br.spec.active_deadline_seconds {
+        return d;
+    }
+    let s = &br.spec;
+    let per_trial = expected_trial_seconds(br).unwrap_or(1800) + 30;
+    i64::from(s.target_ready_timeout_seconds)
+        + i64::from(s.barrier_timeout_seconds)
+        + i64::from(s.trials) * (per_trial + i64::from(s.settle_seconds))
+        + 60
+}
+
+pub async fn reconcile(br: Arc<BenchmarkRun>, ctx: Arc<Context>) -> Result<Action> {
+    let _timer = ctx.metrics.reconcile_started(build::KIND_LABEL);
+    if br.meta().deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let ns = br
+        .namespace()
+        .ok_or_else(|| Error::MissingNamespace(br.name_any()))?;
+    let generation = br.meta().generation.unwrap_or(0);
+    let id = RunIdentity {
+        name: br.name_any(),
+        namespace: ns.clone(),
+        generation,
+        owner_ref: br
+            .controller_owner_ref(&())
+            .ok_or_else(|| Error::MissingNamespace(br.name_any()))?,
+    };
+    let prev = br.status.clone().unwrap_or_default();
+    let mut st = prev.clone();
+    let action = step(&br, &ctx, &id, &mut st).await?;
+    if st != prev {
+        write_status(&ctx, &id, &st).await?;
+        announce(&ctx, &br, &prev, &st).await;
+    }
+    if let Some(r) = &st.result {
+        super::metrics::observe(&ctx.metrics.registry, &ns, &id.name, r, st.verdict.as_ref());
+    }
+    Ok(action)
+}
+
+async fn step(
+    br: &BenchmarkRun,
+    ctx: &Context,
+    id: &RunIdentity,
+    st: &mut BenchmarkRunStatus,
+) -> Result<Action> {
+    let t = now();
+    let g = Some(id.generation);
+    // A new spec generation starts a fresh run; the finished one moves to history.
+    if st.observed_generation != Some(id.generation) {
+        let mut history = std::mem::take(&mut st.history);
+        if st.verdict.is_some() {
+            history.insert(
+                0,
+                HistoryEntry {
+                    generation: st.observed_generation.unwrap_or(0),
+                    completion_time: st.completion_time.clone(),
+                    verdict: st.verdict.clone(),
+                    headline: st.headline.clone(),
+                    statistics: st.statistics.clone(),
+                },
+            );
+            history.truncate(MAX_HISTORY);
+        }
+        delete_other_generations(ctx, id).await?;
+        *st = BenchmarkRunStatus {
+            phase: Some(Phase::Pending),
+            observed_generation: g,
+            history,
+            ..BenchmarkRunStatus::default()
+        };
+        for c in [TARGET_READY, RUNNERS_READY, COMPLETE, SUCCEEDED] {
+            cond::set(
+                &mut st.conditions,
+                c,
+                "Unknown",
+                "Pending",
+                "accepted",
+                g,
+                &t,
+            );
+        }
+        return Ok(Action::requeue(Duration::from_millis(200)));
+    }
+    if matches!(st.phase, Some(Phase::Succeeded | Phase::Failed)) {
+        return ttl(br, ctx, id, st).await;
+    }
+    let accepted = cond::get(&st.conditions, COMPLETE)
+        .map(|c| c.last_transition_time.clone())
+        .unwrap_or_else(|| t.clone());
+    if seconds_since(&accepted) > deadline_seconds(br) {
+        let msg = format!(
+            "the run did not finish within {}s (activeDeadlineSeconds)",
+            deadline_seconds(br)
+        );
+        finish::fail(st, "DeadlineExceeded", &msg, g);
+        return Ok(Action::requeue(POLL));
+    }
+
+    // Target: resolved and Ready before any pod exists.
+    let Some(job_name) = st.job_name.clone() else {
+        let resolved = match target::resolve(ctx, br, &id.namespace).await? {
+            Err(missing) => {
+                cond::set(
+                    &mut st.conditions,
+                    TARGET_READY,
+                    "False",
+                    "TargetNotFound",
+                    &missing,
+                    g,
+                    &t,
+                );
+                finish::fail(st, "TargetNotFound", &missing, g);
+                return Ok(Action::requeue(POLL));
+            }
+            Ok(r) => r,
+        };
+        st.target_name = Some(resolved.display.clone());
+        if let Some(why) = &resolved.not_ready {
+            let waited = seconds_since(&accepted);
+            let limit = i64::from(br.spec.target_ready_timeout_seconds);
+            if waited > limit {
+                let msg =
+                    format!("{why}; still not Ready after {limit}s (targetReadyTimeoutSeconds)");
+                cond::set(
+                    &mut st.conditions,
+                    TARGET_READY,
+                    "False",
+                    "TargetNotReady",
+                    &msg,
+                    g,
+                    &t,
+                );
+                finish::fail(st, "TargetNotReady", &msg, g);
+                return Ok(Action::requeue(POLL));
+            }
+            st.phase = Some(Phase::WaitingForTarget);
+            cond::set(
+                &mut st.conditions,
+                TARGET_READY,
+                "False",
+                "TargetNotReady",
+                why,
+                g,
+                &t,
+            );
+            return Ok(Action::requeue(POLL));
+        }
+        cond::set(
+            &mut st.conditions,
+            TARGET_READY,
+            "True",
+            "TargetReady",
+            &resolved.url,
+            g,
+            &t,
+        );
+        let cfg = build::agent_config(&br.spec, &resolved.url);
+        let cm = build::config_map(id, &cfg).map_err(|e| Error::Build(e.to_string()))?;
+        let job = build::job(
+            id,
+            &br.spec,
+            resolved.server_labels.as_ref(),
+            deadline_seconds(br),
+        );
+        let pp = PatchParams::apply(CONTROLLER_NAME).force();
+        let name = id.job_name();
+        Api::<ConfigMap>::namespaced(ctx.client.clone(), &id.namespace)
+            .patch(&name, &pp, &Patch::Apply(&cm))
+            .await?;
+        Api::<Job>::namespaced(ctx.client.clone(), &id.namespace)
+            .patch(&name, &pp, &Patch::Apply(&job))
+            .await?;
+        st.job_name = Some(name);
+        st.phase = Some(Phase::Starting);
+        st.environment = resolved.environment.clone();
+        cond::set(
+            &mut st.conditions,
+            RUNNERS_READY,
+            "False",
+            "Starting",
+            "runner pods starting",
+            g,
+            &t,
+        );
+        return Ok(Action::requeue(POLL));
+    };
+
+    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &id.namespace);
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &id.namespace);
+    let job = jobs.get_opt(&job_name).await?;
+    let pod_list = pods
+        .list(&ListParams::default().labels(&id.pod_selector()))
+        .await?
+        .items;
+    let count = br.spec.runners.count.max(1) as usize;
+    let view = finish::RunnerView::of(&pod_list, job.as_ref());
+
+    if let Some((reason, msg)) = view.failure(st.start_time.is_some()) {
+        finish::fail(st, reason, &msg, g);
+        return Ok(Action::requeue(POLL));
+    }
+    if st.start_time.is_none() {
+        let ready = view.ready_ips();
+        st.progress = Some(Progress {
+            trial: 0,
+            trials: br.spec.trials,
+            runners_ready: ready.len() as i32,
+            ..Progress::default()
+        });
+        if ready.len() >= count {
+            let at = k8s_openapi::jiff::Timestamp::now().as_millisecond() as u64 + START_LEAD_MS;
+            for ip in &ready {
+                runner_http::start(ip, at)
+                    .await
+                    .map_err(|e| Error::Build(format!("releasing runner {ip}: {e:#}")))?;
+            }
+            st.start_time = k8s_openapi::jiff::Timestamp::from_millisecond(at as i64)
+                .ok()
+                .map(Time);
+            st.phase = Some(Phase::Running);
+            let msg = format!("{count} runner(s) connected; common start released");
+            cond::set(
+                &mut st.conditions,
+                RUNNERS_READY,
+                "True",
+                "BarrierReleased",
+                &msg,
+                g,
+                &t,
+            );
+            return Ok(Action::requeue(POLL));
+        }
+        let created = job
+            .as_ref()
+            .and_then(|j| j.metadata.creation_timestamp.clone())
+            .unwrap_or_else(|| t.clone());
+        let limit = i64::from(br.spec.barrier_timeout_seconds) + BARRIER_GRACE_SECONDS;
+        if seconds_since(&created) > limit {
+            let msg = format!(
+                "{} of {count} runners reached the start barrier within {limit}s \
+                 (barrierTimeoutSeconds + {BARRIER_GRACE_SECONDS}s for pod start)",
+                ready.len()
+            );
+            finish::fail(st, "BarrierTimeout", &msg, g);
+        }
+        return Ok(Action::requeue(POLL));
+    }
+
+    // Released: all done → collect; otherwise report progress (and resend a lost /start).
+    if view.succeeded.len() >= count {
+        st.phase = Some(Phase::Merging);
+        finish::collect(ctx, br, id, st, &view, &pods).await?;
+        return Ok(Action::requeue(POLL));
+    }
+    if job.as_ref().is_some_and(finish::job_complete) || (job.is_none() && view.running.is_empty())
+    {
+        let msg = format!(
+            "{} of {count} runner pods left results to read (Job or pods deleted before collection)",
+            view.succeeded.len()
+        );
+        finish::fail(st, "ResultsLost", &msg, g);
+        return Ok(Action::requeue(POLL));
+    }
+    let start_ms = st
+        .start_time
+        .as_ref()
+        .map_or(0, |t| t.0.as_millisecond() as u64);
+    let (mut published, mut received, mut trial) = (0, 0, 1);
+    for ip in view.running_ips() {
+        if let Some(p) = runner_http::progress(&ip).await {
+            if !p.started {
+                let _ = runner_http::start(&ip, start_ms).await;
+            }
+            published += p.published;
+            received += p.received;
+            trial = trial.max(p.trial as i32);
+        }
+    }
+    let elapsed = st.start_time.as_ref().map_or(0, seconds_since);
+    let expected = expected_trial_seconds(br).map(|s| {
+        s * i64::from(br.spec.trials)
+            + i64::from(br.spec.settle_seconds) * i64::from(br.spec.trials - 1)
+    });
+    st.progress = Some(Progress {
+        trial,
+        trials: br.spec.trials,
+        elapsed_seconds: elapsed,
+        expected_seconds: expected,
+        published,
+        received,
+        runners_ready: count as i32,
+    });
+    Ok(Action::requeue(Duration::from_secs(3)))
+}
+
+/// After the verdict: delete the runner Job (and its pods) once the TTL has passed; results stay.
+async fn ttl(
+    br: &BenchmarkRun,
+    ctx: &Context,
+    id: &RunIdentity,
+    st: &BenchmarkRunStatus,
+) -> Result<Action> {
+    let (Some(ttl), Some(done)) = (br.spec.ttl_seconds_after_finished, &st.completion_time) else {
+        return Ok(Action::await_change());
+    };
+    let left = i64::from(ttl) - seconds_since(done);
+    if left > 0 {
+        return Ok(Action::requeue(Duration::from_secs(left as u64 + 1)));
+    }
+    delete_children(ctx, id, |_| true).await?;
+    Ok(Action::await_change())
+}
+
+async fn delete_other_generations(ctx: &Context, id: &RunIdentity) -> Result<()> {
+    let g = id.generation.to_string();
+    delete_children(ctx, id, |labels| {
+        labels.get(build::LABEL_GENERATION) != Some(&g)
+    })
+    .await
+}
+
+/// Deletes this run's Jobs (pods go with them) and ConfigMaps whose labels match `pick`.
+async fn delete_children(
+    ctx: &Context,
+    id: &RunIdentity,
+    pick: impl Fn(&std::collections::BTreeMap<String, String>) -> bool,
+) -> Result<()> {
+    let sel = format!(
+        "{}={},{}={}",
+        crate::meta::LABEL_NAME,
+        build::KIND_LABEL,
+        crate::meta::LABEL_INSTANCE,
+        id.name
+    );
+    let lp = ListParams::default().labels(&sel);
+    let dp = DeleteParams {
+        propagation_policy: Some(PropagationPolicy::Background),
+        ..DeleteParams::default()
+    };
+    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &id.namespace);
+    for j in jobs.list(&lp).await?.items {
+        if pick(j.labels()) {
+            ignore_gone(jobs.delete(&j.name_any(), &dp).await.map(|_| ()))?;
+        }
+    }
+    let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &id.namespace);
+    for c in cms.list(&lp).await?.items {
+        if pick(c.labels()) {
+            ignore_gone(cms.delete(&c.name_any(), &dp).await.map(|_| ()))?;
+        }
+    }
+    Ok(())
+}
+
+fn ignore_gone(r: kube::Result<()>) -> Result<()> {
+    match r {
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        other => Ok(other?),
+    }
+}
+
+async fn write_status(ctx: &Context, id: &RunIdentity, st: &BenchmarkRunStatus) -> Result<()> {
+    let api: Api<BenchmarkRun> = Api::namespaced(ctx.client.clone(), &id.namespace);
+    let patch = serde_json::json!({
+        "apiVersion": "msgbench.dev/v1alpha1",
+        "kind": "BenchmarkRun",
+        "status": st,
+    });
+    api.patch_status(
+        &id.name,
+        &PatchParams::apply(CONTROLLER_NAME).force(),
+        &Patch::Apply(&patch),
+    )
+    .await?;
+    Ok(())
+}
+
+/// One event per phase change and per verdict.
+async fn announce(
+    ctx: &Context,
+    br: &BenchmarkRun,
+    prev: &BenchmarkRunStatus,
+    st: &BenchmarkRunStatus,
+) {
+    let mut events = Vec::new();
+    if prev.phase != st.phase {
+        if let Some(p) = st.phase {
+            let note = match p {
+                Phase::Starting => format!(
+                    "runner Job {} created",
+                    st.job_name.clone().unwrap_or_default()
+                ),
+                Phase::Running => "all runners ready; common start released".into(),
+                _ => format!("phase {p:?}"),
+            };
+            let failed = p == Phase::Failed;
+            events.push((
+                if failed {
+                    EventType::Warning
+                } else {
+                    EventType::Normal
+                },
+                format!("{p:?}"),
+                note,
+            ));
+        }
+    }
+    if prev.verdict != st.verdict {
+        if let Some(v) = &st.verdict {
+            let ty = if v.outcome == msgbench_crds::benchmark_run::Outcome::Passed {
+                EventType::Normal
+            } else {
+                EventType::Warning
+            };
+            events.push((ty, v.reason.clone(), v.message.clone().unwrap_or_default()));
+        }
+    }
+    let reference = br.object_ref(&());
+    for (type_, reason, note) in events {
+        let ev = Event {
+            type_,
+            reason,
+            note: Some(note.chars().take(1000).collect()),
+            action: "Benchmark".into(),
+            secondary: None,
+        };
+        if let Err(e) = ctx.recorder.publish(&ev, &reference).await {
+            tracing::warn!(error = %e, "could not publish event");
+        }
+    }
+}
+
+pub fn error_policy(br: Arc<BenchmarkRun>, err: &Error, ctx: Arc<Context>) -> Action {
+    ctx.metrics
+        .reconcile_failed(build::KIND_LABEL, err.metric_label());
+    let key = format!(
+        "benchmarkrun/{}/{}",
+        br.namespace().unwrap_or_default(),
+        br.name_any()
+    );
+    let n = ctx.backoff.failed(&key);
+    tracing::warn!(run = %br.name_any(), error = %err, "benchmark reconcile failed");
+    Action::requeue(ctx.requeue.error_delay(n).min(Duration::from_secs(30)))
+}

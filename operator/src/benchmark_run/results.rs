@@ -1,0 +1,340 @@
+//! Runner result lines → status: merged exactly with bench-runner's merge (histograms added,
+//! never percentiles averaged), per-trial figures, trial statistics and thresholds.
+use super::stats;
+use bench_runner::agent::ResultLine;
+use bench_runner::histo::LatencySummary as RunnerLatency;
+use bench_runner::result::PhaseStats;
+use bench_runner::RunResult as RunnerResult;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use msgbench_crds::benchmark_run::{
+    Headline, LatencySummary, Metric, RunResult, SegmentResult, Threshold, ThresholdOp,
+    ThresholdResult, TrialFigures, TrialStatistics,
+};
+
+/// Everything the results give the status.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Collected {
+    pub result: RunResult,
+    pub trials: Vec<TrialFigures>,
+    pub statistics: Option<TrialStatistics>,
+    pub headline: Headline,
+}
+
+/// `lines` of every runner; `runners` and `trials` are what the spec asked for: a missing
+/// line is an error (results would be silently partial otherwise).
+pub fn collect(lines: &[ResultLine], runners: usize, trials: usize) -> anyhow::Result<Collected> {
+    let mut per_trial = Vec::with_capacity(trials);
+    let mut trial_figs = Vec::with_capacity(trials);
+    for t in 1..=trials as u32 {
+        let parts: Vec<(String, RunnerResult)> = lines
+            .iter()
+            .filter(|l| l.trial == t)
+            .map(|l| {
+                (
+                    format!("runner {} trial {t}", l.runner_id),
+                    l.result.clone(),
+                )
+            })
+            .collect();
+        anyhow::ensure!(
+            parts.len() == runners,
+            "trial {t}: {} of {runners} runner results",
+            parts.len()
+        );
+        let merged = RunnerResult::merge(&parts)?;
+        let started = lines
+            .iter()
+            .filter(|l| l.trial == t)
+            .map(|l| l.started_unix_ms)
+            .min();
+        trial_figs.push(trial_figures(t as i32, &merged, started));
+        per_trial.push(merged);
+    }
+    // All trials together: counts and histograms add; rates are totals over the summed
+    // measured time of the trials (trials run one after another).
+    let all: Vec<(String, RunnerResult)> = per_trial
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (format!("trial {}", i + 1), r.clone()))
+        .collect();
+    let mut total = RunnerResult::merge(&all)?;
+    let pub_s: f64 = per_trial.iter().map(|r| r.measured.publish_seconds).sum();
+    let recv_s: f64 = per_trial.iter().map(|r| r.measured.receive_seconds).sum();
+    total.measured.publish_seconds = pub_s;
+    total.measured.receive_seconds = recv_s;
+    total.measured.finalize();
+    let result = to_status(&total);
+
+    let col = |f: fn(&TrialFigures) -> f64| trial_figs.iter().map(f).collect::<Vec<f64>>();
+    let statistics = match (
+        stats::estimate(&col(|t| t.receive_rate)),
+        stats::estimate(&col(|t| t.p50_ms)),
+        stats::estimate(&col(|t| t.p99_ms)),
+    ) {
+        (Some(r), Some(p50), Some(p99)) => Some(TrialStatistics {
+            trials: trial_figs.len() as i32,
+            receive_rate: r,
+            p50_ms: p50,
+            p99_ms: p99,
+        }),
+        _ => None,
+    };
+    let headline = Headline {
+        receive_rate: stats::round3(stats::mean(&col(|t| t.receive_rate))),
+        p99: result
+            .latency
+            .as_ref()
+            .map_or_else(|| "-".into(), |l| format_ms(l.p99_ms)),
+    };
+    Ok(Collected {
+        result,
+        trials: trial_figs,
+        statistics,
+        headline,
+    })
+}
+
+fn trial_figures(trial: i32, r: &RunnerResult, started_ms: Option<u64>) -> TrialFigures {
+    let s = &r.measured.summary;
+    let lat = s.latency.as_ref();
+    TrialFigures {
+        trial,
+        start_time: started_ms.and_then(|ms| {
+            k8s_openapi::jiff::Timestamp::from_millisecond(ms as i64)
+                .ok()
+                .map(Time)
+        }),
+        receive_rate: s.receive_rate,
+        publish_rate: s.publish_rate,
+        p50_ms: lat.map_or(0.0, |l| us_to_ms(l.p50_us as f64)),
+        p99_ms: lat.map_or(0.0, |l| us_to_ms(l.p99_us as f64)),
+        delivered_ratio: s.delivered_ratio,
+        generator_saturated: r.generator.saturated,
+    }
+}
+
+fn us_to_ms(us: f64) -> f64 {
+    (us / 1000.0 * 1000.0).round() / 1000.0
+}
+
+pub fn format_ms(ms: f64) -> String {
+    if ms >= 100.0 {
+        format!("{ms:.0}ms")
+    } else if ms >= 1.0 {
+        format!("{ms:.2}ms")
+    } else {
+        format!("{:.0}us", ms * 1000.0)
+    }
+}
+
+fn latency(l: Option<&RunnerLatency>) -> Option<LatencySummary> {
+    l.map(|l| LatencySummary {
+        count: l.count,
+        p50_ms: us_to_ms(l.p50_us as f64),
+        p90_ms: us_to_ms(l.p90_us as f64),
+        p99_ms: us_to_ms(l.p99_us as f64),
+        p999_ms: us_to_ms(l.p999_us as f64),
+        max_ms: us_to_ms(l.max_us as f64),
+        mean_ms: us_to_ms(l.mean_us),
+        stddev_ms: us_to_ms(l.stddev_us),
+    })
+}
+
+fn segment(p: &PhaseStats) -> SegmentResult {
+    SegmentResult {
+        name: p.name.clone(),
+        offered: p.rate_per_publisher.map(f64::from),
+        published: p.published,
+        received: p.received,
+        receive_rate: p.summary.receive_rate,
+        latency: latency(p.summary.latency.as_ref()),
+        generator_saturated: p
+            .summary
+            .send_lag
+            .as_ref()
+            .is_some_and(|l| l.p99_us > bench_runner::engine::SATURATION_LAG_P99_US),
+    }
+}
+
+/// The status form of a merged runner result, with the encoded merged histogram.
+pub fn to_status(r: &RunnerResult) -> RunResult {
+    let m = &r.measured;
+    let s = &m.summary;
+    RunResult {
+        published: m.published,
+        received: m.received,
+        expected: s.expected,
+        publish_rate: s.publish_rate,
+        receive_rate: s.receive_rate,
+        delivered_ratio: s.delivered_ratio,
+        duplicates: m.duplicates,
+        out_of_order: m.out_of_order,
+        errors: s.errors,
+        duration_seconds: (m.receive_seconds.max(m.publish_seconds) * 1000.0).round() / 1000.0,
+        latency: latency(s.latency.as_ref()),
+        publish_ack_latency: latency(s.ack_latency.as_ref()),
+        warmup: r.warmup.as_ref().map(segment),
+        sessions: r.sessions.iter().take(32).map(segment).collect(),
+        stages: r.stages.iter().take(100).map(segment).collect(),
+        generator_saturated: r.generator.saturated,
+        max_generator_lag_ms: s.send_lag.as_ref().map(|l| us_to_ms(l.max_us as f64)),
+        closed_loop: r.generator.closed_loop,
+        server_usage: None,
+        histogram: serde_json::to_value(&m.latency)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .filter(|h| h.len() <= 262_144),
+    }
+}
+
+/// The observed value of a metric; `None` when the result lacks it (no latency samples).
+pub fn observed(r: &RunResult, m: Metric) -> Option<f64> {
+    let lat = r.latency.as_ref();
+    Some(match m {
+        Metric::PublishRate => r.publish_rate,
+        Metric::ReceiveRate => r.receive_rate,
+        Metric::DeliveredRatio => r.delivered_ratio,
+        Metric::LatencyP50Ms => lat?.p50_ms,
+        Metric::LatencyP90Ms => lat?.p90_ms,
+        Metric::LatencyP99Ms => lat?.p99_ms,
+        Metric::LatencyP999Ms => lat?.p999_ms,
+        Metric::LatencyMaxMs => lat?.max_ms,
+        Metric::PublishAckP99Ms => r.publish_ack_latency.as_ref()?.p99_ms,
+        Metric::Errors => r.errors as f64,
+        Metric::Duplicates => r.duplicates as f64,
+        Metric::OutOfOrder => r.out_of_order as f64,
+    })
+}
+
+/// Every threshold evaluated; a missing metric fails its threshold (nothing proves it held).
+pub fn evaluate(r: &RunResult, thresholds: &[Threshold]) -> Vec<ThresholdResult> {
+    thresholds
+        .iter()
+        .map(|t| {
+            let obs = observed(r, t.metric);
+            let passed = obs.is_some_and(|o| match t.op {
+                ThresholdOp::Lt => o < t.value,
+                ThresholdOp::Le => o <= t.value,
+                ThresholdOp::Gt => o > t.value,
+                ThresholdOp::Ge => o >= t.value,
+            });
+            ThresholdResult {
+                metric: t.metric,
+                op: t.op,
+                value: t.value,
+                observed: obs,
+                passed,
+                severity: t.severity,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bench_runner::histo::Histo;
+    use bench_runner::result::{Generator, PhaseStats, FORMAT};
+    use msgbench_crds::benchmark_run::Severity;
+
+    fn runner(id: u16, trial: u32, latencies_us: &[u64], published: u64) -> ResultLine {
+        let mut m = PhaseStats::new("measured", 1, Default::default());
+        m.published = published;
+        m.published_by_topic = vec![published];
+        m.subscribers_by_topic = vec![1];
+        m.received = latencies_us.len() as u64;
+        m.publish_seconds = 1.0;
+        m.receive_seconds = 1.0;
+        let mut h = Histo::default();
+        for &v in latencies_us {
+            h.record(v);
+        }
+        m.latency = h;
+        let mut r = RunnerResult {
+            format: FORMAT.into(),
+            target: "nats://x:4222".into(),
+            runner_ids: vec![id],
+            workload: serde_norway::from_str("protocol: nats\ndurationSeconds: 1\n").unwrap(),
+            generator: Generator::default(),
+            warmup: None,
+            measured: m,
+            sessions: vec![],
+            stages: vec![],
+            breaking_stage: None,
+            connections: None,
+            timeline: vec![],
+        };
+        r.finalize();
+        ResultLine {
+            format: bench_runner::agent::LINE_FORMAT.into(),
+            runner_id: id,
+            trial,
+            started_unix_ms: 1_700_000_000_000 + u64::from(trial) * 10_000,
+            result: r,
+        }
+    }
+
+    #[test]
+    fn merges_runners_exactly_and_reports_trials() {
+        // Runner 1 fast, runner 2 slow: the merged p99 must come from the merged histogram
+        // (the slow tail), not an average of the two p99s.
+        let fast: Vec<u64> = vec![1000; 99];
+        let slow: Vec<u64> = vec![50_000; 99];
+        let lines = vec![
+            runner(1, 1, &fast, 99),
+            runner(2, 1, &slow, 99),
+            runner(1, 2, &fast, 99),
+            runner(2, 2, &fast, 99),
+        ];
+        let c = collect(&lines, 2, 2).unwrap();
+        assert_eq!(c.trials.len(), 2);
+        assert_eq!(c.trials[0].receive_rate, 198.0);
+        assert!(
+            (c.trials[0].p99_ms - 50.0).abs() < 0.1,
+            "{}",
+            c.trials[0].p99_ms
+        );
+        assert!((c.trials[1].p99_ms - 1.0).abs() < 0.01);
+        // Totals over both trials: 396 messages over 2 s.
+        assert_eq!(c.result.received, 396);
+        assert_eq!(c.result.receive_rate, 198.0);
+        assert_eq!(c.result.latency.as_ref().unwrap().count, 396);
+        assert!(c.result.histogram.is_some());
+        let s = c.statistics.unwrap();
+        assert_eq!(s.receive_rate.mean, 198.0);
+        assert!(s.p99_ms.ci95_low < 1.0 && s.p99_ms.ci95_high > 50.0);
+        assert_eq!(c.headline.receive_rate, 198.0);
+    }
+
+    #[test]
+    fn a_missing_runner_result_is_an_error_not_a_partial_result() {
+        let lines = vec![runner(1, 1, &[1000], 1)];
+        let e = collect(&lines, 2, 1).unwrap_err().to_string();
+        assert!(e.contains("1 of 2"), "{e}");
+    }
+
+    #[test]
+    fn thresholds_report_each_rule_and_a_missing_metric_fails() {
+        let c = collect(&[runner(1, 1, &[2000; 10], 10)], 1, 1).unwrap();
+        let t = |metric, op, value| Threshold {
+            metric,
+            op,
+            value,
+            severity: Severity::Fail,
+        };
+        let out = evaluate(
+            &c.result,
+            &[
+                t(Metric::DeliveredRatio, ThresholdOp::Ge, 0.999),
+                t(Metric::LatencyP99Ms, ThresholdOp::Lt, 1.0),
+                t(Metric::PublishAckP99Ms, ThresholdOp::Lt, 1.0),
+            ],
+        );
+        assert_eq!(
+            out.iter().map(|r| r.passed).collect::<Vec<_>>(),
+            [true, false, false]
+        );
+        assert_eq!(out[0].observed, Some(1.0));
+        assert!(out[2].observed.is_none());
+    }
+}
