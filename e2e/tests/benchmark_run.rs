@@ -1,0 +1,267 @@
+//! BenchmarkRun end to end on the local cluster: runner pods under Pod Security "restricted"
+//! with no API token, released together at the start barrier, results merged from their logs
+//! into status with a verdict; a missing target fails without pods; an unattainable threshold
+//! fails with ThresholdsNotMet; deleting the Job keeps the results.
+use anyhow::{ensure, Context, Result};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use msgbench_e2e::kinds::{self, Kind};
+use msgbench_e2e::{run, servers, wait, TestContext};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const SERVER: &str = r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: JetStreamCluster
+metadata:
+  name: js1
+spec:
+  replicas: 1
+  jetstream:
+    storage:
+      type: memory
+    maxMemoryStore: 64Mi
+  resources:
+    requests: {cpu: 10m, memory: 64Mi}
+    limits: {memory: 256Mi}
+  placement:
+    podAntiAffinity: none
+"#;
+
+/// JetStream R1, async publish with an ack window, push consumer, 2 trials.
+const R1: &str = r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: BenchmarkRun
+metadata:
+  name: js-r1
+spec:
+  target:
+    serverRef: {kind: JetStreamCluster, name: js1}
+  workload:
+    protocol: jetstream
+    publishers: 1
+    subscribers: 1
+    payloadBytes: 128
+    ratePerPublisher: 200
+    durationSeconds: 3
+    drainSeconds: 1
+    jetstream: {stream: e2e-r1, replicas: 1, storage: memory, publish: async, maxInFlight: 200, consumer: push}
+  runners:
+    count: 1
+    resources:
+      requests: {cpu: 20m, memory: 32Mi}
+      limits: {memory: 128Mi}
+  trials: 2
+  settleSeconds: 1
+  barrierTimeoutSeconds: 60
+  thresholds:
+    - {metric: deliveredRatio, op: ge, value: 0.99}
+    - {metric: latencyP99Ms, op: le, value: 0.001, severity: warn}
+"#;
+
+const MISSING: &str = r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: BenchmarkRun
+metadata:
+  name: missing-target
+spec:
+  target:
+    serverRef: {kind: JetStreamCluster, name: does-not-exist}
+  workload: {protocol: nats, ratePerPublisher: 10, durationSeconds: 1}
+"#;
+
+fn core_nats_two_runners(url: &str) -> String {
+    format!(
+        r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: BenchmarkRun
+metadata:
+  name: unattainable
+spec:
+  target:
+    endpoint: {{protocol: nats, url: "{url}"}}
+  workload: {{protocol: nats, publishers: 1, subscribers: 1, payloadBytes: 64, ratePerPublisher: 100, durationSeconds: 2, drainSeconds: 1}}
+  runners:
+    count: 2
+    resources:
+      requests: {{cpu: 10m, memory: 32Mi}}
+      limits: {{memory: 128Mi}}
+  barrierTimeoutSeconds: 60
+  thresholds:
+    - {{metric: receiveRate, op: ge, value: 1000000000}}
+"#
+    )
+}
+
+#[tokio::test]
+async fn benchmark_runs_end_with_results_and_clear_verdicts() {
+    run("benchmark-run", body).await;
+}
+
+fn s<'a>(o: &'a DynamicObject, ptr: &str) -> &'a Value {
+    o.data.pointer(ptr).unwrap_or(&Value::Null)
+}
+
+async fn finished(ctx: &TestContext, name: &str, timeout: Duration) -> Result<DynamicObject> {
+    let api = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
+    wait::until(
+        &api,
+        name,
+        timeout,
+        &format!("BenchmarkRun {name} finished"),
+        |o| {
+            matches!(
+                o.data.pointer("/status/phase").and_then(Value::as_str),
+                Some("Succeeded" | "Failed")
+            )
+        },
+    )
+    .await
+}
+
+async fn body(ctx: TestContext) -> Result<()> {
+    // Runner pods must pass Pod Security "restricted".
+    Api::<Namespace>::all(ctx.client.clone())
+        .patch(
+            &ctx.ns,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {
+                "pod-security.kubernetes.io/enforce": "restricted"}}})),
+        )
+        .await?;
+
+    // A missing target: Failed/TargetNotFound at once, and no runner pods.
+    kinds::create(&ctx.client, &ctx.ns, MISSING).await?;
+    let m = finished(&ctx, "missing-target", Duration::from_secs(60)).await?;
+    ensure!(
+        s(&m, "/status/verdict/reason") == "TargetNotFound",
+        "verdict: {}",
+        s(&m, "/status/verdict")
+    );
+    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &ctx.ns);
+    let sel = "app.kubernetes.io/instance=missing-target";
+    ensure!(jobs
+        .list(&ListParams::default().labels(sel))
+        .await?
+        .items
+        .is_empty());
+
+    kinds::create(&ctx.client, &ctx.ns, SERVER).await?;
+    let server = servers::wait_ready(
+        &ctx,
+        Kind::JetStreamCluster,
+        "js1",
+        Duration::from_secs(240),
+    )
+    .await?;
+    let url = s(&server, "/status/url")
+        .as_str()
+        .context("server url")?
+        .to_string();
+
+    kinds::create(&ctx.client, &ctx.ns, R1).await?;
+    kinds::create(&ctx.client, &ctx.ns, &core_nats_two_runners(&url)).await?;
+    let r1 = finished(&ctx, "js-r1", Duration::from_secs(300)).await?;
+    ensure!(
+        s(&r1, "/status/phase") == "Succeeded",
+        "js-r1 should succeed: verdict {} conditions {}",
+        s(&r1, "/status/verdict"),
+        kinds::conditions_summary(&r1)
+    );
+    let result = s(&r1, "/status/result");
+    let published = result["published"].as_u64().unwrap_or(0);
+    // 2 trials x 3 s x 200 msg/s, merged over trials.
+    ensure!(
+        published == 1200,
+        "published {published}, want 1200: {result}"
+    );
+    ensure!(result["deliveredRatio"].as_f64() >= Some(0.99), "{result}");
+    ensure!(
+        result["latency"]["count"].as_u64() >= Some(1188),
+        "{result}"
+    );
+    ensure!(
+        result["publishAckLatency"]["p99Ms"].as_f64() > Some(0.0),
+        "{result}"
+    );
+    ensure!(
+        result["histogram"].as_str().is_some_and(|h| h.len() > 20),
+        "merged histogram kept"
+    );
+    ensure!(s(&r1, "/status/trials").as_array().map(Vec::len) == Some(2));
+    let stats = s(&r1, "/status/statistics/receiveRate");
+    ensure!(
+        stats["ci95Low"].as_f64() <= stats["mean"].as_f64(),
+        "{stats}"
+    );
+    ensure!(s(&r1, "/status/headline/p99")
+        .as_str()
+        .is_some_and(|p| p.ends_with('s')));
+    ensure!(
+        s(&r1, "/status/environment/sharedNodes") == true,
+        "one node: shared"
+    );
+    let th = s(&r1, "/status/thresholds");
+    ensure!(
+        th[0]["passed"] == true && th[1]["passed"] == false,
+        "thresholds {th}"
+    );
+    ensure!(
+        kinds::condition(&r1, "Succeeded").and_then(|c| c["status"].as_str()) == Some("True"),
+        "Succeeded condition: {}",
+        kinds::conditions_summary(&r1)
+    );
+
+    // Runner pods had no API token and ran as restricted pods.
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.ns);
+    let runners = pods
+        .list(
+            &ListParams::default()
+                .labels("app.kubernetes.io/instance=js-r1,app.kubernetes.io/component=runner"),
+        )
+        .await?
+        .items;
+    ensure!(
+        runners.len() == 1,
+        "one runner pod, found {}",
+        runners.len()
+    );
+    let spec = runners[0].spec.clone().unwrap_or_default();
+    ensure!(spec.automount_service_account_token == Some(false));
+    ensure!(spec.containers[0]
+        .volume_mounts
+        .iter()
+        .flatten()
+        .all(|m| !m.mount_path.contains("serviceaccount")));
+
+    // An unattainable threshold over two runners merged from an endpoint target.
+    let u = finished(&ctx, "unattainable", Duration::from_secs(300)).await?;
+    ensure!(
+        s(&u, "/status/verdict/reason") == "ThresholdsNotMet",
+        "verdict {}",
+        s(&u, "/status/verdict")
+    );
+    let ur = s(&u, "/status/result");
+    // Two runners x 2 s x 100 msg/s: counts are the exact sum over runners.
+    ensure!(ur["published"].as_u64() == Some(400), "{ur}");
+    ensure!(
+        s(&u, "/status/environment/runnerPods")
+            .as_array()
+            .map(Vec::len)
+            == Some(2)
+    );
+
+    // Deleting the Job keeps the results.
+    let job = s(&r1, "/status/jobName")
+        .as_str()
+        .context("jobName")?
+        .to_string();
+    jobs.delete(&job, &DeleteParams::background()).await?;
+    wait::until_deleted(&jobs, &job, Duration::from_secs(60)).await?;
+    let api = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
+    let after = api.get("js-r1").await?;
+    ensure!(s(&after, "/status/phase") == "Succeeded");
+    ensure!(s(&after, "/status/result/published").as_u64() == Some(1200));
+    Ok(())
+}
