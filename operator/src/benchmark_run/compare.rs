@@ -39,6 +39,14 @@ pub async fn against(
     Ok(out)
 }
 
+/// Whether the baseline exists and has not reached a verdict yet.
+pub async fn baseline_running(ctx: &Context, ns: &str, baseline: &str) -> Result<bool> {
+    let b = Api::<BenchmarkRun>::namespaced(ctx.client.clone(), ns)
+        .get_opt(baseline)
+        .await?;
+    Ok(b.is_some_and(|b| b.status.and_then(|s| s.verdict).is_none()))
+}
+
 type Figure = fn(&TrialFigures) -> f64;
 
 /// Pure: one row per headline figure.

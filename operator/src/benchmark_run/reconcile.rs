@@ -144,6 +144,16 @@ async fn step(
         return Ok(Action::requeue(Duration::from_millis(200)));
     }
     if matches!(st.phase, Some(Phase::Succeeded | Phase::Failed)) {
+        // A baseline that finished later still gets compared.
+        if let (Some(b), Some(c)) = (&br.spec.baseline_ref, &st.comparison) {
+            if c.reason.is_some() && !st.trials.is_empty() {
+                st.comparison =
+                    Some(super::compare::against(ctx, &id.namespace, &b.name, &st.trials).await?);
+                if st.comparison.as_ref().is_some_and(|c| c.reason.is_some()) {
+                    return Ok(Action::requeue(Duration::from_secs(15)));
+                }
+            }
+        }
         return ttl(br, ctx, id, st).await;
     }
     let accepted = cond::get(&st.conditions, COMPLETE)
@@ -216,6 +226,23 @@ async fn step(
             g,
             &t,
         );
+        // Never load the same target twice at once: a run waits while its baseline runs.
+        if let Some(b) = &br.spec.baseline_ref {
+            if super::compare::baseline_running(ctx, &id.namespace, &b.name).await? {
+                let msg = format!("waiting for baseline {} to finish", b.name);
+                cond::set(
+                    &mut st.conditions,
+                    RUNNERS_READY,
+                    "False",
+                    "WaitingForBaseline",
+                    &msg,
+                    g,
+                    &t,
+                );
+                st.phase = Some(Phase::Pending);
+                return Ok(Action::requeue(Duration::from_secs(5)));
+            }
+        }
         let cfg = build::agent_config(&br.spec, &resolved.url);
         let cm = build::config_map(id, &cfg).map_err(|e| Error::Build(e.to_string()))?;
         let job = build::job(
