@@ -48,6 +48,9 @@ async fn main() -> anyhow::Result<()> {
         LogFormat::Text => fmt.init(),
     }
 
+    // bench-runner (result merge code) brings rustls with aws-lc-rs next to kube's ring: with two
+    // providers compiled in, rustls cannot pick one by itself, so name it before any TLS use.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = kube::Client::try_default().await?;
     let readiness = Arc::new(Readiness::new(4));
     let ctx = Arc::new(Context::new(client, readiness.clone(), !args.no_varz));
