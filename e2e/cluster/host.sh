@@ -77,6 +77,7 @@ clean_state() {
     [ -e "$ns" ] || continue
     umount "$ns" 2>/dev/null || true; rm -f "$ns"
   done
-  rm -rf /var/lib/cni/networks/msgbench "$RUNTIME_DIR"
+  # The PV pool's data belongs to the etcd state that is gone with it.
+  rm -rf /var/lib/cni/networks/msgbench "$RUNTIME_DIR" "$PV_DIR"
   rm -f "$PIDS"/*.pid
 }

@@ -2,6 +2,7 @@
 # One node, everything a host process except pods; node/DNS addresses live on the bridge lc0 and
 # pods on the bridge lcpod0, and no cluster traffic ever leaves this machine.
 
+CLUSTER_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CACHE="${MSGBENCH_CACHE:-$HOME/.cache/msgbench}"
 CLUSTER="${CLUSTER:-local}"
 KUBECONFIG_OUT="$CACHE/kubeconfig-$CLUSTER"
@@ -32,8 +33,15 @@ ETCD_PEER_PORT=12380
 COREDNS_HEALTH_PORT=18053     # CoreDNS defaults to :8080, which pubsub-server tests use
 COREDNS_READY_PORT=18054
 
+# Storage: a default StorageClass "local" backed by a fixed pool of hostPath PVs (no dynamic
+# provisioner here); e2e/cluster/pv-recycler wipes and frees Released ones (see storage.sh).
+PV_DIR="$STATE/pv"
+PV_POOL_SIZE="${PV_POOL_SIZE:-16}"
+PV_CAPACITY="${PV_CAPACITY:-2Gi}"
+PV_POOL_LABEL="msgbench.dev/pv-pool=local"
+
 # Start order; `down` stops in reverse.
-COMPONENTS=(etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy coredns)
+COMPONENTS=(etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy coredns pv-recycler)
 
 export PATH="$K8S_BIN:/usr/local/go/bin:/usr/sbin:/sbin:$PATH"
 
@@ -54,6 +62,7 @@ binary_of() {
     etcd) echo /usr/bin/etcd ;;
     containerd) echo /usr/bin/containerd ;;
     coredns) echo "$K8S_BIN/coredns" ;;
+    pv-recycler) echo "$CLUSTER_DIR/pv-recycler" ;;
     *) echo "$K8S_BIN/$1" ;;
   esac
 }
@@ -104,5 +113,6 @@ healthy() {
     kubelet) curl -fsS --max-time 2 http://127.0.0.1:10248/healthz ;;
     kube-proxy) curl -fsS --max-time 2 http://127.0.0.1:10256/healthz ;;
     coredns) curl -fsS --max-time 2 "http://127.0.0.1:$COREDNS_READY_PORT/ready" ;;
+    pv-recycler) [ "$(kc get pv -l "$PV_POOL_LABEL" --no-headers 2>/dev/null | wc -l)" -ge "$PV_POOL_SIZE" ] ;;
   esac
 }
