@@ -81,7 +81,7 @@ metadata:
 spec:
   target:
     endpoint: {{protocol: nats, url: "{url}"}}
-  workload: {{protocol: nats, publishers: 1, subscribers: 1, payloadBytes: 64, ratePerPublisher: 100, durationSeconds: 2, drainSeconds: 1}}
+  workload: {{protocol: nats, topicPrefix: other, publishers: 1, subscribers: 1, payloadBytes: 64, ratePerPublisher: 100, durationSeconds: 2, drainSeconds: 1}}
   runners:
     count: 2
     resources:
@@ -243,8 +243,11 @@ async fn body(ctx: TestContext) -> Result<()> {
         s(&u, "/status/verdict")
     );
     let ur = s(&u, "/status/result");
-    // Two runners x 2 s x 100 msg/s: counts are the exact sum over runners.
+    // Two runners x 2 s x 100 msg/s; each runner's subscriber also gets the other's messages:
+    // counts are exact sums over runners.
     ensure!(ur["published"].as_u64() == Some(400), "{ur}");
+    ensure!(ur["expected"].as_u64() == Some(800), "{ur}");
+    ensure!(ur["deliveredRatio"].as_f64() >= Some(0.99), "{ur}");
     ensure!(
         s(&u, "/status/environment/runnerPods")
             .as_array()

@@ -58,6 +58,23 @@ pub fn collect(lines: &[ResultLine], runners: usize, trials: usize) -> anyhow::R
         .map(|(i, r)| (format!("trial {}", i + 1), r.clone()))
         .collect();
     let mut total = RunnerResult::merge(&all)?;
+    // Merging adds subscribers (right for runners, wrong for trials of the same runners):
+    // expected deliveries = published per topic x subscribers of ONE trial.
+    let first = &per_trial[0];
+    total.measured.subscribers_by_topic = first.measured.subscribers_by_topic.clone();
+    if let (Some(w), Some(fw)) = (&mut total.warmup, &first.warmup) {
+        w.subscribers_by_topic = fw.subscribers_by_topic.clone();
+        w.finalize();
+    }
+    for (p, fp) in total
+        .sessions
+        .iter_mut()
+        .zip(&first.sessions)
+        .chain(total.stages.iter_mut().zip(&first.stages))
+    {
+        p.subscribers_by_topic = fp.subscribers_by_topic.clone();
+        p.finalize();
+    }
     let pub_s: f64 = per_trial.iter().map(|r| r.measured.publish_seconds).sum();
     let recv_s: f64 = per_trial.iter().map(|r| r.measured.receive_seconds).sum();
     total.measured.publish_seconds = pub_s;
@@ -295,8 +312,10 @@ mod tests {
             c.trials[0].p99_ms
         );
         assert!((c.trials[1].p99_ms - 1.0).abs() < 0.01);
-        // Totals over both trials: 396 messages over 2 s.
+        // Totals over both trials: 396 messages over 2 s. Expected deliveries count the
+        // subscribers of one trial (2), not of both (4): 2 x 198 published x 2.
         assert_eq!(c.result.received, 396);
+        assert_eq!(c.result.expected, 792);
         assert_eq!(c.result.receive_rate, 198.0);
         assert_eq!(c.result.latency.as_ref().unwrap().count, 396);
         assert!(c.result.histogram.is_some());
