@@ -50,11 +50,14 @@ die() { echo "cluster: ERROR: $*" >&2; echo "cluster: component logs: $LOGS" >&2
 
 # pid_of NAME: the pid recorded for NAME if that process still runs the expected binary.
 pid_of() {
-  local name="$1" pid exe
+  local name="$1" pid exe want
   pid="$(cat "$PIDS/$name.pid" 2>/dev/null)" || return 1
   [ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
   exe="$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)" || return 1
-  case "$exe" in *"$(binary_of "$name")"*) echo "$pid" ;; *) return 1 ;; esac
+  want="$(binary_of "$name")"
+  # The recycler is a script of the checkout: any clone's copy counts (never run two).
+  [ "$name" = pv-recycler ] && want="/e2e/cluster/pv-recycler"
+  case "$exe" in *"$want"*) echo "$pid" ;; *) return 1 ;; esac
 }
 
 binary_of() {
