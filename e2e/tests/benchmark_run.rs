@@ -268,3 +268,140 @@ async fn body(ctx: TestContext) -> Result<()> {
     ensure!(s(&after, "/status/result/published").as_u64() == Some(1200));
     Ok(())
 }
+
+const JS3: &str = r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: JetStreamCluster
+metadata:
+  name: js3
+spec:
+  replicas: 3
+  jetstream:
+    storage:
+      type: memory
+    maxMemoryStore: 64Mi
+  resources:
+    requests: {cpu: 10m, memory: 64Mi}
+    limits: {memory: 256Mi}
+  placement:
+    podAntiAffinity: none
+"#;
+
+fn replicated(name: &str, replicas: u32, baseline: Option<&str>) -> String {
+    let base = baseline.map_or(String::new(), |b| format!("  baselineRef: {{name: {b}}}\n"));
+    format!(
+        r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: BenchmarkRun
+metadata:
+  name: {name}
+spec:
+  target:
+    serverRef: {{kind: JetStreamCluster, name: js3}}
+  workload:
+    protocol: jetstream
+    topicPrefix: {name}
+    payloadBytes: 128
+    ratePerPublisher: 300
+    durationSeconds: 2
+    drainSeconds: 1
+    jetstream: {{stream: {name}, replicas: {replicas}, storage: memory, publish: async, maxInFlight: 200, consumer: push}}
+  runners:
+    resources:
+      requests: {{cpu: 20m, memory: 32Mi}}
+      limits: {{memory: 128Mi}}
+  trials: 3
+  settleSeconds: 1
+{base}"#
+    )
+}
+
+/// R2 against R1 on a 3-server cluster: the R2 run waits for its baseline, then reports ratio,
+/// difference and significance per figure. A runner pod killed mid-run fails its run with a reason.
+#[tokio::test]
+async fn r2_is_compared_with_r1_and_a_killed_runner_fails_the_run() {
+    run("benchmark-r1-r2", r1_r2).await;
+}
+
+async fn r1_r2(ctx: TestContext) -> Result<()> {
+    kinds::create(&ctx.client, &ctx.ns, JS3).await?;
+    servers::wait_ready(
+        &ctx,
+        Kind::JetStreamCluster,
+        "js3",
+        Duration::from_secs(240),
+    )
+    .await?;
+    kinds::create(&ctx.client, &ctx.ns, &replicated("r1", 1, None)).await?;
+    kinds::create(&ctx.client, &ctx.ns, &replicated("r2", 2, Some("r1"))).await?;
+    let r1 = finished(&ctx, "r1", Duration::from_secs(300)).await?;
+    ensure!(
+        s(&r1, "/status/phase") == "Succeeded",
+        "r1: {}",
+        s(&r1, "/status/verdict")
+    );
+    let r2 = finished(&ctx, "r2", Duration::from_secs(300)).await?;
+    ensure!(
+        s(&r2, "/status/phase") == "Succeeded",
+        "r2: {}",
+        s(&r2, "/status/verdict")
+    );
+    // r2 waited for r1: it started after r1 completed (never two loads on one target).
+    let (r1_done, r2_start) = (
+        s(&r1, "/status/completionTime")
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        s(&r2, "/status/startTime")
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    );
+    ensure!(
+        r2_start >= r1_done,
+        "r2 started {r2_start} before r1 finished {r1_done}"
+    );
+    let cmp = s(&r2, "/status/comparison");
+    ensure!(
+        cmp["baseline"] == "r1" && cmp["reason"].is_null(),
+        "comparison {cmp}"
+    );
+    let figures = cmp["figures"].as_array().context("figures")?;
+    let rate = figures
+        .iter()
+        .find(|f| f["figure"] == "receiveRate")
+        .context("receiveRate row")?;
+    ensure!(rate["ratio"].as_f64().is_some_and(|r| r > 0.0), "{rate}");
+    ensure!(rate["significant"].is_boolean(), "{rate}");
+    eprintln!("r2 vs r1: {}", serde_json::to_string(&cmp)?);
+
+    // A runner killed mid-run: Failed with a reason, well within the deadline.
+    let long = replicated("killed", 1, None).replace("durationSeconds: 2", "durationSeconds: 60");
+    kinds::create(&ctx.client, &ctx.ns, &long).await?;
+    let api = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
+    wait::until(
+        &api,
+        "killed",
+        Duration::from_secs(120),
+        "killed Running",
+        |o| o.data.pointer("/status/phase").and_then(Value::as_str) == Some("Running"),
+    )
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.ns);
+    let runner = pods
+        .list(&ListParams::default().labels("app.kubernetes.io/instance=killed"))
+        .await?
+        .items
+        .into_iter()
+        .next()
+        .context("runner pod")?;
+    let name = runner.metadata.name.clone().unwrap_or_default();
+    pods.delete(&name, &DeleteParams::default()).await?;
+    let k = finished(&ctx, "killed", Duration::from_secs(60)).await?;
+    ensure!(
+        s(&k, "/status/verdict/reason") == "RunnerFailed",
+        "killed: {}",
+        s(&k, "/status/verdict")
+    );
+    Ok(())
+}
