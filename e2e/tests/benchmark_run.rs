@@ -266,6 +266,48 @@ async fn body(ctx: TestContext) -> Result<()> {
     let after = api.get("js-r1").await?;
     ensure!(s(&after, "/status/phase") == "Succeeded");
     ensure!(s(&after, "/status/result/published").as_u64() == Some(1200));
+
+    // GitOps: a changed spec is a fresh run (no silent re-run of an unchanged one); the previous
+    // outcome moves to history, and ttlSecondsAfterFinished: 0 removes the new runner Job.
+    api.patch(
+        "js-r1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"trials": 1, "ttlSecondsAfterFinished": 0}})),
+    )
+    .await?;
+    let g2 = wait::until(
+        &api,
+        "js-r1",
+        Duration::from_secs(300),
+        "js-r1 generation 2 finished",
+        |o| {
+            o.data
+                .pointer("/status/observedGeneration")
+                .and_then(Value::as_i64)
+                == Some(2)
+                && matches!(
+                    o.data.pointer("/status/phase").and_then(Value::as_str),
+                    Some("Succeeded" | "Failed")
+                )
+        },
+    )
+    .await?;
+    let history = s(&g2, "/status/history");
+    ensure!(
+        history.as_array().map(Vec::len) == Some(1) && history[0]["generation"] == 1,
+        "history {history}"
+    );
+    ensure!(
+        history[0]["verdict"]["outcome"] == "Passed",
+        "history {history}"
+    );
+    ensure!(s(&g2, "/status/trials").as_array().map(Vec::len) == Some(1));
+    let job2 = s(&g2, "/status/jobName")
+        .as_str()
+        .context("jobName")?
+        .to_string();
+    ensure!(job2 != job, "a fresh Job per generation");
+    wait::until_deleted(&jobs, &job2, Duration::from_secs(60)).await?;
     Ok(())
 }
 
