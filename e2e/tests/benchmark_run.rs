@@ -447,3 +447,72 @@ async fn r1_r2(ctx: TestContext) -> Result<()> {
     );
     Ok(())
 }
+
+/// The operator is down while the runners finish: once back, it collects their results from the
+/// pod logs (state lives in status, so nothing is re-run).
+#[tokio::test]
+async fn a_run_survives_an_operator_outage() {
+    run("benchmark-operator-down", operator_down).await;
+}
+
+async fn operator_down(ctx: TestContext) -> Result<()> {
+    kinds::create(&ctx.client, &ctx.ns, SERVER).await?;
+    servers::wait_ready(
+        &ctx,
+        Kind::JetStreamCluster,
+        "js1",
+        Duration::from_secs(240),
+    )
+    .await?;
+    let manifest = R1
+        .replace("durationSeconds: 3", "durationSeconds: 8")
+        .replace("trials: 2", "trials: 1");
+    kinds::create(&ctx.client, &ctx.ns, &manifest).await?;
+    let api = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
+    wait::until(
+        &api,
+        "js-r1",
+        Duration::from_secs(120),
+        "js-r1 Running",
+        |o| o.data.pointer("/status/phase").and_then(Value::as_str) == Some("Running"),
+    )
+    .await?;
+    let scale = msgbench_e2e::harness::scale_operator;
+    scale(&ctx.client, 0, Duration::from_secs(90)).await?;
+    let outcome = async {
+        // The runner finishes while nobody watches.
+        let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.ns);
+        wait::poll(
+            Duration::from_secs(120),
+            Duration::from_secs(2),
+            "runner pod Succeeded while the operator is down",
+            || {
+                let pods = pods.clone();
+                async move {
+                    let l = pods
+                        .list(&ListParams::default().labels("app.kubernetes.io/instance=js-r1"))
+                        .await?;
+                    let done = l.items.iter().any(|p| {
+                        p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded")
+                    });
+                    anyhow::Ok(done.then_some(()))
+                }
+            },
+        )
+        .await?;
+        scale(&ctx.client, 1, Duration::from_secs(120)).await?;
+        let done = finished(&ctx, "js-r1", Duration::from_secs(120)).await?;
+        ensure!(
+            s(&done, "/status/phase") == "Succeeded",
+            "after the outage: {}",
+            s(&done, "/status/verdict")
+        );
+        ensure!(s(&done, "/status/result/published").as_u64() == Some(1600));
+        anyhow::Ok(())
+    }
+    .await;
+    if outcome.is_err() {
+        let _ = scale(&ctx.client, 1, Duration::from_secs(120)).await;
+    }
+    outcome
+}
