@@ -47,7 +47,9 @@ cluster-status:
 images:
 	e2e/images/build
 
+## e2e: the cluster's own smoke checks (pinning, sysctls, DNS, Services, volumes), then the suite.
 e2e: cluster-up images
+	e2e/cluster/smoke
 	cargo test -p msgbench-e2e -- --test-threads=1
 
 demo: cluster-up images
