@@ -54,3 +54,24 @@ async fn a_missing_stream_is_a_clear_error_when_told_to_use_one() {
     .unwrap_err();
     assert!(format!("{e:#}").contains("\"NOPE\""), "{e:#}");
 }
+
+/// Each publish-ack is timed when its own ack arrives, not when the in-flight window is next
+/// settled: at 500 msg/s a window of 200 takes 400 ms to fill, and loopback acks take ~1 ms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_publish_ack_latency_is_timed_per_ack_not_per_window() {
+    let s = nats_server(true);
+    let r = run_ok(
+        "protocol: jetstream\npublishers: 1\nsubscribers: 1\ntopics: 1\nratePerPublisher: 500\nmessagesPerPublisher: 1000\njetstream: {publish: async, storage: memory, maxInFlight: 200}\n",
+        s.port,
+    )
+    .await;
+    let m = &r.measured;
+    assert_eq!(m.published, 1000);
+    assert_eq!(m.ack_latency.len(), m.published, "every publish acked once");
+    assert!(m.errors.is_empty(), "{:?}", m.errors);
+    let p50 = m.ack_latency.0.value_at_quantile(0.5);
+    assert!(
+        p50 < 100_000,
+        "publish-ack p50 {p50} us: acks are timed by window settling (window fill time is 400 ms)"
+    );
+}

@@ -9,13 +9,14 @@ use crate::recorder::{record_ack, register_subscription, ReceiveRecorder, Shared
 use async_nats::jetstream::{self, consumer, context::PublishAckFuture, stream};
 use async_nats::Subject;
 use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use msgbench_crds::workload::{
     JetStreamConsumer, JetStreamOptions, JetStreamPublish, JetStreamStorage, Workload,
 };
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
 pub struct JetStreamDriver {
@@ -177,19 +178,22 @@ impl Driver for JetStreamDriver {
         _stop: Stop,
     ) -> BoxFuture<'_, anyhow::Result<Box<dyn Publisher>>> {
         Box::pin(async move {
-            let js = self.context(format!("msgbench-js-pub-{idx}")).await?;
+            let client = connect(&self.target, format!("msgbench-js-pub-{idx}")).await?;
             let window = match self.o.publish {
                 JetStreamPublish::Sync => 1,
                 JetStreamPublish::Async => self.o.max_in_flight as usize,
             };
-            Ok(Box::new(JsPublisher {
+            // The client's own ack limit must never be the one that bites (it errors, by default).
+            let js = jetstream::ContextBuilder::default()
+                .max_ack_inflight(window.max(5_000))
+                .build(client);
+            Ok(Box::new(JsPublisher::new(
                 js,
-                subjects: self.subjects.clone(),
-                buf: PayloadBuf::new(self.w.payload_bytes as usize),
+                self.subjects.clone(),
+                PayloadBuf::new(self.w.payload_bytes as usize),
                 stats,
                 window,
-                pending: VecDeque::new(),
-            }) as Box<dyn Publisher>)
+            )) as Box<dyn Publisher>)
         })
     }
 
@@ -202,21 +206,60 @@ impl Driver for JetStreamDriver {
     }
 }
 
+/// Publishes with at most `window` acks outstanding. An acker task awaits the acks concurrently,
+/// so each is timed the moment it arrives (from the message's intended send time, like
+/// end-to-end latency), not when the window is next drained.
 struct JsPublisher {
     js: jetstream::Context,
     subjects: Vec<Subject>,
     buf: PayloadBuf,
     stats: Shared,
-    window: usize,
-    pending: VecDeque<(Header, PublishAckFuture)>,
+    window: Arc<Semaphore>,
+    acks: Option<mpsc::UnboundedSender<PendingAck>>,
+    acker: Option<JoinHandle<()>>,
 }
 
+/// One unacked publish; its permit holds a window slot until the ack is recorded.
+type PendingAck = (Header, PublishAckFuture, OwnedSemaphorePermit);
+
 impl JsPublisher {
-    async fn settle_one(&mut self) {
-        if let Some((h, f)) = self.pending.pop_front() {
-            match f.await {
-                Ok(_) => record_ack(&self.stats, h.phase, h.intended_us),
-                Err(e) => record_error(&self.stats, h.phase, &format!("ack:{:?}", e.kind())),
+    fn new(
+        js: jetstream::Context,
+        subjects: Vec<Subject>,
+        buf: PayloadBuf,
+        stats: Shared,
+        window: usize,
+    ) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        JsPublisher {
+            acker: Some(tokio::spawn(acker(rx, stats.clone()))),
+            js,
+            subjects,
+            buf,
+            stats,
+            window: Arc::new(Semaphore::new(window)),
+            acks: Some(tx),
+        }
+    }
+}
+
+/// Records each ack (or its error) as soon as it resolves, then frees its window slot; ends
+/// once the publisher has finished and nothing is outstanding.
+async fn acker(mut rx: mpsc::UnboundedReceiver<PendingAck>, stats: Shared) {
+    let mut pending = FuturesUnordered::new();
+    let mut open = true;
+    while open || !pending.is_empty() {
+        tokio::select! {
+            m = rx.recv(), if open => match m {
+                Some((h, f, permit)) => pending.push(async move { (h, f.await, permit) }),
+                None => open = false,
+            },
+            Some((h, r, permit)) = pending.next(), if !pending.is_empty() => {
+                match r {
+                    Ok(_) => record_ack(&stats, h.phase, h.intended_us),
+                    Err(e) => record_error(&stats, h.phase, &format!("ack:{:?}", e.kind())),
+                }
+                drop(permit);
             }
         }
     }
@@ -227,9 +270,10 @@ impl Publisher for JsPublisher {
         Box::pin(async move {
             let mut sent = 0;
             for m in batch {
-                while self.pending.len() >= self.window {
-                    self.settle_one().await;
-                }
+                // Waits while `window` acks are outstanding (sync publish: window 1).
+                let Ok(permit) = self.window.clone().acquire_owned().await else {
+                    break;
+                };
                 let payload = self.buf.make(&m.header);
                 match self
                     .js
@@ -238,7 +282,9 @@ impl Publisher for JsPublisher {
                 {
                     Ok(f) => {
                         sent += 1;
-                        self.pending.push_back((m.header, f));
+                        if let Some(acks) = &self.acks {
+                            let _ = acks.send((m.header, f, permit));
+                        }
                     }
                     Err(e) => record_error(
                         &self.stats,
@@ -253,9 +299,15 @@ impl Publisher for JsPublisher {
 
     fn finish(&mut self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-            while !self.pending.is_empty() && tokio::time::Instant::now() < deadline {
-                self.settle_one().await;
+            self.acks = None;
+            if let Some(mut acker) = self.acker.take() {
+                // Each ack also times out on its own (the context's request timeout).
+                if tokio::time::timeout(Duration::from_secs(30), &mut acker)
+                    .await
+                    .is_err()
+                {
+                    acker.abort();
+                }
             }
         })
     }
