@@ -3,7 +3,7 @@
 //! start barrier), runs the trials back to back with a settle pause, and prints each trial's
 //! result as ONE log line prefixed with [`RESULT_PREFIX`]. Needs no Kubernetes API access: the
 //! operator reads the lines from the pod log.
-use crate::engine::{self, RunOptions, StartGate};
+use crate::engine::{self, RunOptions, SharedSetup, StartGate};
 use crate::recorder::Shared;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -275,10 +275,21 @@ pub async fn run(
             first: trial == 1,
             released_ms: released_ms.clone(),
         };
+        // Runner 1 (Job index 0) sets up shared server state for this trial; the others wait.
+        let token = format!("trial-{trial}");
+        let setup = if runner_id == 1 {
+            SharedSetup::Leader { token }
+        } else {
+            SharedSetup::Follower {
+                token,
+                wait: Duration::from_secs(u64::from(cfg.barrier_timeout_seconds)),
+            }
+        };
         let opts = RunOptions {
             runner_id,
             progress: false,
             gate: Some(Arc::new(gate)),
+            setup,
         };
         let result = engine::run(cfg.workload.clone(), &cfg.target, opts)
             .await

@@ -34,6 +34,20 @@ pub struct RunOptions {
     pub runner_id: u16,
     pub progress: bool,
     pub gate: Option<Arc<dyn StartGate>>,
+    pub setup: SharedSetup,
+}
+
+/// Who sets up server-side state shared by the runners of one run (a JetStream stream):
+/// one runner recreates it, so the others never delete it under each other.
+#[derive(Clone, Debug, Default)]
+pub enum SharedSetup {
+    /// The only runner: sets up and cleans up.
+    #[default]
+    Alone,
+    /// Runner 1 of a run: sets up (tagged with `token`, unique per trial) and cleans up.
+    Leader { token: String },
+    /// Any other runner: waits up to `wait` for the leader's setup tagged `token`; never changes it.
+    Follower { token: String, wait: Duration },
 }
 
 /// Checks a workload and returns every rule it breaks, one per line.
@@ -50,7 +64,7 @@ pub async fn run(w: Workload, target: &str, opts: RunOptions) -> anyhow::Result<
     validate(&w)?;
     let target = Target::parse(target)?;
     let w = Arc::new(w);
-    let driver = drivers::for_workload(&w, &target, opts.runner_id)?;
+    let driver = drivers::for_workload(&w, &target, opts.runner_id, &opts.setup)?;
     let _ = clock::base();
     if w.connections.is_some() {
         return connections::run(w, target, driver, opts).await;

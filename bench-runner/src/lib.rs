@@ -16,5 +16,5 @@ pub mod recorder;
 pub mod report;
 pub mod result;
 
-pub use engine::{run, RunOptions, StartGate};
+pub use engine::{run, RunOptions, SharedSetup, StartGate};
 pub use result::RunResult;

@@ -94,6 +94,7 @@ fn real_main() -> anyhow::Result<u8> {
                 runner_id: runner_id.unwrap_or_else(random_id),
                 progress: std::io::stderr().is_terminal(),
                 gate: None,
+                setup: Default::default(),
             };
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -1,6 +1,6 @@
 //! bench-runner against a real nats-server with JetStream on loopback.
 mod support;
-use bench_runner::{run, RunOptions, RunResult};
+use bench_runner::{run, RunOptions, RunResult, SharedSetup};
 use support::*;
 
 async fn run_ok(yaml: &str, port: u16) -> RunResult {
@@ -73,5 +73,82 @@ async fn async_publish_ack_latency_is_timed_per_ack_not_per_window() {
     assert!(
         p50 < 100_000,
         "publish-ack p50 {p50} us: acks are timed by window settling (window fill time is 400 ms)"
+    );
+}
+
+struct Barrier(std::sync::Arc<tokio::sync::Barrier>);
+impl bench_runner::StartGate for Barrier {
+    fn wait(&self) -> futures::future::BoxFuture<'_, anyhow::Result<()>> {
+        Box::pin(async move {
+            self.0.wait().await;
+            Ok(())
+        })
+    }
+}
+
+/// With several runners only the leader recreates the stream: a follower waits for the stream
+/// tagged with this trial's token (a stale one from an earlier trial does not count), and
+/// neither deletes the stream under the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_leader_recreates_the_stream_and_followers_wait_for_it() {
+    let s = nats_server(true);
+    let target = format!("nats://127.0.0.1:{}", s.port);
+    let w = workload("protocol: jetstream\npublishers: 1\nsubscribers: 1\ntopics: 1\nratePerPublisher: 500\nmessagesPerPublisher: 500\ndrainSeconds: 3\njetstream: {publish: async, storage: memory, maxInFlight: 50}\n");
+    let b = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+    let o = |id, setup| RunOptions {
+        runner_id: id,
+        gate: Some(std::sync::Arc::new(Barrier(b.clone()))),
+        setup,
+        ..Default::default()
+    };
+    let follower = SharedSetup::Follower {
+        token: "trial-1".into(),
+        wait: std::time::Duration::from_secs(20),
+    };
+    // The follower starts first and must wait for the leader's stream.
+    let (f, l) = tokio::join!(run(w.clone(), &target, o(2, follower)), async {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        run(
+            w.clone(),
+            &target,
+            o(
+                1,
+                SharedSetup::Leader {
+                    token: "trial-1".into(),
+                },
+            ),
+        )
+        .await
+    });
+    let (f, l) = (f.expect("follower"), l.expect("leader"));
+    for (who, r) in [("follower", &f), ("leader", &l)] {
+        assert_eq!(r.measured.published, 500, "{who}");
+        assert_eq!(r.measured.ack_latency.len(), 500, "{who}");
+        assert_eq!(r.measured.received, 1000, "{who}: both runners' messages");
+        assert!(
+            r.measured.errors.is_empty(),
+            "{who}: {:?}",
+            r.measured.errors
+        );
+    }
+
+    // Without a leader for its trial, a follower gives up with a clear error.
+    let e = run(
+        w.clone(),
+        &target,
+        RunOptions {
+            runner_id: 2,
+            setup: SharedSetup::Follower {
+                token: "trial-2".into(),
+                wait: std::time::Duration::from_millis(500),
+            },
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        format!("{e:#}").contains("runner 1 did not create it for trial-2"),
+        "{e:#}"
     );
 }

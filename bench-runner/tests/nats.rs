@@ -148,6 +148,7 @@ async fn two_runners_behind_a_barrier_merge_exactly() {
         runner_id: id,
         progress: false,
         gate: Some(std::sync::Arc::new(Barrier(b.clone()))),
+        ..Default::default()
     };
     let (a, b) = tokio::join!(
         run(w.clone(), &target, o(11)),

@@ -4,6 +4,7 @@
 use super::nats::{connect, subjects};
 use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop, Target};
 use crate::clock;
+use crate::engine::SharedSetup;
 use crate::payload::Header;
 use crate::recorder::{record_ack, register_subscription, ReceiveRecorder, Shared};
 use async_nats::jetstream::{self, consumer, context::PublishAckFuture, stream};
@@ -24,11 +25,16 @@ pub struct JetStreamDriver {
     o: JetStreamOptions,
     target: Target,
     subjects: Vec<Subject>,
+    setup: SharedSetup,
 }
 
+/// Stream metadata key carrying the leader's setup token (one per trial).
+const SETUP_TOKEN: &str = "msgbench.dev/setup";
+
 impl JetStreamDriver {
-    pub fn new(w: Arc<Workload>, target: Target) -> Self {
+    pub fn new(w: Arc<Workload>, target: Target, setup: SharedSetup) -> Self {
         JetStreamDriver {
+            setup,
             o: w.jetstream.clone().unwrap_or_default(),
             subjects: subjects(&w),
             w,
@@ -37,6 +43,38 @@ impl JetStreamDriver {
     }
     async fn context(&self, name: String) -> anyhow::Result<jetstream::Context> {
         Ok(jetstream::new(connect(&self.target, name).await?))
+    }
+
+    /// Waits until the leader has (re)created the stream for this trial: its metadata carries
+    /// `token`, so a stream left from an earlier trial is never mistaken for it.
+    async fn await_leader_stream(
+        &self,
+        js: &jetstream::Context,
+        token: &str,
+        wait: Duration,
+    ) -> anyhow::Result<()> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if let Ok(s) = js.get_stream(&self.o.stream).await {
+                if s.cached_info()
+                    .config
+                    .metadata
+                    .get(SETUP_TOKEN)
+                    .map(String::as_str)
+                    == Some(token)
+                {
+                    return Ok(());
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                anyhow::bail!(
+                    "jetstream.stream {:?}: runner 1 did not create it for {token} within {wait:?} \
+                     (with several runners only runner 1 creates the stream; the others wait)",
+                    self.o.stream
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 }
 
@@ -50,6 +88,13 @@ impl Driver for JetStreamDriver {
                 })?;
                 return Ok(());
             }
+            let token = match &self.setup {
+                SharedSetup::Alone => None,
+                SharedSetup::Leader { token } => Some(token.clone()),
+                SharedSetup::Follower { token, wait } => {
+                    return self.await_leader_stream(&js, token, *wait).await
+                }
+            };
             // A stale stream of the same name would skew counts: start from an empty one.
             let _ = js.delete_stream(&self.o.stream).await;
             js.create_stream(stream::Config {
@@ -60,6 +105,9 @@ impl Driver for JetStreamDriver {
                     JetStreamStorage::Memory => stream::StorageType::Memory,
                 },
                 num_replicas: self.o.replicas as usize,
+                metadata: token
+                    .map(|t| [(SETUP_TOKEN.to_string(), t)].into())
+                    .unwrap_or_default(),
                 ..Default::default()
             })
             .await
@@ -77,7 +125,8 @@ impl Driver for JetStreamDriver {
 
     fn cleanup(&self) -> BoxFuture<'_, anyhow::Result<()>> {
         Box::pin(async move {
-            if self.o.create_stream {
+            let follower = matches!(self.setup, SharedSetup::Follower { .. });
+            if self.o.create_stream && !follower {
                 let js = self.context("msgbench-admin".into()).await?;
                 js.delete_stream(&self.o.stream)
                     .await

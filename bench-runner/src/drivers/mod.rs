@@ -117,6 +117,7 @@ pub fn for_workload(
     w: &Arc<Workload>,
     target: &Target,
     runner: u16,
+    setup: &crate::engine::SharedSetup,
 ) -> anyhow::Result<Arc<dyn Driver>> {
     let want: &[&str] = match w.protocol {
         Protocol::Nats | Protocol::Jetstream => &["nats"],
@@ -135,7 +136,11 @@ pub fn for_workload(
     }
     Ok(match w.protocol {
         Protocol::Nats => Arc::new(nats::NatsDriver::new(w.clone(), target.clone())),
-        Protocol::Jetstream => Arc::new(jetstream::JetStreamDriver::new(w.clone(), target.clone())),
+        Protocol::Jetstream => Arc::new(jetstream::JetStreamDriver::new(
+            w.clone(),
+            target.clone(),
+            setup.clone(),
+        )),
         Protocol::Mqtt => Arc::new(mqtt::MqttDriver::new(w.clone(), target.clone(), runner)),
         Protocol::Socketio => Arc::new(socketio::SocketIoDriver::new(w.clone(), target.clone())),
         Protocol::Websocket => Arc::new(websocket::WebSocketDriver::new(w.clone(), target.clone())),
