@@ -78,8 +78,19 @@ daemon() {
     echo "=== $(date -u +%FT%TZ) starting $name"
     echo "=== $(binary_of "$name") $*"
   } >> "$LOGS/$name.log"
-  setsid "$(binary_of "$name")" "$@" >> "$LOGS/$name.log" 2>&1 < /dev/null &
+  setsid "$(binary_of "$name")" "$@" >> "$LOGS/$name.log" 2>&1 < /dev/null 9>&- &  # 9: cluster_lock
   echo $! > "$PIDS/$name.pid"
+}
+
+# cluster_lock: one up or down at a time. Parallel `make e2e` runs all call up; unserialized, a
+# cold start racing a warm one (or a down) leaves duplicate, untracked daemons. Daemons do not
+# inherit the lock (daemon closes fd 9).
+cluster_lock() {
+  mkdir -p "$STATE"
+  exec 9>"$STATE/lock"
+  flock -n 9 && return 0
+  log "waiting for another e2e/cluster/up or down to finish (lock $STATE/lock)"
+  flock -w 1800 9 || die "another e2e/cluster/up or down still holds $STATE/lock after 30 min"
 }
 
 # stop NAME: SIGTERM, wait up to 10 s, then SIGKILL. Only touches the pid we recorded.
