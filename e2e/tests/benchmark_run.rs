@@ -69,6 +69,7 @@ spec:
   target:
     serverRef: {kind: JetStreamCluster, name: does-not-exist}
   workload: {protocol: nats, ratePerPublisher: 10, durationSeconds: 1}
+  targetReadyTimeoutSeconds: 8
 "#;
 
 fn core_nats_two_runners(url: &str) -> String {
@@ -131,9 +132,17 @@ async fn body(ctx: TestContext) -> Result<()> {
         )
         .await?;
 
-    // A missing target: Failed/TargetNotFound at once, and no runner pods.
+    // A missing target is waited for (objects arrive in any order), then Failed/TargetNotFound
+    // at targetReadyTimeoutSeconds, and no runner pods ever.
     kinds::create(&ctx.client, &ctx.ns, MISSING).await?;
     let m = finished(&ctx, "missing-target", Duration::from_secs(60)).await?;
+    ensure!(
+        s(&m, "/status/verdict/message")
+            .as_str()
+            .is_some_and(|m| m.contains("still missing after 8s")),
+        "verdict: {}",
+        s(&m, "/status/verdict")
+    );
     ensure!(
         s(&m, "/status/verdict/reason") == "TargetNotFound",
         "verdict: {}",

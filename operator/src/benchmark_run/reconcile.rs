@@ -171,17 +171,30 @@ async fn step(
     // Target: resolved and Ready before any pod exists.
     let Some(job_name) = st.job_name.clone() else {
         let resolved = match target::resolve(ctx, br, &id.namespace).await? {
+            // Missing is waited for like not-Ready: GitOps tools and `kubectl apply -f dir/`
+            // create objects in any order, so the target may appear a moment later.
             Err(missing) => {
+                let limit = i64::from(br.spec.target_ready_timeout_seconds);
+                let timed_out = seconds_since(&accepted) > limit;
+                let msg = if timed_out {
+                    format!("{missing}; still missing after {limit}s (targetReadyTimeoutSeconds)")
+                } else {
+                    missing
+                };
                 cond::set(
                     &mut st.conditions,
                     TARGET_READY,
                     "False",
                     "TargetNotFound",
-                    &missing,
+                    &msg,
                     g,
                     &t,
                 );
-                finish::fail(st, "TargetNotFound", &missing, g);
+                if timed_out {
+                    finish::fail(st, "TargetNotFound", &msg, g);
+                } else {
+                    st.phase = Some(Phase::WaitingForTarget);
+                }
                 return Ok(Action::requeue(POLL));
             }
             Ok(r) => r,
