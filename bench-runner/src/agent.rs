@@ -37,6 +37,38 @@ pub struct AgentConfig {
     pub settle_seconds: u32,
     /// Seconds to wait for `/start` once connected before giving up (exit non-zero).
     pub barrier_timeout_seconds: u32,
+    /// With variants: every trial in execution order (rounds × variants, each round's order
+    /// chosen by the operator). Empty: `trials` runs of `workload` against `target`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schedule: Vec<ScheduledTrial>,
+}
+
+/// One trial of a variants run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduledTrial {
+    /// 1-based round.
+    pub round: u32,
+    pub variant: String,
+    pub target: String,
+    pub workload: Workload,
+}
+
+impl AgentConfig {
+    /// The trials to run, in order: the schedule, or `trials` repeats of the one workload.
+    pub fn plan(&self) -> Vec<ScheduledTrial> {
+        if !self.schedule.is_empty() {
+            return self.schedule.clone();
+        }
+        (1..=self.trials)
+            .map(|round| ScheduledTrial {
+                round,
+                variant: String::new(),
+                target: self.target.clone(),
+                workload: self.workload.clone(),
+            })
+            .collect()
+    }
 }
 
 fn one() -> u32 {
@@ -69,8 +101,13 @@ pub struct AgentProgress {
 pub struct ResultLine {
     pub format: String,
     pub runner_id: u16,
-    /// 1-based.
+    /// 1-based position in the run (with variants: in the schedule).
     pub trial: u32,
+    /// With variants: the variant and its round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
     /// Wall clock when the trial's load started, ms since the epoch.
     pub started_unix_ms: u64,
     pub result: crate::RunResult,
@@ -246,6 +283,14 @@ impl StartGate for AgentGate {
     }
 }
 
+fn variant_label(t: &ScheduledTrial) -> String {
+    if t.variant.is_empty() {
+        String::new()
+    } else {
+        format!(" (variant {}, round {})", t.variant, t.round)
+    }
+}
+
 fn since_epoch() -> Duration {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -259,13 +304,22 @@ pub async fn run(
     state: Arc<AgentState>,
     emit: &mut (dyn FnMut(&ResultLine) -> anyhow::Result<()> + Send),
 ) -> anyhow::Result<()> {
-    engine::validate(&cfg.workload)?;
     anyhow::ensure!(
         (1..=20).contains(&cfg.trials),
         "trials: must be between 1 and 20, got {}",
         cfg.trials
     );
-    for trial in 1..=cfg.trials {
+    let plan = cfg.plan();
+    anyhow::ensure!(
+        plan.len() <= 120,
+        "schedule: at most 120 trials (20 rounds x 6 variants), got {}",
+        plan.len()
+    );
+    for t in &plan {
+        engine::validate(&t.workload).map_err(|e| e.context(variant_label(t)))?;
+    }
+    for (i, planned) in plan.into_iter().enumerate() {
+        let trial = i as u32 + 1;
         state.trial.store(trial, Ordering::SeqCst);
         let released_ms = Arc::new(Mutex::new(0u64));
         let gate = AgentGate {
@@ -291,14 +345,17 @@ pub async fn run(
             gate: Some(Arc::new(gate)),
             setup,
         };
-        let result = engine::run(cfg.workload.clone(), &cfg.target, opts)
+        let label = variant_label(&planned);
+        let result = engine::run(planned.workload, &planned.target, opts)
             .await
-            .map_err(|e| e.context(format!("trial {trial}")))?;
+            .map_err(|e| e.context(format!("trial {trial}{label}")))?;
         let started_ms = *released_ms.lock().expect("released");
         let line = ResultLine {
             format: LINE_FORMAT.into(),
             runner_id,
             trial,
+            variant: (!planned.variant.is_empty()).then(|| planned.variant.clone()),
+            round: (!planned.variant.is_empty()).then_some(planned.round),
             started_unix_ms: started_ms,
             result,
         };

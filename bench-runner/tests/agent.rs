@@ -37,6 +37,7 @@ fn config(port: u16, trials: u32, barrier: u32) -> AgentConfig {
         trials,
         settle_seconds: 0,
         barrier_timeout_seconds: barrier,
+        schedule: vec![],
     }
 }
 
@@ -122,4 +123,82 @@ async fn a_barrier_never_released_fails_with_a_clear_error() {
     assert!(msg.contains("start barrier timed out"), "{msg}");
     assert!(msg.contains("barrierTimeoutSeconds"), "{msg}");
     assert!(t0.elapsed() < Duration::from_secs(20));
+}
+
+/// A variants schedule runs each entry with its own workload, in the given order, and tags
+/// each line with its variant and round.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_runs_each_variant_in_order_and_tags_its_lines() {
+    let s = nats_server(false);
+    let state = agent::AgentState::new();
+    let addr = agent::serve("127.0.0.1:0".parse().unwrap(), state.clone())
+        .await
+        .unwrap();
+    let mut cfg = config(s.port, 2, 60);
+    let small = cfg.workload.clone();
+    let mut big = small.clone();
+    big.payload_bytes = 512;
+    big.messages_per_publisher = Some(100);
+    let entry =
+        |round, variant: &str, w: &msgbench_crds::workload::Workload| agent::ScheduledTrial {
+            round,
+            variant: variant.into(),
+            target: cfg.target.clone(),
+            workload: w.clone(),
+        };
+    cfg.schedule = vec![
+        entry(1, "big", &big),
+        entry(1, "small", &small),
+        entry(2, "small", &small),
+        entry(2, "big", &big),
+    ];
+    let run = tokio::spawn(async move {
+        let mut lines = Vec::new();
+        let mut emit = |l: &ResultLine| {
+            lines.push(l.clone());
+            Ok(())
+        };
+        agent::run(cfg, 1, state, &mut emit).await.map(|_| lines)
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while http(addr, "GET", "/ready", "").await.0 != 200 {
+        assert!(Instant::now() < deadline, "agent never became ready");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (code, _) = http(
+        addr,
+        "POST",
+        "/start",
+        &format!("{{\"startAtUnixMs\":{}}}", now_ms()),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let lines = tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("agent finished")
+        .unwrap()
+        .expect("agent run");
+    let got: Vec<(u32, Option<&str>, Option<u32>, u64)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l.trial,
+                l.variant.as_deref(),
+                l.round,
+                l.result.measured.published,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (1, Some("big"), Some(1), 100),
+            (2, Some("small"), Some(1), 250),
+            (3, Some("small"), Some(2), 250),
+            (4, Some("big"), Some(2), 100),
+        ]
+    );
+    for l in &lines {
+        assert_eq!(l.result.measured.received, l.result.measured.published);
+    }
 }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::benchmark_run_status::*;
 use crate::common::{Placement, Resources};
+pub use crate::variant::*;
 use crate::workload::{Protocol, Workload};
 
 /// Default runner image.
@@ -31,6 +32,7 @@ pub const DEFAULT_RUNNER_IMAGE: &str = "ghcr.io/msgbench/bench-runner:0.1.0";
     printcolumn(name = "Msgs/s", type_ = "number", json_path = ".status.headline.receiveRate"),
     printcolumn(name = "P99", type_ = "string", json_path = ".status.headline.p99"),
     printcolumn(name = "Verdict", type_ = "string", json_path = ".status.verdict.outcome"),
+    printcolumn(name = "Compare", type_ = "string", json_path = ".status.headline.comparison"),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
     validation = Rule::new("!has(self.spec.baselineRef) || self.spec.baselineRef.name != self.metadata.name").message("spec.baselineRef.name: a run cannot be its own baseline").field_path(".spec.baselineRef.name")
 )]
@@ -46,6 +48,24 @@ pub const DEFAULT_RUNNER_IMAGE: &str = "ghcr.io/msgbench/bench-runner:0.1.0";
 #[x_kube(validation = Rule::new(
     "[has(self.workload.durationSeconds), has(self.workload.messagesPerPublisher), has(self.workload.sessions), has(self.workload.stages), has(self.workload.connections)].filter(x, x).size() == 1"
 ).message("workload: set exactly one of durationSeconds, messagesPerPublisher, sessions, stages, connections").field_path(".workload"))]
+#[x_kube(validation = Rule::new("!has(self.variants) || size(self.variants) >= 2").message("variants: list at least 2 variants to compare (or none)").field_path(".variants"))]
+#[x_kube(validation = Rule::new("!has(self.variants) || self.variants.all(v, self.variants.filter(w, w.name == v.name).size() == 1)").message("variants: names must be unique").field_path(".variants"))]
+#[x_kube(validation = Rule::new("!has(self.baselineVariant) || (has(self.variants) && self.variants.exists(v, v.name == self.baselineVariant))").message("baselineVariant: must name one of variants[].name").field_path(".baselineVariant"))]
+#[x_kube(validation = Rule::new("!has(self.variants) || !has(self.baselineRef)").message("baselineRef: a run with variants compares within itself; use one of baselineRef and variants").field_path(".baselineRef"))]
+#[x_kube(validation = Rule::new(
+    "!has(self.variants) || self.variants.all(v, !has(v.target) || !has(v.target.serverRef) || \
+     (v.target.serverRef.kind == 'JetStreamCluster' && self.workload.protocol in ['nats', 'jetstream']) || \
+     (v.target.serverRef.kind == 'MqttBroker' && self.workload.protocol == 'mqtt') || \
+     (v.target.serverRef.kind == 'PubSubServer' && self.workload.protocol in ['socketio', 'websocket']))"
+).message("variants[].target.serverRef.kind: must match workload.protocol like target.serverRef").field_path(".variants"))]
+#[x_kube(validation = Rule::new("!has(self.variants) || self.variants.all(v, !has(v.target) || !has(v.target.endpoint) || v.target.endpoint.protocol == self.workload.protocol)").message("variants[].target.endpoint.protocol: must equal workload.protocol").field_path(".variants"))]
+#[x_kube(validation = Rule::new(
+    "!has(self.variants) || self.variants.all(v, !has(v.workload) || \
+     ((!has(v.workload.jetstream) || self.workload.protocol == 'jetstream') && \
+      (!has(v.workload.mqtt) || self.workload.protocol == 'mqtt') && \
+      (!has(v.workload.socketio) || self.workload.protocol == 'socketio') && \
+      (!has(v.workload.websocket) || self.workload.protocol == 'websocket')))"
+).message("variants[].workload: a protocol section (jetstream, mqtt, socketio, websocket) must match workload.protocol").field_path(".variants"))]
 pub struct BenchmarkRunSpec {
     /// What to benchmark: a msgbench server in this namespace or any endpoint.
     pub target: Target,
@@ -55,7 +75,7 @@ pub struct BenchmarkRunSpec {
     #[serde(default)]
     pub runners: Runners,
     /// Repetitions of the workload; with 2 or more, status reports means and 95 % confidence
-    /// intervals.
+    /// intervals. With `variants`: rounds, each running every variant once.
     #[serde(default = "default_trials")]
     #[schemars(range(min = 1, max = 20))]
     pub trials: i32,
@@ -90,6 +110,17 @@ pub struct BenchmarkRunSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 2592000))]
     pub ttl_seconds_after_finished: Option<i32>,
+    /// Variants compared within this run (2 to 6), e.g. stream replicas 1 vs 2. Each of the
+    /// `trials` rounds runs every variant once, in a randomised order, on the same runner pods;
+    /// status compares each variant with `baselineVariant` from the paired rounds, so drift
+    /// between rounds cancels out. Empty: a single-variant run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 6))]
+    pub variants: Vec<Variant>,
+    /// The variant the others are compared against. Unset: the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 32))]
+    pub baseline_variant: Option<String>,
 }
 
 fn default_trials() -> i32 {

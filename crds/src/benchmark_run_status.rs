@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::benchmark_run::{Metric, Severity, ThresholdOp};
 use crate::common::Sysctl;
+pub use crate::variant_status::*;
 
 /// Most history entries kept in status.
 pub const MAX_HISTORY: usize = 10;
@@ -55,9 +56,9 @@ pub struct BenchmarkRunStatus {
     /// Mean and 95 % confidence interval over trials (2 or more trials).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub statistics: Option<TrialStatistics>,
-    /// Outcome of each threshold.
+    /// Outcome of each threshold (with variants: per variant).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 16))]
+    #[schemars(length(max = 96))]
     pub thresholds: Vec<ThresholdResult>,
     /// This run against `spec.baselineRef`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,10 +69,25 @@ pub struct BenchmarkRunStatus {
     /// Environment observed during the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<ObservedEnvironment>,
+    /// Server CPU/memory sampled so far; moved into `result.serverUsage` when results merge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_usage: Option<ServerUsage>,
     /// Earlier generations' outcomes, newest first, at most 10.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = MAX_HISTORY))]
     pub history: Vec<HistoryEntry>,
+    /// With `spec.variants`: the order the variants ran in, one entry per round (recorded
+    /// before the runners start).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 20))]
+    pub schedule: Vec<ScheduledRound>,
+    /// With `spec.variants`: each variant's merged result and per-round figures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 6))]
+    pub variants: Vec<VariantResult>,
+    /// With `spec.variants`: every variant against the baseline variant, paired by round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant_comparison: Option<VariantComparison>,
 }
 
 /// Lifecycle of a run.
@@ -122,6 +138,10 @@ pub struct Headline {
     pub receive_rate: f64,
     /// 99th percentile end-to-end latency, formatted with its unit (e.g. `3.6ms`).
     pub p99: String,
+    /// With variants: each variant's throughput against the baseline variant from the paired
+    /// rounds, e.g. `r2/r1 0.62× ±0.08`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<String>,
 }
 
 /// A merged result. Counts are sums over runners; latencies come from the merged histogram.
@@ -229,29 +249,17 @@ pub struct SegmentResult {
     pub generator_saturated: bool,
 }
 
-/// Server resource use sampled during the run.
-#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ServerUsage {
-    /// Mean CPU cores used by all server pods.
-    pub cpu_cores_mean: f64,
-    /// Peak CPU cores.
-    pub cpu_cores_max: f64,
-    /// Peak memory of all server pods, bytes.
-    pub memory_bytes_max: u64,
-    /// Memory per open connection (connection workloads), bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_bytes_per_connection: Option<f64>,
-    /// Where the figures come from, e.g. `nats /varz` or `kubelet stats`.
-    pub source: String,
-}
+pub use crate::server_usage::{PodUsage, ServerUsage};
 
 /// Headline figures of one trial.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct TrialFigures {
-    /// Trial number, 1-based.
+    /// Trial number, 1-based (with variants: the round).
     pub trial: i32,
+    /// With variants: this variant's place in its round's order, 1-based.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<i32>,
     /// When the trial started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<Time>,
@@ -312,6 +320,9 @@ pub struct ThresholdResult {
     pub passed: bool,
     /// Severity from the spec.
     pub severity: Severity,
+    /// With variants: the variant whose result was tested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
 }
 
 /// This run against its baseline.

@@ -10,6 +10,9 @@ pub mod generate;
 pub mod jetstream_cluster;
 pub mod mqtt_broker;
 pub mod pubsub_server;
+pub mod server_usage;
+mod variant;
+mod variant_status;
 pub mod workload;
 
 pub use benchmark_run::{BenchmarkRun, BenchmarkRunSpec, BenchmarkRunStatus};

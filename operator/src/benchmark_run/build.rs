@@ -83,6 +83,7 @@ pub fn agent_config(spec: &BenchmarkRunSpec, target_url: &str) -> AgentConfig {
         trials: spec.trials.max(1) as u32,
         settle_seconds: spec.settle_seconds.max(0) as u32,
         barrier_timeout_seconds: spec.barrier_timeout_seconds.max(1) as u32,
+        schedule: Vec::new(),
     }
 }
 

@@ -102,6 +102,7 @@ pub fn collect(lines: &[ResultLine], runners: usize, trials: usize) -> anyhow::R
             .latency
             .as_ref()
             .map_or_else(|| "-".into(), |l| format_ms(l.p99_ms)),
+        comparison: None,
     };
     Ok(Collected {
         result,
@@ -116,6 +117,7 @@ fn trial_figures(trial: i32, r: &RunnerResult, started_ms: Option<u64>) -> Trial
     let lat = s.latency.as_ref();
     TrialFigures {
         trial,
+        position: None,
         start_time: started_ms.and_then(|ms| {
             k8s_openapi::jiff::Timestamp::from_millisecond(ms as i64)
                 .ok()
@@ -242,6 +244,7 @@ pub fn evaluate(r: &RunResult, thresholds: &[Threshold]) -> Vec<ThresholdResult>
                 observed: obs,
                 passed,
                 severity: t.severity,
+                variant: None,
             }
         })
         .collect()
@@ -286,6 +289,8 @@ mod tests {
             format: bench_runner::agent::LINE_FORMAT.into(),
             runner_id: id,
             trial,
+            variant: None,
+            round: None,
             started_unix_ms: 1_700_000_000_000 + u64::from(trial) * 10_000,
             result: r,
         }
