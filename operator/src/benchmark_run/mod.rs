@@ -10,5 +10,6 @@ pub mod metrics;
 pub mod reconcile;
 pub mod results;
 pub mod runner_http;
+pub mod server_usage;
 pub mod stats;
 pub mod target;

@@ -301,6 +301,10 @@ async fn step(
         finish::fail(st, reason, &msg, g);
         return Ok(Action::requeue(POLL));
     }
+    // Server CPU/memory: a baseline before the barrier release, then samples under load.
+    if view.succeeded.len() < count {
+        super::server_usage::sample(ctx, br, &id.namespace, st).await;
+    }
     if st.start_time.is_none() {
         let ready = view.ready_ips();
         st.progress = Some(Progress {
@@ -352,6 +356,7 @@ async fn step(
     if view.succeeded.len() >= count {
         st.phase = Some(Phase::Merging);
         finish::collect(ctx, br, id, st, &view, &pods).await?;
+        super::server_usage::attach(st);
         return Ok(Action::requeue(POLL));
     }
     if job.as_ref().is_some_and(finish::job_complete) || (job.is_none() && view.running.is_empty())

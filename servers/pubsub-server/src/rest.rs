@@ -193,6 +193,17 @@ pub async fn graph(State(app): State<SharedApp>) -> Response {
     .await
 }
 
+/// User + system CPU seconds of this process (all threads), from /proc/self/stat fields 14-15
+/// (clock ticks; USER_HZ is 100 on Linux). Operators sample it to derive CPU cores used.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which may contain spaces but ends with the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
+}
+
 fn rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let kb = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
@@ -212,6 +223,7 @@ pub async fn health(State(app): State<SharedApp>) -> Response {
         "version": env!("CARGO_PKG_VERSION"),
         "uptime_seconds": app.started.elapsed().as_secs_f64(),
         "rss_bytes": rss_bytes(),
+        "cpu_seconds": cpu_seconds(),
         "worker_threads": app.runtime.worker_threads,
         "cpus_allowed": app.runtime.cpus_allowed,
         "cpu_limit": app.runtime.cpu_limit,

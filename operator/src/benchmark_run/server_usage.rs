@@ -1,0 +1,478 @@
+//! Server CPU and memory during a run, read from each server pod's own monitoring endpoint:
+//! nats `/varz` (`cpu` in % of one core, `mem` = RSS, `connections`) and pubsub-server
+//! `/health` (`cpu_seconds` counter, `rss_bytes`, `clients`). No kubelet or metrics-server
+//! access is needed, so no RBAC beyond listing pods. Mosquitto has no HTTP endpoint: the
+//! status says so instead of inventing figures. Accumulators live in status (see
+//! `msgbench_crds::server_usage`), so an operator restart continues the same sums.
+use super::build::server_selector;
+use crate::context::Context;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::ListParams;
+use kube::{Api, ResourceExt};
+use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, ServerKind};
+use msgbench_crds::server_usage::{PodUsage, ServerUsage, MAX_SERVER_PODS};
+use std::time::Duration;
+
+/// Samples closer together than this add nothing (pod events trigger extra reconciles).
+const MIN_INTERVAL_MS: i64 = 2_000;
+
+/// One reading of one pod.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    pub cpu: Cpu,
+    pub rss_bytes: u64,
+    pub connections: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Cpu {
+    /// Cores in use right now (nats computes it over its last second).
+    Cores(f64),
+    /// Cumulative process CPU seconds; cores come from the difference between samples.
+    Seconds(f64),
+}
+
+/// Where a kind's figures come from: (source label, container port name, path, parser).
+type Parser = fn(&[u8]) -> anyhow::Result<Sample>;
+fn endpoint(
+    kind: ServerKind,
+) -> Result<(&'static str, &'static str, &'static str, Parser), String> {
+    match kind {
+        ServerKind::JetStreamCluster => Ok(("nats /varz", "monitor", "/varz", parse_varz)),
+        ServerKind::PubSubServer => Ok((
+            "pubsub-server /health",
+            "http",
+            "/health",
+            parse_pubsub_health,
+        )),
+        ServerKind::MqttBroker => Err("mosquitto serves no HTTP monitoring endpoint and its $SYS \
+             topics report neither process CPU nor RSS"
+            .into()),
+    }
+}
+
+pub fn parse_varz(body: &[u8]) -> anyhow::Result<Sample> {
+    #[derive(serde::Deserialize)]
+    struct Varz {
+        cpu: f64,
+        mem: u64,
+        connections: Option<u64>,
+    }
+    let v: Varz = serde_json::from_slice(body)?;
+    Ok(Sample {
+        cpu: Cpu::Cores(v.cpu / 100.0),
+        rss_bytes: v.mem,
+        connections: v.connections,
+    })
+}
+
+pub fn parse_pubsub_health(body: &[u8]) -> anyhow::Result<Sample> {
+    #[derive(serde::Deserialize)]
+    struct Health {
+        cpu_seconds: Option<f64>,
+        rss_bytes: Option<u64>,
+        clients: Option<u64>,
+    }
+    let h: Health = serde_json::from_slice(body)?;
+    Ok(Sample {
+        cpu: Cpu::Seconds(
+            h.cpu_seconds
+                .ok_or_else(|| anyhow::anyhow!("/health has no cpu_seconds"))?,
+        ),
+        rss_bytes: h
+            .rss_bytes
+            .ok_or_else(|| anyhow::anyhow!("/health has no rss_bytes"))?,
+        connections: h.clients,
+    })
+}
+
+fn pod_entry<'a>(u: &'a mut ServerUsage, pod: &str) -> Option<&'a mut PodUsage> {
+    if let Some(i) = u.pods.iter().position(|p| p.pod == pod) {
+        return u.pods.get_mut(i);
+    }
+    if u.pods.len() >= MAX_SERVER_PODS {
+        return None;
+    }
+    u.pods.push(PodUsage {
+        pod: pod.to_string(),
+        ..PodUsage::default()
+    });
+    u.pods.last_mut()
+}
+
+/// Before the barrier release: memory and connections at rest (the latest reading wins).
+pub fn record_baseline(u: &mut ServerUsage, readings: &[(String, Sample)], now_ms: i64) {
+    for (pod, s) in readings {
+        let Some(p) = pod_entry(u, pod) else { continue };
+        p.memory_bytes_baseline = Some(s.rss_bytes);
+        p.connections_baseline = s.connections;
+        p.last_sample_ms = Some(now_ms);
+        p.last_cpu_seconds = match s.cpu {
+            Cpu::Seconds(x) => Some(x),
+            Cpu::Cores(_) => None,
+        };
+    }
+}
+
+/// While the load runs: one sampling instant over all pods.
+pub fn record(u: &mut ServerUsage, readings: &[(String, Sample)], now_ms: i64) {
+    let (mut cores_now, mut rss_now) = (0.0, 0u64);
+    for (pod, s) in readings {
+        let Some(p) = pod_entry(u, pod) else { continue };
+        let dt = p
+            .last_sample_ms
+            .map_or(0.0, |t| (now_ms - t).max(0) as f64 / 1000.0);
+        let cores = match s.cpu {
+            Cpu::Cores(c) => {
+                p.cpu_core_seconds += c * dt;
+                p.sampled_seconds += dt;
+                Some(c)
+            }
+            Cpu::Seconds(x) => match p.last_cpu_seconds {
+                // A counter that went back means the process restarted: start over from here.
+                Some(prev) if dt > 0.0 && x >= prev => {
+                    p.cpu_core_seconds += x - prev;
+                    p.sampled_seconds += dt;
+                    Some((x - prev) / dt)
+                }
+                _ => None,
+            },
+        };
+        if let Cpu::Seconds(x) = s.cpu {
+            p.last_cpu_seconds = Some(x);
+        }
+        p.last_sample_ms = Some(now_ms);
+        p.samples += 1;
+        p.memory_bytes_max = p.memory_bytes_max.max(s.rss_bytes);
+        if let Some(c) = s.connections {
+            p.connections_max = Some(p.connections_max.unwrap_or(0).max(c));
+        }
+        if let Some(c) = cores {
+            p.cpu_cores_max = p.cpu_cores_max.max(c);
+            cores_now += c;
+        }
+        rss_now += s.rss_bytes;
+    }
+    if !readings.is_empty() {
+        u.samples += 1;
+        u.cpu_cores_max = u.cpu_cores_max.max(cores_now);
+        u.memory_bytes_max = u.memory_bytes_max.max(rss_now);
+    }
+}
+
+/// Derived figures: means, total baseline and memory per connection. `opened` is the number
+/// of connections a connection workload opens (None for messaging workloads).
+pub fn summarize(u: &mut ServerUsage, opened: Option<u64>) {
+    for p in &mut u.pods {
+        p.cpu_cores_mean = if p.sampled_seconds > 0.0 {
+            p.cpu_core_seconds / p.sampled_seconds
+        } else {
+            0.0
+        };
+    }
+    u.cpu_cores_mean = u.pods.iter().map(|p| p.cpu_cores_mean).sum();
+    let baselines: Option<Vec<u64>> = u.pods.iter().map(|p| p.memory_bytes_baseline).collect();
+    u.memory_bytes_baseline = baselines.filter(|b| !b.is_empty()).map(|b| b.iter().sum());
+    u.memory_bytes_per_connection = None;
+    let (Some(opened), Some(base)) = (opened, u.memory_bytes_baseline) else {
+        return;
+    };
+    // The server's own count of connections added, when it reports one; else what the
+    // workload opened.
+    let counted: u64 = u
+        .pods
+        .iter()
+        .filter_map(|p| {
+            Some(
+                p.connections_max?
+                    .saturating_sub(p.connections_baseline.unwrap_or(0)),
+            )
+        })
+        .sum();
+    let conns = if counted > 0 { counted } else { opened };
+    if conns > 0 && u.memory_bytes_max >= base {
+        u.memory_bytes_per_connection = Some((u.memory_bytes_max - base) as f64 / conns as f64);
+    }
+}
+
+fn unavailable(source: &str, why: String) -> ServerUsage {
+    ServerUsage {
+        source: source.into(),
+        unavailable: Some(why),
+        ..ServerUsage::default()
+    }
+}
+
+/// Connections a connection workload opens over all runners.
+fn connections_opened(br: &BenchmarkRun) -> Option<u64> {
+    let c = br.spec.workload.connections.as_ref()?;
+    Some(u64::from(c.count) * u64::from(br.spec.runners.count.max(1) as u32))
+}
+
+/// Takes one sample of the target's server pods into `st.serverUsage`; before the barrier
+/// release it records the baseline. Best effort: an unreachable pod only skips this sample.
+pub async fn sample(ctx: &Context, br: &BenchmarkRun, ns: &str, st: &mut BenchmarkRunStatus) {
+    let released = st.start_time.is_some();
+    let Some(r) = &br.spec.target.server_ref else {
+        st.server_usage.get_or_insert_with(|| {
+            unavailable(
+                "none",
+                "the target is an endpoint: its servers are not managed here".into(),
+            )
+        });
+        return;
+    };
+    let (source, port_name, path, parse) = match endpoint(r.kind) {
+        Ok(e) => e,
+        Err(why) => {
+            st.server_usage
+                .get_or_insert_with(|| unavailable("none", why));
+            return;
+        }
+    };
+    if !ctx.observe_varz {
+        st.server_usage.get_or_insert_with(|| {
+            unavailable(
+                source,
+                "the operator runs with --no-varz (pod IPs not reachable)".into(),
+            )
+        });
+        return;
+    }
+    let now_ms = k8s_openapi::jiff::Timestamp::now().as_millisecond();
+    let u = st.server_usage.get_or_insert_with(|| ServerUsage {
+        source: source.into(),
+        ..ServerUsage::default()
+    });
+    let last = u.pods.iter().filter_map(|p| p.last_sample_ms).max();
+    if last.is_some_and(|t| now_ms - t < MIN_INTERVAL_MS) {
+        return;
+    }
+    let readings = read_pods(ctx, ns, r.kind, &r.name, port_name, path, parse).await;
+    if released {
+        record(u, &readings, now_ms);
+    } else {
+        record_baseline(u, &readings, now_ms);
+    }
+    u.unavailable = (u.samples == 0 && released && readings.is_empty())
+        .then(|| format!("no server pod answered {path} yet"));
+    summarize(u, connections_opened(br));
+}
+
+/// After results merged: the usage becomes part of the result.
+pub fn attach(st: &mut BenchmarkRunStatus) {
+    if let Some(r) = st.result.as_mut() {
+        if r.server_usage.is_none() {
+            r.server_usage = st.server_usage.take();
+        }
+    }
+}
+
+async fn read_pods(
+    ctx: &Context,
+    ns: &str,
+    kind: ServerKind,
+    name: &str,
+    port_name: &str,
+    path: &str,
+    parse: Parser,
+) -> Vec<(String, Sample)> {
+    let sel: Vec<String> = server_selector(kind, name)
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let pods = match Api::<Pod>::namespaced(ctx.client.clone(), ns)
+        .list(&ListParams::default().labels(&sel.join(",")))
+        .await
+    {
+        Ok(l) => l.items,
+        Err(e) => {
+            tracing::debug!(error = %e, "listing server pods for usage");
+            return Vec::new();
+        }
+    };
+    let reads = pods.iter().filter_map(|p| {
+        let ip = p.status.as_ref()?.pod_ip.clone()?;
+        let port = p
+            .spec
+            .as_ref()?
+            .containers
+            .iter()
+            .flat_map(|c| c.ports.iter().flatten())
+            .find(|cp| cp.name.as_deref() == Some(port_name))?
+            .container_port;
+        let pod = p.name_any();
+        Some(async move {
+            match tokio::time::timeout(Duration::from_secs(2), get(&ip, port as u16, path)).await {
+                Ok(Ok(body)) => match parse(&body) {
+                    Ok(s) => Some((pod, s)),
+                    Err(e) => {
+                        tracing::debug!(%pod, error = %e, "server usage not parsable");
+                        None
+                    }
+                },
+                _ => None,
+            }
+        })
+    });
+    futures::future::join_all(reads)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+async fn get(ip: &str, port: u16, path: &str) -> anyhow::Result<Bytes> {
+    let addr: std::net::IpAddr = ip.parse()?;
+    let stream = tokio::net::TcpStream::connect((addr, port)).await?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    let driver = tokio::spawn(conn);
+    let req = hyper::Request::get(path)
+        .header(hyper::header::HOST, format!("{ip}:{port}"))
+        .body(Empty::<Bytes>::new())?;
+    let resp = sender.send_request(req).await?;
+    let status = resp.status();
+    let body = resp.into_body().collect().await?.to_bytes();
+    driver.abort();
+    anyhow::ensure!(status.is_success(), "GET {path} on {ip}: {status}");
+    Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VARZ: &str = include_str!("fixtures/nats-varz.json");
+    const HEALTH: &str = include_str!("fixtures/pubsub-health.json");
+
+    fn nats(cores: f64, rss: u64, conns: u64) -> Sample {
+        Sample {
+            cpu: Cpu::Cores(cores),
+            rss_bytes: rss,
+            connections: Some(conns),
+        }
+    }
+
+    #[test]
+    fn varz_cpu_percent_becomes_cores() {
+        let s = parse_varz(VARZ.as_bytes()).unwrap();
+        assert_eq!(s.cpu, Cpu::Cores(0.46));
+        assert_eq!(s.rss_bytes, 233_635_840);
+        assert_eq!(s.connections, Some(4));
+    }
+
+    #[test]
+    fn pubsub_health_reads_the_cpu_counter() {
+        let s = parse_pubsub_health(HEALTH.as_bytes()).unwrap();
+        assert_eq!(s.cpu, Cpu::Seconds(3.27));
+        assert_eq!(s.rss_bytes, 9_437_184);
+        assert_eq!(s.connections, Some(15));
+        // An older server without the counter is a clear error, not zero CPU.
+        let err = parse_pubsub_health(br#"{"rss_bytes": 1}"#).unwrap_err();
+        assert!(err.to_string().contains("cpu_seconds"), "{err}");
+    }
+
+    #[test]
+    fn gauge_cpu_is_time_weighted_and_totals_are_per_instant() {
+        let mut u = ServerUsage::default();
+        record_baseline(
+            &mut u,
+            &[
+                ("a".into(), nats(0.0, 100, 0)),
+                ("b".into(), nats(0.0, 200, 0)),
+            ],
+            0,
+        );
+        // 2 s at a=1.0 b=0.5, then 6 s at a=0.2 b=0.2.
+        record(
+            &mut u,
+            &[
+                ("a".into(), nats(1.0, 150, 2)),
+                ("b".into(), nats(0.5, 260, 2)),
+            ],
+            2_000,
+        );
+        record(
+            &mut u,
+            &[
+                ("a".into(), nats(0.2, 400, 2)),
+                ("b".into(), nats(0.2, 210, 2)),
+            ],
+            8_000,
+        );
+        summarize(&mut u, None);
+        let a = &u.pods[0];
+        assert_eq!(a.samples, 2);
+        assert!((a.cpu_cores_mean - (1.0 * 2.0 + 0.2 * 6.0) / 8.0).abs() < 1e-9);
+        assert_eq!(a.cpu_cores_max, 1.0);
+        assert_eq!(a.memory_bytes_max, 400);
+        assert_eq!(a.memory_bytes_baseline, Some(100));
+        assert_eq!(u.samples, 2);
+        assert!((u.cpu_cores_max - 1.5).abs() < 1e-9, "{}", u.cpu_cores_max);
+        // Peak of the sum at one instant (400 + 210), not the sum of peaks (400 + 260).
+        assert_eq!(u.memory_bytes_max, 610);
+        assert_eq!(u.memory_bytes_baseline, Some(300));
+        assert!(
+            u.memory_bytes_per_connection.is_none(),
+            "messaging workload"
+        );
+    }
+
+    #[test]
+    fn counter_cpu_uses_differences_and_survives_a_restart() {
+        let secs = |x: f64| Sample {
+            cpu: Cpu::Seconds(x),
+            rss_bytes: 1_000,
+            connections: None,
+        };
+        let mut u = ServerUsage::default();
+        record_baseline(&mut u, &[("p".into(), secs(10.0))], 0);
+        record(&mut u, &[("p".into(), secs(13.0))], 4_000); // 0.75 cores
+        record(&mut u, &[("p".into(), secs(0.5))], 6_000); // restarted: no CPU figure
+        record(&mut u, &[("p".into(), secs(1.5))], 8_000); // 0.5 cores
+        summarize(&mut u, None);
+        let p = &u.pods[0];
+        assert_eq!(p.samples, 3);
+        assert!((p.cpu_core_seconds - 4.0).abs() < 1e-9);
+        assert!((p.sampled_seconds - 6.0).abs() < 1e-9);
+        assert!((p.cpu_cores_mean - 4.0 / 6.0).abs() < 1e-9);
+        assert!((p.cpu_cores_max - 0.75).abs() < 1e-9);
+    }
+
+    #[test]
+    fn memory_per_connection_prefers_the_servers_count() {
+        let mut u = ServerUsage::default();
+        record_baseline(&mut u, &[("a".into(), nats(0.0, 10_000_000, 3))], 0);
+        record(&mut u, &[("a".into(), nats(0.3, 18_450_000, 1_003))], 3_000);
+        summarize(&mut u, Some(2_000));
+        assert_eq!(u.memory_bytes_per_connection, Some(8_450.0));
+        // Without a server count the workload's figure is used.
+        for p in &mut u.pods {
+            p.connections_max = None;
+        }
+        summarize(&mut u, Some(1_000));
+        assert_eq!(u.memory_bytes_per_connection, Some(8_450.0));
+        summarize(&mut u, Some(2_000));
+        assert_eq!(u.memory_bytes_per_connection, Some(4_225.0));
+    }
+
+    #[test]
+    fn pods_are_bounded() {
+        let mut u = ServerUsage::default();
+        let many: Vec<(String, Sample)> = (0..40)
+            .map(|i| (format!("p{i}"), nats(0.1, 1, 0)))
+            .collect();
+        record(&mut u, &many, 1_000);
+        assert_eq!(u.pods.len(), MAX_SERVER_PODS);
+    }
+
+    #[test]
+    fn mosquitto_is_reported_unavailable_with_the_reason() {
+        let why = endpoint(ServerKind::MqttBroker).err().unwrap();
+        assert!(why.contains("no HTTP monitoring endpoint"), "{why}");
+        assert!(endpoint(ServerKind::JetStreamCluster).is_ok());
+    }
+}
