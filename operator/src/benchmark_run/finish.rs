@@ -234,25 +234,20 @@ pub async fn collect(
         }
     }
     let count = br.spec.runners.count.max(1) as usize;
-    let collected = match results::collect(&lines, count, br.spec.trials.max(1) as usize) {
-        Ok(c) => c,
-        Err(e) => {
+    if br.spec.variants.is_empty() {
+        if !single(ctx, br, id, st, &lines, count).await? {
+            return Ok(());
+        }
+    } else {
+        let shown = |name: &str| super::variants::target_display(&br.spec, name);
+        if let Err(e) = super::variant_results::apply(br, st, &lines, count, shown) {
             fail(st, "ResultsLost", &format!("{e:#}"), g);
             return Ok(());
         }
-    };
-    st.thresholds = results::evaluate(&collected.result, &br.spec.thresholds);
-    st.comparison = match &br.spec.baseline_ref {
-        Some(b) => Some(compare::against(ctx, &id.namespace, &b.name, &collected.trials).await?),
-        None => None,
-    };
+    }
     st.environment = Some(environment(ctx, br, id, st.environment.take(), view).await?);
-    st.result = Some(collected.result);
-    st.trials = collected.trials;
-    st.statistics = collected.statistics;
-    st.headline = Some(collected.headline);
     if let Some(p) = &mut st.progress {
-        p.trial = br.spec.trials;
+        p.trial = p.trials;
     }
     let broken: Vec<String> = st
         .thresholds
@@ -260,7 +255,10 @@ pub async fn collect(
         .filter(|t| !t.passed && t.severity == Severity::Fail)
         .map(|t| {
             format!(
-                "{:?} {:?} {} (observed {})",
+                "{}{:?} {:?} {} (observed {})",
+                t.variant
+                    .as_ref()
+                    .map_or(String::new(), |v| format!("{v}: ")),
                 t.metric,
                 t.op,
                 t.value,
@@ -273,17 +271,24 @@ pub async fn collect(
         return Ok(());
     }
     let t = now();
-    let r = st
-        .result
-        .as_ref()
-        .ok_or_else(|| Error::Build("no result".into()))?;
-    let msg = format!(
-        "{} received at {:.1} msg/s, delivered {:.4}, p99 {}",
-        r.received,
-        r.receive_rate,
-        r.delivered_ratio,
-        st.headline.as_ref().map_or("-".into(), |h| h.p99.clone())
-    );
+    let msg = match (
+        &st.result,
+        st.headline.as_ref().and_then(|h| h.comparison.clone()),
+    ) {
+        (_, Some(c)) => format!(
+            "{} variants x {} rounds: {c}",
+            st.variants.len(),
+            st.schedule.len()
+        ),
+        (Some(r), None) => format!(
+            "{} received at {:.1} msg/s, delivered {:.4}, p99 {}",
+            r.received,
+            r.receive_rate,
+            r.delivered_ratio,
+            st.headline.as_ref().map_or("-".into(), |h| h.p99.clone())
+        ),
+        (None, None) => return Err(Error::Build("no result".into())),
+    };
     st.phase = Some(Phase::Succeeded);
     st.completion_time = Some(t.clone());
     st.verdict = Some(Verdict {
@@ -310,6 +315,35 @@ pub async fn collect(
         &t,
     );
     Ok(())
+}
+
+/// A run without variants: merge, thresholds, baseline comparison. False when it failed.
+async fn single(
+    ctx: &Context,
+    br: &BenchmarkRun,
+    id: &RunIdentity,
+    st: &mut BenchmarkRunStatus,
+    lines: &[ResultLine],
+    count: usize,
+) -> Result<bool> {
+    let g = Some(id.generation);
+    let collected = match results::collect(lines, count, br.spec.trials.max(1) as usize) {
+        Ok(c) => c,
+        Err(e) => {
+            fail(st, "ResultsLost", &format!("{e:#}"), g);
+            return Ok(false);
+        }
+    };
+    st.thresholds = results::evaluate(&collected.result, &br.spec.thresholds);
+    st.comparison = match &br.spec.baseline_ref {
+        Some(b) => Some(compare::against(ctx, &id.namespace, &b.name, &collected.trials).await?),
+        None => None,
+    };
+    st.result = Some(collected.result);
+    st.trials = collected.trials;
+    st.statistics = collected.statistics;
+    st.headline = Some(collected.headline);
+    Ok(true)
 }
 
 fn observed(p: &Pod) -> ObservedPod {
@@ -341,7 +375,15 @@ async fn environment(
         .take(64)
         .map(|p| observed(p))
         .collect();
-    if let Some(r) = &br.spec.target.server_ref {
+    // The run's server and every variant's own.
+    env.server_pods.clear();
+    for r in std::iter::once(&br.spec.target)
+        .chain(br.spec.variants.iter().filter_map(|v| v.target.as_ref()))
+        .filter_map(|t| t.server_ref.as_ref())
+    {
+        if env.server_pods.len() >= 16 {
+            break;
+        }
         let sel = super::build::server_selector(r.kind, &r.name)
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
@@ -351,7 +393,11 @@ async fn environment(
         let list = pods
             .list(&kube::api::ListParams::default().labels(&sel))
             .await?;
-        env.server_pods = list.items.iter().take(16).map(observed).collect();
+        for p in list.items.iter().take(16 - env.server_pods.len()) {
+            if !env.server_pods.iter().any(|x| x.name == p.name_any()) {
+                env.server_pods.push(observed(p));
+            }
+        }
     }
     let server_nodes: BTreeSet<_> = env
         .server_pods

@@ -3,7 +3,7 @@
 //! `/start` when the barrier was not released everywhere, or collects finished runners.
 use super::build::{self, RunIdentity};
 use super::conditions::{self as cond, COMPLETE, RUNNERS_READY, SUCCEEDED, TARGET_READY};
-use super::{finish, runner_http, target};
+use super::{finish, runner_http, target, variants};
 use crate::context::{Context, CONTROLLER_NAME};
 use crate::error::{Error, Result};
 use k8s_openapi::api::batch::v1::Job;
@@ -16,6 +16,7 @@ use kube::{Api, Resource, ResourceExt};
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, HistoryEntry, Phase, Progress, MAX_HISTORY,
 };
+use msgbench_crds::workload::Workload;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,9 +35,8 @@ fn seconds_since(t: &Time) -> i64 {
     (k8s_openapi::jiff::Timestamp::now().as_second() - t.0.as_second()).max(0)
 }
 
-/// Seconds one trial is expected to take, when the workload's length is known.
-pub fn expected_trial_seconds(br: &BenchmarkRun) -> Option<i64> {
-    let w = &br.spec.workload;
+/// Seconds one run of `w` is expected to take, when its length is known.
+pub fn workload_seconds(w: &Workload) -> Option<i64> {
     let body = if let Some(d) = w.duration_seconds {
         i64::from(d)
     } else if let (Some(n), Some(r)) = (w.messages_per_publisher, w.rate_per_publisher) {
@@ -56,16 +56,37 @@ pub fn expected_trial_seconds(br: &BenchmarkRun) -> Option<i64> {
     Some(body + i64::from(w.warmup_seconds) + i64::from(w.drain_seconds))
 }
 
+/// Trials the runners run: `trials`, times the variants with variants.
+pub fn total_trials(br: &BenchmarkRun) -> i32 {
+    br.spec.trials.max(1) * (br.spec.variants.len().max(1) as i32)
+}
+
+/// Seconds every trial takes back to back, settle pauses included, when all lengths are known.
+pub fn expected_run_seconds(br: &BenchmarkRun) -> Option<i64> {
+    let s = &br.spec;
+    let per_round = match variants::plan(s) {
+        Ok(p) if !p.is_empty() => p
+            .iter()
+            .map(|v| workload_seconds(&v.workload))
+            .sum::<Option<i64>>()?,
+        _ => workload_seconds(&s.workload)?,
+    };
+    let n = i64::from(total_trials(br));
+    Some(per_round * i64::from(s.trials.max(1)) + i64::from(s.settle_seconds) * (n - 1))
+}
+
 /// Upper bound for the whole run: the spec's, or derived from the workload and timeouts.
 pub fn deadline_seconds(br: &BenchmarkRun) -> i64 {
     if let Some(d) = br.spec.active_deadline_seconds {
         return d;
     }
     let s = &br.spec;
-    let per_trial = expected_trial_seconds(br).unwrap_or(1800) + 30;
+    let n = i64::from(total_trials(br));
+    let run = expected_run_seconds(br).unwrap_or(1800 * n);
     i64::from(s.target_ready_timeout_seconds)
         + i64::from(s.barrier_timeout_seconds)
-        + i64::from(s.trials) * (per_trial + i64::from(s.settle_seconds))
+        + run
+        + n * (30 + i64::from(s.settle_seconds))
         + 60
 }
 
@@ -144,6 +165,7 @@ async fn step(
         return Ok(Action::requeue(Duration::from_millis(200)));
     }
     if matches!(st.phase, Some(Phase::Succeeded | Phase::Failed)) {
+        super::stop_runners::after_failure(ctx, &id.namespace, st).await?;
         // A baseline that finished later still gets compared.
         if let (Some(b), Some(c)) = (&br.spec.baseline_ref, &st.comparison) {
             if c.reason.is_some() && !st.trials.is_empty() {
@@ -170,6 +192,15 @@ async fn step(
 
     // Target: resolved and Ready before any pod exists.
     let Some(job_name) = st.job_name.clone() else {
+        // Rules admission cannot express (a variant's merged workload) end the run before
+        // any pod exists, naming the field.
+        let planned = match variants::plan(&br.spec) {
+            Ok(p) => p,
+            Err(msg) => {
+                finish::fail(st, "InvalidSpec", &msg, g);
+                return Ok(Action::requeue(POLL));
+            }
+        };
         let resolved = match target::resolve(ctx, br, &id.namespace).await? {
             // Missing is waited for like not-Ready: GitOps tools and `kubectl apply -f dir/`
             // create objects in any order, so the target may appear a moment later.
@@ -256,7 +287,46 @@ async fn step(
                 return Ok(Action::requeue(Duration::from_secs(5)));
             }
         }
-        let cfg = build::agent_config(&br.spec, &resolved.url);
+        let mut cfg = build::agent_config(&br.spec, &resolved.url);
+        if !planned.is_empty() {
+            // Every variant's own target must be there and Ready too.
+            let mut urls = std::collections::BTreeMap::new();
+            for v in &planned {
+                let Some(vt) = &v.target else { continue };
+                let r = target::resolve_target(ctx, vt, br.spec.workload.protocol, &id.namespace)
+                    .await?;
+                let problem = match &r {
+                    Err(missing) => Some(("TargetNotFound", missing.clone())),
+                    Ok(r) => r.not_ready.clone().map(|w| ("TargetNotReady", w)),
+                };
+                if let Some((reason, why)) = problem {
+                    let why = format!("variant {}: {why}", v.name);
+                    return Ok(wait_for_target(br, st, &accepted, reason, &why, g));
+                }
+                if let Ok(r) = r {
+                    urls.insert(v.name.clone(), r.url);
+                }
+            }
+            if st.schedule.is_empty() {
+                let names: Vec<String> = planned.iter().map(|v| v.name.clone()).collect();
+                let uid = br.meta().uid.clone().unwrap_or_default();
+                st.schedule = variants::schedule(
+                    &names,
+                    br.spec.trials.max(1) as usize,
+                    variants::seed(&uid, id.generation),
+                );
+            }
+            let shown: std::collections::BTreeSet<String> = planned
+                .iter()
+                .map(|v| variants::target_display(&br.spec, &v.name))
+                .collect();
+            st.target_name = Some(shown.into_iter().collect::<Vec<_>>().join(", "));
+            cfg.schedule = variants::agent_schedule(&st.schedule, &planned, |v| {
+                urls.get(&v.name)
+                    .cloned()
+                    .unwrap_or_else(|| resolved.url.clone())
+            });
+        }
         let cm = build::config_map(id, &cfg).map_err(|e| Error::Build(e.to_string()))?;
         let job = build::job(
             id,
@@ -309,7 +379,7 @@ async fn step(
         let ready = view.ready_ips();
         st.progress = Some(Progress {
             trial: 0,
-            trials: br.spec.trials,
+            trials: total_trials(br),
             runners_ready: ready.len() as i32,
             ..Progress::default()
         });
@@ -384,13 +454,10 @@ async fn step(
         }
     }
     let elapsed = st.start_time.as_ref().map_or(0, seconds_since);
-    let expected = expected_trial_seconds(br).map(|s| {
-        s * i64::from(br.spec.trials)
-            + i64::from(br.spec.settle_seconds) * i64::from(br.spec.trials - 1)
-    });
+    let expected = expected_run_seconds(br);
     st.progress = Some(Progress {
         trial,
-        trials: br.spec.trials,
+        trials: total_trials(br),
         elapsed_seconds: elapsed,
         expected_seconds: expected,
         published,
@@ -398,6 +465,40 @@ async fn step(
         runners_ready: count as i32,
     });
     Ok(Action::requeue(Duration::from_secs(3)))
+}
+
+/// A target (a variant's own) is missing or not Ready: wait up to `targetReadyTimeoutSeconds`
+/// since acceptance, then fail with `reason`.
+fn wait_for_target(
+    br: &BenchmarkRun,
+    st: &mut BenchmarkRunStatus,
+    accepted: &Time,
+    reason: &str,
+    why: &str,
+    g: Option<i64>,
+) -> Action {
+    let limit = i64::from(br.spec.target_ready_timeout_seconds);
+    let timed_out = seconds_since(accepted) > limit;
+    let msg = if timed_out {
+        format!("{why}; still not there/Ready after {limit}s (targetReadyTimeoutSeconds)")
+    } else {
+        why.to_string()
+    };
+    cond::set(
+        &mut st.conditions,
+        TARGET_READY,
+        "False",
+        reason,
+        &msg,
+        g,
+        &now(),
+    );
+    if timed_out {
+        finish::fail(st, reason, &msg, g);
+    } else {
+        st.phase = Some(Phase::WaitingForTarget);
+    }
+    Action::requeue(POLL)
 }
 
 /// After the verdict: delete the runner Job (and its pods) once the TTL has passed; results stay.

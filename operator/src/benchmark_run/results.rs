@@ -7,8 +7,8 @@ use bench_runner::result::PhaseStats;
 use bench_runner::RunResult as RunnerResult;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{
-    Headline, LatencySummary, Metric, RunResult, SegmentResult, Threshold, ThresholdOp,
-    ThresholdResult, TrialFigures, TrialStatistics,
+    Headline, LatencySummary, Metric, RunResult, ScheduledRound, SegmentResult, Threshold,
+    ThresholdOp, ThresholdResult, TrialFigures, TrialStatistics,
 };
 
 /// Everything the results give the status.
@@ -110,6 +110,39 @@ pub fn collect(lines: &[ResultLine], runners: usize, trials: usize) -> anyhow::R
         statistics,
         headline,
     })
+}
+
+/// With variants: each variant's lines merged over runners and rounds, like a run of its own
+/// (`trial` = round), with each round's place in the order (`position`) from `schedule`.
+pub fn collect_variants(
+    lines: &[ResultLine],
+    runners: usize,
+    schedule: &[ScheduledRound],
+    variants: &[String],
+) -> anyhow::Result<Vec<(String, Collected)>> {
+    variants
+        .iter()
+        .map(|name| {
+            let mine: Vec<ResultLine> = lines
+                .iter()
+                .filter(|l| l.variant.as_deref() == Some(name))
+                .map(|l| ResultLine {
+                    trial: l.round.unwrap_or(0),
+                    ..l.clone()
+                })
+                .collect();
+            let mut c = collect(&mine, runners, schedule.len())
+                .map_err(|e| e.context(format!("variant {name}")))?;
+            for t in &mut c.trials {
+                t.position = schedule
+                    .iter()
+                    .find(|r| r.round == t.trial)
+                    .and_then(|r| r.order.iter().position(|n| n == name))
+                    .map(|p| p as i32 + 1);
+            }
+            Ok((name.clone(), c))
+        })
+        .collect()
 }
 
 fn trial_figures(trial: i32, r: &RunnerResult, started_ms: Option<u64>) -> TrialFigures {
@@ -328,6 +361,51 @@ mod tests {
         assert_eq!(s.receive_rate.mean, 198.0);
         assert!(s.p99_ms.ci95_low < 1.0 && s.p99_ms.ci95_high > 50.0);
         assert_eq!(c.headline.receive_rate, 198.0);
+    }
+
+    #[test]
+    fn variants_are_merged_apart_by_round_with_their_place_in_each_order() {
+        let tag = |mut l: ResultLine, v: &str, round: u32| {
+            l.variant = Some(v.into());
+            l.round = Some(round);
+            l
+        };
+        // Round 1 ran a then b, round 2 b then a; two runners each.
+        let schedule = vec![
+            ScheduledRound {
+                round: 1,
+                order: vec!["a".into(), "b".into()],
+            },
+            ScheduledRound {
+                round: 2,
+                order: vec!["b".into(), "a".into()],
+            },
+        ];
+        let mut lines = Vec::new();
+        for (trial, v, round) in [(1, "a", 1), (2, "b", 1), (3, "b", 2), (4, "a", 2)] {
+            let (lat, n) = if v == "a" { (1_000, 10) } else { (8_000, 30) };
+            for id in [1, 2] {
+                lines.push(tag(runner(id, trial, &vec![lat; n as usize], n), v, round));
+            }
+        }
+        let names = vec!["a".to_string(), "b".to_string()];
+        let out = collect_variants(&lines, 2, &schedule, &names).unwrap();
+        let (a, b) = (&out[0].1, &out[1].1);
+        assert_eq!((out[0].0.as_str(), out[1].0.as_str()), ("a", "b"));
+        assert_eq!((a.result.published, b.result.published), (40, 120));
+        assert!((a.result.latency.as_ref().unwrap().p99_ms - 1.0).abs() < 0.01);
+        assert!((b.result.latency.as_ref().unwrap().p99_ms - 8.0).abs() < 0.01);
+        let pos = |c: &Collected| {
+            c.trials
+                .iter()
+                .map(|t| (t.trial, t.position))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(pos(a), [(1, Some(1)), (2, Some(2))]);
+        assert_eq!(pos(b), [(1, Some(2)), (2, Some(1))]);
+        // A variant missing a runner's line in some round is an error naming it.
+        let e = collect_variants(&lines[1..], 2, &schedule, &names).unwrap_err();
+        assert!(format!("{e:#}").contains("variant a"), "{e:#}");
     }
 
     #[test]

@@ -3,7 +3,7 @@ use super::build::server_selector;
 use crate::context::Context;
 use crate::error::Result;
 use kube::Api;
-use msgbench_crds::benchmark_run::{BenchmarkRun, ObservedEnvironment, ServerKind};
+use msgbench_crds::benchmark_run::{BenchmarkRun, ObservedEnvironment, ServerKind, Target};
 use msgbench_crds::common::ServerStatus;
 use msgbench_crds::workload::Protocol;
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
@@ -25,7 +25,16 @@ pub async fn resolve(
     br: &BenchmarkRun,
     ns: &str,
 ) -> Result<std::result::Result<Resolved, String>> {
-    let t = &br.spec.target;
+    resolve_target(ctx, &br.spec.target, br.spec.workload.protocol, ns).await
+}
+
+/// `resolve` for any target (a variant's own).
+pub async fn resolve_target(
+    ctx: &Context,
+    t: &Target,
+    protocol: Protocol,
+    ns: &str,
+) -> Result<std::result::Result<Resolved, String>> {
     if let Some(e) = &t.endpoint {
         return Ok(Ok(Resolved {
             url: e.url.clone(),
@@ -64,10 +73,7 @@ pub async fn resolve(
         .conditions
         .iter()
         .any(|c| c.type_ == "Ready" && c.status == "True");
-    let url = status
-        .url
-        .clone()
-        .map(|u| adapt_url(&u, br.spec.workload.protocol));
+    let url = status.url.clone().map(|u| adapt_url(&u, protocol));
     let not_ready = match (&url, ready) {
         (Some(_), true) => None,
         (None, _) => Some(format!("{display} reports no client URL yet")),

@@ -46,6 +46,24 @@ pub fn baseline(spec: &BenchmarkRunSpec) -> Option<String> {
         .or_else(|| spec.variants.first().map(|v| v.name.clone()))
 }
 
+/// How a target is shown: `<Kind>/<name>` or the endpoint URL.
+pub fn display(t: &Target) -> String {
+    match (&t.server_ref, &t.endpoint) {
+        (Some(r), _) => format!("{:?}/{}", r.kind, r.name),
+        (None, Some(e)) => e.url.clone(),
+        (None, None) => String::new(),
+    }
+}
+
+/// A variant's target as shown: its own, or `spec.target`.
+pub fn target_display(spec: &BenchmarkRunSpec, name: &str) -> String {
+    spec.variants
+        .iter()
+        .find(|v| v.name == name)
+        .and_then(|v| v.target.as_ref())
+        .map_or_else(|| display(&spec.target), display)
+}
+
 /// A seed that is stable for one spec generation of one object, so a restarted operator that
 /// rebuilds the schedule before it was recorded draws the same one.
 pub fn seed(uid: &str, generation: i64) -> u64 {
