@@ -7,12 +7,16 @@ use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::controller::{Config, Controller};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use msgbench_crds::BenchmarkRun;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// How often gauges of deleted runs are removed.
+const PRUNE_EVERY: Duration = Duration::from_secs(10);
 
 pub async fn run(ctx: Arc<Context>, namespace: Option<String>) {
     let c = ctx.client.clone();
@@ -42,6 +46,7 @@ pub async fn run(ctx: Arc<Context>, namespace: Option<String>) {
         })
         .shutdown_on_signal();
     let store = controller.store();
+    tokio::spawn(prune_deleted_runs(store.clone()));
     let readiness = ctx.readiness.clone();
     tokio::spawn(async move {
         loop {
@@ -65,4 +70,25 @@ pub async fn run(ctx: Arc<Context>, namespace: Option<String>) {
         })
         .await;
     tracing::info!(kind = KIND_LABEL, "controller stopped");
+}
+
+/// Reconcile never sees a deleted run (no finalizer), so its gauges would stay on `/metrics`
+/// forever: sweep them against the controller's store.
+async fn prune_deleted_runs(store: Store<BenchmarkRun>) {
+    if store.wait_until_ready().await.is_err() {
+        return;
+    }
+    let mut tick = tokio::time::interval(PRUNE_EVERY);
+    loop {
+        tick.tick().await;
+        let present: BTreeSet<(String, String)> = store
+            .state()
+            .iter()
+            .map(|r| (r.namespace().unwrap_or_default(), r.name_any()))
+            .collect();
+        let n = super::metrics::prune(|ns, name| present.contains(&(ns.into(), name.into())));
+        if n > 0 {
+            tracing::debug!(pruned = n, "removed gauges of deleted BenchmarkRuns");
+        }
+    }
 }
