@@ -5,7 +5,9 @@ use crate::apply::Children;
 use crate::meta::Owner;
 use crate::server_pod::{empty_dir, mount, pod_template, ServerPod};
 use crate::tuning::{bytes, threads};
-use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
+use k8s_openapi::api::apps::v1::{
+    StatefulSet, StatefulSetPersistentVolumeClaimRetentionPolicy, StatefulSetSpec,
+};
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource, ExecAction,
     HTTPGetAction, Lifecycle, LifecycleHandler, ObjectFieldSelector, PersistentVolumeClaim,
@@ -182,6 +184,7 @@ pub fn build(jsc: &JetStreamCluster, owner: &Owner, replicas: i32) -> Children {
             },
             template,
             volume_claim_templates: claims,
+            persistent_volume_claim_retention_policy: Some(pvc_retention()),
             ..StatefulSetSpec::default()
         }),
         ..StatefulSet::default()
@@ -267,6 +270,15 @@ fn port(name: &str, port: i32) -> ServicePort {
         port,
         target_port: Some(IntOrString::String(name.into())),
         ..ServicePort::default()
+    }
+}
+
+/// Deleting the CR frees its volumes (benchmark data is disposable and a local pool is small);
+/// scaling down keeps them, so scaling back up finds a server's stream data again.
+pub fn pvc_retention() -> StatefulSetPersistentVolumeClaimRetentionPolicy {
+    StatefulSetPersistentVolumeClaimRetentionPolicy {
+        when_deleted: Some("Delete".into()),
+        when_scaled: Some("Retain".into()),
     }
 }
 

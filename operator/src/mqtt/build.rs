@@ -213,6 +213,9 @@ pub fn build(mqb: &MqttBroker, owner: &Owner, replicas: i32) -> Children {
                     }),
                     ..PersistentVolumeClaim::default()
                 }]),
+                persistent_volume_claim_retention_policy: Some(
+                    crate::jetstream::build::pvc_retention(),
+                ),
                 ..StatefulSetSpec::default()
             }),
             ..StatefulSet::default()
