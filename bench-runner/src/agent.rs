@@ -12,6 +12,7 @@ use axum::{Json, Router};
 use futures::future::BoxFuture;
 use msgbench_crds::workload::Workload;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -41,6 +42,10 @@ pub struct AgentConfig {
     /// chosen by the operator). Empty: `trials` runs of `workload` against `target`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schedule: Vec<ScheduledTrial>,
+    /// Every trial after the first also waits for its own `POST /start {trial}` (after the
+    /// settle pause), so several runners start each trial together instead of drifting apart.
+    #[serde(default)]
+    pub trial_barrier: bool,
 }
 
 /// One trial of a variants run.
@@ -81,6 +86,9 @@ fn one() -> u32 {
 pub struct StartRequest {
     /// Common start (wall clock, ms since the epoch); a time in the past starts at once.
     pub start_at_unix_ms: u64,
+    /// The trial it releases (1-based; later trials only with `trialBarrier`).
+    #[serde(default = "one")]
+    pub trial: u32,
 }
 
 /// `GET /progress`.
@@ -93,6 +101,9 @@ pub struct AgentProgress {
     pub trial: u32,
     pub published: u64,
     pub received: u64,
+    /// The trial this agent waits at the barrier for; 0 while not waiting.
+    #[serde(default)]
+    pub waiting_for: u32,
 }
 
 /// One result line: a trial's result of one runner.
@@ -138,18 +149,22 @@ impl ResultLine {
 }
 
 /// Shared between the HTTP handlers, the gate and the trial loop.
+/// Start times released so far, by trial.
+type Releases = BTreeMap<u32, u64>;
+
 #[derive(Default)]
 pub struct AgentState {
     ready: AtomicBool,
     trial: AtomicU32,
-    start: Mutex<Option<watch::Sender<Option<u64>>>>,
-    start_rx: Mutex<Option<watch::Receiver<Option<u64>>>>,
+    waiting_for: AtomicU32,
+    start: Mutex<Option<watch::Sender<Releases>>>,
+    start_rx: Mutex<Option<watch::Receiver<Releases>>>,
     stats: Arc<Mutex<Vec<Shared>>>,
 }
 
 impl AgentState {
     pub fn new() -> Arc<Self> {
-        let (tx, rx) = watch::channel(None);
+        let (tx, rx) = watch::channel(Releases::new());
         Arc::new(AgentState {
             start: Mutex::new(Some(tx)),
             start_rx: Mutex::new(Some(rx)),
@@ -170,6 +185,7 @@ impl AgentState {
             trial: self.trial.load(Ordering::SeqCst),
             published,
             received,
+            waiting_for: self.waiting_for.load(Ordering::SeqCst),
         }
     }
 
@@ -178,22 +194,22 @@ impl AgentState {
             .lock()
             .expect("start")
             .as_ref()
-            .and_then(|r| *r.borrow())
+            .and_then(|r| r.borrow().get(&1).copied())
     }
 
-    /// Releases the barrier; a second `/start` keeps the first time (idempotent for an
-    /// operator that resends after a restart).
-    fn release(&self, at_ms: u64) -> u64 {
+    /// Releases `trial`'s barrier; a second `/start` for it keeps the first time (idempotent
+    /// for an operator that resends after a restart).
+    fn release(&self, trial: u32, at_ms: u64) -> u64 {
         let guard = self.start.lock().expect("start");
         let tx = guard.as_ref().expect("sender lives as long as the state");
         let mut kept = at_ms;
-        tx.send_if_modified(|v| match v {
+        tx.send_if_modified(|v| match v.get(&trial) {
             Some(first) => {
                 kept = *first;
                 false
             }
             None => {
-                *v = Some(at_ms);
+                v.insert(trial, at_ms);
                 true
             }
         });
@@ -221,11 +237,12 @@ async fn start(
     State(s): State<Arc<AgentState>>,
     Json(req): Json<StartRequest>,
 ) -> (StatusCode, Json<StartRequest>) {
-    let at = s.release(req.start_at_unix_ms);
+    let at = s.release(req.trial.max(1), req.start_at_unix_ms);
     (
         StatusCode::OK,
         Json(StartRequest {
             start_at_unix_ms: at,
+            trial: req.trial.max(1),
         }),
     )
 }
@@ -234,12 +251,14 @@ async fn progress(State(s): State<Arc<AgentState>>) -> Json<AgentProgress> {
     Json(s.progress())
 }
 
-/// Trial 1 waits for `/start` (bounded), later trials for the settle pause.
+/// Trial 1 waits for `/start` (bounded), later trials for the settle pause and, with the
+/// trial barrier, for their own `/start`.
 struct AgentGate {
     state: Arc<AgentState>,
     barrier_timeout: Duration,
     settle: Duration,
-    first: bool,
+    trial: u32,
+    barrier: bool,
     /// When the gate let the load start (ms since the epoch).
     released_ms: Arc<Mutex<u64>>,
 }
@@ -252,11 +271,16 @@ impl StartGate for AgentGate {
     fn wait(&self) -> BoxFuture<'_, anyhow::Result<()>> {
         Box::pin(async move {
             self.state.ready.store(true, Ordering::SeqCst);
-            if !self.first {
+            let first = self.trial == 1;
+            if !first {
                 tokio::time::sleep(self.settle).await;
-                *self.released_ms.lock().expect("released") = since_epoch().as_millis() as u64;
-                return Ok(());
+                if !self.barrier {
+                    *self.released_ms.lock().expect("released") = since_epoch().as_millis() as u64;
+                    return Ok(());
+                }
             }
+            let trial = self.trial;
+            self.state.waiting_for.store(trial, Ordering::SeqCst);
             let mut rx = self
                 .state
                 .start_rx
@@ -264,17 +288,20 @@ impl StartGate for AgentGate {
                 .expect("start")
                 .clone()
                 .expect("receiver");
-            let at = tokio::time::timeout(self.barrier_timeout, rx.wait_for(|v| v.is_some()))
-                .await
-                .map_err(|_| {
-                    anyhow::anyhow!(
-                        "start barrier timed out: connected and ready, but no POST /start \
-                         arrived within {}s (barrierTimeoutSeconds)",
-                        self.barrier_timeout.as_secs()
-                    )
-                })?
-                .map_err(|_| anyhow::anyhow!("start barrier closed"))?
-                .expect("waited for Some");
+            let at = tokio::time::timeout(
+                self.barrier_timeout,
+                rx.wait_for(|v| v.contains_key(&trial)),
+            )
+            .await
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "start barrier timed out (trial {trial}): connected and ready, but no POST \
+                     /start arrived within {}s (barrierTimeoutSeconds)",
+                    self.barrier_timeout.as_secs()
+                )
+            })?
+            .map_err(|_| anyhow::anyhow!("start barrier closed"))?[&trial];
+            self.state.waiting_for.store(0, Ordering::SeqCst);
             let wait = Duration::from_millis(at).saturating_sub(since_epoch());
             tokio::time::sleep(wait).await;
             *self.released_ms.lock().expect("released") = at.max(since_epoch().as_millis() as u64);
@@ -326,7 +353,8 @@ pub async fn run(
             state: state.clone(),
             barrier_timeout: Duration::from_secs(u64::from(cfg.barrier_timeout_seconds)),
             settle: Duration::from_secs(u64::from(cfg.settle_seconds)),
-            first: trial == 1,
+            trial,
+            barrier: cfg.trial_barrier,
             released_ms: released_ms.clone(),
         };
         // Runner 1 (Job index 0) sets up shared server state for this trial; the others wait.

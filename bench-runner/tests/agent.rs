@@ -38,6 +38,7 @@ fn config(port: u16, trials: u32, barrier: u32) -> AgentConfig {
         settle_seconds: 0,
         barrier_timeout_seconds: barrier,
         schedule: vec![],
+        trial_barrier: false,
     }
 }
 
@@ -201,4 +202,61 @@ async fn a_schedule_runs_each_variant_in_order_and_tags_its_lines() {
     for l in &lines {
         assert_eq!(l.result.measured.received, l.result.measured.published);
     }
+}
+
+/// With the trial barrier (several runners), trial 2 waits for its own `/start {trial: 2}`
+/// after the settle pause, and says so in `/progress`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_trial_barrier_each_later_trial_waits_for_its_own_start() {
+    let s = nats_server(false);
+    let state = agent::AgentState::new();
+    let addr = agent::serve("127.0.0.1:0".parse().unwrap(), state.clone())
+        .await
+        .unwrap();
+    let mut cfg = config(s.port, 2, 60);
+    cfg.trial_barrier = true;
+    let run = tokio::spawn(async move {
+        let mut lines = Vec::new();
+        let mut emit = |l: &ResultLine| {
+            lines.push(l.clone());
+            Ok(())
+        };
+        agent::run(cfg, 1, state, &mut emit).await.map(|_| lines)
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while progress(addr).await.waiting_for != 1 {
+        assert!(Instant::now() < deadline, "agent never waited for trial 1");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let start = |trial: u32| format!("{{\"startAtUnixMs\":{},\"trial\":{trial}}}", now_ms());
+    assert_eq!(http(addr, "POST", "/start", &start(1)).await.0, 200);
+    // Trial 1 (250 messages at 500/s) ends; the agent then waits for trial 2 and sends nothing.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let waiting = loop {
+        let p = progress(addr).await;
+        if p.waiting_for == 2 {
+            break p;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "agent never waited for trial 2: {p:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let still = progress(addr).await;
+    assert_eq!((still.waiting_for, still.published), (2, waiting.published));
+    let released_at = now_ms();
+    assert_eq!(http(addr, "POST", "/start", &start(2)).await.0, 200);
+    let lines = tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("agent finished")
+        .unwrap()
+        .expect("agent run");
+    assert_eq!(lines.len(), 2);
+    assert!(
+        lines[1].started_unix_ms >= released_at - 5,
+        "trial 2 started before its release"
+    );
+    assert_eq!(lines[1].result.measured.received, 250);
 }

@@ -84,6 +84,8 @@ pub fn agent_config(spec: &BenchmarkRunSpec, target_url: &str) -> AgentConfig {
         settle_seconds: spec.settle_seconds.max(0) as u32,
         barrier_timeout_seconds: spec.barrier_timeout_seconds.max(1) as u32,
         schedule: Vec::new(),
+        // One runner needs no barrier between trials; several start each trial together.
+        trial_barrier: spec.runners.count > 1,
     }
 }
 

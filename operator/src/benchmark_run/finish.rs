@@ -121,10 +121,11 @@ impl<'a> RunnerView<'a> {
 
     /// (reason, message) when a runner failed; a runner that gave up at the barrier is a
     /// BarrierTimeout, not a generic failure.
-    pub fn failure(&self, released: bool) -> Option<(&'static str, String)> {
+    pub fn failure(&self) -> Option<(&'static str, String)> {
         if let Some(p) = self.failed.first() {
             let msg = termination_message(p);
-            let reason = if !released && msg.contains("start barrier timed out") {
+            // Trial 1's barrier, or a later trial's with several runners.
+            let reason = if msg.contains("start barrier timed out") {
                 "BarrierTimeout"
             } else if msg.contains("DeadlineExceeded") {
                 "DeadlineExceeded"

@@ -23,6 +23,8 @@ use std::time::Duration;
 const POLL: Duration = Duration::from_secs(2);
 /// Lead time between releasing the barrier and the common start, so every runner hears it.
 const START_LEAD_MS: u64 = 2_000;
+/// The same for later trials (runners already wait, polled every 500 ms).
+const TRIAL_LEAD_MS: u64 = 500;
 /// The operator's own barrier bound adds this to the spec's (pods that never became ready
 /// cannot time out by themselves).
 const BARRIER_GRACE_SECONDS: i64 = 30;
@@ -367,7 +369,7 @@ async fn step(
     let count = br.spec.runners.count.max(1) as usize;
     let view = finish::RunnerView::of(&pod_list, job.as_ref());
 
-    if let Some((reason, msg)) = view.failure(st.start_time.is_some()) {
+    if let Some((reason, msg)) = view.failure() {
         finish::fail(st, reason, &msg, g);
         return Ok(Action::requeue(POLL));
     }
@@ -386,7 +388,7 @@ async fn step(
         if ready.len() >= count {
             let at = k8s_openapi::jiff::Timestamp::now().as_millisecond() as u64 + START_LEAD_MS;
             for ip in &ready {
-                runner_http::start(ip, at)
+                runner_http::start(ip, 1, at)
                     .await
                     .map_err(|e| Error::Build(format!("releasing runner {ip}: {e:#}")))?;
             }
@@ -443,14 +445,31 @@ async fn step(
         .as_ref()
         .map_or(0, |t| t.0.as_millisecond() as u64);
     let (mut published, mut received, mut trial) = (0, 0, 1);
-    for ip in view.running_ips() {
-        if let Some(p) = runner_http::progress(&ip).await {
+    let ips = view.running_ips();
+    let mut waiting = Vec::new();
+    for ip in &ips {
+        if let Some(p) = runner_http::progress(ip).await {
             if !p.started {
-                let _ = runner_http::start(&ip, start_ms).await;
+                let _ = runner_http::start(ip, 1, start_ms).await;
             }
             published += p.published;
             received += p.received;
             trial = trial.max(p.trial as i32);
+            waiting.push(p.waiting_for);
+        }
+    }
+    // Per-trial barrier (several runners): release trial k once every runner waits for it.
+    let next = waiting.first().copied().unwrap_or(0);
+    let all_waiting = next > 1
+        && ips.len() == count
+        && waiting.len() == count
+        && waiting.iter().all(|w| *w == next);
+    if all_waiting {
+        let at = k8s_openapi::jiff::Timestamp::now().as_millisecond() as u64 + TRIAL_LEAD_MS;
+        for ip in &ips {
+            runner_http::start(ip, next, at).await.map_err(|e| {
+                Error::Build(format!("releasing runner {ip} for trial {next}: {e:#}"))
+            })?;
         }
     }
     let elapsed = st.start_time.as_ref().map_or(0, seconds_since);
@@ -464,6 +483,10 @@ async fn step(
         received,
         runners_ready: count as i32,
     });
+    // Runners waiting at a trial barrier are polled more often: each poll is start latency.
+    if waiting.iter().any(|w| *w > 0) && !all_waiting {
+        return Ok(Action::requeue(Duration::from_millis(500)));
+    }
     Ok(Action::requeue(Duration::from_secs(3)))
 }
 

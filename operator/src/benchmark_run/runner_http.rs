@@ -24,9 +24,13 @@ async fn call(ip: &str, method: &str, path: &str, body: Option<String>) -> anyho
     Ok(bytes)
 }
 
-/// POST /start; the agent keeps the first start time it got, so resending is safe.
-pub async fn start(ip: &str, start_at_unix_ms: u64) -> anyhow::Result<()> {
-    let body = serde_json::to_string(&StartRequest { start_at_unix_ms })?;
+/// POST /start for `trial`; the agent keeps the first start time it got for a trial, so
+/// resending is safe.
+pub async fn start(ip: &str, trial: u32, start_at_unix_ms: u64) -> anyhow::Result<()> {
+    let body = serde_json::to_string(&StartRequest {
+        start_at_unix_ms,
+        trial,
+    })?;
     tokio::time::timeout(
         Duration::from_secs(3),
         call(ip, "POST", "/start", Some(body)),

@@ -1,0 +1,293 @@
+//! Variants interleaved within one BenchmarkRun on the local cluster: the R1-vs-R2 sample
+//! (config/samples, shortened) ends Succeeded with each round's randomised order recorded, the
+//! trials run in that order with each variant's own stream replicas, and a paired comparison with
+//! intervals. A variant whose merged workload breaks a rule fails the run before any pod.
+use anyhow::{ensure, Context, Result};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DynamicObject, ListParams};
+use msgbench_e2e::cluster::repo_root;
+use msgbench_e2e::kinds::{self, Kind};
+use msgbench_e2e::{run, servers, wait, TestContext};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const JS3: &str = r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: JetStreamCluster
+metadata:
+  name: js3
+spec:
+  replicas: 3
+  jetstream:
+    storage:
+      type: memory
+    maxMemoryStore: 64Mi
+  resources:
+    requests: {cpu: 10m, memory: 64Mi}
+    limits: {memory: 256Mi}
+  placement:
+    podAntiAffinity: none
+"#;
+
+fn s<'a>(o: &'a DynamicObject, ptr: &str) -> &'a Value {
+    o.data.pointer(ptr).unwrap_or(&Value::Null)
+}
+
+/// The repo's R1-vs-R2 sample, shortened to fit the one shared CPU: 4 rounds of 2 s.
+fn sample() -> Result<String> {
+    let path = repo_root().join("config/samples/benchmarkrun-variants-jetstream-r1-vs-r2.yaml");
+    let mut o: Value = serde_norway::from_str(&std::fs::read_to_string(&path)?)?;
+    let spec = o.pointer_mut("/spec").context("spec")?;
+    let w = &mut spec["workload"];
+    w["ratePerPublisher"] = json!(300);
+    w["durationSeconds"] = json!(2);
+    w["warmupSeconds"] = json!(0);
+    w["drainSeconds"] = json!(1);
+    w["jetstream"]["storage"] = json!("memory");
+    spec["trials"] = json!(4);
+    spec["settleSeconds"] = json!(1);
+    spec["runners"]["resources"] =
+        json!({"requests": {"cpu": "20m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}});
+    spec.as_object_mut()
+        .context("spec")?
+        .remove("ttlSecondsAfterFinished");
+    Ok(serde_norway::to_string(&o)?)
+}
+
+#[tokio::test]
+async fn r1_vs_r2_variants_interleave_and_compare_paired_rounds() {
+    run("variants", body).await;
+}
+
+async fn body(ctx: TestContext) -> Result<()> {
+    // Bad input first (no server needed): the override breaks a rule admission cannot see.
+    let bad = r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {name: bad-variant}
+spec:
+  target: {serverRef: {kind: PubSubServer, name: nowhere}}
+  workload: {protocol: socketio, durationSeconds: 2, payloadBytes: 64}
+  variants:
+    - name: big
+    - name: tiny
+      workload: {payloadBytes: 20}
+"#;
+    kinds::create(&ctx.client, &ctx.ns, bad).await?;
+    let api = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
+    let b = wait::until(
+        &api,
+        "bad-variant",
+        Duration::from_secs(60),
+        "bad-variant Failed",
+        |o| o.data.pointer("/status/phase").and_then(Value::as_str) == Some("Failed"),
+    )
+    .await?;
+    ensure!(
+        s(&b, "/status/verdict/reason") == "InvalidSpec"
+            && s(&b, "/status/verdict/message")
+                .as_str()
+                .is_some_and(|m| m.contains("spec.variants[1].workload.payloadBytes")),
+        "bad-variant: {}",
+        s(&b, "/status/verdict")
+    );
+    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &ctx.ns);
+    let lp = ListParams::default().labels("app.kubernetes.io/instance=bad-variant");
+    ensure!(
+        jobs.list(&lp).await?.items.is_empty(),
+        "an invalid run created a Job"
+    );
+
+    kinds::create(&ctx.client, &ctx.ns, JS3).await?;
+    servers::wait_ready(
+        &ctx,
+        Kind::JetStreamCluster,
+        "js3",
+        Duration::from_secs(240),
+    )
+    .await?;
+    kinds::create(&ctx.client, &ctx.ns, &sample()?).await?;
+    let br = wait::until(
+        &api,
+        "js-r1-vs-r2",
+        Duration::from_secs(420),
+        "js-r1-vs-r2 finished",
+        |o| {
+            matches!(
+                o.data.pointer("/status/phase").and_then(Value::as_str),
+                Some("Succeeded" | "Failed")
+            )
+        },
+    )
+    .await?;
+    ensure!(
+        s(&br, "/status/phase") == "Succeeded",
+        "verdict {}",
+        s(&br, "/status/verdict")
+    );
+
+    // The schedule: 4 rounds, each runs r1 and r2 once; balanced, so each goes first twice
+    // (both orders occur: the order is drawn, not fixed).
+    let schedule = s(&br, "/status/schedule")
+        .as_array()
+        .context("status.schedule")?;
+    ensure!(schedule.len() == 4, "schedule {schedule:?}");
+    let mut r1_first = 0;
+    for (i, r) in schedule.iter().enumerate() {
+        let order: Vec<&str> = r["order"]
+            .as_array()
+            .context("order")?
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        ensure!(r["round"] == i as i64 + 1, "round numbers {schedule:?}");
+        let mut sorted = order.clone();
+        sorted.sort();
+        ensure!(sorted == ["r1", "r2"], "round {} ran {order:?}", i + 1);
+        r1_first += usize::from(order[0] == "r1");
+    }
+    ensure!(
+        r1_first == 2,
+        "r1 went first in {r1_first} of 4 rounds: {schedule:?}"
+    );
+
+    // Per variant: every round's figures, placed as recorded, started in that order.
+    let variants = s(&br, "/status/variants")
+        .as_array()
+        .context("status.variants")?;
+    let names: Vec<&str> = variants.iter().filter_map(|v| v["name"].as_str()).collect();
+    ensure!(names == ["r1", "r2"], "variants {names:?}");
+    let start = |name: &str, round: i64| -> Option<String> {
+        let v = variants.iter().find(|v| v["name"] == name)?;
+        let t = v["trials"]
+            .as_array()?
+            .iter()
+            .find(|t| t["trial"] == round)?;
+        t["startTime"].as_str().map(String::from)
+    };
+    for v in variants {
+        let r = &v["result"];
+        ensure!(
+            r["published"].as_u64().is_some_and(|p| p > 0)
+                && r["deliveredRatio"].as_f64().is_some_and(|d| d >= 0.999),
+            "{}: result {r}",
+            v["name"]
+        );
+        let trials = v["trials"].as_array().context("trials")?;
+        ensure!(trials.len() == 4, "{}: trials {trials:?}", v["name"]);
+        for t in trials {
+            let round = t["trial"].as_i64().context("trial")?;
+            let order = &schedule[round as usize - 1]["order"];
+            let want = order
+                .as_array()
+                .context("order")?
+                .iter()
+                .position(|n| *n == v["name"]);
+            ensure!(
+                t["position"].as_u64() == want.map(|p| p as u64 + 1),
+                "position of {t} in {order}"
+            );
+        }
+    }
+    for r in schedule {
+        let round = r["round"].as_i64().context("round")?;
+        let (a, b) = (
+            r["order"][0].as_str().unwrap_or(""),
+            r["order"][1].as_str().unwrap_or(""),
+        );
+        let (ta, tb) = (
+            start(a, round).context("start a")?,
+            start(b, round).context("start b")?,
+        );
+        ensure!(
+            ta < tb,
+            "round {round}: {a} started {ta}, not before {b} at {tb}"
+        );
+    }
+
+    // What the runners were told: the schedule in the recorded order, each entry with its
+    // variant's stream replicas (the agent runs exactly that: bench-runner tests/agent.rs).
+    let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ctx.ns);
+    let job = s(&br, "/status/jobName").as_str().context("jobName")?;
+    let cm = cms.get(job).await?;
+    let agent: Value = serde_norway::from_str(
+        cm.data
+            .as_ref()
+            .and_then(|d| d.get("agent.yaml"))
+            .context("agent.yaml")?,
+    )?;
+    let planned: Vec<(i64, String, u64)> = agent["schedule"]
+        .as_array()
+        .context("agent schedule")?
+        .iter()
+        .map(|t| {
+            (
+                t["round"].as_i64().unwrap_or(0),
+                t["variant"].as_str().unwrap_or("").to_string(),
+                t["workload"]["jetstream"]["replicas"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    let recorded: Vec<(i64, String, u64)> = schedule
+        .iter()
+        .flat_map(|r| {
+            let round = r["round"].as_i64().unwrap_or(0);
+            r["order"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |n| {
+                    let n = n.as_str().unwrap_or("").to_string();
+                    let replicas = if n == "r1" { 1 } else { 2 };
+                    (round, n, replicas)
+                })
+        })
+        .collect();
+    ensure!(
+        planned == recorded,
+        "agent schedule {planned:?} vs status {recorded:?}"
+    );
+
+    // The paired comparison: r2 against r1, intervals from the 4 rounds, a verdict per figure.
+    let c = s(&br, "/status/variantComparison");
+    ensure!(c["baseline"] == "r1" && c["rounds"] == 4, "comparison {c}");
+    let figures = c["figures"].as_array().context("figures")?;
+    let got: Vec<&str> = figures
+        .iter()
+        .filter_map(|f| f["figure"].as_str())
+        .collect();
+    ensure!(
+        got == ["receiveRate", "publishRate", "p50Ms", "p99Ms"],
+        "figures {got:?}"
+    );
+    for f in figures {
+        let e = &f["ratio"];
+        let (lo, est, hi) = (
+            e["ci95Low"].as_f64(),
+            e["estimate"].as_f64(),
+            e["ci95High"].as_f64(),
+        );
+        ensure!(
+            matches!((lo, est, hi), (Some(l), Some(m), Some(h)) if l <= m && m <= h && l > 0.0),
+            "ratio interval {f}"
+        );
+        ensure!(
+            f["difference"]["ci95Low"].is_number(),
+            "difference interval {f}"
+        );
+        ensure!(
+            ["Better", "Worse", "NoSignificantDifference"]
+                .contains(&f["verdict"].as_str().unwrap_or("")),
+            "verdict {f}"
+        );
+    }
+    let summary = s(&br, "/status/headline/comparison").as_str().unwrap_or("");
+    ensure!(
+        summary.starts_with("r2/r1 ") && summary.contains("× ±"),
+        "headline.comparison {summary:?}"
+    );
+    eprintln!("variants: {summary}; {}", serde_json::to_string(c)?);
+    Ok(())
+}
