@@ -1,0 +1,371 @@
+//! `POST /publish` as pipelined HTTP/1.1 over a few keep-alive connections per publisher.
+//! Requests due together go out in one write; responses come back in request order (HTTP/1.1
+//! answers pipelined requests in order), so each is matched to the oldest pending request.
+//! hyper's pooled client keeps one request per connection in flight and costs a task, a
+//! connection and several allocations per request: with it the generator, not the server, set
+//! the pace. A window bounds the requests in flight per publisher (open loop: a full window
+//! shows up as send lag; closed loop: it is the concurrency).
+use crate::drivers::{record_error, Outgoing, Publisher};
+use crate::recorder::{record_ack, Shared};
+use bytes::{Buf, BytesMut};
+use futures::future::BoxFuture;
+use std::collections::VecDeque;
+use std::io::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+
+/// Keep-alive connections per publisher (the server handles each connection's requests one at a
+/// time, so several let a multi-threaded server work on one publisher's load in parallel).
+pub const CONNECTIONS: usize = 4;
+/// Requests in flight per publisher.
+pub const WINDOW: usize = 512;
+/// How long `finish` waits for outstanding responses.
+const FINISH_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Clone, Copy)]
+struct Pending {
+    phase: u8,
+    intended_us: u64,
+}
+
+/// Requests written on one connection and not answered yet; `dead` once the connection failed
+/// (later sends count as errors at once instead of waiting for a reader that is gone).
+#[derive(Default)]
+struct Queue {
+    pending: VecDeque<Pending>,
+    dead: bool,
+}
+
+struct Conn {
+    wr: OwnedWriteHalf,
+    queue: Arc<Mutex<Queue>>,
+    reader: JoinHandle<()>,
+}
+
+pub struct PipelinedPublisher {
+    conns: Vec<Conn>,
+    next: usize,
+    window: Arc<Semaphore>,
+    stats: Shared,
+    /// Request head up to the Content-Length value (host and path are fixed).
+    head: Vec<u8>,
+    /// `{"topic":"…","publisher":"…","payload":"` per topic index.
+    prefixes: Vec<Vec<u8>>,
+    len: usize,
+    buf: Vec<u8>,
+}
+
+impl PipelinedPublisher {
+    pub async fn connect(
+        addr: &str,
+        topics: &[String],
+        publisher: &str,
+        len: usize,
+        stats: Shared,
+    ) -> anyhow::Result<Self> {
+        let window = Arc::new(Semaphore::new(WINDOW));
+        let mut conns = Vec::with_capacity(CONNECTIONS);
+        for _ in 0..CONNECTIONS {
+            let s = tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(addr))
+                .await
+                .map_err(|_| anyhow::anyhow!("connect to {addr}: timed out"))?
+                .map_err(|e| anyhow::anyhow!("connect to {addr}: {e}"))?;
+            s.set_nodelay(true)?;
+            let (rd, wr) = s.into_split();
+            let queue = Arc::new(Mutex::new(Queue::default()));
+            let reader = tokio::spawn(read_responses(
+                rd,
+                queue.clone(),
+                stats.clone(),
+                window.clone(),
+            ));
+            conns.push(Conn { wr, queue, reader });
+        }
+        let head = format!(
+            "POST /publish HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: "
+        )
+        .into_bytes();
+        let prefixes = topics
+            .iter()
+            .map(|t| {
+                // JSON-encoded strings, so any topic or publisher name stays valid JSON.
+                let mut p = format!(
+                    "{{\"topic\":{},\"publisher\":{},\"payload\":",
+                    serde_json::Value::from(t.as_str()),
+                    serde_json::Value::from(publisher)
+                );
+                p.push('"');
+                p.into_bytes()
+            })
+            .collect();
+        Ok(PipelinedPublisher {
+            conns,
+            next: 0,
+            window,
+            stats,
+            head,
+            prefixes,
+            len,
+            buf: Vec::with_capacity(64 * 1024),
+        })
+    }
+
+    /// Appends one request for `m` to `self.buf`.
+    fn encode(&mut self, m: &Outgoing) {
+        let text = m.header.to_text(self.len);
+        let prefix = &self.prefixes[m.topic as usize];
+        let body_len = prefix.len() + text.len() + 2; // closing quote and brace
+        self.buf.extend_from_slice(&self.head);
+        let _ = write!(self.buf, "{body_len}\r\n\r\n");
+        self.buf.extend_from_slice(prefix);
+        self.buf.extend_from_slice(text.as_bytes());
+        self.buf.extend_from_slice(b"\"}");
+    }
+}
+
+impl Publisher for PipelinedPublisher {
+    fn send_batch<'a>(&'a mut self, batch: &'a [Outgoing]) -> BoxFuture<'a, usize> {
+        Box::pin(async move {
+            if batch.is_empty() {
+                return 0;
+            }
+            // Blocks while the window is full: open loop records it as send lag.
+            match self.window.acquire_many(batch.len() as u32).await {
+                Ok(p) => p.forget(),
+                Err(_) => return 0,
+            }
+            // Spread the batch over the connections, one write per connection.
+            let per = batch.len().div_ceil(self.conns.len());
+            let mut sent = 0;
+            for chunk in batch.chunks(per) {
+                let c = self.next % self.conns.len();
+                self.next = self.next.wrapping_add(1);
+                self.buf.clear();
+                for m in chunk {
+                    self.encode(m);
+                }
+                let alive = {
+                    let mut q = self.conns[c].queue.lock().expect("queue lock");
+                    if !q.dead {
+                        q.pending.extend(chunk.iter().map(|m| Pending {
+                            phase: m.header.phase,
+                            intended_us: m.header.intended_us,
+                        }));
+                    }
+                    !q.dead
+                };
+                if !alive {
+                    for m in chunk {
+                        record_error(&self.stats, m.header.phase, "publish:connect");
+                    }
+                    self.window.add_permits(chunk.len());
+                    continue;
+                }
+                // A failed write closes the connection; its reader then fails what is pending.
+                if self.conns[c].wr.write_all(&self.buf).await.is_err() {
+                    let _ = self.conns[c].wr.shutdown().await;
+                    continue;
+                }
+                sent += chunk.len();
+            }
+            sent
+        })
+    }
+
+    fn finish(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            // Every response is back once the whole window is free again.
+            let all = self.window.acquire_many(WINDOW as u32);
+            if let Ok(Ok(p)) = tokio::time::timeout(FINISH_TIMEOUT, all).await {
+                drop(p);
+            }
+        })
+    }
+}
+
+impl Drop for PipelinedPublisher {
+    fn drop(&mut self) {
+        for c in &self.conns {
+            c.reader.abort();
+        }
+    }
+}
+
+/// Matches responses to pending requests until the connection ends; then fails whatever is
+/// still pending (each failure returns its window slot).
+async fn read_responses(
+    mut rd: OwnedReadHalf,
+    queue: Arc<Mutex<Queue>>,
+    stats: Shared,
+    window: Arc<Semaphore>,
+) {
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let why = 'conn: loop {
+        loop {
+            let (head_len, code, body_len) = match parse_response(&buf) {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(e) => break 'conn e,
+            };
+            if buf.len() < head_len + body_len {
+                break;
+            }
+            buf.advance(head_len + body_len);
+            let Some(p) = queue.lock().expect("queue lock").pending.pop_front() else {
+                break 'conn "unexpectedResponse";
+            };
+            window.add_permits(1);
+            if (200..300).contains(&code) {
+                record_ack(&stats, p.phase, p.intended_us);
+            } else {
+                record_error(&stats, p.phase, &format!("publish:http{code}"));
+            }
+        }
+        match rd.read_buf(&mut buf).await {
+            Ok(0) => break "closed",
+            Ok(_) => {}
+            Err(_) => break "read",
+        }
+    };
+    let failed: Vec<Pending> = {
+        let mut q = queue.lock().expect("queue lock");
+        q.dead = true;
+        q.pending.drain(..).collect()
+    };
+    for p in &failed {
+        record_error(&stats, p.phase, &format!("publish:{why}"));
+    }
+    window.add_permits(failed.len());
+}
+
+/// (head length, status code, body length) of the response at the front of `buf`, `None` while
+/// its head is incomplete. Responses must carry Content-Length (both servers send it).
+fn parse_response(buf: &[u8]) -> Result<Option<(usize, u16, usize)>, &'static str> {
+    let mut headers = [httparse::EMPTY_HEADER; 24];
+    let mut r = httparse::Response::new(&mut headers);
+    let head_len = match r.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(_) => return Err("badResponse"),
+    };
+    let body_len = r
+        .headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+        .and_then(|h| std::str::from_utf8(h.value).ok()?.trim().parse().ok())
+        .ok_or("noContentLength")?;
+    Ok(Some((head_len, r.code.unwrap_or(0), body_len)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::payload::Header;
+    use crate::recorder::TaskStats;
+    use crate::result::Delivery;
+    use tokio::net::TcpListener;
+
+    fn msg(seq: u64) -> Outgoing {
+        Outgoing {
+            topic: 0,
+            header: Header {
+                runner: 1,
+                phase: 0,
+                publisher: 0,
+                seq,
+                intended_us: 1,
+            },
+        }
+    }
+
+    /// Reads `n` pipelined requests (each ends with the body's closing brace here).
+    async fn read_requests(s: &mut TcpStream, n: usize) -> String {
+        let mut buf = Vec::new();
+        while buf.windows(4).filter(|w| w == b"\r\n\r\n").count() < n || !buf.ends_with(b"}") {
+            let mut chunk = [0u8; 4096];
+            let k = s.read(&mut chunk).await.unwrap();
+            assert!(k > 0, "publisher closed early");
+            buf.extend_from_slice(&chunk[..k]);
+        }
+        String::from_utf8(buf).unwrap()
+    }
+
+    /// A batch of 8 goes out as two pipelined requests on each of the 4 connections. The fake
+    /// server answers connection 0 with 200 then 400, connection 1 with one 200 and hangs up,
+    /// the others with 200s: 6 acks, one `publish:http400`, one `publish:closed`, and the
+    /// window comes back whole.
+    #[tokio::test]
+    async fn pipelined_requests_are_matched_in_order_and_failures_counted() {
+        const OK: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 8\r\n\r\n{\"id\":1}";
+        const BAD: &[u8] = b"HTTP/1.1 400 Bad Request\r\ncontent-length: 2\r\n\r\n{}";
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let server = tokio::spawn(async move {
+            let mut conns = Vec::new();
+            for _ in 0..CONNECTIONS {
+                conns.push(l.accept().await.unwrap().0);
+            }
+            let mut first = String::new();
+            for (i, s) in conns.iter_mut().enumerate() {
+                let reqs = read_requests(s, 2).await;
+                let answer = match i {
+                    0 => [OK, BAD].concat(),
+                    1 => OK.to_vec(),
+                    _ => [OK, OK].concat(),
+                };
+                s.write_all(&answer).await.unwrap();
+                if i == 0 {
+                    first = reqs;
+                }
+            }
+            first // dropping the connections hangs up on the publisher
+        });
+        let stats = Arc::new(Mutex::new(TaskStats::new(
+            &["m".into()],
+            1,
+            Delivery::FanOut,
+            0,
+        )));
+        let mut p = PipelinedPublisher::connect(&addr, &["t \"q\"".into()], "p", 30, stats.clone())
+            .await
+            .unwrap();
+        let batch: Vec<Outgoing> = (0..8).map(msg).collect();
+        assert_eq!(p.send_batch(&batch).await, 8);
+        let requests = server.await.unwrap();
+        p.finish().await;
+        assert_eq!(p.window.available_permits(), WINDOW);
+        assert_eq!(requests.matches("POST /publish HTTP/1.1\r\n").count(), 2);
+        assert!(
+            requests.contains(r#"{"topic":"t \"q\"","publisher":"p","payload":""#),
+            "topic JSON-escaped: {requests}"
+        );
+        let s = stats.lock().unwrap();
+        let ph = &s.phases[0];
+        assert_eq!(ph.ack_latency.len(), 6);
+        assert_eq!(ph.errors.get("publish:http400"), Some(&1));
+        assert_eq!(ph.errors.get("publish:closed"), Some(&1));
+    }
+
+    #[test]
+    fn responses_are_split_by_content_length() {
+        let two = b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n{\"id\":1}HTTP/1.1 400 Bad Request\r\ncontent-length: 2\r\n\r\n{}";
+        let (h, code, b) = parse_response(two).unwrap().unwrap();
+        assert_eq!((code, b), (200, 8));
+        let (h2, code2, b2) = parse_response(&two[h + b..]).unwrap().unwrap();
+        assert_eq!((code2, b2), (400, 2));
+        assert_eq!(h + b + h2 + b2, two.len());
+        assert_eq!(
+            parse_response(b"HTTP/1.1 200 OK\r\nContent-Le").unwrap(),
+            None
+        );
+        assert_eq!(
+            parse_response(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"),
+            Err("noContentLength")
+        );
+    }
+}
