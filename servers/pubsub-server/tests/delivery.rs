@@ -1,6 +1,6 @@
-//! Real Socket.IO clients (python-socketio) against the real binary: what POST /publish sends
-//! arrives, once, in order, on the topic and on `__all__`, in both emission modes; the REST
-//! views report what happened.
+//! Real Socket.IO clients (python-socketio and the official Node socket.io-client) against the
+//! real binary: what POST /publish sends arrives, once, in order, on the topic and on `__all__`,
+//! in both emission modes; the REST views report what happened.
 mod common;
 
 use std::time::Duration;
@@ -19,7 +19,7 @@ fn ids_and_topics(msgs: &[Value]) -> Vec<(u64, String)> {
         .collect()
 }
 
-async fn delivers_in_order(emit_mode: &str, workers: &str) {
+async fn delivers_in_order(emit_mode: &str, workers: &str, client: SioClient) {
     let server = Server::start(&[
         ("EMIT_MODE", emit_mode),
         ("CACHE_TTL_SECONDS", "0"),
@@ -33,10 +33,10 @@ async fn delivers_in_order(emit_mode: &str, workers: &str) {
     const N: usize = 30;
     // Topic "a" gets every other message; "b" the rest.
     let topic_of = |i: usize| if i.is_multiple_of(2) { "a" } else { "b" };
-    let on_a = Subscriber::subscribe(&server, &["a"], N / 2, false);
-    let on_all = Subscriber::subscribe(&server, &["__all__"], N, true);
+    let on_a = Subscriber::subscribe_with(client, &server, &["a"], N / 2, false);
+    let on_all = Subscriber::subscribe_with(client, &server, &["__all__"], N, true);
     // Subscribed to both: must still get each message exactly once.
-    let on_both = Subscriber::subscribe(&server, &["a", "__all__"], N, false);
+    let on_both = Subscriber::subscribe_with(client, &server, &["a", "__all__"], N, false);
 
     let mut sent = Vec::new();
     for i in 0..N {
@@ -119,18 +119,24 @@ async fn delivers_in_order(emit_mode: &str, workers: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_emission_delivers_once_in_order() {
-    delivers_in_order("parallel", "2").await;
+    delivers_in_order("parallel", "2", SioClient::Python).await;
+}
+
+/// The official Node socket.io-client: a second client library nobody here wrote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_client_receives_topic_and_all_in_order() {
+    delivers_in_order("parallel", "2", SioClient::Node).await;
 }
 
 /// One worker: the two emissions are joined on the publishing task instead of spawned.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_emission_on_one_worker_delivers_once_in_order() {
-    delivers_in_order("parallel", "1").await;
+    delivers_in_order("parallel", "1", SioClient::Python).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sequential_emission_delivers_once_in_order() {
-    delivers_in_order("sequential", "1").await;
+    delivers_in_order("sequential", "1", SioClient::Python).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,5 @@
 //! Test harness: starts the real `pubsub-server` binary on a free port (PORT=0, the port is read
-//! from its "listening on" line), talks HTTP with hyper and Socket.IO through python-socketio.
+//! from its "listening on" line), talks HTTP with hyper and Socket.IO through real clients (python-socketio, Node socket.io-client).
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
@@ -166,7 +166,34 @@ pub fn python() -> String {
     .clone()
 }
 
-/// A python-socketio subscriber process; `subscribe` waits until the server acknowledged.
+fn node_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node")
+}
+
+/// NODE_PATH of the cached official socket.io-client (tests/node/ensure-node on first use).
+pub fn node_path() -> String {
+    static NP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NP.get_or_init(|| {
+        let out = Command::new(node_dir().join("ensure-node"))
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("run ensure-node");
+        assert!(out.status.success(), "ensure-node failed");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    })
+    .clone()
+}
+
+/// Which real Socket.IO client library a subscriber process runs on (same CLI and output).
+#[derive(Clone, Copy, Debug)]
+pub enum SioClient {
+    /// python-socketio (the seed's Flask-SocketIO compatibility promise).
+    Python,
+    /// The official Node socket.io-client.
+    Node,
+}
+
+/// A real Socket.IO subscriber process; `subscribe` waits until the server acknowledged.
 pub struct Subscriber {
     child: Child,
     lines: mpsc::Receiver<String>,
@@ -174,27 +201,50 @@ pub struct Subscriber {
 
 impl Subscriber {
     pub fn subscribe(server: &Server, topics: &[&str], expect: usize, consume: bool) -> Subscriber {
-        let mut cmd = Command::new(python());
-        cmd.arg(python_dir().join("sio_subscriber.py"))
-            .args([
-                "--url",
-                &server.base,
-                "--expect",
-                &expect.to_string(),
-                "--timeout",
-                "30",
-            ])
-            .arg("--hold")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+        Self::subscribe_with(SioClient::Python, server, topics, expect, consume)
+    }
+
+    pub fn subscribe_with(
+        client: SioClient,
+        server: &Server,
+        topics: &[&str],
+        expect: usize,
+        consume: bool,
+    ) -> Subscriber {
+        let mut cmd = match client {
+            SioClient::Python => {
+                let mut c = Command::new(python());
+                c.arg(python_dir().join("sio_subscriber.py"));
+                c
+            }
+            SioClient::Node => {
+                let mut c = Command::new("node");
+                c.env("NODE_PATH", node_path())
+                    .arg(node_dir().join("sio_subscriber.js"));
+                c
+            }
+        };
+        cmd.args([
+            "--url",
+            &server.base,
+            "--expect",
+            &expect.to_string(),
+            "--timeout",
+            "30",
+        ])
+        .arg("--hold")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
         for t in topics {
             cmd.args(["--subscribe", t]);
         }
         if consume {
             cmd.arg("--consume");
         }
-        let mut child = cmd.spawn().expect("start python subscriber");
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {client:?} subscriber: {e}"));
         let lines = line_reader(child.stdout.take().unwrap());
         wait_line(&lines, |l| l == "READY", STARTUP);
         Subscriber { child, lines }
