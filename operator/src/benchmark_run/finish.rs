@@ -94,7 +94,10 @@ impl<'a> RunnerView<'a> {
             .and_then(|s| s.conditions.as_ref())
             .and_then(|cs| {
                 cs.iter()
-                    .find(|c| c.type_ == "Failed" && c.status == "True")
+                    // FailureTarget comes first (Kubernetes ≥ 1.31), before the pods go.
+                    .find(|c| {
+                        (c.type_ == "Failed" || c.type_ == "FailureTarget") && c.status == "True"
+                    })
             })
         {
             let reason = match c.reason.as_deref() {

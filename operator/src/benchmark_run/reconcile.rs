@@ -28,6 +28,8 @@ const TRIAL_LEAD_MS: u64 = 500;
 /// The operator's own barrier bound adds this to the spec's (pods that never became ready
 /// cannot time out by themselves).
 const BARRIER_GRACE_SECONDS: i64 = 30;
+/// The runner Job's activeDeadlineSeconds exceeds the run's deadline by this much.
+const JOB_DEADLINE_BACKSTOP_SECONDS: i64 = 60;
 
 pub fn now() -> Time {
     Time(k8s_openapi::jiff::Timestamp::now())
@@ -334,7 +336,9 @@ async fn step(
             id,
             &br.spec,
             resolved.server_labels.as_ref(),
-            deadline_seconds(br),
+            // The Job's own deadline is only a backstop for when the operator is down: it must
+            // not race the run's deadline (its pod deletions would read as RunnerFailed).
+            deadline_seconds(br) + JOB_DEADLINE_BACKSTOP_SECONDS,
         );
         let pp = PatchParams::apply(CONTROLLER_NAME).force();
         let name = id.job_name();
