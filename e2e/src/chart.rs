@@ -45,6 +45,13 @@ fn install() -> Result<()> {
     if let Ok(tag) = std::env::var("MSGBENCH_E2E_OPERATOR_TAG") {
         cmd.arg("--set").arg(format!("image.tag={tag}"));
     }
+    // A rebuilt operator keeps its tag: the image's digest in the pod template makes helm roll
+    // the operator whenever the image content changed (local cluster: containerd's record).
+    if let Some(digest) = local_operator_digest() {
+        cmd.arg("--set-string").arg(format!(
+            "podAnnotations.msgbench\\.dev/image-digest={digest}"
+        ));
+    }
     let output = cmd
         .arg("upgrade")
         .arg("--install")
@@ -83,4 +90,20 @@ fn helm_binary() -> String {
     } else {
         "helm".into()
     }
+}
+
+/// Digest of the operator image in the local cluster's containerd, if `ctr` can tell.
+fn local_operator_digest() -> Option<String> {
+    let out = Command::new("ctr")
+        .args(["-n", "k8s.io", "images", "ls"])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.first() == Some(&"ghcr.io/msgbench/operator:0.1.0"))
+        .and_then(|f| {
+            f.get(2)
+                .map(|d| d.trim_start_matches("sha256:").to_string())
+        })
 }
