@@ -3,7 +3,7 @@
 use crate::clock;
 use crate::drivers::{self, Driver, Outgoing, Publisher, Target};
 use crate::payload::Header;
-use crate::plan::{self, Length, Phase};
+use crate::plan::{self, Length, Phase, Ramp, Schedule};
 use crate::recorder::{ReceiveRecorder, Shared, TaskStats};
 use crate::result::{self, Delivery, Generator, PhaseStats, RunResult, TimelinePoint};
 use crate::{connections, cpu, progress};
@@ -229,6 +229,10 @@ async fn run_messaging(
     for (p, ph) in per_phase.iter_mut().zip(phases.iter()) {
         p.rate_per_publisher = ph.rate;
         p.publishers = ph.publishers;
+        p.ramp_to = match ph.ramp {
+            Some(Ramp::Rate(v) | Ramp::Publishers(v)) => Some(v),
+            None => None,
+        };
     }
     let timeline = collect_timeline(&all_stats);
     let warmup = (w.warmup_seconds > 0).then(|| per_phase[0].clone());
@@ -312,8 +316,13 @@ fn saturation(g: &mut Generator, phases: &[PhaseStats], runner: u16) {
 
 fn collect_phase(stats: &[Shared], k: usize) -> PhaseStats {
     let mut out: Option<PhaseStats> = None;
+    let (mut first_send, mut last_recv) = (u64::MAX, 0);
     for s in stats {
         let s = s.lock().expect("stats lock");
+        if let Some(t) = s.phase_start_us[k] {
+            first_send = first_send.min(t);
+        }
+        last_recv = last_recv.max(s.last_recv_us[k]);
         match &mut out {
             None => out = Some(s.phases[k].clone()),
             Some(o) => {
@@ -323,7 +332,11 @@ fn collect_phase(stats: &[Shared], k: usize) -> PhaseStats {
             }
         }
     }
-    out.unwrap_or_default()
+    let mut out = out.unwrap_or_default();
+    if last_recv > first_send {
+        out.delivery_seconds = (last_recv - first_send) as f64 / 1e6;
+    }
+    out
 }
 
 fn collect_timeline(stats: &[Shared]) -> Vec<TimelinePoint> {
@@ -428,35 +441,56 @@ async fn publish_all(ctx: PubCtx, mut p: Box<dyn Publisher>, st: Shared) -> Box<
         if k > ctx.allowed.load(Ordering::SeqCst) {
             break;
         }
-        if ctx.idx >= ph.publishers {
-            continue;
-        }
-        let (phase_start, end, total) = match ph.length {
+        let (phase_start, end, total, sched) = match ph.length {
             Length::Timed { seconds: 0, .. } => continue,
             Length::Timed { start_us, seconds } => {
-                let s = ctx.start_us + start_us;
-                let end = s + u64::from(seconds) * 1_000_000;
+                // Ramped connections: this publisher joins when the linear count reaches it.
+                let Some(join) = ph.join_offset_us(ctx.idx, seconds) else {
+                    continue;
+                };
+                let s = ctx.start_us + start_us + join;
+                let end = ctx.start_us + start_us + u64::from(seconds) * 1_000_000;
+                if s >= end {
+                    continue;
+                }
                 tokio::time::sleep_until(clock::instant_at(s).into()).await;
-                (
-                    s,
-                    Some(end),
-                    ph.rate.map(|r| u64::from(r) * u64::from(seconds)),
-                )
+                let sched = ph.rate.map(|r| match ph.ramp {
+                    Some(Ramp::Rate(to)) => Schedule {
+                        from: r,
+                        to,
+                        seconds,
+                    },
+                    _ => Schedule::constant(r),
+                });
+                let total = sched.map(|x| match ph.ramp {
+                    Some(Ramp::Rate(_)) => x.total(seconds),
+                    _ => (end - s) * u64::from(x.from) / 1_000_000,
+                });
+                (s, Some(end), total, sched)
             }
             Length::Count {
                 messages,
                 not_before_us,
                 ..
             } => {
+                if ctx.idx >= ph.publishers {
+                    continue;
+                }
                 tokio::time::sleep_until(clock::instant_at(ctx.start_us + not_before_us).into())
                     .await;
-                (clock::now_us(), None, Some(messages))
+                (
+                    clock::now_us(),
+                    None,
+                    Some(messages),
+                    ph.rate.map(Schedule::constant),
+                )
             }
         };
+        st.lock().expect("stats lock").phase_start_us[k].get_or_insert(phase_start);
         send_phase(
             &ctx,
             k,
-            ph,
+            sched,
             phase_start,
             end,
             total,
@@ -489,7 +523,7 @@ async fn publish_all(ctx: PubCtx, mut p: Box<dyn Publisher>, st: Shared) -> Box<
 async fn send_phase(
     ctx: &PubCtx,
     k: usize,
-    ph: &Phase,
+    sched: Option<Schedule>,
     phase_start: u64,
     end: Option<u64>,
     total: Option<u64>,
@@ -520,20 +554,19 @@ async fn send_phase(
         let now = clock::now_us();
         batch.clear();
         lags.clear();
-        match (ph.rate, total) {
-            (Some(r), Some(total)) => {
+        match (sched, total) {
+            (Some(sc), Some(total)) => {
                 if i >= total || end.is_some_and(|e| now > e + grace) {
                     break;
                 }
-                let r = u64::from(r);
-                let due = (now.saturating_sub(phase_start) * r / 1_000_000 + 1).min(total);
+                let due = sc.due(now.saturating_sub(phase_start)).min(total);
                 if due <= i {
-                    let next = phase_start + i * 1_000_000 / r;
+                    let next = phase_start + sc.at_us(i);
                     tokio::time::sleep_until(clock::instant_at(next).into()).await;
                     continue;
                 }
                 while i < due && batch.len() < BATCH {
-                    let intended = phase_start + i * 1_000_000 / r;
+                    let intended = phase_start + sc.at_us(i);
                     lags.push(now.saturating_sub(intended));
                     batch.push(Outgoing {
                         topic: ctx.topic,
@@ -575,7 +608,7 @@ async fn send_phase(
         s.publish_seconds = s.publish_seconds.max((after - phase_start) as f64 / 1e6);
     }
     let mut g = st.lock().expect("stats lock");
-    g.phases[k].scheduled += match (ph.rate, total) {
+    g.phases[k].scheduled += match (sched, total) {
         (Some(_), Some(t)) => t,
         _ => i,
     };

@@ -15,6 +15,10 @@ pub struct TaskStats {
     /// Process-clock µs of the measured start (timeline second 0).
     pub timeline_origin_us: u64,
     first_recv_us: Vec<Option<u64>>,
+    /// Per phase: when this publisher began it, and this subscriber's last delivery
+    /// (process-clock µs; 0 = none). Together they give the first-send → last-delivery window.
+    pub phase_start_us: Vec<Option<u64>>,
+    pub last_recv_us: Vec<u64>,
 }
 
 impl TaskStats {
@@ -28,6 +32,8 @@ impl TaskStats {
             timeline_received: Vec::new(),
             timeline_origin_us: origin_us,
             first_recv_us: vec![None; phase_names.len()],
+            phase_start_us: vec![None; phase_names.len()],
+            last_recv_us: vec![0; phase_names.len()],
         }
     }
 
@@ -126,6 +132,7 @@ impl ReceiveRecorder {
             .observe(h.seq);
         s.count_received(now_us);
         let first = *s.first_recv_us[phase].get_or_insert(now_us);
+        s.last_recv_us[phase] = s.last_recv_us[phase].max(now_us);
         let p = &mut s.phases[phase];
         p.received += 1;
         p.receive_seconds = p.receive_seconds.max((now_us - first) as f64 / 1e6);

@@ -39,12 +39,13 @@ pub fn render(r: &RunResult) -> String {
     } else {
         let _ = writeln!(
             s,
-            "{:<12} {:>11} {:>11} {:>12} {:>12} {:>9} {:>6} {:>5} {:>6} {:>9} {:>9} {:>9} {:>9}",
+            "{:<12} {:>11} {:>11} {:>12} {:>12} {:>12} {:>9} {:>6} {:>5} {:>6} {:>9} {:>9} {:>9} {:>9}",
             "phase",
             "published",
             "received",
             "pub/s",
             "recv/s",
+            "deliv/s",
             "delivered",
             "dup",
             "ooo",
@@ -80,6 +81,12 @@ pub fn render(r: &RunResult) -> String {
             let _ = writeln!(s, "stages stopped at {b} (threshold broken)");
         }
     }
+    if r.connections.is_none() {
+        let _ = writeln!(
+            s,
+            "recv/s: first → last delivery per subscriber; deliv/s: unique deliveries over first send → last delivery"
+        );
+    }
     let g = &r.generator;
     let _ = writeln!(
         s,
@@ -110,12 +117,13 @@ fn row(s: &mut String, p: &PhaseStats) {
     let f = |x: Option<u64>| x.map_or("-".to_string(), |v| v.to_string());
     let _ = writeln!(
         s,
-        "{:<12} {:>11} {:>11} {:>12.1} {:>12.1} {:>9.4} {:>6} {:>5} {:>6} {:>9} {:>9} {:>9} {:>9}",
+        "{:<12} {:>11} {:>11} {:>12.1} {:>12.1} {:>12.1} {:>9.4} {:>6} {:>5} {:>6} {:>9} {:>9} {:>9} {:>9}",
         p.name,
         p.published,
         p.received,
         m.publish_rate,
         m.receive_rate,
+        m.delivery_rate,
         m.delivered_ratio,
         p.duplicates,
         p.out_of_order,

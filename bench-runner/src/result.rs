@@ -25,6 +25,10 @@ pub struct PhaseStats {
     /// Open-loop rate per publisher in this phase (None = closed loop).
     pub rate_per_publisher: Option<u32>,
     pub publishers: u32,
+    /// Ramped stage: the rate per publisher (dimension rate) or publishers (dimension
+    /// connections) reached at its end, rising linearly from the values above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_to: Option<u32>,
     /// Messages the schedule called for, and messages actually published.
     pub scheduled: u64,
     pub published: u64,
@@ -42,6 +46,10 @@ pub struct PhaseStats {
     /// Longest publisher time in the phase and longest receive span, seconds.
     pub publish_seconds: f64,
     pub receive_seconds: f64,
+    /// First send of the phase → its last delivery, seconds (the end-to-end window: what
+    /// `nats-bench` spans with its aggregate Pub/Sub figure). Longest over runners.
+    #[serde(default)]
+    pub delivery_seconds: f64,
     /// End-to-end latency from the intended send time (same-process messages only).
     pub latency: Histo,
     /// Publish acknowledgement latency from the intended send time (JetStream ack, MQTT
@@ -60,7 +68,13 @@ pub struct PhaseSummary {
     pub delivered_unique: u64,
     pub delivered_ratio: f64,
     pub publish_rate: f64,
+    /// Deliveries per second from a subscriber's first delivery to its last (nats-bench's
+    /// "Sub stats" window): a subscriber that fell behind and drains a backlog shows a rate
+    /// above what the system delivered.
     pub receive_rate: f64,
+    /// Unique deliveries per second over the end-to-end window (first send → last delivery).
+    #[serde(default)]
+    pub delivery_rate: f64,
     pub errors: u64,
     pub latency: Option<LatencySummary>,
     pub ack_latency: Option<LatencySummary>,
@@ -83,6 +97,9 @@ impl PhaseStats {
         if self.rate_per_publisher.is_none() {
             self.rate_per_publisher = o.rate_per_publisher;
         }
+        if self.ramp_to.is_none() {
+            self.ramp_to = o.ramp_to;
+        }
         self.publishers += o.publishers;
         self.scheduled += o.scheduled;
         self.published += o.published;
@@ -97,6 +114,7 @@ impl PhaseStats {
         }
         self.publish_seconds = self.publish_seconds.max(o.publish_seconds);
         self.receive_seconds = self.receive_seconds.max(o.receive_seconds);
+        self.delivery_seconds = self.delivery_seconds.max(o.delivery_seconds);
         self.latency.add(&o.latency);
         self.ack_latency.add(&o.ack_latency);
         self.send_lag.add(&o.send_lag);
@@ -128,6 +146,7 @@ impl PhaseStats {
             },
             publish_rate: rate(self.published, self.publish_seconds),
             receive_rate: rate(self.received, self.receive_seconds),
+            delivery_rate: rate(unique, self.delivery_seconds),
             errors: self.errors.values().sum(),
             latency: self.latency.summary(),
             ack_latency: self.ack_latency.summary(),
@@ -366,16 +385,18 @@ pub fn aggregate_measured(phases: &[PhaseStats]) -> PhaseStats {
         first.published_by_topic.len() as u32,
         first.delivery,
     );
-    let (mut ps, mut rs) = (0.0, 0.0);
+    let (mut ps, mut rs, mut ds) = (0.0, 0.0, 0.0);
     for p in phases {
         m.add(p);
         ps += p.publish_seconds;
         rs += p.receive_seconds;
+        ds += p.delivery_seconds;
     }
     m.publishers = phases.iter().map(|p| p.publishers).max().unwrap_or(0);
     m.subscribers_by_topic = first.subscribers_by_topic.clone();
     m.publish_seconds = ps;
     m.receive_seconds = rs;
+    m.delivery_seconds = ds;
     m.rate_per_publisher = first.rate_per_publisher;
     m
 }

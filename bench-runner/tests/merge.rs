@@ -30,6 +30,7 @@ fn phase(name: &str, lat: &[u64], published: u64, topic: usize) -> PhaseStats {
     p.duplicates = lat.len() as u64 / 1000;
     p.publish_seconds = 1.0 + topic as f64 / 10.0;
     p.receive_seconds = 1.5;
+    p.delivery_seconds = 1.6 + topic as f64 / 10.0;
     for &v in lat {
         p.latency.record(v);
         p.send_lag.record(v / 100);
@@ -98,6 +99,17 @@ fn merging_parts_equals_the_whole() {
     // Each part published on its own topic, each topic has one subscriber per part (3).
     assert_eq!(m.summary.expected, pubs * 3);
     assert_eq!(merged.generator.cpu_seconds, 1.5);
+    // Windows take the longest runner's per session (1.8 s), and sessions add up.
+    assert!(
+        (m.delivery_seconds - 3.6).abs() < 1e-9,
+        "{}",
+        m.delivery_seconds
+    );
+    let unique = m.received - m.duplicates;
+    assert_eq!(
+        m.summary.delivery_rate,
+        (unique as f64 / 3.6 * 10.0).round() / 10.0
+    );
     assert_eq!(merged.warmup.as_ref().unwrap().published, 30);
 
     // Same through files and the CLI.

@@ -49,6 +49,19 @@ async fn exact_counts_and_full_delivery_at_a_modest_rate() {
     assert!(r.warmup.is_none());
     let sum: u64 = r.timeline.iter().map(|t| t.published).sum();
     assert_eq!(sum, 2000, "timeline accounts for every publish");
+    // The end-to-end window runs from the first send to the last delivery: the 1 s schedule
+    // plus the last message's trip, so 4000 deliveries come at just under 4000/s.
+    assert!(
+        (0.999..1.5).contains(&m.delivery_seconds),
+        "{}",
+        m.delivery_seconds
+    );
+    assert!(m.delivery_seconds >= m.receive_seconds);
+    assert!(
+        (2600.0..=4004.0).contains(&m.summary.delivery_rate),
+        "{}",
+        m.summary.delivery_rate
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -230,6 +243,79 @@ async fn sessions_stages_and_warmup_have_their_own_sections() {
     .await;
     assert_eq!(br.stages.len(), 1);
     assert_eq!(br.breaking_stage.as_deref(), Some("stage-1"));
+}
+
+/// Ramps rise linearly within each stage: stage k's message count is the integral of its rate
+/// (rate dimension) or of its growing publisher count (connections dimension).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ramped_stages_send_the_integral_of_their_linear_load() {
+    let s = nats_server(false);
+    let r = run_ok(
+        "protocol: nats\nstages: {dimension: rate, shape: ramp, start: 200, step: 200, count: 3, stageSeconds: 1}\n",
+        s.port,
+        1,
+    )
+    .await;
+    let counts: Vec<u64> = r.stages.iter().map(|p| p.published).collect();
+    assert_eq!(
+        counts,
+        [300, 500, 700],
+        "200→400, 400→600, 600→800 msg/s for 1 s"
+    );
+    assert_eq!(
+        (r.stages[1].rate_per_publisher, r.stages[1].ramp_to),
+        (Some(400), Some(600))
+    );
+    assert!(r.stages.iter().all(|p| p.summary.delivered_ratio == 1.0));
+
+    // Publishers 1→3 then 3→5 over 2 s at 100/s each: each joins when the count reaches it.
+    let c = run_ok(
+        "protocol: nats\nratePerPublisher: 100\nstages: {dimension: connections, shape: ramp, start: 1, step: 2, count: 2, stageSeconds: 2}\n",
+        s.port,
+        1,
+    )
+    .await;
+    let counts: Vec<u64> = c.stages.iter().map(|p| p.published).collect();
+    assert_eq!(counts, [200 + 100, 3 * 200 + 100]);
+    assert_eq!((c.stages[1].publishers, c.stages[1].ramp_to), (3, Some(5)));
+    assert!(c.stages.iter().all(|p| p.summary.delivered_ratio == 1.0));
+    assert!(c.measured.errors.is_empty(), "{:?}", c.measured.errors);
+}
+
+/// The breaking point is the first stage that breaks `stopWhen`, here a server stalled for
+/// 500 ms in the middle of stage 3 (of a step and of a ramp): stages 1 and 2 pass, stage 3
+/// breaks, nothing after it is reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_when_finds_the_stage_where_a_server_stalls() {
+    let s = nats_server(false);
+    for shape in ["step", "ramp"] {
+        let yaml = format!(
+            "protocol: nats\nstages: {{dimension: rate, shape: {shape}, start: 200, step: 100, count: 5, stageSeconds: 1, stopWhen: {{p99MicrosAbove: 150000}}}}\n"
+        );
+        let pid = s.pid();
+        // Stages start ~20 ms after the runner's connections are up (a few ms here): stage 3
+        // spans 2.0–3.0 s; the stall covers 2.3–2.8 s.
+        let staller = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(2300));
+            signal(pid, "STOP");
+            std::thread::sleep(Duration::from_millis(500));
+            signal(pid, "CONT");
+        });
+        let r = run_ok(&yaml, s.port, 1).await;
+        staller.join().unwrap();
+        let names: Vec<&str> = r.stages.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["stage-1", "stage-2", "stage-3"], "{shape}");
+        assert_eq!(r.breaking_stage.as_deref(), Some("stage-3"), "{shape}");
+        for p in &r.stages[..2] {
+            let p99 = p.summary.latency.as_ref().unwrap().p99_us;
+            assert!(p99 < 150_000, "{shape} {}: p99 {p99} µs", p.name);
+        }
+        let p99 = r.stages[2].summary.latency.as_ref().unwrap().p99_us;
+        assert!(
+            p99 >= 300_000,
+            "{shape}: stall of 500 ms shows in stage 3's p99 ({p99} µs)"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

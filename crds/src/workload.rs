@@ -122,12 +122,17 @@ pub struct Session {
     pub pause_after_seconds: u32,
 }
 
-/// Step load: stage k runs at `start + k * step` of `dimension` for `stageSeconds`.
+/// Stepped or ramped load: stage k starts at `start + k * step` of `dimension` and lasts
+/// `stageSeconds`; with `shape: ramp` it rises linearly to `start + (k + 1) * step` within the
+/// stage.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Stages {
     /// What grows from stage to stage.
     pub dimension: StageDimension,
+    /// `step` holds each stage's value for the whole stage; `ramp` rises linearly within it.
+    #[serde(default)]
+    pub shape: StageShape,
     /// Value in the first stage (messages/s per publisher, or publishers).
     #[schemars(range(min = 1, max = 10000000))]
     pub start: u32,
@@ -154,6 +159,17 @@ pub enum StageDimension {
     Rate,
     /// Number of publishers (connections), each at `ratePerPublisher`.
     Connections,
+}
+
+/// How the value moves within a stage.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum StageShape {
+    /// Constant within each stage, a jump between stages.
+    #[default]
+    Step,
+    /// Linear rise from the stage's value to the next stage's (no jumps).
+    Ramp,
 }
 
 /// Breaking-point thresholds for stages.
@@ -221,10 +237,15 @@ pub struct JetStreamOptions {
     /// Publish mode.
     #[serde(default)]
     pub publish: JetStreamPublish,
-    /// Async publish: acks outstanding per publisher before it waits (ack window).
+    /// Async publish: acks outstanding per publisher before it waits (sliding ack window).
     #[serde(default = "default_in_flight")]
     #[schemars(range(min = 1, max = 100000))]
     pub max_in_flight: u32,
+    /// Async publish in batches instead of a sliding window: publish this many, then wait for
+    /// all their acks before the next batch (e.g. 200 or 5000). Replaces `maxInFlight`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100000))]
+    pub ack_batch: Option<u32>,
     /// Consumer kind used by subscribers.
     #[serde(default)]
     pub consumer: JetStreamConsumer,
@@ -486,11 +507,23 @@ impl Workload {
             if st.stage_seconds == 0 {
                 bad("stages.stageSeconds", "must be at least 1");
             }
+            // A ramp ends its last stage one step above that stage's start.
+            let steps = match st.shape {
+                StageShape::Step => st.count.saturating_sub(1),
+                StageShape::Ramp => st.count,
+            };
             if st.dimension == StageDimension::Connections
-                && u64::from(st.start) + u64::from(st.step) * u64::from(st.count.saturating_sub(1))
-                    > 10_000
+                && u64::from(st.start) + u64::from(st.step) * u64::from(steps) > 10_000
             {
                 bad("stages", "the last stage would exceed 10000 publishers");
+            }
+            if st.dimension == StageDimension::Rate
+                && u64::from(st.start) + u64::from(st.step) * u64::from(steps) > 10_000_000
+            {
+                bad(
+                    "stages",
+                    "the last stage would exceed 10000000 messages/s per publisher",
+                );
             }
         }
         if let Some(c) = &self.connections {
@@ -513,6 +546,20 @@ impl Workload {
         if let Some(j) = &self.jetstream {
             if !(1..=5).contains(&j.replicas) {
                 bad("jetstream.replicas", "must be between 1 and 5");
+            }
+            if !(1..=100_000).contains(&j.max_in_flight) {
+                bad("jetstream.maxInFlight", "must be between 1 and 100000");
+            }
+            if let Some(b) = j.ack_batch {
+                if !(1..=100_000).contains(&b) {
+                    bad("jetstream.ackBatch", "must be between 1 and 100000");
+                }
+                if j.publish == JetStreamPublish::Sync {
+                    bad(
+                        "jetstream.ackBatch",
+                        "only applies to publish: async (sync waits for every ack)",
+                    );
+                }
             }
         }
         let sections = [
@@ -582,6 +629,29 @@ mod tests {
     fn mismatched_protocol_section_is_rejected() {
         let w = parse("protocol: nats\ndurationSeconds: 1\nmqtt: {qos: 1}\n");
         assert_eq!(w.violations()[0].field, "workload.mqtt");
+    }
+
+    #[test]
+    fn stage_shapes_and_ack_batches_are_checked() {
+        let w = parse("protocol: nats\nstages: {dimension: connections, shape: ramp, start: 5000, step: 2500, count: 2, stageSeconds: 1}\n");
+        assert_eq!(w.stages.as_ref().unwrap().shape, StageShape::Ramp);
+        // Step: 5000, 7500 publishers; ramp: up to 10000 at the end of stage 2 (still allowed).
+        assert!(w.violations().is_empty(), "{:?}", w.violations());
+        let w = parse("protocol: nats\nstages: {dimension: connections, shape: ramp, start: 5000, step: 2501, count: 2, stageSeconds: 1}\n");
+        assert_eq!(w.violations()[0].field, "workload.stages");
+        let w = parse(
+            "protocol: nats\nstages: {dimension: rate, start: 1, count: 1, stageSeconds: 1}\n",
+        );
+        assert_eq!(w.stages.unwrap().shape, StageShape::Step);
+        let w = parse(
+            "protocol: jetstream\ndurationSeconds: 1\njetstream: {publish: sync, ackBatch: 200}\n",
+        );
+        let v: Vec<String> = w.violations().iter().map(|v| v.to_string()).collect();
+        assert_eq!(v, ["workload.jetstream.ackBatch: only applies to publish: async (sync waits for every ack)"]);
+        let w = parse("protocol: jetstream\ndurationSeconds: 1\njetstream: {ackBatch: 0}\n");
+        assert_eq!(w.violations()[0].field, "workload.jetstream.ackBatch");
+        let w = parse("protocol: jetstream\ndurationSeconds: 1\njetstream: {ackBatch: 5000}\n");
+        assert!(w.violations().is_empty());
     }
 
     #[test]

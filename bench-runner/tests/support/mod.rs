@@ -57,13 +57,18 @@ impl Server {
     }
     /// SIGSTOP / SIGCONT this server (our own child, by pid).
     pub fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .arg(format!("-{sig}"))
-            .arg(self.pid().to_string())
-            .status()
-            .unwrap();
-        assert!(ok.success(), "kill -{sig} {}", self.pid());
+        signal(self.pid(), sig);
     }
+}
+
+/// Sends `sig` to `pid` (a server this test started).
+pub fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(ok.success(), "kill -{sig} {pid}");
 }
 
 impl Drop for Server {
@@ -96,6 +101,66 @@ pub fn nats_server(jetstream: bool) -> Server {
         port,
         _dir: dir,
     }
+}
+
+/// Three JetStream servers clustered over loopback routes; returns once every server's
+/// `/healthz` answers 200 (JetStream up with a meta leader), so streams with replicas 3 can be
+/// created at once.
+pub fn nats_cluster() -> Vec<Server> {
+    let ports: Vec<(u16, u16, u16)> = (0..3)
+        .map(|_| (free_port(), free_port(), free_port()))
+        .collect();
+    let routes: Vec<String> = ports
+        .iter()
+        .map(|(_, c, _)| format!("nats://127.0.0.1:{c}"))
+        .collect();
+    let servers: Vec<Server> = ports
+        .iter()
+        .enumerate()
+        .map(|(i, &(port, cluster, monitor))| {
+            let dir = tempfile::tempdir().unwrap();
+            let mut child = Command::new(tool("nats-server"))
+                .args(["-a", "127.0.0.1", "-p", &port.to_string()])
+                .args(["-m", &monitor.to_string(), "-n", &format!("js-{i}")])
+                .args(["-js", "-sd", dir.path().to_str().unwrap()])
+                .args(["--cluster_name", "msgbench-test"])
+                .args(["--cluster", &format!("nats://127.0.0.1:{cluster}")])
+                .args(["--routes", &routes.join(",")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            wait_listening(port, Duration::from_secs(15), &mut child);
+            Server {
+                child,
+                port,
+                _dir: dir,
+            }
+        })
+        .collect();
+    let t = Instant::now();
+    for &(_, _, monitor) in &ports {
+        while http_status(monitor, "/healthz") != Some(200) {
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "JetStream cluster not healthy after 30 s (monitor port {monitor})"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    servers
+}
+
+/// Status code of a plain HTTP GET on loopback, None when nothing answers.
+fn http_status(port: u16, path: &str) -> Option<u16> {
+    use std::io::{Read, Write};
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).ok()?;
+    std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
 }
 
 pub fn mosquitto() -> Server {
