@@ -76,6 +76,72 @@ async fn async_publish_ack_latency_is_timed_per_ack_not_per_window() {
     );
 }
 
+/// Ack batches: publish N, then wait for all N acks. Every publish is acked and counted once,
+/// and each ack is still timed from its own message's send: at 500 msg/s a batch of 200 takes
+/// 400 ms to fill, so timing acks when the batch completes would put p50 near 200 ms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ack_batches_publish_exactly_and_time_each_ack_from_its_own_send() {
+    let s = nats_server(true);
+    let r = run_ok(
+        "protocol: jetstream\npublishers: 2\nsubscribers: 1\ntopics: 1\nratePerPublisher: 500\nmessagesPerPublisher: 700\njetstream: {publish: async, storage: memory, ackBatch: 200}\n",
+        s.port,
+    )
+    .await;
+    let m = &r.measured;
+    assert_eq!(
+        m.published, 1400,
+        "3 full batches and a partial one per publisher"
+    );
+    assert_eq!(m.ack_latency.len(), 1400, "every publish acked once");
+    assert_eq!((m.received, m.summary.delivered_ratio), (1400, 1.0));
+    assert!(m.errors.is_empty(), "{:?}", m.errors);
+    let p50 = m.ack_latency.0.value_at_quantile(0.5);
+    assert!(
+        p50 < 100_000,
+        "publish-ack p50 {p50} us: timed per batch, not per message"
+    );
+
+    // Closed loop with batches of 5000: the publisher waits out each batch and still counts
+    // exactly.
+    let r = run_ok(
+        "protocol: jetstream\npublishers: 1\nsubscribers: 1\nmessagesPerPublisher: 12000\ndrainSeconds: 10\njetstream: {publish: async, storage: memory, ackBatch: 5000}\n",
+        s.port,
+    )
+    .await;
+    let m = &r.measured;
+    assert_eq!(
+        (m.published, m.ack_latency.len(), m.received),
+        (12000, 12000, 12000)
+    );
+    assert!(m.errors.is_empty(), "{:?}", m.errors);
+}
+
+/// Stream replicas reach the server: replicas 3 on one server is refused with an error naming
+/// the stream and its replicas; on a 3-server cluster the same workload (file storage, ack
+/// batches) delivers exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_three_needs_and_works_on_a_three_server_cluster() {
+    let yaml = "protocol: jetstream\npublishers: 1\nsubscribers: 2\ntopics: 1\nratePerPublisher: 500\nmessagesPerPublisher: 500\ndrainSeconds: 5\njetstream: {replicas: 3, storage: file, ackBatch: 100}\n";
+    let single = nats_server(true);
+    let e = run(
+        workload(yaml),
+        &format!("nats://127.0.0.1:{}", single.port),
+        RunOptions::default(),
+    )
+    .await
+    .unwrap_err();
+    let e = format!("{e:#}");
+    assert!(e.contains("replicas 3"), "{e}");
+
+    let cluster = nats_cluster();
+    // Connect to a different server than the stream leader may sit on: any works.
+    let r = run_ok(yaml, cluster[1].port).await;
+    let m = &r.measured;
+    assert_eq!((m.published, m.ack_latency.len()), (500, 500));
+    assert_eq!((m.received, m.summary.delivered_ratio), (1000, 1.0));
+    assert!(m.errors.is_empty(), "{:?}", m.errors);
+}
+
 struct Barrier(std::sync::Arc<tokio::sync::Barrier>);
 impl bench_runner::StartGate for Barrier {
     fn wait(&self) -> futures::future::BoxFuture<'_, anyhow::Result<()>> {

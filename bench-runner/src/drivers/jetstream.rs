@@ -228,9 +228,10 @@ impl Driver for JetStreamDriver {
     ) -> BoxFuture<'_, anyhow::Result<Box<dyn Publisher>>> {
         Box::pin(async move {
             let client = connect(&self.target, format!("msgbench-js-pub-{idx}")).await?;
-            let window = match self.o.publish {
-                JetStreamPublish::Sync => 1,
-                JetStreamPublish::Async => self.o.max_in_flight as usize,
+            let (window, batch) = match (self.o.publish, self.o.ack_batch) {
+                (JetStreamPublish::Sync, _) => (1, None),
+                (JetStreamPublish::Async, Some(b)) => (b as usize, Some(b)),
+                (JetStreamPublish::Async, None) => (self.o.max_in_flight as usize, None),
             };
             // The client's own ack limit must never be the one that bites (it errors, by default).
             let js = jetstream::ContextBuilder::default()
@@ -242,6 +243,7 @@ impl Driver for JetStreamDriver {
                 PayloadBuf::new(self.w.payload_bytes as usize),
                 stats,
                 window,
+                batch,
             )) as Box<dyn Publisher>)
         })
     }
@@ -255,15 +257,19 @@ impl Driver for JetStreamDriver {
     }
 }
 
-/// Publishes with at most `window` acks outstanding. An acker task awaits the acks concurrently,
-/// so each is timed the moment it arrives (from the message's intended send time, like
-/// end-to-end latency), not when the window is next drained.
+/// Publishes with at most `window` acks outstanding (sliding), or in ack batches: `batch`
+/// publishes, then all their acks before the next batch. Either way an acker task awaits the
+/// acks concurrently, so each is timed the moment it arrives (from the message's intended send
+/// time, like end-to-end latency), not when the window or batch is next drained.
 struct JsPublisher {
     js: jetstream::Context,
     subjects: Vec<Subject>,
     buf: PayloadBuf,
     stats: Shared,
     window: Arc<Semaphore>,
+    /// Ack batch size, and publishes of the current batch so far.
+    batch: Option<u32>,
+    in_batch: u32,
     acks: Option<mpsc::UnboundedSender<PendingAck>>,
     acker: Option<JoinHandle<()>>,
 }
@@ -278,6 +284,7 @@ impl JsPublisher {
         buf: PayloadBuf,
         stats: Shared,
         window: usize,
+        batch: Option<u32>,
     ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         JsPublisher {
@@ -287,6 +294,8 @@ impl JsPublisher {
             buf,
             stats,
             window: Arc::new(Semaphore::new(window)),
+            batch,
+            in_batch: 0,
             acks: Some(tx),
         }
     }
@@ -314,6 +323,21 @@ async fn acker(mut rx: mpsc::UnboundedReceiver<PendingAck>, stats: Shared) {
     }
 }
 
+impl JsPublisher {
+    /// Ack-batch mode: after the batch's last publish, waits until every ack of the batch has
+    /// been recorded (all its window slots are back).
+    async fn end_of_batch(&mut self) {
+        let Some(n) = self.batch else { return };
+        self.in_batch += 1;
+        if self.in_batch < n {
+            return;
+        }
+        self.in_batch = 0;
+        // Permits return when acks (or ack errors) are recorded; all n back = batch done.
+        let _ = self.window.acquire_many(n).await;
+    }
+}
+
 impl Publisher for JsPublisher {
     fn send_batch<'a>(&'a mut self, batch: &'a [Outgoing]) -> BoxFuture<'a, usize> {
         Box::pin(async move {
@@ -334,6 +358,7 @@ impl Publisher for JsPublisher {
                         if let Some(acks) = &self.acks {
                             let _ = acks.send((m.header, f, permit));
                         }
+                        self.end_of_batch().await;
                     }
                     Err(e) => record_error(
                         &self.stats,
@@ -349,6 +374,7 @@ impl Publisher for JsPublisher {
     fn finish(&mut self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             self.acks = None;
+            self.in_batch = 0;
             if let Some(mut acker) = self.acker.take() {
                 // Each ack also times out on its own (the context's request timeout).
                 if tokio::time::timeout(Duration::from_secs(30), &mut acker)
