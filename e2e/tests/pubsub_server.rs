@@ -1,8 +1,10 @@
 //! A PubSubServer becomes Ready and answers the contract's HTTP publish API through its Service
-//! (via the API server's service proxy).
+//! (via the API server's service proxy); a BenchmarkRun with protocol socketio then makes the
+//! full round trip through that Service: HTTP publish → Socket.IO delivery to two subscribers,
+//! every message delivered, latency recorded.
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::Service;
-use kube::api::{Api, ListParams};
+use kube::api::{Api, DynamicObject, ListParams};
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::{probe, run, servers, wait, TestContext};
 use serde_json::{json, Value};
@@ -22,6 +24,36 @@ spec:
   resources:
     requests: {cpu: 10m, memory: 32Mi}
     limits: {memory: 128Mi}
+"#;
+
+/// 1 publisher at 100 publishes/s for 3 s to two Socket.IO subscribers in the topic's room.
+const SOCKETIO_RUN: &str = r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: BenchmarkRun
+metadata:
+  name: socketio-round-trip
+spec:
+  target:
+    serverRef: {kind: PubSubServer, name: pss}
+  workload:
+    protocol: socketio
+    publishers: 1
+    subscribers: 2
+    topics: 1
+    topicPrefix: e2e-sio
+    payloadBytes: 64
+    ratePerPublisher: 100
+    durationSeconds: 3
+    warmupSeconds: 0
+    drainSeconds: 5
+  runners:
+    count: 1
+    resources:
+      requests: {cpu: 10m, memory: 32Mi}
+      limits: {memory: 128Mi}
+  barrierTimeoutSeconds: 60
+  thresholds:
+    - {metric: deliveredRatio, op: ge, value: 1.0}
 "#;
 
 #[tokio::test]
@@ -105,6 +137,58 @@ async fn body(ctx: TestContext) -> Result<()> {
         metrics.contains("# TYPE"),
         "/metrics is not Prometheus text:\n{}",
         wait::truncate(&metrics, 500)
+    );
+
+    socketio_round_trip(&ctx).await
+}
+
+fn at<'a>(o: &'a DynamicObject, ptr: &str) -> &'a Value {
+    o.data.pointer(ptr).unwrap_or(&Value::Null)
+}
+
+/// The bench-runner's socketio driver against the PubSubServer's Service: HTTP publishes reach
+/// both Socket.IO subscribers, all of them, with delivery and publish latency recorded.
+async fn socketio_round_trip(ctx: &TestContext) -> Result<()> {
+    kinds::create(&ctx.client, &ctx.ns, SOCKETIO_RUN).await?;
+    let api = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
+    let run = wait::until(
+        &api,
+        "socketio-round-trip",
+        Duration::from_secs(300),
+        "BenchmarkRun socketio-round-trip finished",
+        |o| {
+            matches!(
+                o.data.pointer("/status/phase").and_then(Value::as_str),
+                Some("Succeeded" | "Failed")
+            )
+        },
+    )
+    .await?;
+    ensure!(
+        at(&run, "/status/phase") == "Succeeded",
+        "socketio run should succeed: verdict {} conditions {}",
+        at(&run, "/status/verdict"),
+        kinds::conditions_summary(&run)
+    );
+    let r = at(&run, "/status/result");
+    // 3 s × 100 publishes/s, each delivered to both subscribers.
+    ensure!(r["published"].as_u64() == Some(300), "published: {r}");
+    ensure!(r["expected"].as_u64() == Some(600), "expected: {r}");
+    ensure!(
+        r["deliveredRatio"].as_f64() == Some(1.0),
+        "deliveredRatio: {r}"
+    );
+    ensure!(
+        r["latency"]["count"].as_u64() == Some(600),
+        "one delivery latency per delivery: {r}"
+    );
+    ensure!(
+        r["latency"]["p99Ms"].as_f64() > Some(0.0),
+        "delivery p99: {r}"
+    );
+    ensure!(
+        r["publishAckLatency"]["p99Ms"].as_f64() > Some(0.0),
+        "HTTP publish latency: {r}"
     );
     Ok(())
 }
