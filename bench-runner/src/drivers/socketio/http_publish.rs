@@ -126,52 +126,59 @@ impl PipelinedPublisher {
         self.buf.extend_from_slice(text.as_bytes());
         self.buf.extend_from_slice(b"\"}");
     }
+
+    /// Sends at most `WINDOW` requests; returns how many were written.
+    async fn send_part(&mut self, batch: &[Outgoing]) -> usize {
+        // Blocks while the window is full: open loop records it as send lag.
+        match self.window.acquire_many(batch.len() as u32).await {
+            Ok(p) => p.forget(),
+            Err(_) => return 0,
+        }
+        // Spread the batch over the connections, one write per connection.
+        let per = batch.len().div_ceil(self.conns.len());
+        let mut sent = 0;
+        for chunk in batch.chunks(per) {
+            let c = self.next % self.conns.len();
+            self.next = self.next.wrapping_add(1);
+            self.buf.clear();
+            for m in chunk {
+                self.encode(m);
+            }
+            let alive = {
+                let mut q = self.conns[c].queue.lock().expect("queue lock");
+                if !q.dead {
+                    q.pending.extend(chunk.iter().map(|m| Pending {
+                        phase: m.header.phase,
+                        intended_us: m.header.intended_us,
+                    }));
+                }
+                !q.dead
+            };
+            if !alive {
+                for m in chunk {
+                    record_error(&self.stats, m.header.phase, "publish:connect");
+                }
+                self.window.add_permits(chunk.len());
+                continue;
+            }
+            // A failed write closes the connection; its reader then fails what is pending.
+            if self.conns[c].wr.write_all(&self.buf).await.is_err() {
+                let _ = self.conns[c].wr.shutdown().await;
+                continue;
+            }
+            sent += chunk.len();
+        }
+        sent
+    }
 }
 
 impl Publisher for PipelinedPublisher {
     fn send_batch<'a>(&'a mut self, batch: &'a [Outgoing]) -> BoxFuture<'a, usize> {
         Box::pin(async move {
-            if batch.is_empty() {
-                return 0;
-            }
-            // Blocks while the window is full: open loop records it as send lag.
-            match self.window.acquire_many(batch.len() as u32).await {
-                Ok(p) => p.forget(),
-                Err(_) => return 0,
-            }
-            // Spread the batch over the connections, one write per connection.
-            let per = batch.len().div_ceil(self.conns.len());
             let mut sent = 0;
-            for chunk in batch.chunks(per) {
-                let c = self.next % self.conns.len();
-                self.next = self.next.wrapping_add(1);
-                self.buf.clear();
-                for m in chunk {
-                    self.encode(m);
-                }
-                let alive = {
-                    let mut q = self.conns[c].queue.lock().expect("queue lock");
-                    if !q.dead {
-                        q.pending.extend(chunk.iter().map(|m| Pending {
-                            phase: m.header.phase,
-                            intended_us: m.header.intended_us,
-                        }));
-                    }
-                    !q.dead
-                };
-                if !alive {
-                    for m in chunk {
-                        record_error(&self.stats, m.header.phase, "publish:connect");
-                    }
-                    self.window.add_permits(chunk.len());
-                    continue;
-                }
-                // A failed write closes the connection; its reader then fails what is pending.
-                if self.conns[c].wr.write_all(&self.buf).await.is_err() {
-                    let _ = self.conns[c].wr.shutdown().await;
-                    continue;
-                }
-                sent += chunk.len();
+            // A part never asks for more slots than the window has.
+            for part in batch.chunks(WINDOW) {
+                sent += self.send_part(part).await;
             }
             sent
         })
@@ -367,5 +374,56 @@ mod tests {
             parse_response(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"),
             Err("noContentLength")
         );
+    }
+
+    /// A batch larger than the window goes out in window-sized parts instead of waiting
+    /// forever for more slots than exist; every request is answered and acknowledged.
+    #[tokio::test]
+    async fn batches_larger_than_the_window_are_sent_in_parts() {
+        const OK: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 8\r\n\r\n{\"id\":1}";
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = l.accept().await {
+                // Answers each request head seen so far (heads never split a "POST " here
+                // because counting runs over everything read).
+                tokio::spawn(async move {
+                    let (mut seen, mut answered, mut buf) = (0, 0, Vec::new());
+                    let mut chunk = [0u8; 8192];
+                    while let Ok(n) = s.read(&mut chunk).await {
+                        if n == 0 {
+                            break;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                        seen += buf.windows(5).filter(|w| w == b"POST ").count();
+                        let keep = buf.len().saturating_sub(4);
+                        buf.drain(..keep);
+                        let reply: Vec<u8> = OK.repeat(seen - answered);
+                        answered = seen;
+                        if s.write_all(&reply).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        let stats = Arc::new(Mutex::new(TaskStats::new(
+            &["m".into()],
+            1,
+            Delivery::FanOut,
+            0,
+        )));
+        let mut p = PipelinedPublisher::connect(&addr, &["t".into()], "p", 30, stats.clone())
+            .await
+            .unwrap();
+        let batch: Vec<Outgoing> = (0..(2 * WINDOW as u64 + 7)).map(msg).collect();
+        let sent = tokio::time::timeout(Duration::from_secs(20), p.send_batch(&batch))
+            .await
+            .expect("a batch larger than the window must not wait forever");
+        assert_eq!(sent, batch.len());
+        p.finish().await;
+        let s = stats.lock().unwrap();
+        assert_eq!(s.phases[0].ack_latency.len(), batch.len() as u64);
+        assert!(s.phases[0].errors.is_empty(), "{:?}", s.phases[0].errors);
     }
 }
