@@ -1,6 +1,7 @@
 //! status.result.serverUsage: a BenchmarkRun against a JetStreamCluster ends with the server
 //! pods' CPU and memory sampled from nats `/varz` during the run (baseline before the barrier,
-//! samples under load, one row per server pod).
+//! samples under load, one row per server pod); a connection workload gets memory per
+//! connection; a PubSubServer run reads pubsub-server `/health`.
 use anyhow::{ensure, Result};
 use kube::api::DynamicObject;
 use msgbench_e2e::kinds::{self, Kind};
@@ -52,6 +53,66 @@ spec:
   barrierTimeoutSeconds: 60
 "#;
 
+/// 300 idle connections held for 8 s: what each costs the server in memory.
+const CONNECTIONS_RUN: &str = r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: BenchmarkRun
+metadata:
+  name: usage-connections
+spec:
+  target:
+    serverRef: {kind: JetStreamCluster, name: usage-js}
+  workload:
+    protocol: nats
+    publishers: 0
+    subscribers: 0
+    connections: {count: 300, maxPerSecond: 300, concurrency: 20, holdSeconds: 8}
+  runners:
+    count: 1
+    resources:
+      requests: {cpu: 10m, memory: 32Mi}
+      limits: {memory: 128Mi}
+  barrierTimeoutSeconds: 60
+"#;
+
+const PUBSUB: &str = r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: PubSubServer
+metadata:
+  name: usage-ps
+spec:
+  protocol: socketio
+  emitMode: parallel
+  database: memory
+  resources:
+    requests: {cpu: 10m, memory: 32Mi}
+    limits: {memory: 128Mi}
+"#;
+
+const PUBSUB_RUN: &str = r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: BenchmarkRun
+metadata:
+  name: usage-pubsub
+spec:
+  target:
+    serverRef: {kind: PubSubServer, name: usage-ps}
+  workload:
+    protocol: socketio
+    publishers: 2
+    subscribers: 4
+    payloadBytes: 64
+    ratePerPublisher: 200
+    durationSeconds: 10
+    socketio: {allRoom: true}
+  runners:
+    count: 1
+    resources:
+      requests: {cpu: 10m, memory: 32Mi}
+      limits: {memory: 128Mi}
+  barrierTimeoutSeconds: 60
+"#;
+
 #[tokio::test]
 async fn a_jetstream_run_reports_server_cpu_and_memory() {
     run("benchmark-run-server-usage", body).await;
@@ -61,7 +122,35 @@ fn s<'a>(o: &'a DynamicObject, ptr: &str) -> &'a Value {
     o.data.pointer(ptr).unwrap_or(&Value::Null)
 }
 
+async fn finished(ctx: &TestContext, name: &str) -> Result<DynamicObject> {
+    let api = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
+    wait::until(
+        &api,
+        name,
+        Duration::from_secs(240),
+        &format!("{name} finished"),
+        |o| {
+            matches!(
+                o.data.pointer("/status/phase").and_then(Value::as_str),
+                Some("Succeeded" | "Failed")
+            )
+        },
+    )
+    .await
+}
+
+/// The usage of a finished run: in the result, or in status when no result was merged.
+fn usage(o: &DynamicObject) -> Value {
+    let in_result = s(o, "/status/result/serverUsage");
+    if in_result.is_null() {
+        s(o, "/status/serverUsage").clone()
+    } else {
+        in_result.clone()
+    }
+}
+
 async fn body(ctx: TestContext) -> Result<()> {
+    kinds::create(&ctx.client, &ctx.ns, PUBSUB).await?;
     kinds::create(&ctx.client, &ctx.ns, SERVER).await?;
     servers::wait_ready(
         &ctx,
@@ -140,5 +229,46 @@ async fn body(ctx: TestContext) -> Result<()> {
         s(&done, "/status")
     );
     println!("serverUsage: {u}");
+
+    // Connections: the server's own count of added connections divides the memory they took.
+    kinds::create(&ctx.client, &ctx.ns, CONNECTIONS_RUN).await?;
+    let c = finished(&ctx, "usage-connections").await?;
+    let cu = usage(&c);
+    ensure!(
+        cu["pods"][0]["connectionsMax"].as_u64() >= Some(300),
+        "nats counted the connections: {cu} (verdict {})",
+        s(&c, "/status/verdict")
+    );
+    let per = cu["memoryBytesPerConnection"].as_f64().unwrap_or(0.0);
+    // A nats client connection costs kilobytes, never bytes or megabytes.
+    ensure!(
+        (500.0..5_000_000.0).contains(&per),
+        "memory per connection {per}: {cu}"
+    );
+    println!("connections serverUsage: {cu}");
+
+    // PubSubServer: process CPU seconds and RSS from /health.
+    servers::wait_ready(
+        &ctx,
+        Kind::PubSubServer,
+        "usage-ps",
+        Duration::from_secs(240),
+    )
+    .await?;
+    kinds::create(&ctx.client, &ctx.ns, PUBSUB_RUN).await?;
+    let p = finished(&ctx, "usage-pubsub").await?;
+    let pu = usage(&p);
+    ensure!(pu["source"] == "pubsub-server /health", "{pu}");
+    ensure!(
+        pu["samples"].as_u64() >= Some(2),
+        "{pu} (verdict {})",
+        s(&p, "/status/verdict")
+    );
+    ensure!(pu["cpuCoresMean"].as_f64() > Some(0.0), "cpu: {pu}");
+    ensure!(
+        pu["memoryBytesMax"].as_u64() > Some(1_000_000),
+        "memory: {pu}"
+    );
+    println!("pubsub serverUsage: {pu}");
     Ok(())
 }
