@@ -68,3 +68,56 @@ async fn connection_workload_opens_and_holds_connections() {
     assert_eq!((c.connected, c.failed), (200, 0));
     assert_eq!(c.connect_time_summary.unwrap().count, 200);
 }
+
+/// The 3.1.1 publisher keeps its connection alive through a pause longer than the keep-alive
+/// (the broker drops a client silent for 1.5 × keep-alive): both sessions deliver exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publishers_stay_connected_through_a_pause_longer_than_keep_alive() {
+    let s = mosquitto();
+    let r = run_ok(
+        "protocol: mqtt\nratePerPublisher: 1000\nsessions:\n- {messages: 200, pauseAfterSeconds: 9}\n- {messages: 200}\nmqtt: {qos: 1, keepAliveSeconds: 5}\n",
+        s.port,
+    )
+    .await;
+    for p in &r.sessions {
+        assert_eq!((p.published, p.received), (200, 200), "{}", p.name);
+        assert_eq!(p.ack_latency.len(), 200, "{}", p.name);
+    }
+    assert!(r.measured.errors.is_empty(), "{:?}", r.measured.errors);
+}
+
+/// A broker that dies mid-run ends the run (no publisher waits forever for PUBACKs that cannot
+/// come) with the failure counted, and the unsent rest shows against the schedule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_dying_mid_run_is_reported_not_waited_for() {
+    let mut s = mosquitto();
+    let pid = s.pid();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1000));
+        signal(pid, "KILL");
+    });
+    let r = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        run_ok(
+            "protocol: mqtt\nratePerPublisher: 1000\ndurationSeconds: 3\ndrainSeconds: 1\nmqtt: {qos: 1, maxInFlight: 50}\n",
+            s.port,
+        ),
+    )
+    .await
+    .expect("the run ends on its own");
+    killer.join().unwrap();
+    let _ = s.child.wait();
+    let m = &r.measured;
+    assert_eq!(m.scheduled, 3000);
+    assert!(
+        m.published < 2000,
+        "published {} after the broker died at 1 s",
+        m.published
+    );
+    assert!(!m.errors.is_empty(), "the lost connection is counted");
+    assert!(
+        r.generator.reasons.iter().any(|x| x.contains("scheduled")),
+        "{:?}",
+        r.generator.reasons
+    );
+}

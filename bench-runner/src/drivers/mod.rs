@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 pub mod jetstream;
 pub mod mqtt;
 mod mqtt_client;
+mod mqtt_wire;
 pub mod nats;
 pub mod nats_wire;
 pub mod socketio;

@@ -6,7 +6,7 @@ use crate::clock;
 use crate::payload::Header;
 use crate::recorder::{record_ack, register_subscription, ReceiveRecorder, Shared};
 use futures::future::BoxFuture;
-use msgbench_crds::workload::{MqttOptions, Workload};
+use msgbench_crds::workload::{MqttOptions, MqttVersion, Workload};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -124,6 +124,21 @@ impl Driver for MqttDriver {
         mut stop: Stop,
     ) -> BoxFuture<'_, anyhow::Result<Box<dyn Publisher>>> {
         Box::pin(async move {
+            // MQTT 3.1.1 at QoS 0/1: the batched wire path (one write per batch).
+            if self.o.version == MqttVersion::V311 && self.o.qos <= 1 {
+                let p = super::mqtt_wire::WirePublisher::connect(
+                    &self.target,
+                    &format!("msgbench-{}-pub-{idx}", self.runner),
+                    self.o.keep_alive_seconds,
+                    self.o.qos,
+                    self.o.max_in_flight,
+                    self.topics.iter().map(|t| t.as_bytes().to_vec()).collect(),
+                    self.w.payload_bytes as usize,
+                    stats,
+                )
+                .await?;
+                return Ok(Box::new(p) as Box<dyn Publisher>);
+            }
             let (c, mut l) = self.connect("pub", idx).await?;
             let acks = Arc::new(Mutex::new(Acks::default()));
             let (a, st) = (acks.clone(), stats.clone());
