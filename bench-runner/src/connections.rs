@@ -95,6 +95,7 @@ pub async fn run(
         stages: vec![],
         breaking_stage: None,
         connections: Some(cs),
+        rest: Vec::new(),
         timeline: vec![],
     };
     r.finalize();

@@ -141,6 +141,15 @@ async fn run_messaging(
     for s in &all_stats {
         s.lock().expect("stats lock").timeline_origin_us = measured_origin;
     }
+    // socketio `rest`: REST endpoints sampled over the measured publishing, reported apart.
+    let rest_probe = w
+        .socketio
+        .as_ref()
+        .and_then(|o| o.rest.as_ref())
+        .filter(|_| w.protocol == Protocol::Socketio)
+        .map(|o| {
+            drivers::socketio::rest_probe::RestProbe::start(&target.addr(), o, measured_origin)
+        });
 
     // Stages past a broken threshold are not started (index of the last allowed phase).
     let allowed = Arc::new(AtomicUsize::new(usize::MAX));
@@ -203,6 +212,10 @@ async fn run_messaging(
     for t in tasks {
         connected.push(t.await?);
     }
+    let rest = match rest_probe {
+        Some(p) => p.finish().await,
+        None => Vec::new(),
+    };
     drain(
         &all_stats,
         delivery,
@@ -273,6 +286,7 @@ async fn run_messaging(
         breaking_stage: breaking.lock().expect("lock").clone(),
         connections: None,
         timeline,
+        rest,
     };
     r.finalize();
     Ok(r)

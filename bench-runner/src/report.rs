@@ -87,6 +87,18 @@ pub fn render(r: &RunResult) -> String {
             "recv/s: first → last delivery per subscriber; deliv/s: unique deliveries over first send → last delivery"
         );
     }
+    for e in &r.rest {
+        let _ = writeln!(
+            s,
+            "REST GET {}: {} requests, {} errors{}",
+            e.path,
+            e.requests,
+            e.errors,
+            e.summary
+                .as_ref()
+                .map_or(String::new(), |l| format!("; latency {}", lat(l)))
+        );
+    }
     let g = &r.generator;
     let _ = writeln!(
         s,

@@ -251,6 +251,21 @@ pub struct RunResult {
     pub breaking_stage: Option<String>,
     pub connections: Option<ConnectionStats>,
     pub timeline: Vec<TimelinePoint>,
+    /// Sampled REST endpoint latency (socketio `rest`), one section per path.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rest: Vec<RestLatency>,
+}
+
+/// Latency of one REST path sampled during the run (from the intended request time).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestLatency {
+    pub path: String,
+    pub requests: u64,
+    /// Failed, non-2xx or timed-out requests.
+    pub errors: u64,
+    pub latency: Histo,
+    pub summary: Option<LatencySummary>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -340,6 +355,17 @@ impl RunResult {
                 (Some(a), Some(b)) => a.add(b),
                 (None, Some(b)) => out.connections = Some(b.clone()),
                 _ => {}
+            }
+            for b in &p.rest {
+                match out.rest.iter_mut().find(|a| a.path == b.path) {
+                    Some(a) => {
+                        a.requests += b.requests;
+                        a.errors += b.errors;
+                        a.latency.add(&b.latency);
+                        a.summary = a.latency.summary();
+                    }
+                    None => out.rest.push(b.clone()),
+                }
             }
             for t in &p.timeline {
                 match out.timeline.iter_mut().find(|x| x.second == t.second) {

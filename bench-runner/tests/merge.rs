@@ -64,6 +64,7 @@ fn part(runner: u16, lat: &[u64], topic: usize) -> RunResult {
         breaking_stage: None,
         connections: None,
         timeline: vec![],
+        rest: vec![],
     };
     r.finalize();
     r

@@ -333,6 +333,32 @@ pub struct SocketIoOptions {
     /// Subscribers join the `__all__` wildcard room instead of their topic room.
     #[serde(default)]
     pub all_room: bool,
+    /// Also sample the latency of REST endpoints during the measured run (reported apart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rest: Option<RestSampling>,
+}
+
+/// REST endpoints sampled at a low rate while the load runs, each into its own histogram.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RestSampling {
+    /// Paths to GET, e.g. `/health`, `/messages?limit=50`.
+    #[schemars(
+        length(min = 1, max = 8),
+        inner(
+            length(min = 1, max = 256),
+            regex(pattern = r"^/[A-Za-z0-9/._~%?&=+-]*$")
+        )
+    )]
+    pub paths: Vec<String>,
+    /// Requests per second per path (open loop; latency from the intended time).
+    #[serde(default = "default_rest_rate")]
+    #[schemars(range(min = 1, max = 50))]
+    pub rate_per_second: u32,
+}
+
+fn default_rest_rate() -> u32 {
+    2
 }
 
 /// Plain WebSocket options.
@@ -446,6 +472,20 @@ impl Workload {
                 "payloadBytes",
                 "must be at least 24 for socketio (text-encoded header)",
             );
+        }
+        if let Some(r) = self.socketio.as_ref().and_then(|o| o.rest.as_ref()) {
+            if r.paths.is_empty() || r.paths.len() > 8 {
+                bad("socketio.rest.paths", "must list 1 to 8 paths");
+            }
+            if r.paths.iter().any(|p| !p.starts_with('/') || p.len() > 256) {
+                bad(
+                    "socketio.rest.paths",
+                    "each path must start with / and be at most 256 bytes",
+                );
+            }
+            if !(1..=50).contains(&r.rate_per_second) {
+                bad("socketio.rest.ratePerSecond", "must be between 1 and 50");
+            }
         }
         if self.rate_per_publisher == Some(0) {
             bad(
@@ -593,6 +633,26 @@ mod tests {
         assert_eq!(w.payload_bytes, 128);
         assert!(w.rate_per_publisher.is_none());
         assert!(w.violations().is_empty(), "{:?}", w.violations());
+    }
+
+    #[test]
+    fn socketio_rest_sampling_defaults_and_rules() {
+        let w = parse("protocol: socketio\ndurationSeconds: 5\npayloadBytes: 64\nsocketio: {rest: {paths: [/health]}}\n");
+        let rest = w.socketio.as_ref().and_then(|o| o.rest.clone()).unwrap();
+        assert_eq!(rest.rate_per_second, 2);
+        assert!(w.violations().is_empty(), "{:?}", w.violations());
+        let w = parse("protocol: socketio\ndurationSeconds: 5\npayloadBytes: 64\nsocketio: {rest: {paths: [health], ratePerSecond: 0}}\n");
+        let v: Vec<String> = w.violations().iter().map(|v| v.to_string()).collect();
+        assert!(
+            v.iter()
+                .any(|s| s.starts_with("workload.socketio.rest.paths")),
+            "{v:?}"
+        );
+        assert!(
+            v.iter()
+                .any(|s| s.starts_with("workload.socketio.rest.ratePerSecond")),
+            "{v:?}"
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! `message` events over Engine.IO v4 / WebSocket. HTTP publish latency (response from the
 //! intended send time) is recorded apart from delivery latency.
 mod http_publish;
+pub mod rest_probe;
 
 use super::websocket::Idle;
 use super::{Driver, Publisher, Stop, Target};

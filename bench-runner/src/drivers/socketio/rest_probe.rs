@@ -1,0 +1,153 @@
+//! Optional REST latency during a socketio run (`socketio.rest`): every path is fetched with
+//! GET at a low fixed rate over its own keep-alive connection, open loop (latency from the
+//! intended send time, so a stalled endpoint counts its stall), into its own histogram; the
+//! result reports it apart from delivery and publish latency (issue 4: the seed's breakdown).
+use crate::clock;
+use crate::histo::Histo;
+use crate::result::RestLatency;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::Client;
+use msgbench_crds::workload::RestSampling;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// A request slower than this counts as an error (its latency is still recorded).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct RestProbe {
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<RestLatency>>,
+}
+
+impl RestProbe {
+    /// Starts sampling `addr` (host:port) at `start_us` (process clock) until `finish`.
+    pub fn start(addr: &str, o: &RestSampling, start_us: u64) -> RestProbe {
+        let (stop, rx) = watch::channel(false);
+        let http = Client::builder(hyper_util::rt::TokioExecutor::new()).build_http();
+        let tasks = o
+            .paths
+            .iter()
+            .map(|path| {
+                let url = format!("http://{addr}{path}");
+                tokio::spawn(sample(
+                    http.clone(),
+                    url,
+                    path.clone(),
+                    o.rate_per_second.max(1),
+                    start_us,
+                    rx.clone(),
+                ))
+            })
+            .collect();
+        RestProbe { stop, tasks }
+    }
+
+    /// Stops sampling and returns one latency section per path.
+    pub async fn finish(self) -> Vec<RestLatency> {
+        let _ = self.stop.send(true);
+        let mut out = Vec::new();
+        for t in self.tasks {
+            if let Ok(r) = t.await {
+                out.push(r);
+            }
+        }
+        out
+    }
+}
+
+async fn sample(
+    http: Client<hyper_util::client::legacy::connect::HttpConnector, Empty<Bytes>>,
+    url: String,
+    path: String,
+    rate: u32,
+    start_us: u64,
+    mut stop: watch::Receiver<bool>,
+) -> RestLatency {
+    let mut r = RestLatency {
+        path,
+        requests: 0,
+        errors: 0,
+        latency: Histo::default(),
+        summary: None,
+    };
+    let uri: hyper::Uri = match url.parse() {
+        Ok(u) => u,
+        Err(_) => {
+            r.errors += 1;
+            return r;
+        }
+    };
+    for i in 0u64.. {
+        let intended = start_us + i * 1_000_000 / u64::from(rate);
+        tokio::select! {
+            _ = tokio::time::sleep_until(clock::instant_at(intended).into()) => {}
+            _ = stop.changed() => break,
+        }
+        if *stop.borrow() {
+            break;
+        }
+        let ok = tokio::time::timeout(REQUEST_TIMEOUT, async {
+            let resp = http.get(uri.clone()).await.ok()?;
+            let status = resp.status();
+            resp.into_body().collect().await.ok()?;
+            status.is_success().then_some(())
+        })
+        .await;
+        r.latency
+            .record(clock::now_us().saturating_sub(intended).max(1));
+        r.requests += 1;
+        if !matches!(ok, Ok(Some(()))) {
+            r.errors += 1;
+        }
+    }
+    r.summary = r.latency.summary();
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::StatusCode;
+    use axum::routing::get;
+
+    /// Each path gets its own section; failing answers count as errors; every request, ok or
+    /// not, has a latency sample; stopping ends sampling at once.
+    #[tokio::test]
+    async fn each_path_is_sampled_into_its_own_section() {
+        let app = axum::Router::new()
+            .route("/health", get(|| async { "ok" }))
+            .route(
+                "/broken",
+                get(|| async { StatusCode::INTERNAL_SERVER_ERROR }),
+            );
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        tokio::spawn(async move { axum::serve(l, app).await });
+        let o = RestSampling {
+            paths: vec!["/health".into(), "/broken".into()],
+            rate_per_second: 50,
+        };
+        let probe = RestProbe::start(&addr, &o, clock::now_us());
+        // 50/s: wait until some requests went out (bounded), then stop.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        let until = clock::now_us() + 300_000;
+        while clock::now_us() < until && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let rest = tokio::time::timeout(Duration::from_secs(15), probe.finish())
+            .await
+            .expect("finish returns once stopped");
+        assert_eq!(rest.len(), 2);
+        let (ok, bad) = (&rest[0], &rest[1]);
+        assert_eq!(ok.path, "/health");
+        assert!(ok.requests >= 5, "{ok:?}");
+        assert_eq!(ok.errors, 0);
+        assert_eq!(ok.latency.len(), ok.requests);
+        assert!(ok.summary.is_some());
+        assert_eq!(bad.path, "/broken");
+        assert!(bad.requests >= 5);
+        assert_eq!(bad.errors, bad.requests, "500 answers are errors");
+    }
+}
