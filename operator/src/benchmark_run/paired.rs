@@ -132,19 +132,29 @@ pub fn compare(baseline: &str, variants: &[(String, Vec<TrialFigures>)]) -> Vari
     out
 }
 
-/// Printer-column summary: each variant's receive-rate ratio with the interval's larger half
-/// width, e.g. `r2/r1 0.62× ±0.08` (`±?` with a single round).
-pub fn summary(c: &VariantComparison) -> String {
+/// Printer-column summary, one entry per variant. Closed loop (throughput is the outcome):
+/// the receive-rate ratio with the interval's larger half width, e.g. `r2/r1 0.62× ±0.08`.
+/// Open loop (throughput is the offered rate): the p99 difference, e.g. `r2-r1 p99 +3.1ms ±0.9`.
+/// `±?` with a single round.
+pub fn summary(c: &VariantComparison, closed_loop: bool) -> String {
+    let figure = if closed_loop { "receiveRate" } else { "p99Ms" };
+    let half = |e: &PairedEstimate, fmt: &dyn Fn(f64) -> String| match (e.ci95_low, e.ci95_high) {
+        (Some(lo), Some(hi)) => format!("±{}", fmt((hi - e.estimate).max(e.estimate - lo))),
+        _ => "±?".into(),
+    };
     c.figures
         .iter()
-        .filter(|f| f.figure == "receiveRate")
+        .filter(|f| f.figure == figure)
         .map(|f| {
-            let r = &f.ratio;
-            let half = match (r.ci95_low, r.ci95_high) {
-                (Some(lo), Some(hi)) => format!("±{:.2}", (hi - r.estimate).max(r.estimate - lo)),
-                _ => "±?".into(),
-            };
-            format!("{}/{} {:.2}× {half}", f.variant, c.baseline, r.estimate)
+            if closed_loop {
+                let r = &f.ratio;
+                let h = half(r, &|x| format!("{x:.2}"));
+                format!("{}/{} {:.2}× {h}", f.variant, c.baseline, r.estimate)
+            } else {
+                let d = &f.difference;
+                let h = half(d, &|x| format!("{x:.1}"));
+                format!("{}-{} p99 {:+.1}ms {h}", f.variant, c.baseline, d.estimate)
+            }
         })
         .collect::<Vec<_>>()
         .join(", ")
@@ -218,11 +228,9 @@ mod tests {
             "p99 difference {lo}..{hi}"
         );
         assert_eq!(p99.verdict, ComparisonVerdict::Worse);
-        assert!(
-            summary(&c).starts_with("r2/r1 0.90× ±0.0"),
-            "{}",
-            summary(&c)
-        );
+        let (closed, open) = (summary(&c, true), summary(&c, false));
+        assert!(closed.starts_with("r2/r1 0.90× ±0.0"), "{closed}");
+        assert!(open.starts_with("r2-r1 p99 +2.0ms ±0."), "{open}");
     }
 
     #[test]
@@ -247,7 +255,8 @@ mod tests {
             .iter()
             .all(|f| f.verdict == ComparisonVerdict::InsufficientRounds
                 && f.ratio.ci95_low.is_none()));
-        assert_eq!(summary(&one), "b/a 1.01× ±?");
+        assert_eq!(summary(&one, true), "b/a 1.01× ±?");
+        assert_eq!(summary(&one, false), "b-a p99 +0.1ms ±?");
     }
 
     #[test]

@@ -316,6 +316,7 @@ mod tests {
             breaking_stage: None,
             connections: None,
             timeline: vec![],
+            rest: vec![],
         };
         r.finalize();
         ResultLine {

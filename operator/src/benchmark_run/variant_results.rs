@@ -41,7 +41,8 @@ pub fn apply(
         .find(|(n, _)| *n == baseline)
         .map(|(_, c)| c.headline.clone())
         .unwrap_or_default();
-    headline.comparison = Some(paired::summary(&comparison));
+    let closed_loop = merged.iter().any(|(_, c)| c.result.closed_loop);
+    headline.comparison = Some(paired::summary(&comparison, closed_loop));
     st.headline = Some(headline);
     st.variant_comparison = Some(comparison);
     st.variants = merged
