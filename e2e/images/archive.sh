@@ -79,11 +79,17 @@ import_archive() {
     kind load image-archive "$tar" --name "${KIND_CLUSTER_NAME:-msgbench}"
   else
     # Trust the stamp only if containerd still holds the image it recorded.
+    # Pinned: nothing here can pull an image again, so the kubelet must never garbage-collect
+    # one (under disk pressure it would, pinned images excepted).
     present="$(ctr -n k8s.io images ls -q "name==$ref" 2>/dev/null || true)"
-    if [ -n "$present" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ]; then return 0; fi
+    if [ -n "$present" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ]; then
+      ctr -n k8s.io images label "$ref" io.cri-containerd.pinned=pinned >/dev/null
+      return 0
+    fi
     ctr -n k8s.io images import "$tar" >/dev/null
     ctr -n k8s.io images ls -q "name==$ref" | grep -x "$ref" >/dev/null ||
       { echo "images: $ref not present after import" >&2; return 1; }
+    ctr -n k8s.io images label "$ref" io.cri-containerd.pinned=pinned >/dev/null
   fi
   echo "$sum" > "$stamp"
   echo "images: imported $ref" >&2

@@ -2,7 +2,6 @@
 //! message naming the offending field. Cases from the issue, plus the crds engineer's fixtures in
 //! crds/tests/invalid/ when present.
 use anyhow::{bail, ensure, Result};
-use kube::api::PostParams;
 use msgbench_e2e::cluster::repo_root;
 use msgbench_e2e::kinds;
 use msgbench_e2e::{run, TestContext};
@@ -77,13 +76,21 @@ async fn bad_specs_are_rejected_naming_the_field() {
 async fn dry_run(ctx: &TestContext, manifest: &str) -> Result<std::result::Result<(), String>> {
     let (kind, mut obj) = kinds::parse(manifest)?;
     obj.metadata.namespace = Some(ctx.ns.clone());
-    let pp = PostParams {
-        dry_run: true,
-        ..Default::default()
-    };
-    match kind.api(&ctx.client, &ctx.ns).create(&pp, &obj).await {
+    // Strict field validation, like `kubectl apply` (unknown fields are errors, not pruned).
+    let uri = format!(
+        "/apis/msgbench.dev/v1alpha1/namespaces/{}/{}?dryRun=All&fieldValidation=Strict",
+        ctx.ns,
+        kind.plural()
+    );
+    let req = http::Request::post(&uri)
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(&obj)?)?;
+    match ctx.client.request::<serde_json::Value>(req).await {
         Ok(_) => Ok(Ok(())),
-        Err(kube::Error::Api(status)) if status.code == 422 => Ok(Err(status.message)),
+        // 422: schema/CEL; 400: strict decoding (unknown or duplicate fields).
+        Err(kube::Error::Api(status)) if status.code == 422 || status.code == 400 => {
+            Ok(Err(status.message))
+        }
         Err(e) => bail!("dry run failed for another reason than validation: {e}"),
     }
 }
