@@ -64,6 +64,7 @@ pub fn render(r: &RunResult) -> String {
         {
             row(&mut s, p);
         }
+        stage_loads(&mut s, r);
         let m = &r.measured.summary;
         if let Some(l) = &m.latency {
             let _ = writeln!(s, "end-to-end latency (from intended send): {}", lat(l));
@@ -121,6 +122,27 @@ pub fn render(r: &RunResult) -> String {
         let _ = writeln!(s, "  saturated: {reason}");
     }
     s
+}
+
+/// What each stage offered: rate per publisher and publishers, with a ramp's end value.
+fn stage_loads(s: &mut String, r: &RunResult) {
+    use msgbench_crds::workload::StageDimension;
+    let dim = r.workload.stages.as_ref().map(|st| st.dimension);
+    for p in &r.stages {
+        let rate = p
+            .rate_per_publisher
+            .map_or("unlimited".to_string(), |x| x.to_string());
+        let load = match (dim, p.ramp_to) {
+            (Some(StageDimension::Rate), Some(to)) => {
+                format!("{rate} → {to} msg/s per publisher × {}", p.publishers)
+            }
+            (Some(StageDimension::Connections), Some(to)) => {
+                format!("{rate} msg/s per publisher × {} → {to}", p.publishers)
+            }
+            _ => format!("{rate} msg/s per publisher × {}", p.publishers),
+        };
+        let _ = writeln!(s, "  {}: {load} publishers", p.name);
+    }
 }
 
 fn row(s: &mut String, p: &PhaseStats) {

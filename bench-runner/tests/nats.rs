@@ -267,6 +267,11 @@ async fn ramped_stages_send_the_integral_of_their_linear_load() {
         (Some(400), Some(600))
     );
     assert!(r.stages.iter().all(|p| p.summary.delivered_ratio == 1.0));
+    let table = bench_runner::report::render(&r);
+    assert!(
+        table.contains("stage-3: 600 → 800 msg/s per publisher × 1 publishers"),
+        "{table}"
+    );
 
     // Publishers 1→3 then 3→5 over 2 s at 100/s each: each joins when the count reaches it.
     let c = run_ok(
@@ -278,6 +283,11 @@ async fn ramped_stages_send_the_integral_of_their_linear_load() {
     let counts: Vec<u64> = c.stages.iter().map(|p| p.published).collect();
     assert_eq!(counts, [200 + 100, 3 * 200 + 100]);
     assert_eq!((c.stages[1].publishers, c.stages[1].ramp_to), (3, Some(5)));
+    let table = bench_runner::report::render(&c);
+    assert!(
+        table.contains("stage-2: 100 msg/s per publisher × 3 → 5 publishers"),
+        "{table}"
+    );
     assert!(c.stages.iter().all(|p| p.summary.delivered_ratio == 1.0));
     assert!(c.measured.errors.is_empty(), "{:?}", c.measured.errors);
 }
