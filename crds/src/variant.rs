@@ -93,6 +93,10 @@ pub struct JetStreamOverride {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 100000))]
     pub max_in_flight: Option<u32>,
+    /// Async publish in batches: publish this many, then wait for all their acks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100000))]
+    pub ack_batch: Option<u32>,
     /// Consumer kind: push, pull or ordered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consumer: Option<JetStreamConsumer>,
@@ -161,6 +165,9 @@ impl Workload {
             set(&mut d.storage, j.storage);
             set(&mut d.publish, j.publish);
             set(&mut d.max_in_flight, j.max_in_flight);
+            if j.ack_batch.is_some() {
+                d.ack_batch = j.ack_batch;
+            }
             set(&mut d.consumer, j.consumer);
             set(&mut d.pull_batch, j.pull_batch);
         }

@@ -77,8 +77,10 @@ pub fn collect(lines: &[ResultLine], runners: usize, trials: usize) -> anyhow::R
     }
     let pub_s: f64 = per_trial.iter().map(|r| r.measured.publish_seconds).sum();
     let recv_s: f64 = per_trial.iter().map(|r| r.measured.receive_seconds).sum();
+    let deliver_s: f64 = per_trial.iter().map(|r| r.measured.delivery_seconds).sum();
     total.measured.publish_seconds = pub_s;
     total.measured.receive_seconds = recv_s;
+    total.measured.delivery_seconds = deliver_s;
     total.measured.finalize();
     let result = to_status(&total);
 
