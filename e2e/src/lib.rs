@@ -17,6 +17,7 @@ pub mod kinds;
 pub mod node;
 pub mod probe;
 pub mod procfs;
+pub mod runs;
 pub mod servers;
 pub mod toolbox;
 pub mod wait;

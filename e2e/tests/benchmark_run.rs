@@ -5,8 +5,9 @@
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use msgbench_e2e::kinds::{self, Kind};
+use msgbench_e2e::runs::{field as s, finished};
 use msgbench_e2e::{run, servers, wait, TestContext};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -98,27 +99,6 @@ spec:
 #[tokio::test]
 async fn benchmark_runs_end_with_results_and_clear_verdicts() {
     run("benchmark-run", body).await;
-}
-
-fn s<'a>(o: &'a DynamicObject, ptr: &str) -> &'a Value {
-    o.data.pointer(ptr).unwrap_or(&Value::Null)
-}
-
-async fn finished(ctx: &TestContext, name: &str, timeout: Duration) -> Result<DynamicObject> {
-    let api = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
-    wait::until(
-        &api,
-        name,
-        timeout,
-        &format!("BenchmarkRun {name} finished"),
-        |o| {
-            matches!(
-                o.data.pointer("/status/phase").and_then(Value::as_str),
-                Some("Succeeded" | "Failed")
-            )
-        },
-    )
-    .await
 }
 
 async fn body(ctx: TestContext) -> Result<()> {

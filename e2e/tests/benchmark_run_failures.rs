@@ -8,6 +8,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, ListParams};
 use msgbench_e2e::kinds::{self, Kind};
+use msgbench_e2e::runs::field as s;
 use msgbench_e2e::{run, servers, wait, TestContext};
 use serde_json::Value;
 use std::time::{Duration, Instant};
@@ -101,10 +102,6 @@ spec:
 #[tokio::test]
 async fn runs_the_operator_ends_fail_with_their_reason_and_leave_no_runners() {
     run("benchmark-run-failures", body).await;
-}
-
-fn s<'a>(o: &'a DynamicObject, ptr: &str) -> &'a Value {
-    o.data.pointer(ptr).unwrap_or(&Value::Null)
 }
 
 async fn failed(ctx: &TestContext, name: &str, timeout: Duration) -> Result<DynamicObject> {

@@ -5,6 +5,7 @@
 use anyhow::{ensure, Result};
 use kube::api::DynamicObject;
 use msgbench_e2e::kinds::{self, Kind};
+use msgbench_e2e::runs::{field as s, finished};
 use msgbench_e2e::{run, servers, wait, TestContext};
 use serde_json::Value;
 use std::time::Duration;
@@ -118,27 +119,6 @@ async fn a_jetstream_run_reports_server_cpu_and_memory() {
     run("benchmark-run-server-usage", body).await;
 }
 
-fn s<'a>(o: &'a DynamicObject, ptr: &str) -> &'a Value {
-    o.data.pointer(ptr).unwrap_or(&Value::Null)
-}
-
-async fn finished(ctx: &TestContext, name: &str) -> Result<DynamicObject> {
-    let api = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
-    wait::until(
-        &api,
-        name,
-        Duration::from_secs(240),
-        &format!("{name} finished"),
-        |o| {
-            matches!(
-                o.data.pointer("/status/phase").and_then(Value::as_str),
-                Some("Succeeded" | "Failed")
-            )
-        },
-    )
-    .await
-}
-
 /// The usage of a finished run: in the result, or in status when no result was merged.
 fn usage(o: &DynamicObject) -> Value {
     let in_result = s(o, "/status/result/serverUsage");
@@ -183,19 +163,7 @@ async fn body(ctx: TestContext) -> Result<()> {
         s(&live, "/status/serverUsage")
     );
 
-    let done = wait::until(
-        &api,
-        "usage",
-        Duration::from_secs(180),
-        "usage finished",
-        |o| {
-            matches!(
-                o.data.pointer("/status/phase").and_then(Value::as_str),
-                Some("Succeeded" | "Failed")
-            )
-        },
-    )
-    .await?;
+    let done = finished(&ctx, "usage", Duration::from_secs(180)).await?;
     ensure!(
         s(&done, "/status/phase") == "Succeeded",
         "verdict {}",
@@ -232,7 +200,7 @@ async fn body(ctx: TestContext) -> Result<()> {
 
     // Connections: the server's own count of added connections divides the memory they took.
     kinds::create(&ctx.client, &ctx.ns, CONNECTIONS_RUN).await?;
-    let c = finished(&ctx, "usage-connections").await?;
+    let c = finished(&ctx, "usage-connections", Duration::from_secs(240)).await?;
     let cu = usage(&c);
     ensure!(
         cu["pods"][0]["connectionsMax"].as_u64() >= Some(300),
@@ -256,7 +224,7 @@ async fn body(ctx: TestContext) -> Result<()> {
     )
     .await?;
     kinds::create(&ctx.client, &ctx.ns, PUBSUB_RUN).await?;
-    let p = finished(&ctx, "usage-pubsub").await?;
+    let p = finished(&ctx, "usage-pubsub", Duration::from_secs(240)).await?;
     let pu = usage(&p);
     ensure!(pu["source"] == "pubsub-server /health", "{pu}");
     ensure!(

@@ -5,9 +5,10 @@
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DynamicObject, ListParams};
+use kube::api::{Api, ListParams};
 use msgbench_e2e::cluster::repo_root;
 use msgbench_e2e::kinds::{self, Kind};
+use msgbench_e2e::runs::{field as s, finished};
 use msgbench_e2e::{run, servers, wait, TestContext};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -29,10 +30,6 @@ spec:
   placement:
     podAntiAffinity: none
 "#;
-
-fn s<'a>(o: &'a DynamicObject, ptr: &str) -> &'a Value {
-    o.data.pointer(ptr).unwrap_or(&Value::Null)
-}
 
 /// The repo's R1-vs-R2 sample, shortened to fit the one shared CPU: 4 rounds of 2 s.
 fn sample() -> Result<String> {
@@ -108,19 +105,7 @@ spec:
     )
     .await?;
     kinds::create(&ctx.client, &ctx.ns, &sample()?).await?;
-    let br = wait::until(
-        &api,
-        "js-r1-vs-r2",
-        Duration::from_secs(420),
-        "js-r1-vs-r2 finished",
-        |o| {
-            matches!(
-                o.data.pointer("/status/phase").and_then(Value::as_str),
-                Some("Succeeded" | "Failed")
-            )
-        },
-    )
-    .await?;
+    let br = finished(&ctx, "js-r1-vs-r2", Duration::from_secs(420)).await?;
     ensure!(
         s(&br, "/status/phase") == "Succeeded",
         "verdict {}",
