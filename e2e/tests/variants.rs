@@ -268,9 +268,10 @@ spec:
             "verdict {f}"
         );
     }
+    // Open loop: the summary is the p99 difference (throughput is the offered rate).
     let summary = s(&br, "/status/headline/comparison").as_str().unwrap_or("");
     ensure!(
-        summary.starts_with("r2/r1 ") && summary.contains("× ±"),
+        summary.starts_with("r2-r1 p99 ") && summary.contains("ms ±"),
         "headline.comparison {summary:?}"
     );
     eprintln!("variants: {summary}; {}", serde_json::to_string(c)?);
