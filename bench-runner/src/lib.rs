@@ -15,6 +15,7 @@ pub mod progress;
 pub mod recorder;
 pub mod report;
 pub mod result;
+pub mod result_frames;
 
 pub use engine::{run, RunOptions, SharedSetup, StartGate};
 pub use result::RunResult;

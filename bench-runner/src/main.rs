@@ -1,10 +1,10 @@
 //! `bench-runner run | merge | report`.
 #![forbid(unsafe_code)]
 use anyhow::Context;
-use bench_runner::{agent, engine, report, RunOptions, RunResult};
+use bench_runner::{agent, engine, report, result_frames, RunOptions, RunResult};
 use clap::{Parser, Subcommand};
 use msgbench_crds::workload::Workload;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 #[derive(Parser)]
@@ -57,16 +57,23 @@ enum Cmd {
         /// Runner id (default: JOB_COMPLETION_INDEX + 1 of an Indexed Job).
         #[arg(long, env = "MSGBENCH_RUNNER_ID")]
         runner_id: Option<u16>,
-        /// Address of /ready, /start and /progress.
+        /// Address of /ready, /start, /progress and /results.
         #[arg(long, default_value = "0.0.0.0:9090")]
         listen: std::net::SocketAddr,
+        /// File holding the run's control token (mounted from the run's Secret): every
+        /// endpoint but /ready then requires it as a Bearer token.
+        #[arg(long, env = "MSGBENCH_TOKEN_FILE")]
+        token_file: Option<PathBuf>,
     },
 }
 
 fn main() -> std::process::ExitCode {
+    // Diagnostics go to stderr only (stdout carries results), coloured only on a terminal: a
+    // pod log shows plain text.
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     match real_main() {
         Ok(code) => std::process::ExitCode::from(code),
@@ -130,6 +137,7 @@ fn real_main() -> anyhow::Result<u8> {
             config,
             runner_id,
             listen,
+            token_file,
         } => {
             let text = std::fs::read_to_string(&config)
                 .with_context(|| format!("reading {}", config.display()))?;
@@ -139,22 +147,53 @@ fn real_main() -> anyhow::Result<u8> {
                 Some(id) => id,
                 None => job_index_id()?,
             };
+            let token = match &token_file {
+                Some(p) => Some(
+                    std::fs::read_to_string(p)
+                        .with_context(|| format!("reading the token file {}", p.display()))?
+                        .trim()
+                        .to_string(),
+                ),
+                None => None,
+            };
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
-            rt.block_on(async {
-                let state = agent::AgentState::new();
-                agent::serve(listen, state.clone()).await?;
-                // One line per trial on stdout: the operator reads it from the pod log.
-                let mut emit = |l: &agent::ResultLine| -> anyhow::Result<()> {
-                    println!("{}", l.to_line()?);
-                    Ok(())
-                };
-                agent::run(cfg, runner_id, state, &mut emit).await
-            })?;
+            rt.block_on(run_agent(cfg, runner_id, listen, token))?;
             Ok(0)
         }
     }
+}
+
+/// Runs every trial, then holds the results until the operator confirmed it has them.
+async fn run_agent(
+    cfg: agent::AgentConfig,
+    runner_id: u16,
+    listen: std::net::SocketAddr,
+    token: Option<String>,
+) -> anyhow::Result<()> {
+    let hold = std::time::Duration::from_secs(u64::from(cfg.results_hold_seconds));
+    let state = agent::AgentState::with_token(token);
+    agent::serve(listen, state.clone()).await?;
+    // Each record also goes to stdout as frames: the fallback when /results cannot be read.
+    let mut emit = |l: &agent::ResultLine| -> anyhow::Result<()> {
+        let mut out = std::io::stdout().lock();
+        for f in result_frames::frames(l)? {
+            writeln!(out, "{f}")?;
+        }
+        out.flush()?;
+        Ok(())
+    };
+    agent::run(cfg, runner_id, state.clone(), &mut emit).await?;
+    if state.hold_results(hold).await {
+        tracing::info!("the operator has every result; exiting");
+    } else {
+        tracing::warn!(
+            seconds = hold.as_secs(),
+            "no confirmation from the operator within the hold; exiting (results stay in the log)"
+        );
+    }
+    Ok(())
 }
 
 fn read(p: &Path) -> anyhow::Result<RunResult> {

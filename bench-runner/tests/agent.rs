@@ -1,7 +1,10 @@
 //! `bench-runner agent` against a real nats-server: ready only once connected, nothing sent
-//! before `/start`, one result line per trial, and a barrier that times out with a clear error.
+//! before `/start`, one record per trial held for the operator, only the token opens the
+//! control endpoint, records survive a log that splits and interleaves lines, and a barrier
+//! that times out with a clear error.
 mod support;
-use bench_runner::agent::{self, AgentConfig, AgentProgress, ResultLine, RESULT_PREFIX};
+use bench_runner::agent::{self, AgentConfig, AgentProgress, AgentResults, ResultLine};
+use bench_runner::result_frames;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use support::*;
@@ -9,9 +12,21 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Minimal HTTP/1.1 exchange (Connection: close): (status, body).
 async fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
+    http_as(addr, None, method, path, body).await
+}
+
+/// The same, presenting `token` as a Bearer token when given.
+async fn http_as(
+    addr: SocketAddr,
+    token: Option<&str>,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> (u16, String) {
     let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
     let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
     s.write_all(req.as_bytes()).await.expect("write");
@@ -39,6 +54,7 @@ fn config(port: u16, trials: u32, barrier: u32) -> AgentConfig {
         barrier_timeout_seconds: barrier,
         schedule: vec![],
         trial_barrier: false,
+        results_hold_seconds: 30,
     }
 }
 
@@ -49,66 +65,190 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
+const TOKEN: &str = "0123456789abcdef";
+
+async fn progress_as(addr: SocketAddr) -> AgentProgress {
+    let (code, body) = http_as(addr, Some(TOKEN), "GET", "/progress", "").await;
+    assert_eq!(code, 200, "{body}");
+    serde_json::from_str(&body).expect("progress json")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn barrier_holds_the_load_until_start_then_one_line_per_trial() {
+async fn barrier_holds_the_load_until_start_then_results_are_held_until_acknowledged() {
     let s = nats_server(false);
-    let state = agent::AgentState::new();
+    let state = agent::AgentState::with_token(Some(TOKEN.into()));
     let addr = agent::serve("127.0.0.1:0".parse().unwrap(), state.clone())
         .await
         .unwrap();
     let cfg = config(s.port, 2, 60);
+    let held = state.clone();
     let run = tokio::spawn(async move {
         let mut lines = Vec::new();
         let mut emit = |l: &ResultLine| {
-            lines.push(l.to_line()?);
+            lines.push(l.clone());
             Ok(())
         };
-        agent::run(cfg, 3, state, &mut emit).await.map(|_| lines)
+        agent::run(cfg, 3, state, &mut emit).await?;
+        let acked = held.hold_results(Duration::from_secs(30)).await;
+        anyhow::Ok((lines, acked))
     });
 
-    // Ready once connected; nothing published while waiting at the barrier.
+    // Ready once connected (the probe needs no token); nothing published at the barrier.
     let deadline = Instant::now() + Duration::from_secs(20);
     while http(addr, "GET", "/ready", "").await.0 != 200 {
         assert!(Instant::now() < deadline, "agent never became ready");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let p = progress(addr).await;
-    assert!(p.ready && !p.started);
+    let p = progress_as(addr).await;
+    assert!(p.ready && !p.started && !p.finished);
     assert_eq!((p.trial, p.published), (1, 0));
 
+    // Without the token nothing moves: no release, no progress, no results.
     let at = now_ms() + 300;
-    let (code, body) = http(
-        addr,
-        "POST",
-        "/start",
-        &format!("{{\"startAtUnixMs\":{at}}}"),
-    )
-    .await;
+    let start = format!("{{\"startAtUnixMs\":{at}}}");
+    assert_eq!(http(addr, "POST", "/start", &start).await.0, 401);
+    assert_eq!(http(addr, "GET", "/progress", "").await.0, 401);
+    assert_eq!(http(addr, "GET", "/results", "").await.0, 401);
+    let wrong = http_as(addr, Some("0123456789abcdeX"), "POST", "/start", &start).await;
+    assert_eq!(wrong.0, 403);
+    assert!(
+        !progress_as(addr).await.started,
+        "a refused /start released the load"
+    );
+
+    let (code, body) = http_as(addr, Some(TOKEN), "POST", "/start", &start).await;
     assert_eq!(code, 200, "{body}");
     // A resent /start (operator restart) keeps the first time.
-    let (_, again) = http(addr, "POST", "/start", "{\"startAtUnixMs\":1}").await;
+    let (_, again) = http_as(addr, Some(TOKEN), "POST", "/start", "{\"startAtUnixMs\":1}").await;
     assert!(again.contains(&at.to_string()), "{again}");
 
-    let lines = tokio::time::timeout(Duration::from_secs(60), run)
+    // Finished: the records wait on /results; an ack for fewer than all is refused.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !progress_as(addr).await.finished {
+        assert!(Instant::now() < deadline, "agent never finished");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (code, body) = http_as(addr, Some(TOKEN), "GET", "/results", "").await;
+    assert_eq!(code, 200);
+    let held: AgentResults = serde_json::from_str(&body).unwrap();
+    assert_eq!((held.runner_id, held.trials, held.finished), (3, 2, true));
+    assert_eq!(
+        held.records.iter().map(|l| l.trial).collect::<Vec<_>>(),
+        [1, 2]
+    );
+    assert!(
+        !run.is_finished(),
+        "the agent let go of its results before the ack"
+    );
+    let ack = |n: u32| format!("{{\"records\":{n}}}");
+    assert_eq!(
+        http_as(addr, Some(TOKEN), "POST", "/results/ack", &ack(1))
+            .await
+            .0,
+        409
+    );
+    assert_eq!(
+        http_as(addr, Some(TOKEN), "POST", "/results/ack", &ack(2))
+            .await
+            .0,
+        200
+    );
+
+    let (lines, acked) = tokio::time::timeout(Duration::from_secs(10), run)
         .await
-        .expect("agent finished")
+        .expect("agent exits after the ack")
         .unwrap()
         .expect("agent run");
-    assert_eq!(lines.len(), 2);
-    let log = format!("noise\n{}\nmore noise\n{}\n", lines[0], lines[1]);
-    let parsed = ResultLine::parse_log(&log).unwrap();
-    assert_eq!(parsed.iter().map(|l| l.trial).collect::<Vec<_>>(), [1, 2]);
+    assert!(acked);
+    assert_eq!(
+        lines, held.records,
+        "the endpoint serves exactly what was emitted"
+    );
     assert!(
-        parsed[0].started_unix_ms >= at,
+        lines[0].started_unix_ms >= at,
         "load started before the common start"
     );
-    for l in &parsed {
+    for l in &lines {
         assert_eq!(l.runner_id, 3);
         assert_eq!(l.result.measured.published, 250);
         assert_eq!(l.result.measured.received, 250);
     }
-    assert!(ResultLine::parse_log(&format!("{RESULT_PREFIX}{{broken")).is_err());
+    records_survive_a_log_that_splits_and_interleaves(&lines);
+}
+
+/// What a container runtime does to a log: lines over 16 KiB are cut into parts, and lines of
+/// the other stream land between the parts (with colour codes).
+fn runtime_log(stdout_lines: &[String]) -> String {
+    let noise = "\u{1b}[2m2026-11-23T10:00:00Z\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m async_nats: event: connected";
+    let mut log = String::new();
+    for l in stdout_lines {
+        let mut rest = l.as_str();
+        while rest.len() > 16 * 1024 {
+            let mut cut = 16 * 1024;
+            while !rest.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            log.push_str(&rest[..cut]);
+            log.push('\n');
+            log.push_str(noise);
+            log.push('\n');
+            rest = &rest[cut..];
+        }
+        log.push_str(rest);
+        log.push('\n');
+        log.push_str(noise);
+        log.push('\n');
+    }
+    log
+}
+
+/// Records far above 16 KiB arrive intact through such a log; a lost or altered frame is
+/// reported for its trial, never misread.
+fn records_survive_a_log_that_splits_and_interleaves(lines: &[ResultLine]) {
+    let mut big = lines.to_vec();
+    for l in &mut big {
+        l.result.target = format!("nats://{}:4222", "h".repeat(40_000));
+    }
+    let frames: Vec<String> = big
+        .iter()
+        .flat_map(|l| result_frames::frames(l).unwrap())
+        .collect();
+    assert!(
+        frames.len() >= 2 * 5,
+        "40 KB records go out as several frames"
+    );
+    assert!(frames.iter().all(|f| f.len() < 16 * 1024));
+    let got = result_frames::reassemble(&runtime_log(&frames), 3);
+    assert!(got.damaged.is_empty(), "{:?}", got.damaged);
+    assert_eq!(got.records.into_values().collect::<Vec<_>>(), big);
+    // Another runner's frames are not ours.
+    assert!(result_frames::reassemble(&runtime_log(&frames), 4)
+        .records
+        .is_empty());
+
+    // Unframed, the same record is cut by the runtime and cannot be read back.
+    let whole = serde_json::to_string(&big[0]).unwrap();
+    assert!(runtime_log(&[whole])
+        .lines()
+        .all(|l| serde_json::from_str::<ResultLine>(l).is_err()));
+
+    // Trial 1 loses a frame, trial 2 has one byte altered.
+    let mut damaged = frames.clone();
+    let t1: Vec<usize> = (0..damaged.len())
+        .filter(|i| damaged[*i].contains(" 3 1 "))
+        .collect();
+    damaged.remove(t1[1]);
+    let t2 = damaged.iter().position(|f| f.contains(" 3 2 2/")).unwrap();
+    damaged[t2] = damaged[t2].replacen("hhhh", "hhhx", 1);
+    let got = result_frames::reassemble(&runtime_log(&damaged), 3);
+    assert!(got.records.is_empty());
+    assert!(got.damaged[&1].contains("frames 2 of"), "{:?}", got.damaged);
+    assert!(
+        got.damaged[&2].contains("digest does not match"),
+        "{:?}",
+        got.damaged
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

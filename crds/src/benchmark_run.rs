@@ -214,6 +214,13 @@ pub struct Runners {
     /// run; `status.environment.sharedNodes` says when they could not be kept apart).
     #[serde(default = "default_true")]
     pub avoid_server_nodes: bool,
+    /// After its last trial, how long a runner keeps its results for the operator to collect
+    /// over the runner's authenticated control endpoint. It exits as soon as the operator
+    /// confirms; after this bound it exits anyway and the operator reads the checksummed copy
+    /// in its log. 0 = log only.
+    #[serde(default = "default_results_hold_seconds")]
+    #[schemars(range(min = 0, max = 3600))]
+    pub results_hold_seconds: i32,
 }
 
 impl Default for Runners {
@@ -224,8 +231,13 @@ impl Default for Runners {
             resources: Resources::default(),
             placement: Placement::default(),
             avoid_server_nodes: true,
+            results_hold_seconds: default_results_hold_seconds(),
         }
     }
+}
+
+fn default_results_hold_seconds() -> i32 {
+    120
 }
 
 fn default_runner_count() -> i32 {

@@ -20,6 +20,10 @@ pub struct Context {
     pub observe_varz: bool,
     pub requeue: Requeue,
     pub backoff: Backoff,
+    /// Runner control tokens by run uid (each also in its run's Secret).
+    pub runner_tokens: Mutex<HashMap<String, String>>,
+    /// The operator's own pods, for runner NetworkPolicies; None outside a cluster.
+    pub runner_peer: Option<crate::benchmark_run::runner_access::OperatorPeer>,
 }
 
 /// Requeue intervals: short while converging, long when stable (watches do the rest).
@@ -85,6 +89,8 @@ impl Context {
             observe_varz,
             requeue: Requeue::default(),
             backoff: Backoff::default(),
+            runner_tokens: Mutex::default(),
+            runner_peer: crate::benchmark_run::runner_access::OperatorPeer::from_env(),
         }
     }
 }

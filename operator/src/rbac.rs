@@ -34,8 +34,9 @@ pub const RULES: &[(&str, &[&str], &[&str])] = &[
         &["list", "watch", "create", "patch", "delete"],
     ),
     ("", &["pods"], &["list", "watch"]),
-    // Only the Secret named in JetStreamCluster.spec.auth, to report a missing one or key.
-    ("", &["secrets"], &["get"]),
+    // get: the Secret named in JetStreamCluster.spec.auth (to report a missing one or key) and
+    // a run's runner token; create: the runner token Secret. Never list (that reads them all).
+    ("", &["secrets"], &["get", "create"]),
     ("events.k8s.io", &["events"], &["create", "patch"]),
     // BenchmarkRun controller: runs (get: a baseline run), their status, the target server
     // looked up by name, runner Jobs, and runner results read from the pod logs.
@@ -56,6 +57,12 @@ pub const RULES: &[(&str, &[&str], &[&str])] = &[
         &["get", "list", "watch", "create", "patch", "delete"],
     ),
     ("", &["pods/log"], &["get"]),
+    // Per-run NetworkPolicy: only the operator reaches the runners' control port.
+    (
+        "networking.k8s.io",
+        &["networkpolicies"],
+        &["list", "create", "patch", "delete"],
+    ),
 ];
 
 /// Markdown table of [`RULES`] (the content of `operator/RBAC.md`).

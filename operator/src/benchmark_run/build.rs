@@ -1,6 +1,7 @@
 //! Pure builders for a run's children: the agent ConfigMap and the Indexed Job of runner pods.
-//! Runners need no API access (no token), run Pod Security "restricted", and keep off the
+//! Runners need no API access (no service-account token), run Pod Security "restricted", and keep off the
 //! target's server nodes where the cluster allows it.
+use super::runner_access::{secret_name, TOKEN_DIR, TOKEN_KEY};
 use crate::meta::{
     LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, MANAGED_BY,
 };
@@ -12,7 +13,7 @@ use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Affinity, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, HTTPGetAction,
     PodAffinityTerm, PodAntiAffinity, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
-    SeccompProfile, Volume, VolumeMount, WeightedPodAffinityTerm,
+    SeccompProfile, SecretVolumeSource, Volume, VolumeMount, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -86,6 +87,7 @@ pub fn agent_config(spec: &BenchmarkRunSpec, target_url: &str) -> AgentConfig {
         schedule: Vec::new(),
         // One runner needs no barrier between trials; several start each trial together.
         trial_barrier: spec.runners.count > 1,
+        results_hold_seconds: spec.runners.results_hold_seconds.max(0) as u32,
     }
 }
 
@@ -154,6 +156,8 @@ pub fn job(
             format!("{CONFIG_DIR}/{CONFIG_FILE}"),
             "--listen".into(),
             format!("0.0.0.0:{AGENT_PORT}"),
+            "--token-file".into(),
+            format!("{TOKEN_DIR}/{TOKEN_KEY}"),
         ]),
         env: Some(vec![EnvVar {
             name: "RUST_LOG".into(),
@@ -179,12 +183,20 @@ pub fn job(
         security_context: Some(container_security_context()),
         // The last log lines become the termination message of a failed runner.
         termination_message_policy: Some("FallbackToLogsOnError".into()),
-        volume_mounts: Some(vec![VolumeMount {
-            name: "config".into(),
-            mount_path: CONFIG_DIR.into(),
-            read_only: Some(true),
-            ..VolumeMount::default()
-        }]),
+        volume_mounts: Some(vec![
+            VolumeMount {
+                name: "config".into(),
+                mount_path: CONFIG_DIR.into(),
+                read_only: Some(true),
+                ..VolumeMount::default()
+            },
+            VolumeMount {
+                name: "token".into(),
+                mount_path: TOKEN_DIR.into(),
+                read_only: Some(true),
+                ..VolumeMount::default()
+            },
+        ]),
         ..Container::default()
     };
     Job {
@@ -208,6 +220,8 @@ pub fn job(
                         run_as_non_root: Some(true),
                         run_as_user: Some(RUNNER_UID),
                         run_as_group: Some(RUNNER_UID),
+                        // The token file is group-readable for this group only.
+                        fs_group: Some(RUNNER_UID),
                         seccomp_profile: Some(SeccompProfile {
                             type_: "RuntimeDefault".into(),
                             ..SeccompProfile::default()
@@ -218,14 +232,25 @@ pub fn job(
                     tolerations: place.tolerations,
                     affinity,
                     containers: vec![container],
-                    volumes: Some(vec![Volume {
-                        name: "config".into(),
-                        config_map: Some(ConfigMapVolumeSource {
-                            name: id.job_name(),
-                            ..ConfigMapVolumeSource::default()
-                        }),
-                        ..Volume::default()
-                    }]),
+                    volumes: Some(vec![
+                        Volume {
+                            name: "config".into(),
+                            config_map: Some(ConfigMapVolumeSource {
+                                name: id.job_name(),
+                                ..ConfigMapVolumeSource::default()
+                            }),
+                            ..Volume::default()
+                        },
+                        Volume {
+                            name: "token".into(),
+                            secret: Some(SecretVolumeSource {
+                                secret_name: Some(secret_name(&id.name)),
+                                default_mode: Some(0o440),
+                                ..SecretVolumeSource::default()
+                            }),
+                            ..Volume::default()
+                        },
+                    ]),
                     ..PodSpec::default()
                 }),
             },

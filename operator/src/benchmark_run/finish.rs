@@ -1,7 +1,8 @@
 //! Reading the runner pods: who is ready, who failed and why, and — when every runner is
-//! done — collecting their result lines from the pod logs into the verdict.
+//! done — turning their gathered records into the verdict.
 use super::build::RunIdentity;
 use super::conditions::{self as cond, COMPLETE, SUCCEEDED};
+use super::gather::{gather, DoneRunner, Gathered};
 use super::reconcile::now;
 use super::{compare, results};
 use crate::context::Context;
@@ -9,7 +10,6 @@ use crate::error::{Error, Result};
 use bench_runner::agent::ResultLine;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::LogParams;
 use kube::{Api, ResourceExt};
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, ObservedEnvironment, ObservedPod, Outcome, Phase, Severity,
@@ -202,41 +202,34 @@ pub fn fail(st: &mut BenchmarkRunStatus, reason: &str, message: &str, g: Option<
     );
 }
 
-/// Reads every runner's log, merges, evaluates thresholds, compares with the baseline and
-/// records the environment. Pods are only read, never deleted here (TTL does that).
+/// Gathers every runner's records (control endpoint, else log frames), merges, evaluates
+/// thresholds, compares with the baseline and records the environment. Pods are only read,
+/// never deleted here (TTL does that). Leaves the status as it was when a holding runner did
+/// not answer yet.
+#[allow(clippy::too_many_arguments)]
 pub async fn collect(
     ctx: &Context,
     br: &BenchmarkRun,
     id: &RunIdentity,
     st: &mut BenchmarkRunStatus,
-    view: &RunnerView<'_>,
+    done: &[DoneRunner<'_>],
     pods: &Api<Pod>,
+    token: &str,
 ) -> Result<()> {
     let g = Some(id.generation);
-    let mut lines = Vec::new();
-    for p in &view.succeeded {
-        let log = pods
-            .logs(
-                &p.name_any(),
-                &LogParams {
-                    container: Some("runner".into()),
-                    ..LogParams::default()
-                },
-            )
-            .await?;
-        match ResultLine::parse_log(&log) {
-            Ok(l) => lines.extend(l),
-            Err(e) => {
-                fail(
-                    st,
-                    "RunnerFailed",
-                    &format!("runner pod {}: {e:#}", p.name_any()),
-                    g,
-                );
-                return Ok(());
-            }
+    let trials = super::reconcile::total_trials(br) as u32;
+    let lines = match gather(pods, done, token, trials).await? {
+        Gathered::Complete(lines) => lines,
+        Gathered::NotYet(why) => {
+            tracing::debug!(run = %id.name, %why, "results not gathered yet");
+            return Ok(());
         }
-    }
+        Gathered::Lost(why) => {
+            fail(st, "ResultsLost", &why, g);
+            return Ok(());
+        }
+    };
+    st.phase = Some(Phase::Merging);
     let count = br.spec.runners.count.max(1) as usize;
     if br.spec.variants.is_empty() {
         if !single(ctx, br, id, st, &lines, count).await? {
@@ -249,7 +242,7 @@ pub async fn collect(
             return Ok(());
         }
     }
-    st.environment = Some(environment(ctx, br, id, st.environment.take(), view).await?);
+    st.environment = Some(environment(ctx, br, id, st.environment.take(), done).await?);
     if let Some(p) = &mut st.progress {
         p.trial = p.trials;
     }
@@ -370,15 +363,10 @@ async fn environment(
     br: &BenchmarkRun,
     id: &RunIdentity,
     prior: Option<ObservedEnvironment>,
-    view: &RunnerView<'_>,
+    done: &[DoneRunner<'_>],
 ) -> Result<ObservedEnvironment> {
     let mut env = prior.unwrap_or_default();
-    env.runner_pods = view
-        .succeeded
-        .iter()
-        .take(64)
-        .map(|p| observed(p))
-        .collect();
+    env.runner_pods = done.iter().take(64).map(|d| observed(d.pod)).collect();
     // The run's server and every variant's own.
     env.server_pods.clear();
     for r in std::iter::once(&br.spec.target)

@@ -1,15 +1,18 @@
 //! BenchmarkRun controller: resolve the target, start an Indexed Job of bench-runner agents,
-//! release them together at a start barrier, read their result lines from the pod logs, merge
+//! release them together at a start barrier, collect their results over an authenticated
+//! control endpoint (or checksummed frames in the pod logs), merge
 //! exactly, and write results, verdict, trial statistics and the baseline comparison to status.
 pub mod build;
 pub mod compare;
 pub mod conditions;
 pub mod controller;
 pub mod finish;
+pub mod gather;
 pub mod metrics;
 pub mod paired;
 pub mod reconcile;
 pub mod results;
+pub mod runner_access;
 pub mod runner_http;
 pub mod server_usage;
 pub mod stats;

@@ -3,11 +3,14 @@
 //! `/start` when the barrier was not released everywhere, or collects finished runners.
 use super::build::{self, RunIdentity};
 use super::conditions::{self as cond, COMPLETE, RUNNERS_READY, SUCCEEDED, TARGET_READY};
-use super::{finish, runner_http, target, variants};
+use super::gather::DoneRunner;
+use super::{finish, runner_access, runner_http, target, variants};
 use crate::context::{Context, CONTROLLER_NAME};
 use crate::error::{Error, Result};
+use bench_runner::agent::AgentProgress;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PropagationPolicy};
 use kube::runtime::controller::Action;
@@ -170,6 +173,9 @@ async fn step(
     }
     if matches!(st.phase, Some(Phase::Succeeded | Phase::Failed)) {
         super::stop_runners::after_failure(ctx, &id.namespace, st).await?;
+        if st.phase == Some(Phase::Succeeded) {
+            release_holding_runners(br, ctx, id).await?;
+        }
         // A baseline that finished later still gets compared.
         if let (Some(b), Some(c)) = (&br.spec.baseline_ref, &st.comparison) {
             if c.reason.is_some() && !st.trials.is_empty() {
@@ -331,6 +337,14 @@ async fn step(
                     .unwrap_or_else(|| resolved.url.clone())
             });
         }
+        runner_access::ensure_token(ctx, id).await?;
+        let pp = PatchParams::apply(CONTROLLER_NAME).force();
+        if let Some(peer) = &ctx.runner_peer {
+            let np = runner_access::network_policy(id, peer);
+            Api::<NetworkPolicy>::namespaced(ctx.client.clone(), &id.namespace)
+                .patch(&id.job_name(), &pp, &Patch::Apply(&np))
+                .await?;
+        }
         let cm = build::config_map(id, &cfg).map_err(|e| Error::Build(e.to_string()))?;
         let job = build::job(
             id,
@@ -340,7 +354,6 @@ async fn step(
             // not race the run's deadline (its pod deletions would read as RunnerFailed).
             deadline_seconds(br) + JOB_DEADLINE_BACKSTOP_SECONDS,
         );
-        let pp = PatchParams::apply(CONTROLLER_NAME).force();
         let name = id.job_name();
         Api::<ConfigMap>::namespaced(ctx.client.clone(), &id.namespace)
             .patch(&name, &pp, &Patch::Apply(&cm))
@@ -381,6 +394,7 @@ async fn step(
     if view.succeeded.len() < count {
         super::server_usage::sample(ctx, br, &id.namespace, st).await;
     }
+    let token = runner_access::ensure_token(ctx, id).await?;
     if st.start_time.is_none() {
         let ready = view.ready_ips();
         st.progress = Some(Progress {
@@ -392,7 +406,7 @@ async fn step(
         if ready.len() >= count {
             let at = k8s_openapi::jiff::Timestamp::now().as_millisecond() as u64 + START_LEAD_MS;
             for ip in &ready {
-                runner_http::start(ip, 1, at)
+                runner_http::start(ip, &token, 1, at)
                     .await
                     .map_err(|e| Error::Build(format!("releasing runner {ip}: {e:#}")))?;
             }
@@ -428,10 +442,32 @@ async fn step(
         return Ok(Action::requeue(POLL));
     }
 
-    // Released: all done → collect; otherwise report progress (and resend a lost /start).
-    if view.succeeded.len() >= count {
-        st.phase = Some(Phase::Merging);
-        finish::collect(ctx, br, id, st, &view, &pods).await?;
+    // Released: poll the running agents (progress, a lost /start, trial barriers); once every
+    // runner is done (holding its results or exited) → gather and merge.
+    let start_ms = st
+        .start_time
+        .as_ref()
+        .map_or(0, |t| t.0.as_millisecond() as u64);
+    let polled = poll_running(&view, &token, start_ms).await;
+    let done: Vec<DoneRunner> = view
+        .succeeded
+        .iter()
+        .map(|p| DoneRunner {
+            pod: p,
+            holding_at: None,
+        })
+        .chain(
+            polled
+                .iter()
+                .filter(|r| r.progress.finished)
+                .map(|r| DoneRunner {
+                    pod: r.pod,
+                    holding_at: Some(r.ip.clone()),
+                }),
+        )
+        .collect();
+    if done.len() >= count {
+        finish::collect(ctx, br, id, st, &done, &pods, &token).await?;
         super::server_usage::attach(st);
         return Ok(Action::requeue(POLL));
     }
@@ -444,36 +480,29 @@ async fn step(
         finish::fail(st, "ResultsLost", &msg, g);
         return Ok(Action::requeue(POLL));
     }
-    let start_ms = st
-        .start_time
-        .as_ref()
-        .map_or(0, |t| t.0.as_millisecond() as u64);
+    let ips: Vec<String> = polled.iter().map(|r| r.ip.clone()).collect();
     let (mut published, mut received, mut trial) = (0, 0, 1);
-    let ips = view.running_ips();
     let mut waiting = Vec::new();
-    for ip in &ips {
-        if let Some(p) = runner_http::progress(ip).await {
-            if !p.started {
-                let _ = runner_http::start(ip, 1, start_ms).await;
-            }
-            published += p.published;
-            received += p.received;
-            trial = trial.max(p.trial as i32);
-            waiting.push(p.waiting_for);
-        }
+    for r in &polled {
+        published += r.progress.published;
+        received += r.progress.received;
+        trial = trial.max(r.progress.trial as i32);
+        waiting.push(r.progress.waiting_for);
     }
     // Per-trial barrier (several runners): release trial k once every runner waits for it.
     let next = waiting.first().copied().unwrap_or(0);
     let all_waiting = next > 1
-        && ips.len() == count
+        && view.running.len() == count
         && waiting.len() == count
         && waiting.iter().all(|w| *w == next);
     if all_waiting {
         let at = k8s_openapi::jiff::Timestamp::now().as_millisecond() as u64 + TRIAL_LEAD_MS;
         for ip in &ips {
-            runner_http::start(ip, next, at).await.map_err(|e| {
-                Error::Build(format!("releasing runner {ip} for trial {next}: {e:#}"))
-            })?;
+            runner_http::start(ip, &token, next, at)
+                .await
+                .map_err(|e| {
+                    Error::Build(format!("releasing runner {ip} for trial {next}: {e:#}"))
+                })?;
         }
     }
     let elapsed = st.start_time.as_ref().map_or(0, seconds_since);
@@ -492,6 +521,59 @@ async fn step(
         return Ok(Action::requeue(Duration::from_millis(500)));
     }
     Ok(Action::requeue(Duration::from_secs(3)))
+}
+
+/// A running runner pod and what its agent said.
+struct PolledRunner<'a> {
+    pod: &'a Pod,
+    ip: String,
+    progress: AgentProgress,
+}
+
+/// Asks every running agent for its progress (runners that do not answer are left out) and
+/// resends the common start to one that lost it.
+async fn poll_running<'a>(
+    view: &finish::RunnerView<'a>,
+    token: &str,
+    start_ms: u64,
+) -> Vec<PolledRunner<'a>> {
+    let mut out = Vec::new();
+    for pod in &view.running {
+        let Some(ip) = pod.status.as_ref().and_then(|s| s.pod_ip.clone()) else {
+            continue;
+        };
+        if let Some(p) = runner_http::progress(&ip, token).await {
+            if !p.started {
+                let _ = runner_http::start(&ip, token, 1, start_ms).await;
+            }
+            out.push(PolledRunner {
+                pod,
+                ip,
+                progress: p,
+            });
+        }
+    }
+    out
+}
+
+/// After a success: runners still holding their results may exit now.
+async fn release_holding_runners(br: &BenchmarkRun, ctx: &Context, id: &RunIdentity) -> Result<()> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &id.namespace);
+    let lp = ListParams::default().labels(&id.pod_selector());
+    let ips: Vec<String> = pods
+        .list(&lp)
+        .await?
+        .items
+        .iter()
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .filter_map(|p| p.status.as_ref()?.pod_ip.clone())
+        .collect();
+    if ips.is_empty() {
+        return Ok(());
+    }
+    let token = runner_access::ensure_token(ctx, id).await?;
+    super::gather::release_holding(&ips, &token, total_trials(br) as u32).await;
+    Ok(())
 }
 
 /// A target (a variant's own) is missing or not Ready: wait up to `targetReadyTimeoutSeconds`
@@ -554,7 +636,8 @@ async fn delete_other_generations(ctx: &Context, id: &RunIdentity) -> Result<()>
     .await
 }
 
-/// Deletes this run's Jobs (pods go with them) and ConfigMaps whose labels match `pick`.
+/// Deletes this run's Jobs (pods go with them), ConfigMaps and NetworkPolicies whose labels
+/// match `pick`. The token Secret stays until the run is deleted.
 async fn delete_children(
     ctx: &Context,
     id: &RunIdentity,
@@ -582,6 +665,12 @@ async fn delete_children(
     for c in cms.list(&lp).await?.items {
         if pick(c.labels()) {
             ignore_gone(cms.delete(&c.name_any(), &dp).await.map(|_| ()))?;
+        }
+    }
+    let nps: Api<NetworkPolicy> = Api::namespaced(ctx.client.clone(), &id.namespace);
+    for n in nps.list(&lp).await?.items {
+        if pick(n.labels()) {
+            ignore_gone(nps.delete(&n.name_any(), &dp).await.map(|_| ()))?;
         }
     }
     Ok(())

@@ -1,152 +1,24 @@
 //! `bench-runner agent`: the in-cluster runner. Connects everything, reports ready on
 //! `GET /ready`, waits for one common `POST /start {"startAtUnixMs": …}` from the operator (the
-//! start barrier), runs the trials back to back with a settle pause, and prints each trial's
-//! result as ONE log line prefixed with [`RESULT_PREFIX`]. Needs no Kubernetes API access: the
-//! operator reads the lines from the pod log.
+//! start barrier), runs the trials back to back with a settle pause, and keeps each trial's
+//! result for the operator to fetch (`GET /results`) until it confirms (`POST /results/ack`)
+//! or a bounded hold ends. Each record also goes to stdout as checksummed frames
+//! ([`crate::result_frames`]), the fallback when the endpoint could not be read. Needs no
+//! Kubernetes API access.
+mod http;
+mod wire;
+
+pub use http::{router, serve};
+pub use wire::*;
+
 use crate::engine::{self, RunOptions, SharedSetup, StartGate};
 use crate::recorder::Shared;
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use futures::future::BoxFuture;
-use msgbench_crds::workload::Workload;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
-
-/// Prefix of the log line carrying one trial's result (the operator greps for it).
-pub const RESULT_PREFIX: &str = "MSGBENCH-RESULT ";
-/// Version of the result line envelope.
-pub const LINE_FORMAT: &str = "msgbench.dev/runner-line/v1";
-/// Port of `/ready`, `/start` and `/progress`.
-pub const AGENT_PORT: u16 = 9090;
-
-/// What the operator's ConfigMap gives every runner of a run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct AgentConfig {
-    /// Target URL, e.g. `nats://js3.bench.svc:4222`.
-    pub target: String,
-    pub workload: Workload,
-    #[serde(default = "one")]
-    pub trials: u32,
-    #[serde(default)]
-    pub settle_seconds: u32,
-    /// Seconds to wait for `/start` once connected before giving up (exit non-zero).
-    pub barrier_timeout_seconds: u32,
-    /// With variants: every trial in execution order (rounds × variants, each round's order
-    /// chosen by the operator). Empty: `trials` runs of `workload` against `target`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub schedule: Vec<ScheduledTrial>,
-    /// Every trial after the first also waits for its own `POST /start {trial}` (after the
-    /// settle pause), so several runners start each trial together instead of drifting apart.
-    #[serde(default)]
-    pub trial_barrier: bool,
-}
-
-/// One trial of a variants run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ScheduledTrial {
-    /// 1-based round.
-    pub round: u32,
-    pub variant: String,
-    pub target: String,
-    pub workload: Workload,
-}
-
-impl AgentConfig {
-    /// The trials to run, in order: the schedule, or `trials` repeats of the one workload.
-    pub fn plan(&self) -> Vec<ScheduledTrial> {
-        if !self.schedule.is_empty() {
-            return self.schedule.clone();
-        }
-        (1..=self.trials)
-            .map(|round| ScheduledTrial {
-                round,
-                variant: String::new(),
-                target: self.target.clone(),
-                workload: self.workload.clone(),
-            })
-            .collect()
-    }
-}
-
-fn one() -> u32 {
-    1
-}
-
-/// The body of `POST /start`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StartRequest {
-    /// Common start (wall clock, ms since the epoch); a time in the past starts at once.
-    pub start_at_unix_ms: u64,
-    /// The trial it releases (1-based; later trials only with `trialBarrier`).
-    #[serde(default = "one")]
-    pub trial: u32,
-}
-
-/// `GET /progress`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentProgress {
-    pub ready: bool,
-    pub started: bool,
-    /// Current trial, 1-based (0 before the first).
-    pub trial: u32,
-    pub published: u64,
-    pub received: u64,
-    /// The trial this agent waits at the barrier for; 0 while not waiting.
-    #[serde(default)]
-    pub waiting_for: u32,
-}
-
-/// One result line: a trial's result of one runner.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ResultLine {
-    pub format: String,
-    pub runner_id: u16,
-    /// 1-based position in the run (with variants: in the schedule).
-    pub trial: u32,
-    /// With variants: the variant and its round.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub variant: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub round: Option<u32>,
-    /// Wall clock when the trial's load started, ms since the epoch.
-    pub started_unix_ms: u64,
-    pub result: crate::RunResult,
-}
-
-impl ResultLine {
-    pub fn to_line(&self) -> anyhow::Result<String> {
-        Ok(format!("{RESULT_PREFIX}{}", serde_json::to_string(self)?))
-    }
-
-    /// Every result line in a log, in order; lines without the prefix are skipped, a prefixed
-    /// line that does not parse is an error.
-    pub fn parse_log(log: &str) -> anyhow::Result<Vec<ResultLine>> {
-        log.lines()
-            .filter_map(|l| l.trim_end().strip_prefix(RESULT_PREFIX))
-            .map(|json| {
-                let r: ResultLine = serde_json::from_str(json)
-                    .map_err(|e| anyhow::anyhow!("result line does not parse: {e}"))?;
-                anyhow::ensure!(
-                    r.format == LINE_FORMAT,
-                    "result line format {:?}, expected {LINE_FORMAT}",
-                    r.format
-                );
-                Ok(r)
-            })
-            .collect()
-    }
-}
 
 /// Shared between the HTTP handlers, the gate and the trial loop.
 /// Start times released so far, by trial.
@@ -160,16 +32,58 @@ pub struct AgentState {
     start: Mutex<Option<watch::Sender<Releases>>>,
     start_rx: Mutex<Option<watch::Receiver<Releases>>>,
     stats: Arc<Mutex<Vec<Shared>>>,
+    /// The run's control token; `None` (standalone use, tests) leaves the endpoint open.
+    token: Option<String>,
+    runner_id: AtomicU32,
+    planned: AtomicU32,
+    finished: AtomicBool,
+    records: Mutex<Vec<ResultLine>>,
+    /// Set when the operator confirmed it stored every record.
+    acked: watch::Sender<bool>,
 }
 
 impl AgentState {
     pub fn new() -> Arc<Self> {
+        Self::with_token(None)
+    }
+
+    /// An agent whose control endpoint requires `token` (see [`http`]).
+    pub fn with_token(token: Option<String>) -> Arc<Self> {
         let (tx, rx) = watch::channel(Releases::new());
         Arc::new(AgentState {
             start: Mutex::new(Some(tx)),
             start_rx: Mutex::new(Some(rx)),
+            token: token.filter(|t| !t.is_empty()),
             ..Default::default()
         })
+    }
+
+    fn results(&self) -> AgentResults {
+        AgentResults {
+            runner_id: self.runner_id.load(Ordering::SeqCst) as u16,
+            trials: self.planned.load(Ordering::SeqCst),
+            finished: self.finished.load(Ordering::SeqCst),
+            records: self.records.lock().expect("records").clone(),
+        }
+    }
+
+    /// The operator stored `records` records: true (and the hold ends) when that is all of them.
+    fn acknowledge(&self, records: u32) -> bool {
+        let all =
+            self.finished.load(Ordering::SeqCst) && records == self.planned.load(Ordering::SeqCst);
+        if all {
+            self.acked.send_replace(true);
+        }
+        all
+    }
+
+    /// After the last trial: wait until the operator confirmed it has every record, at most
+    /// `hold`. True when it did.
+    pub async fn hold_results(&self, hold: Duration) -> bool {
+        let mut rx = self.acked.subscribe();
+        tokio::time::timeout(hold, rx.wait_for(|a| *a))
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 
     fn progress(&self) -> AgentProgress {
@@ -186,6 +100,7 @@ impl AgentState {
             published,
             received,
             waiting_for: self.waiting_for.load(Ordering::SeqCst),
+            finished: self.finished.load(Ordering::SeqCst),
         }
     }
 
@@ -215,40 +130,6 @@ impl AgentState {
         });
         kept
     }
-}
-
-pub fn router(state: Arc<AgentState>) -> Router {
-    Router::new()
-        .route("/ready", get(ready))
-        .route("/start", post(start))
-        .route("/progress", get(progress))
-        .with_state(state)
-}
-
-async fn ready(State(s): State<Arc<AgentState>>) -> (StatusCode, &'static str) {
-    if s.ready.load(Ordering::SeqCst) {
-        (StatusCode::OK, "ready\n")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "connecting\n")
-    }
-}
-
-async fn start(
-    State(s): State<Arc<AgentState>>,
-    Json(req): Json<StartRequest>,
-) -> (StatusCode, Json<StartRequest>) {
-    let at = s.release(req.trial.max(1), req.start_at_unix_ms);
-    (
-        StatusCode::OK,
-        Json(StartRequest {
-            start_at_unix_ms: at,
-            trial: req.trial.max(1),
-        }),
-    )
-}
-
-async fn progress(State(s): State<Arc<AgentState>>) -> Json<AgentProgress> {
-    Json(s.progress())
 }
 
 /// Trial 1 waits for `/start` (bounded), later trials for the settle pause and, with the
@@ -345,6 +226,10 @@ pub async fn run(
     for t in &plan {
         engine::validate(&t.workload).map_err(|e| e.context(variant_label(t)))?;
     }
+    state
+        .runner_id
+        .store(u32::from(runner_id), Ordering::SeqCst);
+    state.planned.store(plan.len() as u32, Ordering::SeqCst);
     for (i, planned) in plan.into_iter().enumerate() {
         let trial = i as u32 + 1;
         state.trial.store(trial, Ordering::SeqCst);
@@ -387,23 +272,16 @@ pub async fn run(
             started_unix_ms: started_ms,
             result,
         };
+        // The runner's own account, on the diagnostics stream, to check what the operator merged.
+        tracing::info!(
+            trial,
+            published = line.result.measured.published,
+            received = line.result.measured.received,
+            "trial finished"
+        );
         emit(&line)?;
+        state.records.lock().expect("records").push(line);
     }
+    state.finished.store(true, Ordering::SeqCst);
     Ok(())
-}
-
-/// Serves the agent endpoints on `addr` until the process exits; returns the bound address.
-pub async fn serve(
-    addr: std::net::SocketAddr,
-    state: Arc<AgentState>,
-) -> anyhow::Result<std::net::SocketAddr> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
-    tracing::info!(addr = %bound, "agent listening");
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router(state)).await {
-            tracing::error!(error = %e, "agent HTTP server stopped");
-        }
-    });
-    Ok(bound)
 }

@@ -1,0 +1,119 @@
+//! The agent's control endpoint. `/ready` is open (the kubelet probes it); everything else
+//! needs the run's token as `Authorization: Bearer …` when the agent has one, so only the
+//! operator can release the load or read results.
+use super::wire::{AgentResults, ResultsAck, StartRequest};
+use super::AgentState;
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+pub fn router(state: Arc<AgentState>) -> Router {
+    let guarded = Router::new()
+        .route("/start", post(start))
+        .route("/progress", get(progress))
+        .route("/results", get(results))
+        .route("/results/ack", post(ack))
+        .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
+    Router::new()
+        .route("/ready", get(ready))
+        .merge(guarded)
+        .with_state(state)
+}
+
+/// Equal length and every byte equal, without an early exit on the first difference.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn authorize(State(s): State<Arc<AgentState>>, req: Request, next: Next) -> Response {
+    let Some(token) = s.token.as_deref() else {
+        return next.run(req).await;
+    };
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match presented {
+        Some(p) if same_secret(p.as_bytes(), token.as_bytes()) => next.run(req).await,
+        Some(_) => (StatusCode::FORBIDDEN, "wrong token\n").into_response(),
+        None => (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "this endpoint needs the run's token\n",
+        )
+            .into_response(),
+    }
+}
+
+async fn ready(State(s): State<Arc<AgentState>>) -> (StatusCode, &'static str) {
+    if s.ready.load(Ordering::SeqCst) {
+        (StatusCode::OK, "ready\n")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "connecting\n")
+    }
+}
+
+async fn start(
+    State(s): State<Arc<AgentState>>,
+    Json(req): Json<StartRequest>,
+) -> (StatusCode, Json<StartRequest>) {
+    let at = s.release(req.trial.max(1), req.start_at_unix_ms);
+    (
+        StatusCode::OK,
+        Json(StartRequest {
+            start_at_unix_ms: at,
+            trial: req.trial.max(1),
+        }),
+    )
+}
+
+async fn progress(State(s): State<Arc<AgentState>>) -> Json<super::AgentProgress> {
+    Json(s.progress())
+}
+
+async fn results(State(s): State<Arc<AgentState>>) -> Json<AgentResults> {
+    Json(s.results())
+}
+
+async fn ack(State(s): State<Arc<AgentState>>, Json(a): Json<ResultsAck>) -> StatusCode {
+    if s.acknowledge(a.records) {
+        StatusCode::OK
+    } else {
+        StatusCode::CONFLICT
+    }
+}
+
+/// Serves the agent endpoints on `addr` until the process exits; returns the bound address.
+pub async fn serve(
+    addr: std::net::SocketAddr,
+    state: Arc<AgentState>,
+) -> anyhow::Result<std::net::SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    tracing::info!(addr = %bound, auth = state.token.is_some(), "agent listening");
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, router(state)).await {
+            tracing::error!(error = %e, "agent HTTP server stopped");
+        }
+    });
+    Ok(bound)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_secret;
+
+    #[test]
+    fn secrets_compare_by_length_and_every_byte() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abc", b"abd"));
+        assert!(!same_secret(b"abc", b"abcd"));
+        assert!(!same_secret(b"", b"a"));
+    }
+}

@@ -1,0 +1,141 @@
+//! What the operator and an agent exchange: the agent config (from the run's ConfigMap) and the
+//! bodies of the control endpoint (`/start`, `/progress`, `/results`, `/results/ack`).
+use msgbench_crds::workload::Workload;
+use serde::{Deserialize, Serialize};
+
+/// Version of the result record envelope.
+pub const LINE_FORMAT: &str = "msgbench.dev/runner-line/v1";
+/// Port of `/ready`, `/start`, `/progress` and `/results`.
+pub const AGENT_PORT: u16 = 9090;
+/// Seconds a finished agent keeps its results for the operator by default.
+pub const DEFAULT_RESULTS_HOLD_SECONDS: u32 = 120;
+
+/// What the operator's ConfigMap gives every runner of a run (no secrets: the control token
+/// comes from a mounted Secret).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Target URL, e.g. `nats://js3.bench.svc:4222`.
+    pub target: String,
+    pub workload: Workload,
+    #[serde(default = "one")]
+    pub trials: u32,
+    #[serde(default)]
+    pub settle_seconds: u32,
+    /// Seconds to wait for `/start` once connected before giving up (exit non-zero).
+    pub barrier_timeout_seconds: u32,
+    /// With variants: every trial in execution order (rounds × variants, each round's order
+    /// chosen by the operator). Empty: `trials` runs of `workload` against `target`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schedule: Vec<ScheduledTrial>,
+    /// Every trial after the first also waits for its own `POST /start {trial}` (after the
+    /// settle pause), so several runners start each trial together instead of drifting apart.
+    #[serde(default)]
+    pub trial_barrier: bool,
+    /// After the last trial, how long the agent keeps serving its results until the operator
+    /// confirms it has them (`POST /results/ack`); then it exits anyway (the log keeps a copy).
+    #[serde(default = "default_hold")]
+    pub results_hold_seconds: u32,
+}
+
+/// One trial of a variants run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduledTrial {
+    /// 1-based round.
+    pub round: u32,
+    pub variant: String,
+    pub target: String,
+    pub workload: Workload,
+}
+
+impl AgentConfig {
+    /// The trials to run, in order: the schedule, or `trials` repeats of the one workload.
+    pub fn plan(&self) -> Vec<ScheduledTrial> {
+        if !self.schedule.is_empty() {
+            return self.schedule.clone();
+        }
+        (1..=self.trials)
+            .map(|round| ScheduledTrial {
+                round,
+                variant: String::new(),
+                target: self.target.clone(),
+                workload: self.workload.clone(),
+            })
+            .collect()
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn default_hold() -> u32 {
+    DEFAULT_RESULTS_HOLD_SECONDS
+}
+
+/// The body of `POST /start` (and its answer: the start time the agent keeps).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StartRequest {
+    /// Common start (wall clock, ms since the epoch); a time in the past starts at once.
+    pub start_at_unix_ms: u64,
+    /// The trial it releases (1-based; later trials only with `trialBarrier`).
+    #[serde(default = "one")]
+    pub trial: u32,
+}
+
+/// `GET /progress`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentProgress {
+    pub ready: bool,
+    pub started: bool,
+    /// Current trial, 1-based (0 before the first).
+    pub trial: u32,
+    pub published: u64,
+    pub received: u64,
+    /// The trial this agent waits at the barrier for; 0 while not waiting.
+    #[serde(default)]
+    pub waiting_for: u32,
+    /// Every trial ran: the results wait on `GET /results`.
+    #[serde(default)]
+    pub finished: bool,
+}
+
+/// One trial's result of one runner.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultLine {
+    pub format: String,
+    pub runner_id: u16,
+    /// 1-based position in the run (with variants: in the schedule).
+    pub trial: u32,
+    /// With variants: the variant and its round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
+    /// Wall clock when the trial's load started, ms since the epoch.
+    pub started_unix_ms: u64,
+    pub result: crate::RunResult,
+}
+
+/// `GET /results`: every finished trial's record so far.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentResults {
+    pub runner_id: u16,
+    /// Trials this agent runs in all.
+    pub trials: u32,
+    /// All of them finished.
+    pub finished: bool,
+    pub records: Vec<ResultLine>,
+}
+
+/// `POST /results/ack`: the operator has stored this many records; the agent may exit.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultsAck {
+    pub records: u32,
+}

@@ -1,0 +1,201 @@
+//! Result records in the container log, framed so that transit damage is detected.
+//!
+//! The log is the fallback path (the operator normally fetches results over the agent's control
+//! endpoint). Container runtimes split log lines at 16 KiB into partial entries, and a line of
+//! another stream can land between two parts; one such 16–24 KB record once cost a whole run.
+//! So each record goes out as frames of at most [`FRAME_DATA_BYTES`] bytes, each a line of its
+//! own: `MSGBENCH-FRAME v2 <runner> <trial> <part>/<parts> <sha256 of the whole record> <data>`.
+//! Reassembly joins the parts of a trial in order and checks the digest: a record is either
+//! read exactly as written or reported as damaged, never silently misread.
+use crate::agent::ResultLine;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+/// Marks a frame line (it may follow other text on a damaged line).
+pub const FRAME_PREFIX: &str = "MSGBENCH-FRAME ";
+/// Version of the frame layout.
+pub const FRAME_VERSION: &str = "v2";
+/// Payload bytes per frame: well under the runtimes' 16 KiB split with room for the header.
+pub const FRAME_DATA_BYTES: usize = 8 * 1024;
+
+fn digest(record: &str) -> String {
+    let d = Sha256::digest(record.as_bytes());
+    d.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Splits `s` into pieces of at most `max` bytes, never inside a UTF-8 character.
+fn split_at_chars(s: &str, max: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while !rest.is_empty() {
+        let mut cut = rest.len().min(max);
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let (head, tail) = rest.split_at(cut);
+        out.push(head);
+        rest = tail;
+    }
+    out
+}
+
+/// The frame lines of one result record (without trailing newlines).
+pub fn frames(line: &ResultLine) -> anyhow::Result<Vec<String>> {
+    // Compact JSON never contains a raw newline, so every frame stays one log line.
+    let record = serde_json::to_string(line)?;
+    let sum = digest(&record);
+    let parts = split_at_chars(&record, FRAME_DATA_BYTES);
+    let n = parts.len();
+    Ok(parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, data)| {
+            format!(
+                "{FRAME_PREFIX}{FRAME_VERSION} {} {} {}/{n} {sum} {data}",
+                line.runner_id,
+                line.trial,
+                i + 1
+            )
+        })
+        .collect())
+}
+
+/// One frame as read back.
+#[derive(Debug, PartialEq)]
+struct Frame<'a> {
+    runner: u16,
+    trial: u32,
+    part: usize,
+    parts: usize,
+    sum: &'a str,
+    data: &'a str,
+}
+
+fn parse_frame(line: &str) -> Option<Frame<'_>> {
+    let at = line.find(FRAME_PREFIX)?;
+    let rest = line[at + FRAME_PREFIX.len()..].trim_end_matches(['\r', '\n']);
+    let mut it = rest.splitn(6, ' ');
+    if it.next()? != FRAME_VERSION {
+        return None;
+    }
+    let runner = it.next()?.parse().ok()?;
+    let trial = it.next()?.parse().ok()?;
+    let (part, parts) = it.next()?.split_once('/')?;
+    let (part, parts) = (part.parse().ok()?, parts.parse().ok()?);
+    let sum = it.next()?;
+    let data = it.next().unwrap_or("");
+    (part >= 1 && part <= parts && parts <= 4096).then_some(Frame {
+        runner,
+        trial,
+        part,
+        parts,
+        sum,
+        data,
+    })
+}
+
+/// What a log held: the records that arrived intact, and what was damaged, by trial.
+#[derive(Debug, Default)]
+pub struct Reassembled {
+    pub records: BTreeMap<u32, ResultLine>,
+    pub damaged: BTreeMap<u32, String>,
+}
+
+/// The frames of one trial by (parts, digest), then by part number.
+type Attempts<'a> = BTreeMap<(usize, &'a str), BTreeMap<usize, &'a str>>;
+
+/// Reassembles the records of `runner` from a log. Other runners' frames and every other line
+/// are ignored; a frame that repeats is used once.
+pub fn reassemble(log: &str, runner: u16) -> Reassembled {
+    // trial -> (parts, digest) -> part -> data; frames disagreeing on parts or digest are
+    // different attempts at a record and are judged apart.
+    let mut by_trial: BTreeMap<u32, Attempts> = BTreeMap::new();
+    for f in log.lines().filter_map(parse_frame) {
+        if f.runner != runner {
+            continue;
+        }
+        by_trial
+            .entry(f.trial)
+            .or_default()
+            .entry((f.parts, f.sum))
+            .or_default()
+            .entry(f.part)
+            .or_insert(f.data);
+    }
+    let mut out = Reassembled::default();
+    for (trial, attempts) in by_trial {
+        let mut problems = Vec::new();
+        for ((parts, sum), got) in attempts {
+            match join(trial, runner, parts, sum, &got) {
+                Ok(r) => {
+                    out.records.insert(trial, r);
+                    break;
+                }
+                Err(e) => problems.push(e),
+            }
+        }
+        if !out.records.contains_key(&trial) {
+            out.damaged.insert(trial, problems.join("; "));
+        }
+    }
+    out
+}
+
+fn join(
+    trial: u32,
+    runner: u16,
+    parts: usize,
+    sum: &str,
+    got: &BTreeMap<usize, &str>,
+) -> Result<ResultLine, String> {
+    let missing: Vec<String> = (1..=parts)
+        .filter(|p| !got.contains_key(p))
+        .map(|p| p.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "frames {} of {parts} missing from the log",
+            missing.join(",")
+        ));
+    }
+    let record: String = got.values().copied().collect();
+    if digest(&record) != sum {
+        return Err(format!(
+            "{parts} frames joined but the digest does not match (a frame was altered in transit)"
+        ));
+    }
+    let line: ResultLine = serde_json::from_str(&record)
+        .map_err(|e| format!("record passed its digest but does not parse: {e}"))?;
+    if line.trial != trial || line.runner_id != runner {
+        return Err(format!(
+            "record says runner {} trial {}, its frames runner {runner} trial {trial}",
+            line.runner_id, line.trial
+        ));
+    }
+    Ok(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitting_never_cuts_a_character() {
+        let s = "aé€😀".repeat(100);
+        for max in 1..9 {
+            let parts = split_at_chars(&s, max.max(4));
+            assert_eq!(parts.concat(), s);
+            assert!(parts.iter().all(|p| p.len() <= max.max(4)));
+        }
+    }
+
+    #[test]
+    fn a_frame_header_parses_after_garbage() {
+        let l = "\u{1b}[2mnoise\u{1b}[0mMSGBENCH-FRAME v2 3 7 2/5 abcd {\"x\": 1}";
+        let f = parse_frame(l).unwrap();
+        assert_eq!((f.runner, f.trial, f.part, f.parts), (3, 7, 2, 5));
+        assert_eq!(f.data, "{\"x\": 1}");
+        assert!(parse_frame("MSGBENCH-FRAME v2 3 7 6/5 abcd x").is_none());
+        assert!(parse_frame("MSGBENCH-FRAME v1 3 7 1/5 abcd x").is_none());
+    }
+}

@@ -1,0 +1,167 @@
+//! Gathering every runner's records once all runners are done: from the agent's control
+//! endpoint while it holds them, else from the checksummed frames in its pod log. A record
+//! that cannot be read intact fails the run as `ResultsLost`, naming the runner and the trial.
+use super::runner_http;
+use bench_runner::agent::ResultLine;
+use bench_runner::result_frames;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::LogParams;
+use kube::{Api, ResourceExt};
+use std::collections::BTreeMap;
+
+/// A runner that finished every trial: still holding its results (an IP to ask) or exited.
+pub struct DoneRunner<'a> {
+    pub pod: &'a Pod,
+    pub holding_at: Option<String>,
+}
+
+pub enum Gathered {
+    /// Every record of every runner, intact.
+    Complete(Vec<ResultLine>),
+    /// A holding runner did not answer (it may just have exited): try again shortly.
+    NotYet(String),
+    /// Some record cannot be had: the message names runner, pod and trial.
+    Lost(String),
+}
+
+/// Runner id of an Indexed Job pod: its completion index + 1 (what the agent uses).
+pub fn runner_id(p: &Pod) -> Option<u16> {
+    let key = "batch.kubernetes.io/job-completion-index";
+    let from = |m: Option<&BTreeMap<String, String>>| m.and_then(|m| m.get(key)).cloned();
+    let idx = from(p.metadata.labels.as_ref()).or_else(|| from(p.metadata.annotations.as_ref()))?;
+    idx.parse::<u16>().ok()?.checked_add(1)
+}
+
+/// Pure: the records of one runner, checked to be exactly trials 1..=`trials`.
+pub fn complete_records<R>(
+    runner: u16,
+    pod: &str,
+    records: BTreeMap<u32, R>,
+    damaged: &BTreeMap<u32, String>,
+    trials: u32,
+) -> Result<Vec<R>, String> {
+    let mut problems = Vec::new();
+    for t in 1..=trials {
+        if records.contains_key(&t) {
+            continue;
+        }
+        let why = damaged
+            .get(&t)
+            .cloned()
+            .unwrap_or_else(|| "no record".into());
+        problems.push(format!("trial {t}: {why}"));
+    }
+    if let Some(extra) = records.keys().find(|t| **t == 0 || **t > trials) {
+        problems.push(format!("trial {extra}: not in the plan of {trials} trials"));
+    }
+    if problems.is_empty() {
+        Ok(records.into_values().collect())
+    } else {
+        Err(format!(
+            "runner {runner} (pod {pod}): {}",
+            problems.join("; ")
+        ))
+    }
+}
+
+async fn from_agent(ip: &str, token: &str) -> Result<(u16, BTreeMap<u32, ResultLine>), String> {
+    let r = runner_http::results(ip, token)
+        .await
+        .map_err(|e| format!("{e:#}"))?;
+    if !r.finished {
+        return Err(format!("agent on {ip} has not finished"));
+    }
+    let records = r.records.into_iter().map(|l| (l.trial, l)).collect();
+    Ok((r.runner_id, records))
+}
+
+async fn from_log(
+    pods: &Api<Pod>,
+    pod: &Pod,
+    runner: u16,
+) -> kube::Result<result_frames::Reassembled> {
+    let params = LogParams {
+        container: Some("runner".into()),
+        ..LogParams::default()
+    };
+    let log = pods.logs(&pod.name_any(), &params).await?;
+    Ok(result_frames::reassemble(&log, runner))
+}
+
+/// Every runner's records, or why not (yet).
+pub async fn gather(
+    pods: &Api<Pod>,
+    done: &[DoneRunner<'_>],
+    token: &str,
+    trials: u32,
+) -> kube::Result<Gathered> {
+    let mut all = Vec::new();
+    for d in done {
+        let name = d.pod.name_any();
+        let Some(runner) = runner_id(d.pod) else {
+            return Ok(Gathered::Lost(format!(
+                "runner pod {name} has no job-completion-index: cannot tell which runner it is"
+            )));
+        };
+        let (records, damaged) = match &d.holding_at {
+            Some(ip) => match from_agent(ip, token).await {
+                Ok((id, r)) if id == runner => (r, BTreeMap::new()),
+                Ok((id, _)) => {
+                    return Ok(Gathered::Lost(format!(
+                        "pod {name} is runner {runner} but its agent says {id}"
+                    )))
+                }
+                Err(e) => return Ok(Gathered::NotYet(format!("pod {name}: {e}"))),
+            },
+            None => {
+                let r = from_log(pods, d.pod, runner).await?;
+                (r.records, r.damaged)
+            }
+        };
+        match complete_records(runner, &name, records, &damaged, trials) {
+            Ok(lines) => all.extend(lines),
+            Err(why) => return Ok(Gathered::Lost(why)),
+        }
+    }
+    Ok(Gathered::Complete(all))
+}
+
+/// Tells every runner still holding its results that the operator stored them all.
+pub async fn release_holding(ips: &[String], token: &str, trials: u32) {
+    for ip in ips {
+        if let Err(e) = runner_http::ack(ip, token, trials).await {
+            tracing::debug!(runner = %ip, error = %e, "results ack not delivered (the runner exits after its hold)");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record stand-in: the checks only look at trial numbers.
+    fn line(trial: u32) -> u32 {
+        trial
+    }
+
+    #[test]
+    fn a_missing_or_damaged_trial_is_named() {
+        let recs = BTreeMap::from([(1, line(1)), (3, line(3))]);
+        let damaged = BTreeMap::from([(2, "frames 2 of 3 missing from the log".to_string())]);
+        let err = complete_records(2, "run-g1-1-abc", recs, &damaged, 4).unwrap_err();
+        assert!(err.starts_with("runner 2 (pod run-g1-1-abc): "), "{err}");
+        assert!(err.contains("trial 2: frames 2 of 3 missing"), "{err}");
+        assert!(err.contains("trial 4: no record"), "{err}");
+    }
+
+    #[test]
+    fn all_trials_in_order_pass() {
+        let recs = BTreeMap::from([(2, line(2)), (1, line(1))]);
+        let got = complete_records(2, "p", recs, &BTreeMap::new(), 2).unwrap();
+        assert_eq!(got, [1, 2]);
+        let extra = BTreeMap::from([(1, line(1)), (5, line(5))]);
+        assert!(complete_records(2, "p", extra, &BTreeMap::new(), 1)
+            .unwrap_err()
+            .contains("trial 5: not in the plan"));
+    }
+}
