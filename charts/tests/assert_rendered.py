@@ -91,7 +91,8 @@ def check_rbac(docs, repo):
                         "pods/portforward", "pods/ephemeralcontainers", "customresourcedefinitions"),
               f"RBAC grants {sorted(verbs)} on sensitive resource {g or 'core'}/{r}")
         check(not ({"escalate", "bind", "impersonate"} & verbs), f"RBAC grants escalate/bind/impersonate on {r}")
-    check(granted.get(("", "secrets"), set()) <= {"get"}, "secrets: at most get (never list/watch)")
+    # get (a named Secret) and create (a run's runner token); never list/watch/update/delete.
+    check(granted.get(("", "secrets"), set()) <= {"get", "create"}, "secrets: at most get and create (never list/watch)")
     check(granted.get(("", "pods"), set()) <= {"get", "list", "watch"}, "pods must be read-only")
     for kind in ("jetstreamclusters", "mqttbrokers", "pubsubservers"):
         check({"list", "watch"} <= granted.get(("msgbench.dev", kind), set()), f"RBAC: watch {kind}")
@@ -144,6 +145,11 @@ def main():
     check(dep.get("spec", {}).get("strategy", {}).get("type") == "Recreate", "Recreate: two operators never overlap")
     env = {e["name"]: e.get("value") for e in container.get("env", [])}
     check(env.get("METRICS_ADDR") == "0.0.0.0:8080", "operator serves metrics/health on :8080")
+    # Runner NetworkPolicies admit pods with these labels: they must be the operator pod's own.
+    peer = dict(kv.split("=", 1) for kv in (env.get("OPERATOR_POD_LABELS") or "").split(",") if "=" in kv)
+    pod_labels = dep.get("spec", {}).get("template", {}).get("metadata", {}).get("labels", {})
+    check(bool(peer) and all(pod_labels.get(k) == v for k, v in peer.items()),
+          f"OPERATOR_POD_LABELS {peer} must select the operator pod ({pod_labels})")
 
     if case == "default":
         check(container.get("image") == "ghcr.io/msgbench/operator:0.1.0", f"default image, got {container.get('image')}")
