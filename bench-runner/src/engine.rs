@@ -610,6 +610,7 @@ async fn send_phase(
             (Some(_), None) => unreachable!("rated phases always have a count"),
         }
         let sent = p.send_batch(&batch).await as u64;
+        tracing::trace!(topic = ctx.topic, sent, "batch sent");
         let after = clock::now_us();
         let mut g = st.lock().expect("stats lock");
         g.count_published(after, sent);

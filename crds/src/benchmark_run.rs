@@ -221,6 +221,35 @@ pub struct Runners {
     #[serde(default = "default_results_hold_seconds")]
     #[schemars(range(min = 0, max = 3600))]
     pub results_hold_seconds: i32,
+    /// How much the runners log (to stderr; results never depend on it). `trace` logs every
+    /// batch sent: for debugging a generator, not for measuring.
+    #[serde(default)]
+    pub log_level: RunnerLogLevel,
+}
+
+/// Runner diagnostics level.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum RunnerLogLevel {
+    Error,
+    Warn,
+    #[default]
+    Info,
+    Debug,
+    Trace,
+}
+
+impl RunnerLogLevel {
+    /// The `RUST_LOG` value.
+    pub fn as_filter(self) -> &'static str {
+        match self {
+            Self::Error => "error",
+            Self::Warn => "warn",
+            Self::Info => "info",
+            Self::Debug => "debug",
+            Self::Trace => "trace",
+        }
+    }
 }
 
 impl Default for Runners {
@@ -232,6 +261,7 @@ impl Default for Runners {
             placement: Placement::default(),
             avoid_server_nodes: true,
             results_hold_seconds: default_results_hold_seconds(),
+            log_level: RunnerLogLevel::default(),
         }
     }
 }

@@ -161,7 +161,7 @@ pub fn job(
         ]),
         env: Some(vec![EnvVar {
             name: "RUST_LOG".into(),
-            value: Some("info".into()),
+            value: Some(r.log_level.as_filter().into()),
             ..EnvVar::default()
         }]),
         ports: Some(vec![ContainerPort {
