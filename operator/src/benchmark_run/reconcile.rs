@@ -351,8 +351,11 @@ async fn step(
             &br.spec,
             resolved.server_labels.as_ref(),
             // The Job's own deadline is only a backstop for when the operator is down: it must
-            // not race the run's deadline (its pod deletions would read as RunnerFailed).
-            deadline_seconds(br) + JOB_DEADLINE_BACKSTOP_SECONDS,
+            // not race the run's deadline (its pod deletions would read as RunnerFailed), nor
+            // cut short a runner holding its results for an operator that is away.
+            deadline_seconds(br)
+                + JOB_DEADLINE_BACKSTOP_SECONDS
+                + i64::from(br.spec.runners.results_hold_seconds.max(0)),
         );
         let name = id.job_name();
         Api::<ConfigMap>::namespaced(ctx.client.clone(), &id.namespace)
