@@ -2,7 +2,7 @@
 //! condition times), so a restarted operator continues where the last one stopped: it resends
 //! `/start` when the barrier was not released everywhere, or collects finished runners.
 use super::build::{self, RunIdentity};
-use super::conditions::{self as cond, COMPLETE, RUNNERS_READY, SUCCEEDED, TARGET_READY};
+use super::conditions::{self as cond, Status, COMPLETE, RUNNERS_READY, TARGET_READY};
 use super::{finish, runner_http, target, variants};
 use crate::context::{Context, CONTROLLER_NAME};
 use crate::error::{Error, Result};
@@ -155,17 +155,7 @@ async fn step(
             history,
             ..BenchmarkRunStatus::default()
         };
-        for c in [TARGET_READY, RUNNERS_READY, COMPLETE, SUCCEEDED] {
-            cond::set(
-                &mut st.conditions,
-                c,
-                "Unknown",
-                "Pending",
-                "accepted",
-                g,
-                &t,
-            );
-        }
+        cond::accept(&mut st.conditions, g, &t);
         return Ok(Action::requeue(Duration::from_millis(200)));
     }
     if matches!(st.phase, Some(Phase::Succeeded | Phase::Failed)) {
@@ -219,7 +209,7 @@ async fn step(
                 cond::set(
                     &mut st.conditions,
                     TARGET_READY,
-                    "False",
+                    Status::False,
                     "TargetNotFound",
                     &msg,
                     g,
@@ -244,7 +234,7 @@ async fn step(
                 cond::set(
                     &mut st.conditions,
                     TARGET_READY,
-                    "False",
+                    Status::False,
                     "TargetNotReady",
                     &msg,
                     g,
@@ -257,7 +247,7 @@ async fn step(
             cond::set(
                 &mut st.conditions,
                 TARGET_READY,
-                "False",
+                Status::False,
                 "TargetNotReady",
                 why,
                 g,
@@ -268,7 +258,7 @@ async fn step(
         cond::set(
             &mut st.conditions,
             TARGET_READY,
-            "True",
+            Status::True,
             "TargetReady",
             &resolved.url,
             g,
@@ -281,7 +271,7 @@ async fn step(
                 cond::set(
                     &mut st.conditions,
                     RUNNERS_READY,
-                    "False",
+                    Status::False,
                     "WaitingForBaseline",
                     &msg,
                     g,
@@ -354,7 +344,7 @@ async fn step(
         cond::set(
             &mut st.conditions,
             RUNNERS_READY,
-            "False",
+            Status::False,
             "Starting",
             "runner pods starting",
             g,
@@ -404,7 +394,7 @@ async fn step(
             cond::set(
                 &mut st.conditions,
                 RUNNERS_READY,
-                "True",
+                Status::True,
                 "BarrierReleased",
                 &msg,
                 g,
@@ -514,7 +504,7 @@ fn wait_for_target(
     cond::set(
         &mut st.conditions,
         TARGET_READY,
-        "False",
+        Status::False,
         reason,
         &msg,
         g,
