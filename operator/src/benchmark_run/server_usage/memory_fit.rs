@@ -30,7 +30,7 @@ pub fn add_point(
         return;
     }
     let mut every = stride.unwrap_or(1).max(1);
-    if seq % every != 0 {
+    if !seq.is_multiple_of(every) {
         return;
     }
     if points.len() >= MAX_MEMORY_POINTS {
@@ -41,7 +41,7 @@ pub fn add_point(
         });
         every *= 2;
         *stride = Some(every);
-        if seq % every != 0 {
+        if !seq.is_multiple_of(every) {
             return;
         }
     }
