@@ -1,5 +1,6 @@
 //! Connection workloads: open N connections as fast as allowed (connections/s, connect-time
-//! percentiles), hold them idle for a while, close them.
+//! percentiles), in equal steps each held for a while when `steps` > 1 (so the operator can
+//! fit the server's memory against its connection count), hold them idle, close them.
 use crate::clock;
 use crate::cpu;
 use crate::drivers::{Driver, Target};
@@ -29,49 +30,46 @@ pub async fn run(
     let sem = Arc::new(Semaphore::new(c.concurrency as usize));
     let held: Arc<Mutex<Vec<Box<dyn Send>>>> = Arc::default();
     let stats: Arc<Mutex<Tally>> = Arc::default();
-    let mut tasks = Vec::with_capacity(c.count as usize);
-    for i in 0..c.count {
-        if let Some(mps) = c.max_per_second {
-            let at = start + u64::from(i) * 1_000_000 / u64::from(mps);
-            tokio::time::sleep_until(clock::instant_at(at).into()).await;
+    // Each step opens up to the next level, then holds it so the server's memory settles and
+    // the operator samples it; the last level is held for `holdSeconds`.
+    let levels = c.levels();
+    let (mut opened, mut opening_us, mut held_seconds) = (0u32, 0u64, 0.0);
+    for (k, &level) in levels.iter().enumerate() {
+        let step_start = clock::now_us();
+        stats.lock().expect("lock").2 = 0;
+        let opening = Opening {
+            sem: &sem,
+            driver: &driver,
+            held: &held,
+            stats: &stats,
+            max_per_second: c.max_per_second,
+        };
+        opening.open(opened..level, step_start).await?;
+        opened = level;
+        let last_up = stats.lock().expect("lock").2;
+        opening_us += last_up.saturating_sub(step_start);
+        let last = k + 1 == levels.len();
+        let hold = if last {
+            c.hold_seconds
+        } else {
+            c.step_hold_seconds
+        };
+        let hold_start = clock::now_us();
+        tokio::time::sleep(Duration::from_secs(u64::from(hold))).await;
+        if last {
+            held_seconds = (clock::now_us() - hold_start) as f64 / 1e6;
         }
-        let permit = sem.clone().acquire_owned().await?;
-        let (driver, held, stats) = (driver.clone(), held.clone(), stats.clone());
-        tasks.push(tokio::spawn(async move {
-            let t0 = clock::now_us();
-            let r = tokio::time::timeout(Duration::from_secs(30), driver.connect_idle(i)).await;
-            let took = clock::now_us() - t0;
-            drop(permit);
-            let mut s = stats.lock().expect("lock");
-            match r {
-                Ok(Ok(conn)) => {
-                    s.0.record(took);
-                    s.2 = s.2.max(clock::now_us());
-                    held.lock().expect("lock").push(conn);
-                }
-                Ok(Err(e)) => {
-                    *s.1.entry(format!("connect: {}", first_line(&e)))
-                        .or_default() += 1
-                }
-                Err(_) => *s.1.entry("connectTimeout".into()).or_default() += 1,
-            }
-        }));
     }
-    for t in tasks {
-        t.await?;
-    }
-    let (hist, errors, last) = stats.lock().expect("lock").clone();
+    let (hist, errors, _) = stats.lock().expect("lock").clone();
     let connected = held.lock().expect("lock").len() as u64;
-    let hold_start = clock::now_us();
-    tokio::time::sleep(Duration::from_secs(u64::from(c.hold_seconds))).await;
-    let held_seconds = (clock::now_us() - hold_start) as f64 / 1e6;
     held.lock().expect("lock").clear();
     let wall = (clock::now_us() - start) as f64 / 1e6;
     let mut cs = ConnectionStats {
         attempted: u64::from(c.count),
         connected,
         failed: u64::from(c.count) - connected,
-        connect_seconds: last.saturating_sub(start) as f64 / 1e6,
+        // Time spent opening, the holds between steps left out.
+        connect_seconds: opening_us as f64 / 1e6,
         held_seconds,
         connect_time: hist,
         errors,
@@ -100,6 +98,56 @@ pub async fn run(
     };
     r.finalize();
     Ok(r)
+}
+
+/// What one step needs to open connections: shared by all steps.
+struct Opening<'a> {
+    sem: &'a Arc<Semaphore>,
+    driver: &'a Arc<dyn Driver>,
+    held: &'a Arc<Mutex<Vec<Box<dyn Send>>>>,
+    stats: &'a Arc<Mutex<Tally>>,
+    max_per_second: Option<u32>,
+}
+
+impl Opening<'_> {
+    /// Opens connections `ids` (at most `max_per_second` from `from_us` on) and waits until
+    /// every attempt has ended.
+    async fn open(&self, ids: std::ops::Range<u32>, from_us: u64) -> anyhow::Result<()> {
+        let mut tasks = Vec::with_capacity(ids.len());
+        let first = ids.start;
+        for i in ids {
+            if let Some(mps) = self.max_per_second {
+                let at = from_us + u64::from(i - first) * 1_000_000 / u64::from(mps);
+                tokio::time::sleep_until(clock::instant_at(at).into()).await;
+            }
+            let permit = self.sem.clone().acquire_owned().await?;
+            let (driver, held, stats) =
+                (self.driver.clone(), self.held.clone(), self.stats.clone());
+            tasks.push(tokio::spawn(async move {
+                let t0 = clock::now_us();
+                let r = tokio::time::timeout(Duration::from_secs(30), driver.connect_idle(i)).await;
+                let took = clock::now_us() - t0;
+                drop(permit);
+                let mut s = stats.lock().expect("lock");
+                match r {
+                    Ok(Ok(conn)) => {
+                        s.0.record(took);
+                        s.2 = s.2.max(clock::now_us());
+                        held.lock().expect("lock").push(conn);
+                    }
+                    Ok(Err(e)) => {
+                        *s.1.entry(format!("connect: {}", first_line(&e)))
+                            .or_default() += 1
+                    }
+                    Err(_) => *s.1.entry("connectTimeout".into()).or_default() += 1,
+                }
+            }));
+        }
+        for t in tasks {
+            t.await?;
+        }
+        Ok(())
+    }
 }
 
 fn first_line(e: &anyhow::Error) -> String {

@@ -49,6 +49,7 @@ pub const DEFAULT_RUNNER_IMAGE: &str = "ghcr.io/msgbench/bench-runner:0.1.0";
 #[x_kube(validation = Rule::new(
     "[has(self.workload.durationSeconds), has(self.workload.messagesPerPublisher), has(self.workload.sessions), has(self.workload.stages), has(self.workload.connections)].filter(x, x).size() == 1"
 ).message("workload: set exactly one of durationSeconds, messagesPerPublisher, sessions, stages, connections").field_path(".workload"))]
+#[x_kube(validation = Rule::new("!has(self.workload.connections) || !has(self.workload.connections.steps) || self.workload.connections.steps <= self.workload.connections.count").message("workload.connections.steps: must be at most workload.connections.count (each step opens at least one)").field_path(".workload.connections.steps"))]
 #[x_kube(validation = Rule::new("!has(self.variants) || size(self.variants) >= 2").message("variants: list at least 2 variants to compare (or none)").field_path(".variants"))]
 #[x_kube(validation = Rule::new("!has(self.variants) || self.variants.all(v, self.variants.filter(w, w.name == v.name).size() == 1)").message("variants: names must be unique").field_path(".variants"))]
 #[x_kube(validation = Rule::new("!has(self.baselineVariant) || (has(self.variants) && self.variants.exists(v, v.name == self.baselineVariant))").message("baselineVariant: must name one of variants[].name").field_path(".baselineVariant"))]

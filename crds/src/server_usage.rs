@@ -6,6 +6,9 @@ use serde::{Deserialize, Serialize};
 
 /// Most server pods summarized.
 pub const MAX_SERVER_PODS: usize = 16;
+/// Most (connections, memory) points kept for the memory-per-connection fit; beyond it every
+/// other point is dropped and only every other later sample is kept (even thinning).
+pub const MAX_MEMORY_POINTS: usize = 64;
 
 /// Resource use of the target's server pods from the barrier release to the end of the run
 /// (warm-up and settle pauses between trials included).
@@ -21,9 +24,23 @@ pub struct ServerUsage {
     /// Resident memory of all server pods before the barrier released the runners, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes_baseline: Option<u64>,
-    /// (peak − baseline memory) / connections opened, for connection workloads, bytes.
+    /// Memory per connection, for connection workloads, bytes: the slope of a least-squares
+    /// fit of all server pods' memory on their connection count. Absent when
+    /// `memoryPerConnectionFit.unavailable` says why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes_per_connection: Option<f64>,
+    /// How `memoryBytesPerConnection` was fitted (quality, points), or why it is unavailable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_per_connection_fit: Option<MemoryFit>,
+    /// (connections, memory) of all server pods together at sampling instants while the
+    /// connection count rose or held, oldest first; the fit's input.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub memory_points: Vec<MemoryPoint>,
+    /// Sampler state: a sample becomes a point when its number is a multiple of this (doubles
+    /// each time the points are thinned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_point_stride: Option<u32>,
     /// Sampling instants that reached at least one pod.
     #[serde(default)]
     pub samples: u32,
@@ -73,4 +90,50 @@ pub struct PodUsage {
     /// Process CPU seconds at the last sample, when the server reports a counter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_cpu_seconds: Option<f64>,
+}
+
+/// All server pods' connections (as the servers count them) and resident memory at one
+/// sampling instant.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryPoint {
+    /// Client connections, summed over the server pods.
+    pub connections: u64,
+    /// Resident memory, summed over the server pods, bytes.
+    pub memory_bytes: u64,
+}
+
+/// Ordinary least-squares fit of memory on connections. The slope is reported only when it
+/// is positive, its 95 % interval excludes 0, the points span at least 3 connection levels and
+/// R² reaches the threshold; otherwise `unavailable` says which failed.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryFit {
+    /// Points fitted.
+    pub points: u32,
+    /// Distinct connection counts among the points.
+    pub levels: u32,
+    /// Fitted bytes per connection (also when rejected, to show why), bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slope: Option<f64>,
+    /// Standard error of the slope, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slope_std_error: Option<f64>,
+    /// 95 % interval of the slope (Student t, points − 2 degrees of freedom), bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95_low: Option<f64>,
+    /// Upper end of that interval, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95_high: Option<f64>,
+    /// Share of the memory's variance the fit explains (0–1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub r_squared: Option<f64>,
+    /// Fitted memory at zero connections, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intercept_bytes: Option<f64>,
+    /// Least R² accepted.
+    pub min_r_squared: f64,
+    /// Why the slope is not reported as memory per connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
 }

@@ -186,13 +186,25 @@ pub struct StopWhen {
     pub p99_micros_above: Option<u64>,
 }
 
-/// Open `count` connections, then hold them idle.
+/// Open `count` connections, then hold them idle; in `steps` levels when memory per connection
+/// is wanted (the operator fits the server's memory against its connection count).
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ConnectionWorkload {
     /// Connections to open.
     #[schemars(range(min = 1, max = 100000))]
     pub count: u32,
+    /// Open the connections in this many equal steps (count/steps more each), holding every
+    /// level but the last for `stepHoldSeconds`, so the server's memory can be sampled at
+    /// each level. 1 = all at once.
+    #[serde(default = "one")]
+    #[schemars(range(min = 1, max = 20))]
+    pub steps: u32,
+    /// Seconds each level but the last is held (the last holds `holdSeconds`). The operator
+    /// samples the server about every 3 s, so 6 or more gives at least 2 samples per level.
+    #[serde(default = "default_step_hold")]
+    #[schemars(range(min = 1, max = 3600))]
+    pub step_hold_seconds: u32,
     /// Upper bound on new connections per second; absent = as fast as the target accepts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1000000))]
@@ -403,6 +415,9 @@ fn default_drain() -> u32 {
 fn default_connect_concurrency() -> u32 {
     64
 }
+fn default_step_hold() -> u32 {
+    10
+}
 fn default_stream() -> String {
     "MSGBENCH".into()
 }
@@ -450,6 +465,18 @@ pub struct Violation {
 impl std::fmt::Display for Violation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.field, self.rule)
+    }
+}
+
+impl ConnectionWorkload {
+    /// Connections open at the end of each step: `count` split as evenly as whole numbers
+    /// allow, the last level always `count`.
+    pub fn levels(&self) -> Vec<u32> {
+        let steps = u64::from(self.steps.clamp(1, self.count.max(1)));
+        let count = u64::from(self.count);
+        (1..=steps)
+            .map(|k| (count * k).div_ceil(steps) as u32)
+            .collect()
     }
 }
 
@@ -572,6 +599,17 @@ impl Workload {
             }
             if c.concurrency == 0 {
                 bad("connections.concurrency", "must be at least 1");
+            }
+            if !(1..=20).contains(&c.steps) {
+                bad("connections.steps", "must be between 1 and 20");
+            } else if c.steps > c.count {
+                bad(
+                    "connections.steps",
+                    "must be at most connections.count (each step opens at least one)",
+                );
+            }
+            if !(1..=3600).contains(&c.step_hold_seconds) {
+                bad("connections.stepHoldSeconds", "must be between 1 and 3600");
             }
         }
         let messaging = self.connections.is_none();
@@ -715,11 +753,45 @@ mod tests {
     }
 
     #[test]
+    fn connection_steps_split_the_count_and_are_checked() {
+        let w = parse("protocol: nats\npublishers: 0\nconnections: {count: 300}\n");
+        let c = w.connections.clone().unwrap();
+        assert_eq!((c.steps, c.step_hold_seconds), (1, 10));
+        assert_eq!(c.levels(), [300]);
+        assert!(w.violations().is_empty(), "{:?}", w.violations());
+        let w = parse("protocol: nats\npublishers: 0\nconnections: {count: 300, steps: 5, stepHoldSeconds: 8}\n");
+        assert_eq!(w.connections.unwrap().levels(), [60, 120, 180, 240, 300]);
+        let w = parse("protocol: nats\npublishers: 0\nconnections: {count: 7, steps: 3}\n");
+        assert_eq!(w.connections.unwrap().levels(), [3, 5, 7]);
+        let v = |yaml: &str| -> Vec<String> {
+            parse(yaml)
+                .violations()
+                .iter()
+                .map(|v| v.to_string())
+                .collect()
+        };
+        assert_eq!(
+            v("protocol: nats\npublishers: 0\nconnections: {count: 300, steps: 21, stepHoldSeconds: 0}\n"),
+            [
+                "workload.connections.steps: must be between 1 and 20",
+                "workload.connections.stepHoldSeconds: must be between 1 and 3600"
+            ]
+        );
+        assert_eq!(
+            v("protocol: nats\npublishers: 0\nconnections: {count: 3, steps: 4}\n"),
+            ["workload.connections.steps: must be at most connections.count (each step opens at least one)"]
+        );
+    }
+
+    #[test]
     fn schema_carries_bounds() {
         let s = serde_json::to_value(schemars::schema_for!(Workload)).unwrap();
         let p = &s["properties"]["payloadBytes"];
         assert_eq!(p["minimum"], 16);
         assert_eq!(p["maximum"], 1048576);
         assert_eq!(s["properties"]["sessions"]["maxItems"], 32);
+        let c = &s["$defs"]["ConnectionWorkload"]["properties"];
+        assert_eq!(c["steps"]["maximum"], 20);
+        assert_eq!(c["stepHoldSeconds"]["minimum"], 1);
     }
 }

@@ -4,90 +4,17 @@
 //! access is needed, so no RBAC beyond listing pods. Mosquitto has no HTTP endpoint: the
 //! status says so instead of inventing figures. Accumulators live in status (see
 //! `msgbench_crds::server_usage`), so an operator restart continues the same sums.
-use super::build::server_selector;
+//! Memory per connection is a fit over (connections, memory) points: see `memory_fit`.
+mod endpoints;
+mod memory_fit;
+
 use crate::context::Context;
-use http_body_util::{BodyExt, Empty};
-use hyper::body::Bytes;
-use hyper_util::rt::TokioIo;
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::ListParams;
-use kube::{Api, ResourceExt};
-use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, ServerKind};
-use msgbench_crds::server_usage::{PodUsage, ServerUsage, MAX_SERVER_PODS};
-use std::time::Duration;
+use endpoints::{endpoint, read_pods, Cpu, Sample};
+use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus};
+use msgbench_crds::server_usage::{MemoryPoint, PodUsage, ServerUsage, MAX_SERVER_PODS};
 
 /// Samples closer together than this add nothing (pod events trigger extra reconciles).
 const MIN_INTERVAL_MS: i64 = 2_000;
-
-/// One reading of one pod.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Sample {
-    pub cpu: Cpu,
-    pub rss_bytes: u64,
-    pub connections: Option<u64>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Cpu {
-    /// Cores in use right now (nats computes it over its last second).
-    Cores(f64),
-    /// Cumulative process CPU seconds; cores come from the difference between samples.
-    Seconds(f64),
-}
-
-/// Where a kind's figures come from: (source label, container port name, path, parser).
-type Parser = fn(&[u8]) -> anyhow::Result<Sample>;
-fn endpoint(
-    kind: ServerKind,
-) -> Result<(&'static str, &'static str, &'static str, Parser), String> {
-    match kind {
-        ServerKind::JetStreamCluster => Ok(("nats /varz", "monitor", "/varz", parse_varz)),
-        ServerKind::PubSubServer => Ok((
-            "pubsub-server /health",
-            "http",
-            "/health",
-            parse_pubsub_health,
-        )),
-        ServerKind::MqttBroker => Err("mosquitto serves no HTTP monitoring endpoint and its $SYS \
-             topics report neither process CPU nor RSS"
-            .into()),
-    }
-}
-
-pub fn parse_varz(body: &[u8]) -> anyhow::Result<Sample> {
-    #[derive(serde::Deserialize)]
-    struct Varz {
-        cpu: f64,
-        mem: u64,
-        connections: Option<u64>,
-    }
-    let v: Varz = serde_json::from_slice(body)?;
-    Ok(Sample {
-        cpu: Cpu::Cores(v.cpu / 100.0),
-        rss_bytes: v.mem,
-        connections: v.connections,
-    })
-}
-
-pub fn parse_pubsub_health(body: &[u8]) -> anyhow::Result<Sample> {
-    #[derive(serde::Deserialize)]
-    struct Health {
-        cpu_seconds: Option<f64>,
-        rss_bytes: Option<u64>,
-        clients: Option<u64>,
-    }
-    let h: Health = serde_json::from_slice(body)?;
-    Ok(Sample {
-        cpu: Cpu::Seconds(
-            h.cpu_seconds
-                .ok_or_else(|| anyhow::anyhow!("/health has no cpu_seconds"))?,
-        ),
-        rss_bytes: h
-            .rss_bytes
-            .ok_or_else(|| anyhow::anyhow!("/health has no rss_bytes"))?,
-        connections: h.clients,
-    })
-}
 
 fn pod_entry<'a>(u: &'a mut ServerUsage, pod: &str) -> Option<&'a mut PodUsage> {
     if let Some(i) = u.pods.iter().position(|p| p.pod == pod) {
@@ -103,8 +30,32 @@ fn pod_entry<'a>(u: &'a mut ServerUsage, pod: &str) -> Option<&'a mut PodUsage> 
     u.pods.last_mut()
 }
 
+/// All pods' connections and memory at one instant: only when every listed pod answered and
+/// reported its connection count (a partial sum would be an outlier).
+fn instant_point(readings: &[(String, Sample)], all_answered: bool) -> Option<MemoryPoint> {
+    if !all_answered || readings.is_empty() {
+        return None;
+    }
+    let mut p = MemoryPoint::default();
+    for (_, s) in readings {
+        p.connections += s.connections?;
+        p.memory_bytes += s.rss_bytes;
+    }
+    Some(p)
+}
+
 /// Before the barrier release: memory and connections at rest (the latest reading wins).
-pub fn record_baseline(u: &mut ServerUsage, readings: &[(String, Sample)], now_ms: i64) {
+/// `all_answered`: every server pod listed answered this time.
+pub fn record_baseline(
+    u: &mut ServerUsage,
+    readings: &[(String, Sample)],
+    all_answered: bool,
+    now_ms: i64,
+) {
+    if let Some(p) = instant_point(readings, all_answered) {
+        u.memory_points = vec![p];
+        u.memory_point_stride = None;
+    }
     for (pod, s) in readings {
         let Some(p) = pod_entry(u, pod) else { continue };
         p.memory_bytes_baseline = Some(s.rss_bytes);
@@ -118,7 +69,7 @@ pub fn record_baseline(u: &mut ServerUsage, readings: &[(String, Sample)], now_m
 }
 
 /// While the load runs: one sampling instant over all pods.
-pub fn record(u: &mut ServerUsage, readings: &[(String, Sample)], now_ms: i64) {
+pub fn record(u: &mut ServerUsage, readings: &[(String, Sample)], all_answered: bool, now_ms: i64) {
     let (mut cores_now, mut rss_now) = (0.0, 0u64);
     for (pod, s) in readings {
         let Some(p) = pod_entry(u, pod) else { continue };
@@ -161,11 +112,15 @@ pub fn record(u: &mut ServerUsage, readings: &[(String, Sample)], now_ms: i64) {
         u.cpu_cores_max = u.cpu_cores_max.max(cores_now);
         u.memory_bytes_max = u.memory_bytes_max.max(rss_now);
     }
+    if let Some(p) = instant_point(readings, all_answered) {
+        let seq = u.samples;
+        memory_fit::add_point(&mut u.memory_points, &mut u.memory_point_stride, seq, p);
+    }
 }
 
-/// Derived figures: means, total baseline and memory per connection. `opened` is the number
-/// of connections a connection workload opens (None for messaging workloads).
-pub fn summarize(u: &mut ServerUsage, opened: Option<u64>) {
+/// Derived figures: means, total baseline and, for connection workloads, memory per
+/// connection (the fit over the points, or why it is unavailable).
+pub fn summarize(u: &mut ServerUsage, connection_workload: bool) {
     for p in &mut u.pods {
         p.cpu_cores_mean = if p.sampled_seconds > 0.0 {
             p.cpu_core_seconds / p.sampled_seconds
@@ -176,26 +131,12 @@ pub fn summarize(u: &mut ServerUsage, opened: Option<u64>) {
     u.cpu_cores_mean = u.pods.iter().map(|p| p.cpu_cores_mean).sum();
     let baselines: Option<Vec<u64>> = u.pods.iter().map(|p| p.memory_bytes_baseline).collect();
     u.memory_bytes_baseline = baselines.filter(|b| !b.is_empty()).map(|b| b.iter().sum());
-    u.memory_bytes_per_connection = None;
-    let (Some(opened), Some(base)) = (opened, u.memory_bytes_baseline) else {
-        return;
+    (u.memory_bytes_per_connection, u.memory_per_connection_fit) = if connection_workload {
+        let (bytes, fit) = memory_fit::decide(&u.memory_points);
+        (bytes, Some(fit))
+    } else {
+        (None, None)
     };
-    // The server's own count of connections added, when it reports one; else what the
-    // workload opened.
-    let counted: u64 = u
-        .pods
-        .iter()
-        .filter_map(|p| {
-            Some(
-                p.connections_max?
-                    .saturating_sub(p.connections_baseline.unwrap_or(0)),
-            )
-        })
-        .sum();
-    let conns = if counted > 0 { counted } else { opened };
-    if conns > 0 && u.memory_bytes_max >= base {
-        u.memory_bytes_per_connection = Some((u.memory_bytes_max - base) as f64 / conns as f64);
-    }
 }
 
 fn unavailable(source: &str, why: String) -> ServerUsage {
@@ -204,12 +145,6 @@ fn unavailable(source: &str, why: String) -> ServerUsage {
         unavailable: Some(why),
         ..ServerUsage::default()
     }
-}
-
-/// Connections a connection workload opens over all runners.
-fn connections_opened(br: &BenchmarkRun) -> Option<u64> {
-    let c = br.spec.workload.connections.as_ref()?;
-    Some(u64::from(c.count) * u64::from(br.spec.runners.count.max(1) as u32))
 }
 
 /// Takes one sample of the target's server pods into `st.serverUsage`; before the barrier
@@ -251,15 +186,16 @@ pub async fn sample(ctx: &Context, br: &BenchmarkRun, ns: &str, st: &mut Benchma
     if last.is_some_and(|t| now_ms - t < MIN_INTERVAL_MS) {
         return;
     }
-    let readings = read_pods(ctx, ns, r.kind, &r.name, port_name, path, parse).await;
+    let (listed, readings) = read_pods(ctx, ns, r.kind, &r.name, port_name, path, parse).await;
+    let all_answered = listed > 0 && readings.len() == listed;
     if released {
-        record(u, &readings, now_ms);
+        record(u, &readings, all_answered, now_ms);
     } else {
-        record_baseline(u, &readings, now_ms);
+        record_baseline(u, &readings, all_answered, now_ms);
     }
     u.unavailable = (u.samples == 0 && released && readings.is_empty())
         .then(|| format!("no server pod answered {path} yet"));
-    summarize(u, connections_opened(br));
+    summarize(u, br.spec.workload.connections.is_some());
 }
 
 /// After results merged: the usage becomes part of the result.
@@ -271,82 +207,9 @@ pub fn attach(st: &mut BenchmarkRunStatus) {
     }
 }
 
-async fn read_pods(
-    ctx: &Context,
-    ns: &str,
-    kind: ServerKind,
-    name: &str,
-    port_name: &str,
-    path: &str,
-    parse: Parser,
-) -> Vec<(String, Sample)> {
-    let sel: Vec<String> = server_selector(kind, name)
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    let pods = match Api::<Pod>::namespaced(ctx.client.clone(), ns)
-        .list(&ListParams::default().labels(&sel.join(",")))
-        .await
-    {
-        Ok(l) => l.items,
-        Err(e) => {
-            tracing::debug!(error = %e, "listing server pods for usage");
-            return Vec::new();
-        }
-    };
-    let reads = pods.iter().filter_map(|p| {
-        let ip = p.status.as_ref()?.pod_ip.clone()?;
-        let port = p
-            .spec
-            .as_ref()?
-            .containers
-            .iter()
-            .flat_map(|c| c.ports.iter().flatten())
-            .find(|cp| cp.name.as_deref() == Some(port_name))?
-            .container_port;
-        let pod = p.name_any();
-        Some(async move {
-            match tokio::time::timeout(Duration::from_secs(2), get(&ip, port as u16, path)).await {
-                Ok(Ok(body)) => match parse(&body) {
-                    Ok(s) => Some((pod, s)),
-                    Err(e) => {
-                        tracing::debug!(%pod, error = %e, "server usage not parsable");
-                        None
-                    }
-                },
-                _ => None,
-            }
-        })
-    });
-    futures::future::join_all(reads)
-        .await
-        .into_iter()
-        .flatten()
-        .collect()
-}
-
-async fn get(ip: &str, port: u16, path: &str) -> anyhow::Result<Bytes> {
-    let addr: std::net::IpAddr = ip.parse()?;
-    let stream = tokio::net::TcpStream::connect((addr, port)).await?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    let driver = tokio::spawn(conn);
-    let req = hyper::Request::get(path)
-        .header(hyper::header::HOST, format!("{ip}:{port}"))
-        .body(Empty::<Bytes>::new())?;
-    let resp = sender.send_request(req).await?;
-    let status = resp.status();
-    let body = resp.into_body().collect().await?.to_bytes();
-    driver.abort();
-    anyhow::ensure!(status.is_success(), "GET {path} on {ip}: {status}");
-    Ok(body)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const VARZ: &str = include_str!("fixtures/nats-varz.json");
-    const HEALTH: &str = include_str!("fixtures/pubsub-health.json");
 
     fn nats(cores: f64, rss: u64, conns: u64) -> Sample {
         Sample {
@@ -354,25 +217,6 @@ mod tests {
             rss_bytes: rss,
             connections: Some(conns),
         }
-    }
-
-    #[test]
-    fn varz_cpu_percent_becomes_cores() {
-        let s = parse_varz(VARZ.as_bytes()).unwrap();
-        assert_eq!(s.cpu, Cpu::Cores(0.46));
-        assert_eq!(s.rss_bytes, 233_635_840);
-        assert_eq!(s.connections, Some(4));
-    }
-
-    #[test]
-    fn pubsub_health_reads_the_cpu_counter() {
-        let s = parse_pubsub_health(HEALTH.as_bytes()).unwrap();
-        assert_eq!(s.cpu, Cpu::Seconds(3.27));
-        assert_eq!(s.rss_bytes, 9_437_184);
-        assert_eq!(s.connections, Some(15));
-        // An older server without the counter is a clear error, not zero CPU.
-        let err = parse_pubsub_health(br#"{"rss_bytes": 1}"#).unwrap_err();
-        assert!(err.to_string().contains("cpu_seconds"), "{err}");
     }
 
     #[test]
@@ -384,6 +228,7 @@ mod tests {
                 ("a".into(), nats(0.0, 100, 0)),
                 ("b".into(), nats(0.0, 200, 0)),
             ],
+            true,
             0,
         );
         // 2 s at a=1.0 b=0.5, then 6 s at a=0.2 b=0.2.
@@ -393,6 +238,7 @@ mod tests {
                 ("a".into(), nats(1.0, 150, 2)),
                 ("b".into(), nats(0.5, 260, 2)),
             ],
+            true,
             2_000,
         );
         record(
@@ -401,9 +247,10 @@ mod tests {
                 ("a".into(), nats(0.2, 400, 2)),
                 ("b".into(), nats(0.2, 210, 2)),
             ],
+            true,
             8_000,
         );
-        summarize(&mut u, None);
+        summarize(&mut u, false);
         let a = &u.pods[0];
         assert_eq!(a.samples, 2);
         assert!((a.cpu_cores_mean - (1.0 * 2.0 + 0.2 * 6.0) / 8.0).abs() < 1e-9);
@@ -429,11 +276,11 @@ mod tests {
             connections: None,
         };
         let mut u = ServerUsage::default();
-        record_baseline(&mut u, &[("p".into(), secs(10.0))], 0);
-        record(&mut u, &[("p".into(), secs(13.0))], 4_000); // 0.75 cores
-        record(&mut u, &[("p".into(), secs(0.5))], 6_000); // restarted: no CPU figure
-        record(&mut u, &[("p".into(), secs(1.5))], 8_000); // 0.5 cores
-        summarize(&mut u, None);
+        record_baseline(&mut u, &[("p".into(), secs(10.0))], true, 0);
+        record(&mut u, &[("p".into(), secs(13.0))], true, 4_000); // 0.75 cores
+        record(&mut u, &[("p".into(), secs(0.5))], true, 6_000); // restarted: no CPU figure
+        record(&mut u, &[("p".into(), secs(1.5))], true, 8_000); // 0.5 cores
+        summarize(&mut u, false);
         let p = &u.pods[0];
         assert_eq!(p.samples, 3);
         assert!((p.cpu_core_seconds - 4.0).abs() < 1e-9);
@@ -443,20 +290,56 @@ mod tests {
     }
 
     #[test]
-    fn memory_per_connection_prefers_the_servers_count() {
+    fn memory_per_connection_is_the_slope_over_stepped_levels() {
         let mut u = ServerUsage::default();
-        record_baseline(&mut u, &[("a".into(), nats(0.0, 10_000_000, 3))], 0);
-        record(&mut u, &[("a".into(), nats(0.3, 18_450_000, 1_003))], 3_000);
-        summarize(&mut u, Some(2_000));
-        assert_eq!(u.memory_bytes_per_connection, Some(8_450.0));
-        // Without a server count the workload's figure is used.
-        for p in &mut u.pods {
-            p.connections_max = None;
+        // Two pods: each point is their sum at one instant; 8,450 B per connection.
+        let both = |c: u64| {
+            let half = 5_000_000 + 8_450 * c / 2;
+            [
+                ("a".to_string(), nats(0.1, half, c / 2)),
+                ("b".to_string(), nats(0.1, half, c / 2)),
+            ]
+        };
+        record_baseline(&mut u, &both(0), true, 0);
+        for (i, c) in [200, 200, 400, 400, 600, 600, 600].into_iter().enumerate() {
+            record(&mut u, &both(c), true, 3_000 * (i as i64 + 1));
         }
-        summarize(&mut u, Some(1_000));
+        // A sample one pod missed, and the closing at the end, add no point.
+        record(&mut u, &both(800)[..1], false, 30_000);
+        record(&mut u, &both(0), true, 33_000);
+        summarize(&mut u, true);
+        assert_eq!(u.memory_points.len(), 8, "{:?}", u.memory_points);
         assert_eq!(u.memory_bytes_per_connection, Some(8_450.0));
-        summarize(&mut u, Some(2_000));
-        assert_eq!(u.memory_bytes_per_connection, Some(4_225.0));
+        let fit = u.memory_per_connection_fit.clone().unwrap();
+        assert_eq!((fit.points, fit.levels), (8, 4));
+        assert_eq!(fit.r_squared, Some(1.0));
+        // A messaging workload has no such figure.
+        summarize(&mut u, false);
+        assert!(u.memory_per_connection_fit.is_none());
+        assert!(u.memory_bytes_per_connection.is_none());
+    }
+
+    #[test]
+    fn one_level_of_connections_is_unavailable_never_zero() {
+        // Issue 12: the server's memory fell under 300 connections opened at once.
+        let mut u = ServerUsage::default();
+        record_baseline(&mut u, &[("a".into(), nats(0.0, 35_600_000, 0))], true, 0);
+        record(
+            &mut u,
+            &[("a".into(), nats(0.1, 33_800_000, 300))],
+            true,
+            3_000,
+        );
+        record(
+            &mut u,
+            &[("a".into(), nats(0.1, 33_700_000, 300))],
+            true,
+            6_000,
+        );
+        summarize(&mut u, true);
+        assert_eq!(u.memory_bytes_per_connection, None);
+        let why = u.memory_per_connection_fit.unwrap().unavailable.unwrap();
+        assert!(why.contains("connections.steps"), "{why}");
     }
 
     #[test]
@@ -465,14 +348,7 @@ mod tests {
         let many: Vec<(String, Sample)> = (0..40)
             .map(|i| (format!("p{i}"), nats(0.1, 1, 0)))
             .collect();
-        record(&mut u, &many, 1_000);
+        record(&mut u, &many, true, 1_000);
         assert_eq!(u.pods.len(), MAX_SERVER_PODS);
-    }
-
-    #[test]
-    fn mosquitto_is_reported_unavailable_with_the_reason() {
-        let why = endpoint(ServerKind::MqttBroker).err().unwrap();
-        assert!(why.contains("no HTTP monitoring endpoint"), "{why}");
-        assert!(endpoint(ServerKind::JetStreamCluster).is_ok());
     }
 }

@@ -1,0 +1,187 @@
+//! Reading the servers' own monitoring endpoints on their pod IPs: nats `/varz` and
+//! pubsub-server `/health`, parsed into one `Sample` per pod.
+use crate::benchmark_run::build::server_selector;
+use crate::context::Context;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::ListParams;
+use kube::{Api, ResourceExt};
+use msgbench_crds::benchmark_run::ServerKind;
+use std::time::Duration;
+
+/// One reading of one pod.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    pub cpu: Cpu,
+    pub rss_bytes: u64,
+    pub connections: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Cpu {
+    /// Cores in use right now (nats computes it over its last second).
+    Cores(f64),
+    /// Cumulative process CPU seconds; cores come from the difference between samples.
+    Seconds(f64),
+}
+
+/// Where a kind's figures come from: (source label, container port name, path, parser).
+pub(super) type Parser = fn(&[u8]) -> anyhow::Result<Sample>;
+pub(super) fn endpoint(
+    kind: ServerKind,
+) -> Result<(&'static str, &'static str, &'static str, Parser), String> {
+    match kind {
+        ServerKind::JetStreamCluster => Ok(("nats /varz", "monitor", "/varz", parse_varz)),
+        ServerKind::PubSubServer => Ok((
+            "pubsub-server /health",
+            "http",
+            "/health",
+            parse_pubsub_health,
+        )),
+        ServerKind::MqttBroker => Err("mosquitto serves no HTTP monitoring endpoint and its $SYS \
+             topics report neither process CPU nor RSS"
+            .into()),
+    }
+}
+
+pub fn parse_varz(body: &[u8]) -> anyhow::Result<Sample> {
+    #[derive(serde::Deserialize)]
+    struct Varz {
+        cpu: f64,
+        mem: u64,
+        connections: Option<u64>,
+    }
+    let v: Varz = serde_json::from_slice(body)?;
+    Ok(Sample {
+        cpu: Cpu::Cores(v.cpu / 100.0),
+        rss_bytes: v.mem,
+        connections: v.connections,
+    })
+}
+
+pub fn parse_pubsub_health(body: &[u8]) -> anyhow::Result<Sample> {
+    #[derive(serde::Deserialize)]
+    struct Health {
+        cpu_seconds: Option<f64>,
+        rss_bytes: Option<u64>,
+        clients: Option<u64>,
+    }
+    let h: Health = serde_json::from_slice(body)?;
+    Ok(Sample {
+        cpu: Cpu::Seconds(
+            h.cpu_seconds
+                .ok_or_else(|| anyhow::anyhow!("/health has no cpu_seconds"))?,
+        ),
+        rss_bytes: h
+            .rss_bytes
+            .ok_or_else(|| anyhow::anyhow!("/health has no rss_bytes"))?,
+        connections: h.clients,
+    })
+}
+
+pub(super) async fn read_pods(
+    ctx: &Context,
+    ns: &str,
+    kind: ServerKind,
+    name: &str,
+    port_name: &str,
+    path: &str,
+    parse: Parser,
+) -> (usize, Vec<(String, Sample)>) {
+    let sel: Vec<String> = server_selector(kind, name)
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let pods = match Api::<Pod>::namespaced(ctx.client.clone(), ns)
+        .list(&ListParams::default().labels(&sel.join(",")))
+        .await
+    {
+        Ok(l) => l.items,
+        Err(e) => {
+            tracing::debug!(error = %e, "listing server pods for usage");
+            return (0, Vec::new());
+        }
+    };
+    let reads = pods.iter().filter_map(|p| {
+        let ip = p.status.as_ref()?.pod_ip.clone()?;
+        let port = p
+            .spec
+            .as_ref()?
+            .containers
+            .iter()
+            .flat_map(|c| c.ports.iter().flatten())
+            .find(|cp| cp.name.as_deref() == Some(port_name))?
+            .container_port;
+        let pod = p.name_any();
+        Some(async move {
+            match tokio::time::timeout(Duration::from_secs(2), get(&ip, port as u16, path)).await {
+                Ok(Ok(body)) => match parse(&body) {
+                    Ok(s) => Some((pod, s)),
+                    Err(e) => {
+                        tracing::debug!(%pod, error = %e, "server usage not parsable");
+                        None
+                    }
+                },
+                _ => None,
+            }
+        })
+    });
+    let answered = futures::future::join_all(reads)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    (pods.len(), answered)
+}
+
+async fn get(ip: &str, port: u16, path: &str) -> anyhow::Result<Bytes> {
+    let addr: std::net::IpAddr = ip.parse()?;
+    let stream = tokio::net::TcpStream::connect((addr, port)).await?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    let driver = tokio::spawn(conn);
+    let req = hyper::Request::get(path)
+        .header(hyper::header::HOST, format!("{ip}:{port}"))
+        .body(Empty::<Bytes>::new())?;
+    let resp = sender.send_request(req).await?;
+    let status = resp.status();
+    let body = resp.into_body().collect().await?.to_bytes();
+    driver.abort();
+    anyhow::ensure!(status.is_success(), "GET {path} on {ip}: {status}");
+    Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VARZ: &str = include_str!("../fixtures/nats-varz.json");
+    const HEALTH: &str = include_str!("../fixtures/pubsub-health.json");
+
+    #[test]
+    fn varz_cpu_percent_becomes_cores() {
+        let s = parse_varz(VARZ.as_bytes()).unwrap();
+        assert_eq!(s.cpu, Cpu::Cores(0.46));
+        assert_eq!(s.rss_bytes, 233_635_840);
+        assert_eq!(s.connections, Some(4));
+    }
+
+    #[test]
+    fn pubsub_health_reads_the_cpu_counter() {
+        let s = parse_pubsub_health(HEALTH.as_bytes()).unwrap();
+        assert_eq!(s.cpu, Cpu::Seconds(3.27));
+        assert_eq!(s.rss_bytes, 9_437_184);
+        assert_eq!(s.connections, Some(15));
+        // An older server without the counter is a clear error, not zero CPU.
+        let err = parse_pubsub_health(br#"{"rss_bytes": 1}"#).unwrap_err();
+        assert!(err.to_string().contains("cpu_seconds"), "{err}");
+    }
+
+    #[test]
+    fn mosquitto_is_reported_unavailable_with_the_reason() {
+        let why = endpoint(ServerKind::MqttBroker).err().unwrap();
+        assert!(why.contains("no HTTP monitoring endpoint"), "{why}");
+        assert!(endpoint(ServerKind::JetStreamCluster).is_ok());
+    }
+}
