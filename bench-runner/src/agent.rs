@@ -5,6 +5,7 @@
 //! operator reads the lines from the pod log.
 use crate::engine::{self, RunOptions, SharedSetup, StartGate};
 use crate::recorder::Shared;
+use crate::termination::BarrierTimedOut;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -38,6 +39,10 @@ pub struct AgentConfig {
     pub settle_seconds: u32,
     /// Seconds to wait for `/start` once connected before giving up (exit non-zero).
     pub barrier_timeout_seconds: u32,
+    /// Seconds to keep retrying a target that refuses or does not resolve yet, before the
+    /// start gate (then exit with reason TargetUnreachable).
+    #[serde(default = "default_connect_timeout")]
+    pub connect_timeout_seconds: u32,
     /// With variants: every trial in execution order (rounds × variants, each round's order
     /// chosen by the operator). Empty: `trials` runs of `workload` against `target`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -78,6 +83,10 @@ impl AgentConfig {
 
 fn one() -> u32 {
     1
+}
+
+fn default_connect_timeout() -> u32 {
+    crate::connect::DEFAULT_CONNECT_TIMEOUT.as_secs() as u32
 }
 
 /// The body of `POST /start`.
@@ -294,11 +303,11 @@ impl StartGate for AgentGate {
             )
             .await
             .map_err(|_| {
-                anyhow::anyhow!(
+                anyhow::Error::new(BarrierTimedOut(format!(
                     "start barrier timed out (trial {trial}): connected and ready, but no POST \
                      /start arrived within {}s (barrierTimeoutSeconds)",
                     self.barrier_timeout.as_secs()
-                )
+                )))
             })?
             .map_err(|_| anyhow::anyhow!("start barrier closed"))?[&trial];
             self.state.waiting_for.store(0, Ordering::SeqCst);
@@ -372,6 +381,7 @@ pub async fn run(
             progress: false,
             gate: Some(Arc::new(gate)),
             setup,
+            connect_timeout: Duration::from_secs(u64::from(cfg.connect_timeout_seconds)),
         };
         let label = variant_label(&planned);
         let result = engine::run(planned.workload, &planned.target, opts)

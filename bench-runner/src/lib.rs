@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod clock;
+pub mod connect;
 pub mod connections;
 pub mod cpu;
 pub mod drivers;
@@ -15,6 +16,7 @@ pub mod progress;
 pub mod recorder;
 pub mod report;
 pub mod result;
+pub mod termination;
 
 pub use engine::{run, RunOptions, SharedSetup, StartGate};
 pub use result::RunResult;
