@@ -417,3 +417,18 @@ pub async fn serve(
     });
     Ok(bound)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::AgentConfig;
+
+    /// A config written before `connectTimeoutSeconds` existed still parses, with the default.
+    #[test]
+    fn an_older_config_gets_the_default_connect_window() {
+        let cfg: AgentConfig = serde_norway::from_str(
+            "target: nats://x:4222\nworkload: {protocol: nats, durationSeconds: 1}\nbarrierTimeoutSeconds: 60\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.connect_timeout_seconds, 30);
+    }
+}
