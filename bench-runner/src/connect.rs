@@ -226,7 +226,10 @@ mod tests {
             .expect("connects once the listener is up");
         drop(s);
         let n = attempts.load(Ordering::SeqCst);
-        assert!(n >= 3, "only {n} attempts: the listener was not late enough");
+        assert!(
+            n >= 3,
+            "only {n} attempts: the listener was not late enough"
+        );
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
         server.abort();
     }
@@ -243,9 +246,7 @@ mod tests {
         let w = ConnectWindow::new(&format!("nats://127.0.0.1:{port}"), window);
         let t = std::time::Instant::now();
         let e = w
-            .retry(|| async move {
-                Ok(tokio::net::TcpStream::connect(("127.0.0.1", port)).await?)
-            })
+            .retry(|| async move { Ok(tokio::net::TcpStream::connect(("127.0.0.1", port)).await?) })
             .await
             .expect_err("nothing listens");
         let took = t.elapsed();
@@ -258,7 +259,10 @@ mod tests {
         assert!(u.attempts >= 5, "{u:?}");
         assert!(u.last_error.to_lowercase().contains("refused"), "{u:?}");
         let shown = e.to_string();
-        assert!(shown.contains("connect attempt(s)") && shown.contains("last error"), "{shown}");
+        assert!(
+            shown.contains("connect attempt(s)") && shown.contains("last error"),
+            "{shown}"
+        );
     }
 
     /// Errors that retrying cannot cure are returned at once.

@@ -112,9 +112,7 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
                 progress: std::io::stderr().is_terminal(),
                 gate: None,
                 setup: Default::default(),
-                connect_timeout: std::time::Duration::from_secs(u64::from(
-                    connect_timeout_seconds,
-                )),
+                connect_timeout: std::time::Duration::from_secs(u64::from(connect_timeout_seconds)),
             };
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -90,11 +90,19 @@ mod tests {
         .context("trial 1");
         let t = Termination::of(&u);
         assert_eq!(t.reason, TARGET_UNREACHABLE);
-        assert!(t.message.starts_with("trial 1: subscriber 0: target nats://js3.ns.svc:4222 unreachable"), "{}", t.message);
+        assert!(
+            t.message
+                .starts_with("trial 1: subscriber 0: target nats://js3.ns.svc:4222 unreachable"),
+            "{}",
+            t.message
+        );
         let b = anyhow::Error::new(BarrierTimedOut("start barrier timed out (trial 1)".into()))
             .context("trial 1");
         assert_eq!(Termination::of(&b).reason, BARRIER_TIMEOUT);
-        assert_eq!(Termination::of(&anyhow::anyhow!("boom")).reason, RUNNER_FAILED);
+        assert_eq!(
+            Termination::of(&anyhow::anyhow!("boom")).reason,
+            RUNNER_FAILED
+        );
     }
 
     #[test]

@@ -67,7 +67,10 @@ async fn a_server_that_never_comes_up_is_target_unreachable_after_the_window() {
 #[test]
 fn the_cli_writes_a_target_unreachable_termination_message() {
     let dir = tempfile::tempdir().unwrap();
-    let (f, log) = (dir.path().join("w.yaml"), dir.path().join("termination-log"));
+    let (f, log) = (
+        dir.path().join("w.yaml"),
+        dir.path().join("termination-log"),
+    );
     std::fs::write(&f, PUBSUB).unwrap();
     let port = free_port();
     let out = Command::new(env!("CARGO_BIN_EXE_bench-runner"))
@@ -80,7 +83,10 @@ fn the_cli_writes_a_target_unreachable_termination_message() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("unreachable") && err.contains("attempt"), "{err}");
+    assert!(
+        err.contains("unreachable") && err.contains("attempt"),
+        "{err}"
+    );
     let t: bench_runner::termination::Termination =
         serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
     assert_eq!(t.reason, "TargetUnreachable");
@@ -105,8 +111,16 @@ async fn a_server_lost_mid_run_is_counted_as_disconnected() {
     .expect("the run ends and reports");
     killer.await.unwrap();
     let m = &r.measured;
-    assert!(m.errors.get("disconnected").is_some_and(|n| *n >= 1), "{:?}", m.errors);
-    assert!(m.received < 600, "received {} of 600 after the loss", m.received);
+    assert!(
+        m.errors.get("disconnected").is_some_and(|n| *n >= 1),
+        "{:?}",
+        m.errors
+    );
+    assert!(
+        m.received < 600,
+        "received {} of 600 after the loss",
+        m.received
+    );
 }
 
 /// Request/reply uses async-nats, which reconnects by itself: the reconnect is counted.
@@ -129,5 +143,9 @@ async fn an_automatic_reconnect_mid_run_is_counted() {
     let _server = restarter.join().unwrap();
     let m = &r.measured;
     // Publisher and responder connections each lost the server once.
-    assert!(m.errors.get("disconnected").is_some_and(|n| *n >= 2), "{:?}", m.errors);
+    assert!(
+        m.errors.get("disconnected").is_some_and(|n| *n >= 2),
+        "{:?}",
+        m.errors
+    );
 }

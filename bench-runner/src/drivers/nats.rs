@@ -233,13 +233,20 @@ impl NatsDriver {
         let (writer, p, errs) = (c.writer.clone(), pong.clone(), stats.clone());
         let reader = tokio::spawn(async move {
             let server_errs = errs.clone();
-            wire::read_frames(c.reader, c.buf, writer, p, |_| {}, move |e| {
-                record_error(
-                    &server_errs,
-                    u8::MAX,
-                    &format!("server: {}", e.chars().take(60).collect::<String>()),
-                )
-            })
+            wire::read_frames(
+                c.reader,
+                c.buf,
+                writer,
+                p,
+                |_| {},
+                move |e| {
+                    record_error(
+                        &server_errs,
+                        u8::MAX,
+                        &format!("server: {}", e.chars().take(60).collect::<String>()),
+                    )
+                },
+            )
             .await;
             // Aborted when the publisher is dropped; ending by itself means the server closed.
             record_error(&errs, u8::MAX, DISCONNECTED);

@@ -239,7 +239,10 @@ mod tests {
 
     #[test]
     fn a_ready_endpoint_on_the_port_is_programmed() {
-        let s = slice(("client", Some(4222)), vec![endpoint(Some(true), Some(false))]);
+        let s = slice(
+            ("client", Some(4222)),
+            vec![endpoint(Some(true), Some(false))],
+        );
         assert_eq!(evaluate(&[s], &want("client", Some(4222))), Ok(()));
         // Unset `ready` counts as ready.
         let s = slice(("", Some(8080)), vec![endpoint(None, None)]);
@@ -250,7 +253,10 @@ mod tests {
     fn not_ready_and_terminating_endpoints_are_not() {
         let s = slice(
             ("client", Some(4222)),
-            vec![endpoint(Some(false), None), endpoint(Some(false), Some(true))],
+            vec![
+                endpoint(Some(false), None),
+                endpoint(Some(false), Some(true)),
+            ],
         );
         let e = evaluate(&[s], &want("client", Some(4222))).unwrap_err();
         assert_eq!(
@@ -258,7 +264,10 @@ mod tests {
             "no ready endpoint for port 4222 (client) (2 listed, 1 terminating)"
         );
         // Serving while terminating (publishNotReadyAddresses aside) still does not count.
-        let s = slice(("client", Some(4222)), vec![endpoint(Some(true), Some(true))]);
+        let s = slice(
+            ("client", Some(4222)),
+            vec![endpoint(Some(true), Some(true))],
+        );
         assert!(evaluate(&[s], &want("client", Some(4222))).is_err());
     }
 
@@ -304,7 +313,11 @@ mod tests {
         };
         let s = svc(
             vec![
-                p(Some("client"), 4222, Some(IntOrString::String("client".into()))),
+                p(
+                    Some("client"),
+                    4222,
+                    Some(IntOrString::String("client".into())),
+                ),
                 p(Some("monitor"), 8222, Some(IntOrString::Int(8222))),
             ],
             None,
@@ -317,10 +330,7 @@ mod tests {
                 target: None
             }))
         );
-        assert_eq!(
-            service_port(&s, 8222).unwrap().unwrap().target,
-            Some(8222)
-        );
+        assert_eq!(service_port(&s, 8222).unwrap().unwrap().target, Some(8222));
         assert_eq!(
             service_port(&s, 1234),
             Err("exposes no port 1234 (ports: 4222, 8222)".into())
@@ -356,14 +366,24 @@ mod tests {
 
     #[test]
     fn the_wait_ends_in_target_unreachable_after_the_limit() {
-        let w = waiting(10, 60, "ws://pss.ns.svc:8080/ws", "Service ns/pss port 8080: no EndpointSlice yet for port 8080");
+        let w = waiting(
+            10,
+            60,
+            "ws://pss.ns.svc:8080/ws",
+            "Service ns/pss port 8080: no EndpointSlice yet for port 8080",
+        );
         assert_eq!(w.reason, "EndpointsNotReady");
         assert!(!w.failed);
         assert!(w.message.contains("Service ns/pss port 8080"));
         let w = waiting(61, 60, "ws://pss.ns.svc:8080/ws", "no ready endpoint");
         assert_eq!(w.reason, "TargetUnreachable");
         assert!(w.failed);
-        assert!(w.message.starts_with("ws://pss.ns.svc:8080/ws: no ready endpoint within 60s"), "{}", w.message);
+        assert!(
+            w.message
+                .starts_with("ws://pss.ns.svc:8080/ws: no ready endpoint within 60s"),
+            "{}",
+            w.message
+        );
         assert!(w.message.ends_with("last seen: no ready endpoint"));
     }
 }

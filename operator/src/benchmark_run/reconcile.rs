@@ -271,7 +271,14 @@ async fn step(
         if let Some(why) =
             endpoints::not_programmed(ctx, &resolved.url, &id.namespace, server_ref).await?
         {
-            return Ok(wait_for_endpoints(br, st, &accepted, &resolved.url, &why, g));
+            return Ok(wait_for_endpoints(
+                br,
+                st,
+                &accepted,
+                &resolved.url,
+                &why,
+                g,
+            ));
         }
         cond::set(
             &mut st.conditions,

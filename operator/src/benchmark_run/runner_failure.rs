@@ -46,7 +46,10 @@ mod tests {
         let msg = r#"{"reason":"TargetUnreachable","message":"trial 1: subscriber 0: target ws://pss.ns.svc:8080/ws unreachable: 12 connect attempt(s) over 30.0s failed (connectTimeoutSeconds 30); last error: Connection refused"}"#;
         let (reason, text) = classify(2, "Error", msg);
         assert_eq!(reason, "TargetUnreachable");
-        assert!(text.starts_with("exit code 2: trial 1: subscriber 0: target ws://pss"), "{text}");
+        assert!(
+            text.starts_with("exit code 2: trial 1: subscriber 0: target ws://pss"),
+            "{text}"
+        );
         let (reason, _) = classify(
             2,
             "Error",
@@ -66,14 +69,17 @@ mod tests {
             "line 1\nline 2\nbench-runner: trial 1: start barrier timed out (trial 1)",
         );
         assert_eq!(reason, "BarrierTimeout");
-        assert!(text.starts_with("exit code 2 (Error): line 1 | line 2 | bench-runner"), "{text}");
-        assert_eq!(
-            classify(137, "DeadlineExceeded", "").0,
-            "DeadlineExceeded"
+        assert!(
+            text.starts_with("exit code 2 (Error): line 1 | line 2 | bench-runner"),
+            "{text}"
         );
+        assert_eq!(classify(137, "DeadlineExceeded", "").0, "DeadlineExceeded");
         let (reason, text) = classify(2, "Error", "a\nb\nc\nd: connect to nats://x: refused");
         assert_eq!(reason, "RunnerFailed");
-        assert_eq!(text, "exit code 2 (Error): b | c | d: connect to nats://x: refused");
+        assert_eq!(
+            text,
+            "exit code 2 (Error): b | c | d: connect to nats://x: refused"
+        );
         // Malformed JSON is log text, not a structured message.
         assert_eq!(classify(1, "Error", "{\"reason\":").0, "RunnerFailed");
     }
