@@ -6,7 +6,7 @@ use crate::payload::Header;
 use crate::plan::{self, Length, Phase, Ramp, Schedule};
 use crate::recorder::{ReceiveRecorder, Shared, TaskStats};
 use crate::result::{self, Delivery, Generator, PhaseStats, RunResult, TimelinePoint};
-use crate::{connections, cpu, progress};
+use crate::{connect, connections, cpu, progress};
 use futures::future::BoxFuture;
 use msgbench_crds::workload::{Protocol, Workload};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -29,12 +29,27 @@ pub trait StartGate: Send + Sync {
     fn observe(&self, _stats: &[Shared]) {}
 }
 
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct RunOptions {
     pub runner_id: u16,
     pub progress: bool,
     pub gate: Option<Arc<dyn StartGate>>,
     pub setup: SharedSetup,
+    /// How long connections made before the gate retry a target that is not reachable yet
+    /// (see [`crate::connect`]); default 30 s.
+    pub connect_timeout: Duration,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            runner_id: 0,
+            progress: false,
+            gate: None,
+            setup: SharedSetup::default(),
+            connect_timeout: connect::DEFAULT_CONNECT_TIMEOUT,
+        }
+    }
 }
 
 /// Who sets up server-side state shared by the runners of one run (a JetStream stream):
@@ -66,11 +81,16 @@ pub async fn run(w: Workload, target: &str, opts: RunOptions) -> anyhow::Result<
     let w = Arc::new(w);
     let driver = drivers::for_workload(&w, &target, opts.runner_id, &opts.setup)?;
     let _ = clock::base();
+    let window = connect::ConnectWindow::new(&target.raw, opts.connect_timeout);
     if w.connections.is_some() {
+        // Connecting is what a connection workload measures: before the gate, only wait until
+        // the target accepts one connection, and close it again.
+        let probe = window.retry(|| driver.connect_idle(u32::MAX)).await?;
+        drop(probe);
         return connections::run(w, target, driver, opts).await;
     }
-    driver.prepare().await?;
-    let out = run_messaging(&w, &target, driver.clone(), &opts).await;
+    window.retry(|| driver.prepare()).await?;
+    let out = run_messaging(&w, &target, driver.clone(), &opts, &window).await;
     let cleaned = driver.cleanup().await;
     let out = out?;
     cleaned?;
@@ -82,6 +102,7 @@ async fn run_messaging(
     target: &Target,
     driver: Arc<dyn Driver>,
     opts: &RunOptions,
+    window: &connect::ConnectWindow,
 ) -> anyhow::Result<RunResult> {
     let phases = Arc::new(plan::phases(w));
     let names: Vec<String> = phases.iter().map(|p| p.name.clone()).collect();
@@ -112,9 +133,11 @@ async fn run_messaging(
         };
         let st = new_stats();
         all_stats.push(st.clone());
-        let rec = ReceiveRecorder::new(opts.runner_id, st);
-        let h = driver
-            .subscribe(i, topics, rec, stop_rx.clone())
+        let h = window
+            .retry(|| {
+                let rec = ReceiveRecorder::new(opts.runner_id, st.clone());
+                driver.subscribe(i, topics.clone(), rec, stop_rx.clone())
+            })
             .await
             .map_err(|e| e.context(format!("subscriber {i}")))?;
         sub_tasks.push(h);
@@ -123,9 +146,11 @@ async fn run_messaging(
     for i in 0..plan::max_publishers(&phases) {
         let st = new_stats();
         all_stats.push(st.clone());
-        let rec = ReceiveRecorder::new(opts.runner_id, st.clone());
-        let p = driver
-            .publisher(i, st.clone(), rec, stop_rx.clone())
+        let p = window
+            .retry(|| {
+                let rec = ReceiveRecorder::new(opts.runner_id, st.clone());
+                driver.publisher(i, st.clone(), rec, stop_rx.clone())
+            })
             .await
             .map_err(|e| e.context(format!("publisher {i}")))?;
         publishers.push((p, st));

@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod clock;
+pub mod connect;
 pub mod connections;
 pub mod cpu;
 pub mod drivers;
@@ -16,6 +17,7 @@ pub mod recorder;
 pub mod report;
 pub mod result;
 pub mod result_frames;
+pub mod termination;
 
 pub use engine::{run, RunOptions, SharedSetup, StartGate};
 pub use result::RunResult;

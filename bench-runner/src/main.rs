@@ -1,7 +1,7 @@
 //! `bench-runner run | merge | report`.
 #![forbid(unsafe_code)]
 use anyhow::Context;
-use bench_runner::{agent, engine, report, result_frames, RunOptions, RunResult};
+use bench_runner::{agent, engine, report, result_frames, termination, RunOptions, RunResult};
 use clap::{Parser, Subcommand};
 use msgbench_crds::workload::Workload;
 use std::io::{IsTerminal, Write};
@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 #[derive(Parser)]
 #[command(name = "bench-runner", version, about = "msgbench load generator")]
 struct Cli {
+    /// Where a failure is written as `{"reason","message"}` JSON for Kubernetes to report
+    /// (default: /dev/termination-log, when that file exists, as it does in a container).
+    #[arg(long, global = true, env = termination::PATH_ENV)]
+    termination_log: Option<PathBuf>,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -34,6 +38,10 @@ enum Cmd {
         /// Exit with status 3 when the generator was saturated.
         #[arg(long)]
         fail_if_saturated: bool,
+        /// Seconds to keep retrying a target that refuses connections or does not resolve yet,
+        /// before the load starts; then fail naming the URL, attempts and last error.
+        #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(0..=3600))]
+        connect_timeout_seconds: u32,
     },
     /// Merge results of the runners of one run into the result one process would report.
     Merge {
@@ -75,23 +83,32 @@ fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    match real_main() {
+    let cli = Cli::parse();
+    let termination_log = cli.termination_log.clone().or_else(|| {
+        let p = PathBuf::from(termination::DEFAULT_PATH);
+        p.exists().then_some(p)
+    });
+    match real_main(cli.cmd) {
         Ok(code) => std::process::ExitCode::from(code),
         Err(e) => {
             eprintln!("bench-runner: {e:#}");
+            if let Some(p) = termination_log {
+                termination::Termination::of(&e).write(&p);
+            }
             std::process::ExitCode::from(2)
         }
     }
 }
 
-fn real_main() -> anyhow::Result<u8> {
-    match Cli::parse().cmd {
+fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
+    match cmd {
         Cmd::Run {
             file,
             target,
             output,
             runner_id,
             fail_if_saturated,
+            connect_timeout_seconds,
         } => {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
@@ -102,6 +119,7 @@ fn real_main() -> anyhow::Result<u8> {
                 progress: std::io::stderr().is_terminal(),
                 gate: None,
                 setup: Default::default(),
+                connect_timeout: std::time::Duration::from_secs(u64::from(connect_timeout_seconds)),
             };
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -52,6 +52,7 @@ fn config(port: u16, trials: u32, barrier: u32) -> AgentConfig {
         trials,
         settle_seconds: 0,
         barrier_timeout_seconds: barrier,
+        connect_timeout_seconds: 30,
         schedule: vec![],
         trial_barrier: false,
         results_hold_seconds: 30,

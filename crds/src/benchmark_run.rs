@@ -101,6 +101,13 @@ pub struct BenchmarkRunSpec {
     #[serde(default = "default_barrier_timeout")]
     #[schemars(range(min = 1, max = 1800))]
     pub barrier_timeout_seconds: i32,
+    /// Seconds each runner keeps retrying a target that refuses connections or does not
+    /// resolve yet (a Service whose endpoint is not programmed, a server restarting), with
+    /// backoff, before the start barrier; then the run fails with TargetUnreachable. Never
+    /// retried inside the measured window: disconnects there are counted in the result.
+    #[serde(default = "default_connect_timeout")]
+    #[schemars(range(min = 1, max = 600))]
+    pub connect_timeout_seconds: i32,
     /// Upper bound on the whole run, from acceptance to verdict; exceeded → DeadlineExceeded.
     /// Unset: derived from the workload's length, trials and timeouts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -136,6 +143,9 @@ fn default_target_timeout() -> i32 {
 }
 fn default_barrier_timeout() -> i32 {
     120
+}
+fn default_connect_timeout() -> i32 {
+    30
 }
 
 /// The system under test: exactly one of `serverRef` and `endpoint`.

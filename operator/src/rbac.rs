@@ -63,6 +63,9 @@ pub const RULES: &[(&str, &[&str], &[&str])] = &[
         &["networkpolicies"],
         &["list", "create", "patch", "delete"],
     ),
+    // A run's target Service must list a ready endpoint before runners start (list by the
+    // kubernetes.io/service-name label; the Service itself is listed by name).
+    ("discovery.k8s.io", &["endpointslices"], &["list"]),
 ];
 
 /// Markdown table of [`RULES`] (the content of `operator/RBAC.md`).

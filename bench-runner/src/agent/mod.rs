@@ -13,6 +13,7 @@ pub use wire::*;
 
 use crate::engine::{self, RunOptions, SharedSetup, StartGate};
 use crate::recorder::Shared;
+use crate::termination::BarrierTimedOut;
 use futures::future::BoxFuture;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -175,11 +176,11 @@ impl StartGate for AgentGate {
             )
             .await
             .map_err(|_| {
-                anyhow::anyhow!(
+                anyhow::Error::new(BarrierTimedOut(format!(
                     "start barrier timed out (trial {trial}): connected and ready, but no POST \
                      /start arrived within {}s (barrierTimeoutSeconds)",
                     self.barrier_timeout.as_secs()
-                )
+                )))
             })?
             .map_err(|_| anyhow::anyhow!("start barrier closed"))?[&trial];
             self.state.waiting_for.store(0, Ordering::SeqCst);
@@ -257,6 +258,7 @@ pub async fn run(
             progress: false,
             gate: Some(Arc::new(gate)),
             setup,
+            connect_timeout: Duration::from_secs(u64::from(cfg.connect_timeout_seconds)),
         };
         let label = variant_label(&planned);
         let result = engine::run(planned.workload, &planned.target, opts)

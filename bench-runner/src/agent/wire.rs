@@ -24,6 +24,10 @@ pub struct AgentConfig {
     pub settle_seconds: u32,
     /// Seconds to wait for `/start` once connected before giving up (exit non-zero).
     pub barrier_timeout_seconds: u32,
+    /// Seconds to keep retrying a target that refuses or does not resolve yet, before the
+    /// start gate (then exit with reason TargetUnreachable).
+    #[serde(default = "default_connect_timeout")]
+    pub connect_timeout_seconds: u32,
     /// With variants: every trial in execution order (rounds × variants, each round's order
     /// chosen by the operator). Empty: `trials` runs of `workload` against `target`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -68,6 +72,10 @@ impl AgentConfig {
 
 fn one() -> u32 {
     1
+}
+
+fn default_connect_timeout() -> u32 {
+    crate::connect::DEFAULT_CONNECT_TIMEOUT.as_secs() as u32
 }
 
 fn default_hold() -> u32 {
@@ -138,4 +146,21 @@ pub struct AgentResults {
 #[serde(rename_all = "camelCase")]
 pub struct ResultsAck {
     pub records: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AgentConfig;
+
+    /// A config written before `connectTimeoutSeconds` and `resultsHoldSeconds` existed still
+    /// parses, with the defaults.
+    #[test]
+    fn an_older_config_gets_the_default_windows() {
+        let cfg: AgentConfig = serde_norway::from_str(
+            "target: nats://x:4222\nworkload: {protocol: nats, durationSeconds: 1}\nbarrierTimeoutSeconds: 60\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.connect_timeout_seconds, 30);
+        assert_eq!(cfg.results_hold_seconds, 120);
+    }
 }

@@ -42,7 +42,7 @@ impl JetStreamDriver {
         }
     }
     async fn context(&self, name: String) -> anyhow::Result<jetstream::Context> {
-        Ok(jetstream::new(connect(&self.target, name).await?))
+        Ok(jetstream::new(connect(&self.target, name, None).await?))
     }
 
     /// Waits until the leader has (re)created the stream for this trial: its metadata carries
@@ -144,7 +144,8 @@ impl Driver for JetStreamDriver {
         mut stop: Stop,
     ) -> BoxFuture<'_, anyhow::Result<JoinHandle<()>>> {
         Box::pin(async move {
-            let client = connect(&self.target, format!("msgbench-js-sub-{idx}")).await?;
+            let counted = Some(rec.stats().clone());
+            let client = connect(&self.target, format!("msgbench-js-sub-{idx}"), counted).await?;
             let js = jetstream::new(client.clone());
             let stream = js
                 .get_stream(&self.o.stream)
@@ -227,7 +228,8 @@ impl Driver for JetStreamDriver {
         _stop: Stop,
     ) -> BoxFuture<'_, anyhow::Result<Box<dyn Publisher>>> {
         Box::pin(async move {
-            let client = connect(&self.target, format!("msgbench-js-pub-{idx}")).await?;
+            let counted = Some(stats.clone());
+            let client = connect(&self.target, format!("msgbench-js-pub-{idx}"), counted).await?;
             let (window, batch) = match (self.o.publish, self.o.ack_batch) {
                 (JetStreamPublish::Sync, _) => (1, None),
                 (JetStreamPublish::Async, Some(b)) => (b as usize, Some(b)),
@@ -250,7 +252,7 @@ impl Driver for JetStreamDriver {
 
     fn connect_idle(&self, idx: u32) -> BoxFuture<'_, anyhow::Result<Box<dyn Send>>> {
         Box::pin(async move {
-            let c = connect(&self.target, format!("msgbench-idle-{idx}")).await?;
+            let c = connect(&self.target, format!("msgbench-idle-{idx}"), None).await?;
             c.flush().await?;
             Ok(Box::new(c) as Box<dyn Send>)
         })

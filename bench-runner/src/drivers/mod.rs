@@ -170,6 +170,10 @@ impl PayloadBuf {
     }
 }
 
+/// Error kind of a connection the server closed or lost during the run. Drivers never
+/// reconnect silently: each such loss is counted under this kind in the result's errors.
+pub const DISCONNECTED: &str = "disconnected";
+
 /// Records a send error of `kind` in phase `phase` of `stats` (`u8::MAX`: not tied to a message).
 pub fn record_error(stats: &Shared, phase: u8, kind: &str) {
     let mut s = stats.lock().expect("stats lock");

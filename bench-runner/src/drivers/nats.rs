@@ -1,7 +1,7 @@
 //! NATS core: publish/subscribe on the batched wire path (nats_wire.rs), or request/reply
 //! with async-nats (subscribers answer in a queue group).
 use super::nats_wire as wire;
-use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop, Target};
+use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop, Target, DISCONNECTED};
 use crate::clock;
 use crate::payload::Header;
 use crate::recorder::{register_subscription, ReceiveRecorder, Shared};
@@ -41,11 +41,27 @@ pub fn subjects(w: &Workload) -> Vec<Subject> {
         .collect()
 }
 
-/// Connects with settings fit for benchmarking: no reconnect storms hiding failures.
-pub async fn connect(target: &Target, name: String) -> anyhow::Result<async_nats::Client> {
+/// Connects with settings fit for benchmarking. async-nats reconnects by itself after a
+/// disconnect; with `counted`, every disconnect is recorded there as error `disconnected`, so a
+/// reconnect inside the measured window is reported, never silent.
+pub async fn connect(
+    target: &Target,
+    name: String,
+    counted: Option<Shared>,
+) -> anyhow::Result<async_nats::Client> {
     let url = format!("nats://{}", target.addr());
-    async_nats::ConnectOptions::new()
-        .name(name)
+    let mut o = async_nats::ConnectOptions::new();
+    if let Some(stats) = counted {
+        o = o.event_callback(move |ev| {
+            let stats = stats.clone();
+            async move {
+                if matches!(ev, async_nats::Event::Disconnected) {
+                    record_error(&stats, u8::MAX, DISCONNECTED);
+                }
+            }
+        });
+    }
+    o.name(name)
         .client_capacity(65_536)
         .subscription_capacity(1 << 20)
         .connect(url.as_str())
@@ -81,7 +97,8 @@ impl Driver for NatsDriver {
             if !self.request_reply() {
                 return self.wire_subscribe(idx, topics, rec, stop).await;
             }
-            let client = connect(&self.target, format!("msgbench-sub-{idx}")).await?;
+            let counted = Some(rec.stats().clone());
+            let client = connect(&self.target, format!("msgbench-sub-{idx}"), counted).await?;
             let rr = self.request_reply();
             let mut subs = Vec::new();
             for &t in &topics {
@@ -135,7 +152,8 @@ impl Driver for NatsDriver {
             if !self.request_reply() {
                 return self.wire_publisher(idx, stats).await;
             }
-            let client = connect(&self.target, format!("msgbench-pub-{idx}")).await?;
+            let counted = Some(stats.clone());
+            let client = connect(&self.target, format!("msgbench-pub-{idx}"), counted).await?;
             Ok(Box::new(NatsPublisher {
                 client,
                 subjects: self.subjects.clone(),
@@ -149,7 +167,7 @@ impl Driver for NatsDriver {
 
     fn connect_idle(&self, idx: u32) -> BoxFuture<'_, anyhow::Result<Box<dyn Send>>> {
         Box::pin(async move {
-            let c = connect(&self.target, format!("msgbench-idle-{idx}")).await?;
+            let c = connect(&self.target, format!("msgbench-idle-{idx}"), None).await?;
             c.flush().await?;
             Ok(Box::new(c) as Box<dyn Send>)
         })
@@ -180,6 +198,7 @@ impl NatsDriver {
         let (writer, p) = (c.writer.clone(), pong.clone());
         let task = tokio::spawn(async move {
             let errs = rec.stats().clone();
+            let read_errs = errs.clone();
             let read = wire::read_frames(
                 c.reader,
                 c.buf,
@@ -188,14 +207,15 @@ impl NatsDriver {
                 |payload| rec.on_payload(Header::decode(&payload), clock::now_us()),
                 |e| {
                     record_error(
-                        &errs,
+                        &read_errs,
                         u8::MAX,
                         &format!("server: {}", e.chars().take(60).collect::<String>()),
                     )
                 },
             );
             tokio::select! {
-                _ = read => {}
+                // No reconnect: the server closing the connection is counted, not hidden.
+                _ = read => record_error(&errs, u8::MAX, DISCONNECTED),
                 _ = stop.changed() => {}
             }
         });
@@ -211,20 +231,26 @@ impl NatsDriver {
         let c = wire::connect(&self.target, &format!("msgbench-pub-{idx}")).await?;
         let pong = Arc::new(Notify::new());
         let (writer, p, errs) = (c.writer.clone(), pong.clone(), stats.clone());
-        let reader = tokio::spawn(wire::read_frames(
-            c.reader,
-            c.buf,
-            writer,
-            p,
-            |_| {},
-            move |e| {
-                record_error(
-                    &errs,
-                    u8::MAX,
-                    &format!("server: {}", e.chars().take(60).collect::<String>()),
-                )
-            },
-        ));
+        let reader = tokio::spawn(async move {
+            let server_errs = errs.clone();
+            wire::read_frames(
+                c.reader,
+                c.buf,
+                writer,
+                p,
+                |_| {},
+                move |e| {
+                    record_error(
+                        &server_errs,
+                        u8::MAX,
+                        &format!("server: {}", e.chars().take(60).collect::<String>()),
+                    )
+                },
+            )
+            .await;
+            // Aborted when the publisher is dropped; ending by itself means the server closed.
+            record_error(&errs, u8::MAX, DISCONNECTED);
+        });
         Ok(Box::new(WirePublisher {
             writer: c.writer,
             subjects: self
@@ -279,6 +305,11 @@ impl Publisher for WirePublisher {
     fn finish(&mut self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             // PING after the last PUB: its PONG means the server has processed everything.
+            // A connection already lost (counted as `disconnected`) can never answer.
+            if self.reader.is_finished() {
+                record_error(&self.stats, u8::MAX, "flush");
+                return;
+            }
             let ok = self
                 .writer
                 .lock()

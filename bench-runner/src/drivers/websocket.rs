@@ -75,7 +75,11 @@ fn read_loop(
                         rec.on_error(&format!("read: {}", e.to_string().chars().take(50).collect::<String>()));
                         break;
                     }
-                    None => break,
+                    // Closed by the server (no reconnect): counted, not hidden.
+                    None => {
+                        rec.on_error(super::DISCONNECTED);
+                        break;
+                    }
                 },
                 _ = stop.changed() => break,
             }

@@ -83,7 +83,11 @@ impl Drop for Server {
 }
 
 pub fn nats_server(jetstream: bool) -> Server {
-    let port = free_port();
+    nats_server_at(free_port(), jetstream)
+}
+
+/// A nats-server on a given port (e.g. to bring one back where another was killed).
+pub fn nats_server_at(port: u16, jetstream: bool) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(tool("nats-server"));
     cmd.args(["-a", "127.0.0.1", "-p", &port.to_string()]);

@@ -84,6 +84,7 @@ pub fn agent_config(spec: &BenchmarkRunSpec, target_url: &str) -> AgentConfig {
         trials: spec.trials.max(1) as u32,
         settle_seconds: spec.settle_seconds.max(0) as u32,
         barrier_timeout_seconds: spec.barrier_timeout_seconds.max(1) as u32,
+        connect_timeout_seconds: spec.connect_timeout_seconds.max(1) as u32,
         schedule: Vec::new(),
         // One runner needs no barrier between trials; several start each trial together.
         trial_barrier: spec.runners.count > 1,

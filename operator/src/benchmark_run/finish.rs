@@ -122,19 +122,11 @@ impl<'a> RunnerView<'a> {
         self.running.iter().filter_map(|p| ip(p)).collect()
     }
 
-    /// (reason, message) when a runner failed; a runner that gave up at the barrier is a
-    /// BarrierTimeout, not a generic failure.
+    /// (reason, message) when a runner failed; the runner's own reason (TargetUnreachable,
+    /// BarrierTimeout) when it gave one, else a generic failure.
     pub fn failure(&self) -> Option<(&'static str, String)> {
         if let Some(p) = self.failed.first() {
-            let msg = termination_message(p);
-            // Trial 1's barrier, or a later trial's with several runners.
-            let reason = if msg.contains("start barrier timed out") {
-                "BarrierTimeout"
-            } else if msg.contains("DeadlineExceeded") {
-                "DeadlineExceeded"
-            } else {
-                "RunnerFailed"
-            };
+            let (reason, msg) = termination_message(p);
             return Some((reason, format!("runner pod {}: {msg}", p.name_any())));
         }
         self.job_failure.as_ref().map(|(r, m)| {
@@ -148,7 +140,7 @@ impl<'a> RunnerView<'a> {
     }
 }
 
-fn termination_message(p: &Pod) -> String {
+fn termination_message(p: &Pod) -> (&'static str, String) {
     let st = p.status.as_ref();
     let term = st
         .and_then(|s| s.container_statuses.as_ref())
@@ -156,19 +148,22 @@ fn termination_message(p: &Pod) -> String {
         .and_then(|c| c.state.as_ref())
         .and_then(|s| s.terminated.as_ref());
     match term {
-        Some(t) => {
-            let m = t.message.clone().unwrap_or_default();
-            let tail: Vec<&str> = m.lines().rev().take(3).collect();
-            format!(
-                "exit code {} ({}): {}",
-                t.exit_code,
-                t.reason.clone().unwrap_or_default(),
-                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-            )
+        Some(t) => super::runner_failure::classify(
+            t.exit_code,
+            t.reason.as_deref().unwrap_or_default(),
+            t.message.as_deref().unwrap_or_default(),
+        ),
+        None => {
+            let why = st
+                .and_then(|s| s.reason.clone().or(s.message.clone()))
+                .unwrap_or_else(|| "failed".into());
+            let reason = if why.contains("DeadlineExceeded") {
+                "DeadlineExceeded"
+            } else {
+                "RunnerFailed"
+            };
+            (reason, why)
         }
-        None => st
-            .and_then(|s| s.reason.clone().or(s.message.clone()))
-            .unwrap_or_else(|| "failed".into()),
     }
 }
 

@@ -4,7 +4,7 @@
 use super::build::{self, RunIdentity};
 use super::conditions::{self as cond, Status, COMPLETE, RUNNERS_READY, TARGET_READY};
 use super::gather::DoneRunner;
-use super::{finish, runner_access, runner_http, target, variants};
+use super::{endpoints, finish, runner_access, runner_http, target, variants};
 use crate::context::{Context, CONTROLLER_NAME};
 use crate::error::{Error, Result};
 use bench_runner::agent::AgentProgress;
@@ -92,6 +92,7 @@ pub fn deadline_seconds(br: &BenchmarkRun) -> i64 {
     let run = expected_run_seconds(br).unwrap_or(1800 * n);
     i64::from(s.target_ready_timeout_seconds)
         + i64::from(s.barrier_timeout_seconds)
+        + i64::from(s.connect_timeout_seconds) * n
         + run
         + n * (30 + i64::from(s.settle_seconds))
         + 60
@@ -261,6 +262,20 @@ async fn step(
             );
             return Ok(Action::requeue(POLL));
         }
+        // Ready is not reachable yet: the Service must list a ready endpoint first.
+        let server_ref = br.spec.target.server_ref.is_some();
+        if let Some(why) =
+            endpoints::not_programmed(ctx, &resolved.url, &id.namespace, server_ref).await?
+        {
+            return Ok(wait_for_endpoints(
+                br,
+                st,
+                &accepted,
+                &resolved.url,
+                &why,
+                g,
+            ));
+        }
         cond::set(
             &mut st.conditions,
             TARGET_READY,
@@ -304,6 +319,13 @@ async fn step(
                     return Ok(wait_for_target(br, st, &accepted, reason, &why, g));
                 }
                 if let Ok(r) = r {
+                    let server_ref = vt.server_ref.is_some();
+                    if let Some(why) =
+                        endpoints::not_programmed(ctx, &r.url, &id.namespace, server_ref).await?
+                    {
+                        let why = format!("variant {}: {why}", v.name);
+                        return Ok(wait_for_endpoints(br, st, &accepted, &r.url, &why, g));
+                    }
                     urls.insert(v.name.clone(), r.url);
                 }
             }
@@ -423,11 +445,15 @@ async fn step(
             .as_ref()
             .and_then(|j| j.metadata.creation_timestamp.clone())
             .unwrap_or_else(|| t.clone());
-        let limit = i64::from(br.spec.barrier_timeout_seconds) + BARRIER_GRACE_SECONDS;
+        // Runners may retry the target for connectTimeoutSeconds before they are ready.
+        let limit = i64::from(br.spec.barrier_timeout_seconds)
+            + i64::from(br.spec.connect_timeout_seconds)
+            + BARRIER_GRACE_SECONDS;
         if seconds_since(&created) > limit {
             let msg = format!(
                 "{} of {count} runners reached the start barrier within {limit}s \
-                 (barrierTimeoutSeconds + {BARRIER_GRACE_SECONDS}s for pod start)",
+                 (barrierTimeoutSeconds + connectTimeoutSeconds + {BARRIER_GRACE_SECONDS}s \
+                 for pod start)",
                 ready.len()
             );
             finish::fail(st, "BarrierTimeout", &msg, g);
@@ -597,6 +623,35 @@ fn wait_for_target(
     );
     if timed_out {
         finish::fail(st, reason, &msg, g);
+    } else {
+        st.phase = Some(Phase::WaitingForTarget);
+    }
+    Action::requeue(POLL)
+}
+
+/// The target is Ready but its Service lists no ready endpoint for the run's port: wait (no
+/// runner exists yet) up to `targetReadyTimeoutSeconds` since acceptance, then TargetUnreachable.
+fn wait_for_endpoints(
+    br: &BenchmarkRun,
+    st: &mut BenchmarkRunStatus,
+    accepted: &Time,
+    url: &str,
+    why: &str,
+    g: Option<i64>,
+) -> Action {
+    let limit = i64::from(br.spec.target_ready_timeout_seconds);
+    let w = endpoints::waiting(seconds_since(accepted), limit, url, why);
+    cond::set(
+        &mut st.conditions,
+        TARGET_READY,
+        Status::False,
+        w.reason,
+        &w.message,
+        g,
+        &now(),
+    );
+    if w.failed {
+        finish::fail(st, w.reason, &w.message, g);
     } else {
         st.phase = Some(Phase::WaitingForTarget);
     }

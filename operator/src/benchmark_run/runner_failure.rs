@@ -1,0 +1,86 @@
+//! Why a runner pod failed, from its container's terminated state: the runner writes a JSON
+//! termination message `{"reason","message"}`; older runners (and crashes before it could
+//! write) leave the log tail (`FallbackToLogsOnError`), which is searched for known phrases.
+use bench_runner::termination::{self, Termination};
+
+/// The run reasons a runner may report; anything else is a generic RunnerFailed.
+fn run_reason(runner_reason: &str) -> &'static str {
+    match runner_reason {
+        termination::TARGET_UNREACHABLE => "TargetUnreachable",
+        termination::BARRIER_TIMEOUT => "BarrierTimeout",
+        "DeadlineExceeded" => "DeadlineExceeded",
+        _ => "RunnerFailed",
+    }
+}
+
+/// (run reason, message) of a terminated runner container.
+pub fn classify(exit_code: i32, kubelet_reason: &str, message: &str) -> (&'static str, String) {
+    if let Some(t) = Termination::parse(message) {
+        return (
+            run_reason(&t.reason),
+            format!("exit code {exit_code}: {}", t.message),
+        );
+    }
+    let tail: Vec<&str> = message.lines().rev().take(3).collect();
+    let tail = tail.into_iter().rev().collect::<Vec<_>>().join(" | ");
+    // Trial 1's barrier, or a later trial's with several runners.
+    let reason = if message.contains("start barrier timed out") {
+        "BarrierTimeout"
+    } else if message.contains("DeadlineExceeded") || kubelet_reason == "DeadlineExceeded" {
+        "DeadlineExceeded"
+    } else {
+        "RunnerFailed"
+    };
+    (
+        reason,
+        format!("exit code {exit_code} ({kubelet_reason}): {tail}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::classify;
+
+    #[test]
+    fn structured_messages_give_their_reason() {
+        let msg = r#"{"reason":"TargetUnreachable","message":"trial 1: subscriber 0: target ws://pss.ns.svc:8080/ws unreachable: 12 connect attempt(s) over 30.0s failed (connectTimeoutSeconds 30); last error: Connection refused"}"#;
+        let (reason, text) = classify(2, "Error", msg);
+        assert_eq!(reason, "TargetUnreachable");
+        assert!(
+            text.starts_with("exit code 2: trial 1: subscriber 0: target ws://pss"),
+            "{text}"
+        );
+        let (reason, _) = classify(
+            2,
+            "Error",
+            r#"{"reason":"BarrierTimeout","message":"start barrier timed out (trial 1)"}"#,
+        );
+        assert_eq!(reason, "BarrierTimeout");
+        // A reason the operator does not know is a generic failure, its message kept.
+        let (reason, text) = classify(2, "Error", r#"{"reason":"Novel","message":"m"}"#);
+        assert_eq!((reason, text.as_str()), ("RunnerFailed", "exit code 2: m"));
+    }
+
+    #[test]
+    fn plain_log_tails_fall_back_to_phrases() {
+        let (reason, text) = classify(
+            2,
+            "Error",
+            "line 1\nline 2\nbench-runner: trial 1: start barrier timed out (trial 1)",
+        );
+        assert_eq!(reason, "BarrierTimeout");
+        assert!(
+            text.starts_with("exit code 2 (Error): line 1 | line 2 | bench-runner"),
+            "{text}"
+        );
+        assert_eq!(classify(137, "DeadlineExceeded", "").0, "DeadlineExceeded");
+        let (reason, text) = classify(2, "Error", "a\nb\nc\nd: connect to nats://x: refused");
+        assert_eq!(reason, "RunnerFailed");
+        assert_eq!(
+            text,
+            "exit code 2 (Error): b | c | d: connect to nats://x: refused"
+        );
+        // Malformed JSON is log text, not a structured message.
+        assert_eq!(classify(1, "Error", "{\"reason\":").0, "RunnerFailed");
+    }
+}
