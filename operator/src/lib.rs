@@ -21,6 +21,7 @@ pub mod security;
 pub mod server_kind;
 pub mod server_pod;
 pub mod status;
+pub mod status_text;
 pub mod subset;
 pub mod tuning;
 pub mod validate;

@@ -170,8 +170,8 @@ fn make_condition(
     (status, reason, message): (bool, String, String),
 ) -> Condition {
     let status = if status { "True" } else { "False" }.to_string();
-    // Condition messages are bounded (32 KiB in the schema); stay far below.
-    let message: String = message.chars().take(1024).collect();
+    // Pod events and kubelet messages may carry escapes and newlines: plain text, bounded.
+    let message = crate::status_text::plain(&message);
     let last_transition_time = input
         .previous
         .and_then(|p| p.conditions.iter().find(|c| c.type_ == type_))
