@@ -80,19 +80,59 @@ pub struct Tuning {
     pub threads: Option<u16>,
 }
 
+/// Sysctl name grammar, as the API server validates pod sysctls: segments of `a-z0-9-_` that
+/// start and end alphanumeric, separated by `.` or `/`. RE2 syntax (CEL `matches`).
+pub const SYSCTL_NAME_PATTERN: &str =
+    "^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$";
+const SYSCTL_NAME_RULE: &str = "must be a sysctl name: segments of a-z, 0-9, '-' and '_', each \
+     starting and ending with a letter or digit, separated by '.' or '/' (e.g. net.ipv4.tcp_fin_timeout)";
+/// Sysctl values are printable ASCII: a newline would let one value smuggle in a second setting.
+pub const SYSCTL_VALUE_PATTERN: &str = "^[ -~]*$";
+const SYSCTL_VALUE_RULE: &str =
+    "must be printable ASCII (space to '~'): no newlines, tabs or other control characters";
+
+fn sysctl_name_rule() -> Rule {
+    Rule::new(format!("self.matches('{SYSCTL_NAME_PATTERN}')")).message(SYSCTL_NAME_RULE)
+}
+
+fn sysctl_value_rule() -> Rule {
+    Rule::new(format!("self.matches('{SYSCTL_VALUE_PATTERN}')")).message(SYSCTL_VALUE_RULE)
+}
+
 /// One namespaced sysctl.
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, Serialize, KubeSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Sysctl {
-    /// Sysctl name, e.g. `net.ipv4.tcp_fin_timeout`.
-    #[schemars(
-        length(min = 1, max = 128),
-        regex(pattern = r"^[a-z0-9_]+([./][a-z0-9_-]+)*$")
-    )]
+    /// Sysctl name, e.g. `net.ipv4.tcp_fin_timeout`: segments of `a-z0-9-_` (starting and
+    /// ending alphanumeric) separated by `.` or `/`.
+    #[schemars(length(min = 1, max = 128))]
+    #[x_kube(validation = sysctl_name_rule())]
     pub name: String,
-    /// Value as the kernel expects it, e.g. `"30"` or `"4096 87380 6291456"`.
+    /// Value as the kernel expects it, e.g. `"30"` or `"4096 87380 6291456"`: printable ASCII,
+    /// 1-256 characters.
     #[schemars(length(min = 1, max = 256))]
+    #[x_kube(validation = sysctl_value_rule())]
     pub value: String,
+}
+
+/// `(field, rule)` when `s` breaks a rule admission enforces. The operator repeats the check for
+/// objects stored before the rules existed (the API server lets unchanged fields stay).
+pub fn sysctl_problem(s: &Sysctl) -> Option<(&'static str, &'static str)> {
+    let edge = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let segment_ok = |seg: &str| {
+        let b = seg.as_bytes();
+        b.first().is_some_and(edge)
+            && b.last().is_some_and(edge)
+            && b.iter().all(|c| edge(c) || *c == b'-' || *c == b'_')
+    };
+    if s.name.len() > 128 || !s.name.split(['.', '/']).all(segment_ok) {
+        return Some(("name", SYSCTL_NAME_RULE));
+    }
+    let printable = s.value.bytes().all(|c| (b' '..=b'~').contains(&c));
+    if s.value.is_empty() || s.value.len() > 256 || !printable {
+        return Some(("value", SYSCTL_VALUE_RULE));
+    }
+    None
 }
 
 /// Where the server pods run.
@@ -300,6 +340,7 @@ pub struct ObservedTuning {
     pub cpus: Option<String>,
     /// Sysctls set on the pods.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
     pub sysctls_applied: Vec<Sysctl>,
     /// Thread count the server was started with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -340,6 +381,77 @@ mod tests {
         }
         assert_eq!(list.matches('\'').count(), SAFE_SYSCTLS.len() * 2);
         assert!(sysctls_rule().rule.contains(&list));
+    }
+
+    fn sysctl(name: &str, value: &str) -> Sysctl {
+        Sysctl {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+
+    /// (name, value, which field is wrong)
+    const SYSCTL_CASES: &[(&str, &str, Option<&str>)] = &[
+        ("net.ipv4.tcp_fin_timeout", "15", None),
+        ("net/ipv4/ip_local_port_range", "1024 65000", None),
+        ("net.ipv4.conf.eth-0.rp_filter", "1", None),
+        ("kernel.shm_rmid_forced", "1", None),
+        ("net.ipv4.tcp_rmem", "4096 87380 6291456", None),
+        ("x", "~!@#$%^&*()_+`-={}[]|:;'<>?,./ \"", None),
+        ("net.core.somaxconn; reboot", "1", Some("name")),
+        ("Net.core.somaxconn", "1", Some("name")),
+        ("net..core", "1", Some("name")),
+        (".net.core", "1", Some("name")),
+        ("net.core.", "1", Some("name")),
+        ("net._core", "1", Some("name")),
+        ("net.core-", "1", Some("name")),
+        ("", "1", Some("name")),
+        (
+            "net.ipv4.tcp_fin_timeout",
+            "15\nkernel.panic=1",
+            Some("value"),
+        ),
+        ("net.ipv4.tcp_fin_timeout", "15\r", Some("value")),
+        ("net.ipv4.tcp_fin_timeout", "4096\t87380", Some("value")),
+        ("net.ipv4.tcp_fin_timeout", "15\u{7f}", Some("value")),
+        ("net.ipv4.tcp_fin_timeout", "\u{1b}[1m15", Some("value")),
+        ("net.ipv4.tcp_fin_timeout", "fünfzehn", Some("value")),
+        ("net.ipv4.tcp_fin_timeout", "", Some("value")),
+    ];
+
+    #[test]
+    fn sysctl_check_names_the_broken_field() {
+        for (name, value, want) in SYSCTL_CASES {
+            let got = sysctl_problem(&sysctl(name, value)).map(|(field, _)| field);
+            assert_eq!(got, *want, "{name:?} = {value:?}");
+        }
+        let long = sysctl(&"a".repeat(129), "1");
+        assert_eq!(sysctl_problem(&long).map(|p| p.0), Some("name"));
+        let long = sysctl("a", &"1".repeat(257));
+        assert_eq!(sysctl_problem(&long).map(|p| p.0), Some("value"));
+    }
+
+    /// The CEL patterns (RE2, as the API server runs them) agree with the Rust check.
+    #[test]
+    fn sysctl_patterns_agree_with_the_rust_check() {
+        let name = regex::Regex::new(SYSCTL_NAME_PATTERN).unwrap();
+        let value = regex::Regex::new(SYSCTL_VALUE_PATTERN).unwrap();
+        for (n, v, want) in SYSCTL_CASES {
+            let by_pattern = if !name.is_match(n) {
+                Some("name")
+            } else if v.is_empty() || !value.is_match(v) {
+                Some("value")
+            } else {
+                None
+            };
+            assert_eq!(by_pattern, *want, "{n:?} = {v:?}");
+        }
+        // No backslash or quote: the pattern sits inside a single-quoted CEL string.
+        for p in [SYSCTL_NAME_PATTERN, SYSCTL_VALUE_PATTERN] {
+            assert!(!p.contains(['\\', '\'', '"']), "{p}");
+        }
+        assert!(sysctl_value_rule().rule.contains(SYSCTL_VALUE_PATTERN));
+        assert!(sysctl_name_rule().rule.contains(SYSCTL_NAME_PATTERN));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! exist?) are passed in. Violations become a Degraded condition, never an error loop.
 
 use crate::tuning::is_integer_cpu;
-use msgbench_crds::common::{is_safe_sysctl, Resources, Tuning};
+use msgbench_crds::common::{is_safe_sysctl, sysctl_problem, Resources, Tuning};
 use std::fmt;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,8 +38,9 @@ pub struct SecretFacts {
     pub keys: Option<Vec<String>>,
 }
 
-/// Checks shared by every server kind: pinning needs integer CPUs with a memory limit, unsafe
-/// sysctls need the opt-in (the CRD's CEL says the same; this guards CRDs installed without it).
+/// Checks shared by every server kind: pinning needs integer CPUs with a memory limit, sysctls
+/// follow the name and value rules and unsafe ones need the opt-in (the CRD's CEL says the
+/// same; this guards CRDs installed without it and objects stored before the rules).
 pub fn check_tuning(tuning: &Tuning, res: &Resources) -> Vec<Violation> {
     let mut v = Vec::new();
     let limits = res.limits.as_ref();
@@ -62,6 +63,14 @@ pub fn check_tuning(tuning: &Tuning, res: &Resources) -> Vec<Violation> {
             v.push(Violation::invalid(
                 "spec.resources.limits.memory",
                 "tuning.cpuPinning needs a memory limit (Guaranteed QoS)",
+            ));
+        }
+    }
+    for (i, s) in tuning.sysctls.iter().enumerate() {
+        if let Some((field, rule)) = sysctl_problem(s) {
+            v.push(Violation::invalid(
+                format!("spec.tuning.sysctls[{i}].{field}"),
+                rule,
             ));
         }
     }
@@ -161,6 +170,22 @@ mod tests {
         assert!(v[0].rule.contains("net.core.somaxconn"));
         t.allow_unsafe_sysctls = true;
         assert!(check_tuning(&t, &Resources::default()).is_empty());
+    }
+
+    #[test]
+    fn a_sysctl_value_with_a_newline_is_a_violation_naming_the_field() {
+        // Stored before admission had the rule: the operator must not start the server with it.
+        let t = Tuning {
+            sysctls: vec![Sysctl {
+                name: "net.ipv4.tcp_fin_timeout".into(),
+                value: "15\nkernel.panic=1".into(),
+            }],
+            ..Tuning::default()
+        };
+        let v = check_tuning(&t, &Resources::default());
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].field, "spec.tuning.sysctls[0].value");
+        assert!(v[0].rule.contains("printable ASCII"), "{}", v[0].rule);
     }
 
     #[test]
