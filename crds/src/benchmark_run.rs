@@ -32,6 +32,7 @@ pub const DEFAULT_RUNNER_IMAGE: &str = "ghcr.io/msgbench/bench-runner:0.1.0";
     printcolumn(name = "Msgs/s", type_ = "number", json_path = ".status.headline.receiveRate"),
     printcolumn(name = "P99", type_ = "string", json_path = ".status.headline.p99"),
     printcolumn(name = "Verdict", type_ = "string", json_path = ".status.verdict.outcome"),
+    printcolumn(name = "Reason", type_ = "string", json_path = ".status.verdict.reason", priority = "1"),
     printcolumn(name = "Compare", type_ = "string", json_path = ".status.headline.comparison"),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
     validation = Rule::new("!has(self.spec.baselineRef) || self.spec.baselineRef.name != self.metadata.name").message("spec.baselineRef.name: a run cannot be its own baseline").field_path(".spec.baselineRef.name")

@@ -22,8 +22,11 @@ pub struct BenchmarkRunStatus {
     /// Spec generation this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// TargetReady, RunnersReady, Complete and Succeeded (`kubectl wait
-    /// --for=condition=Succeeded` is the CI gate), with reasons such as TargetNotFound,
+    /// Complete is True once the run ended, passed or failed (its reason says how); Succeeded
+    /// is the verdict (True, or False with the reason); Reconciling (True while running) and
+    /// Stalled (True after a failure) are for kstatus-based tools; TargetReady and RunnersReady
+    /// report the stages before the load. CI gate: `kubectl wait --for=condition=Complete`, then
+    /// `kubectl wait --for=condition=Succeeded --timeout=0`. Reasons such as TargetNotFound,
     /// BarrierTimeout, RunnerFailed, DeadlineExceeded, ThresholdsNotMet.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 8))]

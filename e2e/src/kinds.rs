@@ -104,7 +104,12 @@ pub fn condition<'a>(obj: &'a DynamicObject, type_: &str) -> Option<&'a Value> {
 
 /// Ready=True for the object's current generation (a stale Ready from an older spec does not count).
 pub fn is_ready(obj: &DynamicObject) -> bool {
-    let Some(ready) = condition(obj, "Ready") else {
+    is_true_now(obj, "Ready")
+}
+
+/// Condition `type_` is True for the object's current generation, as `kubectl wait` judges it.
+pub fn is_true_now(obj: &DynamicObject, type_: &str) -> bool {
+    let Some(ready) = condition(obj, type_) else {
         return false;
     };
     let current = match (

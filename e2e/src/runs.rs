@@ -1,5 +1,5 @@
-//! BenchmarkRun helpers shared by the e2e tests: read a status field, wait for a verdict.
-use crate::kinds::Kind;
+//! BenchmarkRun helpers shared by the e2e tests: read a status field or condition, wait for the end.
+use crate::kinds::{self, Kind};
 use crate::{wait, TestContext};
 use anyhow::Result;
 use kube::api::DynamicObject;
@@ -11,20 +11,23 @@ pub fn field<'a>(o: &'a DynamicObject, ptr: &str) -> &'a Value {
     o.data.pointer(ptr).unwrap_or(&Value::Null)
 }
 
-/// Waits until BenchmarkRun `name` is Succeeded or Failed.
+/// Waits until BenchmarkRun `name` ended, passed or failed: `Complete=True` for its current
+/// generation (what the README's CI gate waits for).
 pub async fn finished(ctx: &TestContext, name: &str, timeout: Duration) -> Result<DynamicObject> {
     let api = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
     wait::until(
         &api,
         name,
         timeout,
-        &format!("BenchmarkRun {name} finished"),
-        |o| {
-            matches!(
-                o.data.pointer("/status/phase").and_then(Value::as_str),
-                Some("Succeeded" | "Failed")
-            )
-        },
+        &format!("BenchmarkRun {name} finished (Complete=True)"),
+        |o| kinds::is_true_now(o, "Complete"),
     )
     .await
+}
+
+/// `status` of condition `type_`, `""` when absent.
+pub fn condition_status<'a>(o: &'a DynamicObject, type_: &str) -> &'a str {
+    kinds::condition(o, type_)
+        .and_then(|c| c["status"].as_str())
+        .unwrap_or("")
 }

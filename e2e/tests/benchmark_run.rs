@@ -7,7 +7,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use msgbench_e2e::kinds::{self, Kind};
-use msgbench_e2e::runs::{field as s, finished};
+use msgbench_e2e::runs::{condition_status, field as s, finished};
 use msgbench_e2e::{run, servers, wait, TestContext};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -196,11 +196,18 @@ async fn body(ctx: TestContext) -> Result<()> {
         th[0]["passed"] == true && th[1]["passed"] == false,
         "thresholds {th}"
     );
-    ensure!(
-        kinds::condition(&r1, "Succeeded").and_then(|c| c["status"].as_str()) == Some("True"),
-        "Succeeded condition: {}",
-        kinds::conditions_summary(&r1)
-    );
+    for (type_, want) in [
+        ("Complete", "True"),
+        ("Succeeded", "True"),
+        ("Stalled", "False"),
+        ("Reconciling", "False"),
+    ] {
+        ensure!(
+            condition_status(&r1, type_) == want,
+            "{type_} should be {want}: {}",
+            kinds::conditions_summary(&r1)
+        );
+    }
 
     // Runner pods had no API token and ran as restricted pods.
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.ns);
@@ -264,23 +271,13 @@ async fn body(ctx: TestContext) -> Result<()> {
         &Patch::Merge(json!({"spec": {"trials": 1, "ttlSecondsAfterFinished": 0}})),
     )
     .await?;
-    let g2 = wait::until(
-        &api,
-        "js-r1",
-        Duration::from_secs(300),
-        "js-r1 generation 2 finished",
-        |o| {
-            o.data
-                .pointer("/status/observedGeneration")
-                .and_then(Value::as_i64)
-                == Some(2)
-                && matches!(
-                    o.data.pointer("/status/phase").and_then(Value::as_str),
-                    Some("Succeeded" | "Failed")
-                )
-        },
-    )
-    .await?;
+    // Complete=True for generation 2: generation 1's Complete does not count.
+    let g2 = finished(&ctx, "js-r1", Duration::from_secs(300)).await?;
+    ensure!(
+        s(&g2, "/status/observedGeneration") == 2,
+        "observedGeneration {}",
+        s(&g2, "/status/observedGeneration")
+    );
     let history = s(&g2, "/status/history");
     ensure!(
         history.as_array().map(Vec::len) == Some(1) && history[0]["generation"] == 1,

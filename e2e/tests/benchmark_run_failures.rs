@@ -8,9 +8,8 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, ListParams};
 use msgbench_e2e::kinds::{self, Kind};
-use msgbench_e2e::runs::field as s;
+use msgbench_e2e::runs::{condition_status, field as s, finished};
 use msgbench_e2e::{run, servers, wait, TestContext};
-use serde_json::Value;
 use std::time::{Duration, Instant};
 
 /// Asks for more CPU than any node has: its pod stays Pending, so it never becomes Ready.
@@ -104,29 +103,31 @@ async fn runs_the_operator_ends_fail_with_their_reason_and_leave_no_runners() {
     run("benchmark-run-failures", body).await;
 }
 
+/// Waits for the end and checks the terminal conditions of a failed run: Complete=True (the
+/// CI gate's wait ends), Succeeded=False and Stalled=True (kstatus: Failed), Reconciling=False.
 async fn failed(ctx: &TestContext, name: &str, timeout: Duration) -> Result<DynamicObject> {
-    let api = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
-    let o = wait::until(
-        &api,
-        name,
-        timeout,
-        &format!("BenchmarkRun {name} finished"),
-        |o| {
-            matches!(
-                o.data.pointer("/status/phase").and_then(Value::as_str),
-                Some("Succeeded" | "Failed")
-            )
-        },
-    )
-    .await?;
+    let o = finished(ctx, name, timeout).await?;
     ensure!(
         s(&o, "/status/phase") == "Failed",
         "{name} should fail: verdict {}",
         s(&o, "/status/verdict")
     );
+    let reason = s(&o, "/status/verdict/reason").as_str().unwrap_or_default();
+    for (type_, want) in [
+        ("Complete", "True"),
+        ("Succeeded", "False"),
+        ("Stalled", "True"),
+        ("Reconciling", "False"),
+    ] {
+        ensure!(
+            condition_status(&o, type_) == want,
+            "{name}: {type_} should be {want}: {}",
+            kinds::conditions_summary(&o)
+        );
+    }
     ensure!(
-        kinds::condition(&o, "Succeeded").and_then(|c| c["status"].as_str()) == Some("False"),
-        "{name}: Succeeded condition {}",
+        kinds::condition(&o, "Complete").and_then(|c| c["reason"].as_str()) == Some(reason),
+        "{name}: Complete's reason should be the verdict's ({reason}): {}",
         kinds::conditions_summary(&o)
     );
     Ok(o)

@@ -1,7 +1,7 @@
 //! Reading the runner pods: who is ready, who failed and why, and — when every runner is
 //! done — turning their gathered records into the verdict.
 use super::build::RunIdentity;
-use super::conditions::{self as cond, COMPLETE, SUCCEEDED};
+use super::conditions as cond;
 use super::gather::{gather, DoneRunner, Gathered};
 use super::reconcile::now;
 use super::{compare, results};
@@ -174,32 +174,29 @@ fn termination_message(p: &Pod) -> String {
 
 /// Ends the run as Failed with `reason`.
 pub fn fail(st: &mut BenchmarkRunStatus, reason: &str, message: &str, g: Option<i64>) {
+    end(st, Outcome::Failed, reason, message, g);
+}
+
+/// Ends the run as Passed.
+pub fn pass(st: &mut BenchmarkRunStatus, message: &str, g: Option<i64>) {
+    end(st, Outcome::Passed, "Succeeded", message, g);
+}
+
+/// Phase, completion time, verdict and the terminal conditions (see `conditions`).
+fn end(st: &mut BenchmarkRunStatus, outcome: Outcome, reason: &str, message: &str, g: Option<i64>) {
     let t = now();
-    st.phase = Some(Phase::Failed);
+    let message = crate::status_text::plain(message);
+    st.phase = Some(match outcome {
+        Outcome::Passed => Phase::Succeeded,
+        Outcome::Failed => Phase::Failed,
+    });
     st.completion_time = Some(t.clone());
     st.verdict = Some(Verdict {
-        outcome: Outcome::Failed,
+        outcome,
         reason: reason.into(),
-        message: Some(message.chars().take(1024).collect()),
+        message: Some(message.clone()),
     });
-    cond::set(
-        &mut st.conditions,
-        COMPLETE,
-        "False",
-        reason,
-        message,
-        g,
-        &t,
-    );
-    cond::set(
-        &mut st.conditions,
-        SUCCEEDED,
-        "False",
-        reason,
-        message,
-        g,
-        &t,
-    );
+    cond::finish(&mut st.conditions, outcome, reason, &message, g, &t);
 }
 
 /// Gathers every runner's records (control endpoint, else log frames), merges, evaluates
@@ -267,7 +264,6 @@ pub async fn collect(
         fail(st, "ThresholdsNotMet", &broken.join("; "), g);
         return Ok(());
     }
-    let t = now();
     let msg = match (
         &st.result,
         st.headline.as_ref().and_then(|h| h.comparison.clone()),
@@ -286,31 +282,7 @@ pub async fn collect(
         ),
         (None, None) => return Err(Error::Build("no result".into())),
     };
-    st.phase = Some(Phase::Succeeded);
-    st.completion_time = Some(t.clone());
-    st.verdict = Some(Verdict {
-        outcome: Outcome::Passed,
-        reason: "Succeeded".into(),
-        message: Some(msg.clone()),
-    });
-    cond::set(
-        &mut st.conditions,
-        COMPLETE,
-        "True",
-        "Succeeded",
-        &msg,
-        g,
-        &t,
-    );
-    cond::set(
-        &mut st.conditions,
-        SUCCEEDED,
-        "True",
-        "Succeeded",
-        &msg,
-        g,
-        &t,
-    );
+    pass(st, &msg, g);
     Ok(())
 }
 

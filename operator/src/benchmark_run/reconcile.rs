@@ -2,7 +2,7 @@
 //! condition times), so a restarted operator continues where the last one stopped: it resends
 //! `/start` when the barrier was not released everywhere, or collects finished runners.
 use super::build::{self, RunIdentity};
-use super::conditions::{self as cond, COMPLETE, RUNNERS_READY, SUCCEEDED, TARGET_READY};
+use super::conditions::{self as cond, Status, COMPLETE, RUNNERS_READY, TARGET_READY};
 use super::gather::DoneRunner;
 use super::{finish, runner_access, runner_http, target, variants};
 use crate::context::{Context, CONTROLLER_NAME};
@@ -158,17 +158,7 @@ async fn step(
             history,
             ..BenchmarkRunStatus::default()
         };
-        for c in [TARGET_READY, RUNNERS_READY, COMPLETE, SUCCEEDED] {
-            cond::set(
-                &mut st.conditions,
-                c,
-                "Unknown",
-                "Pending",
-                "accepted",
-                g,
-                &t,
-            );
-        }
+        cond::accept(&mut st.conditions, g, &t);
         return Ok(Action::requeue(Duration::from_millis(200)));
     }
     if matches!(st.phase, Some(Phase::Succeeded | Phase::Failed)) {
@@ -225,7 +215,7 @@ async fn step(
                 cond::set(
                     &mut st.conditions,
                     TARGET_READY,
-                    "False",
+                    Status::False,
                     "TargetNotFound",
                     &msg,
                     g,
@@ -250,7 +240,7 @@ async fn step(
                 cond::set(
                     &mut st.conditions,
                     TARGET_READY,
-                    "False",
+                    Status::False,
                     "TargetNotReady",
                     &msg,
                     g,
@@ -263,7 +253,7 @@ async fn step(
             cond::set(
                 &mut st.conditions,
                 TARGET_READY,
-                "False",
+                Status::False,
                 "TargetNotReady",
                 why,
                 g,
@@ -274,7 +264,7 @@ async fn step(
         cond::set(
             &mut st.conditions,
             TARGET_READY,
-            "True",
+            Status::True,
             "TargetReady",
             &resolved.url,
             g,
@@ -287,7 +277,7 @@ async fn step(
                 cond::set(
                     &mut st.conditions,
                     RUNNERS_READY,
-                    "False",
+                    Status::False,
                     "WaitingForBaseline",
                     &msg,
                     g,
@@ -370,7 +360,7 @@ async fn step(
         cond::set(
             &mut st.conditions,
             RUNNERS_READY,
-            "False",
+            Status::False,
             "Starting",
             "runner pods starting",
             g,
@@ -421,7 +411,7 @@ async fn step(
             cond::set(
                 &mut st.conditions,
                 RUNNERS_READY,
-                "True",
+                Status::True,
                 "BarrierReleased",
                 &msg,
                 g,
@@ -599,7 +589,7 @@ fn wait_for_target(
     cond::set(
         &mut st.conditions,
         TARGET_READY,
-        "False",
+        Status::False,
         reason,
         &msg,
         g,
