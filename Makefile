@@ -50,8 +50,17 @@ images:
 ## e2e: the cluster's own smoke checks (pinning, sysctls, DNS, Services, volumes), then the suite.
 e2e: cluster-up images
 	@# The node has one allocatable CPU and the pinning checks need all of it: free what
-	@# `make demo` left running (its results are printed and re-made by the next demo).
+	@# `make demo` left running (its results are printed and re-made by the next demo) ...
 	kubectl delete namespace msgbench-demo --ignore-not-found --wait --timeout=180s
+	@# ... and the CPU request of an operator installed with other values (by hand, or by a
+	@# demo from before it used the suite's values): install the suite's values (only those,
+	@# not the old ones), as its own install does anyway.
+	e2e/tools/ensure helm
+	if [ -n "$$(kubectl -n msgbench-system get deployment msgbench-operator --ignore-not-found \
+	      -o jsonpath='{.spec.template.spec.containers[*].resources.requests.cpu}')" ]; then \
+	  helm upgrade msgbench charts/msgbench -n msgbench-system \
+	    --values charts/tests/e2e-values.yaml --wait --timeout 3m; \
+	fi
 	e2e/cluster/smoke
 	cargo test -p msgbench-e2e -- --test-threads=1
 
