@@ -1,8 +1,8 @@
 //! status.result.serverUsage: a BenchmarkRun against a JetStreamCluster ends with the server
 //! pods' CPU and memory sampled from nats `/varz` during the run (baseline before the barrier,
-//! samples under load, one row per server pod); a stepped connection workload gets memory per
-//! connection as a fit over the connection levels, or the reason it is unavailable (never 0);
-//! a PubSubServer run reads pubsub-server `/health`.
+//! samples under load, one row per server pod); a stepped connection workload on the fresh
+//! server gets memory per connection as a least-squares slope over the connection levels; a
+//! PubSubServer run reads pubsub-server `/health`.
 use anyhow::{ensure, Result};
 use kube::api::DynamicObject;
 use msgbench_e2e::kinds::{self, Kind};
@@ -240,9 +240,10 @@ async fn body(ctx: TestContext) -> Result<()> {
     Ok(())
 }
 
-/// Every step level was sampled, and memory per connection is either a positive slope that
-/// fits (R² at least the threshold, 95 % interval above 0) or unavailable with a reason: never
-/// 0, never negative.
+/// Every step level was sampled, and on a fresh server memory per connection is a positive
+/// slope that fits: R² at least the threshold, 95 % interval above 0. (Measured here: 35–38 KB
+/// per connection, R² 0.98–0.99. On a server still returning heap after a load the same run
+/// is reported unavailable with the reason, never 0: see the unit tests of the fit.)
 fn check_memory_per_connection(cu: &Value) -> Result<()> {
     ensure!(
         cu["pods"][0]["connectionsMax"].as_u64() >= Some(500),
@@ -265,25 +266,19 @@ fn check_memory_per_connection(cu: &Value) -> Result<()> {
             .all(|w| w[1]["connections"].as_u64() >= w[0]["connections"].as_u64()),
         "points only while connections rose or held: {cu}"
     );
-    match cu["memoryBytesPerConnection"].as_f64() {
-        Some(per) => {
-            ensure!(fit["unavailable"].is_null(), "{fit}");
-            ensure!(fit["slope"].as_f64() == Some(per), "{fit}");
-            ensure!(fit["ci95Low"].as_f64() > Some(0.0), "{fit}");
-            ensure!(
-                fit["rSquared"].as_f64() >= fit["minRSquared"].as_f64(),
-                "{fit}"
-            );
-            // A nats client connection costs kilobytes, never bytes or megabytes.
-            ensure!(
-                (500.0..1_000_000.0).contains(&per),
-                "memory per connection {per}: {fit}"
-            );
-        }
-        None => ensure!(
-            fit["unavailable"].as_str().is_some_and(|w| w.len() > 20),
-            "no figure and no reason: {fit}"
-        ),
-    }
+    let per = cu["memoryBytesPerConnection"].as_f64();
+    ensure!(per.is_some(), "no memory per connection: {fit}");
+    ensure!(fit["unavailable"].is_null(), "{fit}");
+    ensure!(fit["slope"].as_f64() == per, "{fit}");
+    ensure!(fit["ci95Low"].as_f64() > Some(0.0), "{fit}");
+    ensure!(
+        fit["rSquared"].as_f64() >= fit["minRSquared"].as_f64(),
+        "{fit}"
+    );
+    // A nats client connection costs kilobytes, never bytes or megabytes.
+    ensure!(
+        per.is_some_and(|p| (2_000.0..500_000.0).contains(&p)),
+        "memory per connection {per:?}: {fit}"
+    );
     Ok(())
 }
