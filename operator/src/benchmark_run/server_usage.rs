@@ -44,18 +44,33 @@ fn instant_point(readings: &[(String, Sample)], all_answered: bool) -> Option<Me
     Some(p)
 }
 
-/// Before the barrier release: memory and connections at rest (the latest reading wins).
+/// Connection workloads: this instant's (connections, memory) point for the fit. Before the
+/// barrier release the latest point is the baseline; after it, points accumulate.
 /// `all_answered`: every server pod listed answered this time.
-pub fn record_baseline(
+pub fn record_point(
     u: &mut ServerUsage,
     readings: &[(String, Sample)],
     all_answered: bool,
-    now_ms: i64,
+    released: bool,
 ) {
-    if let Some(p) = instant_point(readings, all_answered) {
+    let Some(p) = instant_point(readings, all_answered) else {
+        return;
+    };
+    if released {
+        memory_fit::add_point(
+            &mut u.memory_points,
+            &mut u.memory_point_stride,
+            u.samples,
+            p,
+        );
+    } else {
         u.memory_points = vec![p];
         u.memory_point_stride = None;
     }
+}
+
+/// Before the barrier release: memory and connections at rest (the latest reading wins).
+pub fn record_baseline(u: &mut ServerUsage, readings: &[(String, Sample)], now_ms: i64) {
     for (pod, s) in readings {
         let Some(p) = pod_entry(u, pod) else { continue };
         p.memory_bytes_baseline = Some(s.rss_bytes);
@@ -69,7 +84,7 @@ pub fn record_baseline(
 }
 
 /// While the load runs: one sampling instant over all pods.
-pub fn record(u: &mut ServerUsage, readings: &[(String, Sample)], all_answered: bool, now_ms: i64) {
+pub fn record(u: &mut ServerUsage, readings: &[(String, Sample)], now_ms: i64) {
     let (mut cores_now, mut rss_now) = (0.0, 0u64);
     for (pod, s) in readings {
         let Some(p) = pod_entry(u, pod) else { continue };
@@ -111,10 +126,6 @@ pub fn record(u: &mut ServerUsage, readings: &[(String, Sample)], all_answered: 
         u.samples += 1;
         u.cpu_cores_max = u.cpu_cores_max.max(cores_now);
         u.memory_bytes_max = u.memory_bytes_max.max(rss_now);
-    }
-    if let Some(p) = instant_point(readings, all_answered) {
-        let seq = u.samples;
-        memory_fit::add_point(&mut u.memory_points, &mut u.memory_point_stride, seq, p);
     }
 }
 
@@ -187,15 +198,19 @@ pub async fn sample(ctx: &Context, br: &BenchmarkRun, ns: &str, st: &mut Benchma
         return;
     }
     let (listed, readings) = read_pods(ctx, ns, r.kind, &r.name, port_name, path, parse).await;
-    let all_answered = listed > 0 && readings.len() == listed;
     if released {
-        record(u, &readings, all_answered, now_ms);
+        record(u, &readings, now_ms);
     } else {
-        record_baseline(u, &readings, all_answered, now_ms);
+        record_baseline(u, &readings, now_ms);
+    }
+    let connection_workload = br.spec.workload.connections.is_some();
+    if connection_workload {
+        let all_answered = listed > 0 && readings.len() == listed;
+        record_point(u, &readings, all_answered, released);
     }
     u.unavailable = (u.samples == 0 && released && readings.is_empty())
         .then(|| format!("no server pod answered {path} yet"));
-    summarize(u, br.spec.workload.connections.is_some());
+    summarize(u, connection_workload);
 }
 
 /// After results merged: the usage becomes part of the result.
@@ -228,7 +243,6 @@ mod tests {
                 ("a".into(), nats(0.0, 100, 0)),
                 ("b".into(), nats(0.0, 200, 0)),
             ],
-            true,
             0,
         );
         // 2 s at a=1.0 b=0.5, then 6 s at a=0.2 b=0.2.
@@ -238,7 +252,6 @@ mod tests {
                 ("a".into(), nats(1.0, 150, 2)),
                 ("b".into(), nats(0.5, 260, 2)),
             ],
-            true,
             2_000,
         );
         record(
@@ -247,7 +260,6 @@ mod tests {
                 ("a".into(), nats(0.2, 400, 2)),
                 ("b".into(), nats(0.2, 210, 2)),
             ],
-            true,
             8_000,
         );
         summarize(&mut u, false);
@@ -276,10 +288,10 @@ mod tests {
             connections: None,
         };
         let mut u = ServerUsage::default();
-        record_baseline(&mut u, &[("p".into(), secs(10.0))], true, 0);
-        record(&mut u, &[("p".into(), secs(13.0))], true, 4_000); // 0.75 cores
-        record(&mut u, &[("p".into(), secs(0.5))], true, 6_000); // restarted: no CPU figure
-        record(&mut u, &[("p".into(), secs(1.5))], true, 8_000); // 0.5 cores
+        record_baseline(&mut u, &[("p".into(), secs(10.0))], 0);
+        record(&mut u, &[("p".into(), secs(13.0))], 4_000); // 0.75 cores
+        record(&mut u, &[("p".into(), secs(0.5))], 6_000); // restarted: no CPU figure
+        record(&mut u, &[("p".into(), secs(1.5))], 8_000); // 0.5 cores
         summarize(&mut u, false);
         let p = &u.pods[0];
         assert_eq!(p.samples, 3);
@@ -300,13 +312,21 @@ mod tests {
                 ("b".to_string(), nats(0.1, half, c / 2)),
             ]
         };
-        record_baseline(&mut u, &both(0), true, 0);
+        let mut at = |u: &mut ServerUsage, r: &[(String, Sample)], all: bool, t: i64| {
+            if t == 0 {
+                record_baseline(u, r, t);
+            } else {
+                record(u, r, t);
+            }
+            record_point(u, r, all, t > 0);
+        };
+        at(&mut u, &both(0), true, 0);
         for (i, c) in [200, 200, 400, 400, 600, 600, 600].into_iter().enumerate() {
-            record(&mut u, &both(c), true, 3_000 * (i as i64 + 1));
+            at(&mut u, &both(c), true, 3_000 * (i as i64 + 1));
         }
         // A sample one pod missed, and the closing at the end, add no point.
-        record(&mut u, &both(800)[..1], false, 30_000);
-        record(&mut u, &both(0), true, 33_000);
+        at(&mut u, &both(800)[..1], false, 30_000);
+        at(&mut u, &both(0), true, 33_000);
         summarize(&mut u, true);
         assert_eq!(u.memory_points.len(), 8, "{:?}", u.memory_points);
         assert_eq!(u.memory_bytes_per_connection, Some(8_450.0));
@@ -323,19 +343,13 @@ mod tests {
     fn one_level_of_connections_is_unavailable_never_zero() {
         // Issue 12: the server's memory fell under 300 connections opened at once.
         let mut u = ServerUsage::default();
-        record_baseline(&mut u, &[("a".into(), nats(0.0, 35_600_000, 0))], true, 0);
-        record(
-            &mut u,
-            &[("a".into(), nats(0.1, 33_800_000, 300))],
-            true,
-            3_000,
-        );
-        record(
-            &mut u,
-            &[("a".into(), nats(0.1, 33_700_000, 300))],
-            true,
-            6_000,
-        );
+        let a = |rss, c| [("a".to_string(), nats(0.1, rss, c))];
+        record_baseline(&mut u, &a(35_600_000, 0), 0);
+        record_point(&mut u, &a(35_600_000, 0), true, false);
+        for (t, rss) in [(3_000, 33_800_000), (6_000, 33_700_000)] {
+            record(&mut u, &a(rss, 300), t);
+            record_point(&mut u, &a(rss, 300), true, true);
+        }
         summarize(&mut u, true);
         assert_eq!(u.memory_bytes_per_connection, None);
         let why = u.memory_per_connection_fit.unwrap().unavailable.unwrap();
@@ -348,7 +362,7 @@ mod tests {
         let many: Vec<(String, Sample)> = (0..40)
             .map(|i| (format!("p{i}"), nats(0.1, 1, 0)))
             .collect();
-        record(&mut u, &many, true, 1_000);
+        record(&mut u, &many, 1_000);
         assert_eq!(u.pods.len(), MAX_SERVER_PODS);
     }
 }
