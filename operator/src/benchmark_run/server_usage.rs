@@ -312,7 +312,7 @@ mod tests {
                 ("b".to_string(), nats(0.1, half, c / 2)),
             ]
         };
-        let mut at = |u: &mut ServerUsage, r: &[(String, Sample)], all: bool, t: i64| {
+        let at = |u: &mut ServerUsage, r: &[(String, Sample)], all: bool, t: i64| {
             if t == 0 {
                 record_baseline(u, r, t);
             } else {
