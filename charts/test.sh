@@ -29,7 +29,8 @@ helm lint --strict --kube-version "$KUBE_VERSION" "$CHART" -f "$NONDEFAULT" >/de
   || fail "helm lint --strict (non-default values)"
 
 # 2. Render and assert. Nothing below means anything when rendering fails, so stop there.
-if ! render "$work/default.yaml" || ! render "$work/nondefault.yaml" -f "$NONDEFAULT"; then
+if ! render "$work/default.yaml" || ! render "$work/nondefault.yaml" -f "$NONDEFAULT" \
+  || ! render "$work/single.yaml" --set leaderElection.enabled=false; then
   echo "FAIL - helm template failed; chart tests stopped" >&2
   exit 1
 fi
@@ -37,6 +38,10 @@ python3 "$CHECK" default "$work/default.yaml" "$CHART" && pass "default render a
   || fail "default render assertions"
 python3 "$CHECK" nondefault "$work/nondefault.yaml" "$CHART" && pass "non-default render assertions" \
   || fail "non-default render assertions"
+python3 "$CHECK" no-leader-election "$work/single.yaml" "$CHART" && pass "leaderElection.enabled=false render assertions" \
+  || fail "leaderElection.enabled=false render assertions"
+helm lint --strict --kube-version "$KUBE_VERSION" "$CHART" --set leaderElection.enabled=false >/dev/null \
+  && pass "helm lint --strict (leader election off)" || fail "helm lint --strict (leader election off)"
 crd_count=$(grep -c '^kind: CustomResourceDefinition' "$work/nondefault.yaml" || true)
 [ "$crd_count" = 0 ] && pass "crds.install=false renders no CRD" || fail "crds.install=false rendered $crd_count CRDs"
 
@@ -61,6 +66,10 @@ reject "a negative metrics port" "port" --set metrics.service.port=-1
 reject "an uppercase image repository" "repository" --set image.repository=GHCR.IO/Operator
 reject "serviceMonitor.interval without a unit" "interval" --set serviceMonitor.interval=30
 reject "resources.requests.cpu garbage" "cpu" --set resources.requests.cpu=lots
+reject "replicaCount 4" "replicaCount" --set replicaCount=4
+reject "replicaCount 0" "replicaCount" --set replicaCount=0
+reject "2 replicas without leader election" "replicaCount" --set replicaCount=2 --set leaderElection.enabled=false
+reject "leaderElection.enabled as a string" "enabled" --set-string leaderElection.enabled=yes
 
 # 4. Mutations: the assertions must catch a regressed chart (otherwise they assert nothing).
 mutate() { # mutate <what> <python expression editing docs> ; expects the checker to fail
@@ -71,6 +80,8 @@ docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
 dep = next(d for d in docs if d["kind"] == "Deployment")
 c = dep["spec"]["template"]["spec"]["containers"][0]
 role = next(d for d in docs if d["kind"] == "ClusterRole")
+lease_role = next(d for d in docs if d["kind"] == "Role" and d["metadata"]["name"].endswith("-leader-election"))
+env = {e["name"]: e for e in c["env"]}
 exec(sys.argv[3])
 yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
 PY
@@ -89,7 +100,16 @@ mutate "wildcard resource" 'role["rules"].append({"apiGroups": [""], "resources"
 mutate "nodes readable" 'role["rules"].append({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]})'
 mutate "pods deletable" 'next(r for r in role["rules"] if "pods" in r["resources"])["verbs"].append("delete")'
 mutate "secrets listable" 'next(r for r in role["rules"] if "secrets" in r["resources"])["verbs"].append("list")'
-mutate "two operator replicas" 'dep["spec"]["replicas"] = 2'
+mutate "two operator replicas by default" 'dep["spec"]["replicas"] = 2'
+mutate "leader election switched off" 'c["env"] = [e for e in c["env"] if e["name"] != "LEADER_ELECTION"]'
+mutate "Lease identity not the pod name" 'env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] = "spec.nodeName"'
+mutate "Recreate with leader election" 'dep["spec"]["strategy"] = {"type": "Recreate"}'
+mutate "rollout may drop below replicaCount" 'dep["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] = 1'
+mutate "lease Role grants update" 'lease_role["rules"][0]["verbs"].append("update")'
+mutate "lease get/patch on any Lease" 'del lease_role["rules"][0]["resourceNames"]'
+mutate "lease Role in another namespace" 'lease_role["metadata"]["namespace"] = "default"'
+mutate "lease Role missing" 'docs.remove(lease_role)'
+mutate "PDB with one replica" 'docs.append({"kind": "PodDisruptionBudget", "metadata": {"name": "x", "labels": dep["metadata"]["labels"]}, "spec": {"minAvailable": 1}})'
 mutate "readiness probe path" 'c["readinessProbe"]["httpGet"]["path"] = "/"'
 mutate "extra CRD rendered" 'docs.append({"kind": "CustomResourceDefinition", "metadata": {"name": "x.msgbench.dev", "annotations": {}}, "spec": {"group": "msgbench.dev"}})'
 

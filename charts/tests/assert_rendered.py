@@ -72,8 +72,65 @@ def rbac_md_grants(repo):
     return triples
 
 
+LEASE_ROLE_SUFFIX = "-leader-election"
+
+
+def rbac_md_lease_grants(repo):
+    """(group, resource, verb, limited_by_name) from operator/RBAC.md's leader election table."""
+    path = os.path.join(repo, "operator", "RBAC.md")
+    if not os.path.exists(path):
+        return None
+    grants = set()
+    for line in open(path):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or cells[0] in ("apiGroup", "---") or set(cells[0]) <= {"-"}:
+            continue
+        by_name = not cells[2].startswith("(any")
+        for r in cells[1].split(","):
+            for v in cells[3].split(","):
+                grants.add((cells[0], r.strip(), v.strip(), by_name))
+    return grants
+
+
+def is_lease_role(d):
+    return d.get("metadata", {}).get("name", "").endswith(LEASE_ROLE_SUFFIX)
+
+
+def check_lease_rbac(docs, repo, dep, env, enabled):
+    """Leader election: a Role in the release namespace for exactly the operator's own Lease."""
+    roles = [d for d in by_kind(docs, "Role") if is_lease_role(d)]
+    bindings = [d for d in by_kind(docs, "RoleBinding") if is_lease_role(d)]
+    if not enabled:
+        check(not roles and not bindings, "leader election off: no lease Role")
+        return
+    check(len(roles) == 1 and len(bindings) == 1, f"leader election: one lease Role and binding, found {len(roles)}/{len(bindings)}")
+    if not roles:
+        return
+    ns = dep.get("metadata", {}).get("namespace")
+    check(roles[0]["metadata"].get("namespace") == ns, "lease Role lives in the operator's namespace")
+    check(bindings and bindings[0]["metadata"].get("namespace") == ns, "lease RoleBinding in the operator's namespace")
+    check(bindings and bindings[0].get("roleRef", {}).get("name") == roles[0]["metadata"]["name"], "lease RoleBinding binds the lease Role")
+    lease = env.get("LEADER_ELECTION_LEASE")
+    rendered = set()
+    for rule in roles[0].get("rules", []):
+        names = rule.get("resourceNames")
+        check(names in (None, [lease]), f"lease Role: resourceNames must be exactly the Lease {lease}: {rule}")
+        for g in rule.get("apiGroups", []):
+            for r in rule.get("resources", []):
+                for v in rule.get("verbs", []):
+                    rendered.add((g, r, v, bool(names)))
+    documented = rbac_md_lease_grants(repo)
+    if documented is not None:
+        check(rendered == documented,
+              f"lease Role differs from operator/RBAC.md: extra {sorted(rendered - documented)}, "
+              f"missing {sorted(documented - rendered)}")
+    # Least privilege beyond the table: reading or updating someone else's Lease is never granted.
+    for g, r, v, by_name in rendered:
+        check(by_name or v == "create", f"lease Role: {v} on {r} must be limited to the Lease by name")
+
+
 def check_rbac(docs, repo):
-    roles = by_kind(docs, "ClusterRole") + by_kind(docs, "Role")
+    roles = [d for d in by_kind(docs, "ClusterRole") + by_kind(docs, "Role") if not is_lease_role(d)]
     check(len(roles) == 1, f"one (Cluster)Role for the operator, found {len(roles)}")
     granted = {}
     for role in roles:
@@ -110,7 +167,7 @@ def check_rbac(docs, repo):
         check(rendered == documented,
               f"chart RBAC differs from operator/RBAC.md: extra {sorted(rendered - documented)}, "
               f"missing {sorted(documented - rendered)}")
-    for b in by_kind(docs, "ClusterRoleBinding") + by_kind(docs, "RoleBinding"):
+    for b in by_kind(docs, "ClusterRoleBinding") + by_kind(docs, "RoleBinding"):  # lease binding too
         subjects = b.get("subjects", [])
         check(len(subjects) == 1 and subjects[0].get("kind") == "ServiceAccount",
               f"{b['kind']} {b['metadata']['name']}: binds only the operator's ServiceAccount")
@@ -131,7 +188,8 @@ def main():
               f"{d.get('kind')} {d.get('metadata', {}).get('name')}: label app.kubernetes.io/part-of=msgbench")
     dep = one(docs, "Deployment")
     check_security(dep)
-    check_rbac(docs, os.path.dirname(os.path.dirname(os.path.abspath(chart))))
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(chart)))
+    check_rbac(docs, repo)
     sa = one(docs, "ServiceAccount")
     check(sa.get("automountServiceAccountToken") is False, "ServiceAccount must not automount tokens by default")
     check(dep.get("spec", {}).get("template", {}).get("spec", {}).get("serviceAccountName")
@@ -141,9 +199,30 @@ def main():
     container = dep.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [{}])[0]
     crds = by_kind(docs, "CustomResourceDefinition")
 
-    check(dep.get("spec", {}).get("replicas") == 1, "exactly one operator replica (no leader election)")
-    check(dep.get("spec", {}).get("strategy", {}).get("type") == "Recreate", "Recreate: two operators never overlap")
     env = {e["name"]: e.get("value") for e in container.get("env", [])}
+    env_from = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in container.get("env", [])}
+    check(env_from.get("POD_NAME") == "metadata.name", "POD_NAME from the downward API (Lease identity)")
+    check(env_from.get("OPERATOR_NAMESPACE") == "metadata.namespace", "OPERATOR_NAMESPACE from the downward API (Lease namespace)")
+    leader_election = case != "no-leader-election"
+    replicas = dep.get("spec", {}).get("replicas")
+    strategy = dep.get("spec", {}).get("strategy", {})
+    pdbs = by_kind(docs, "PodDisruptionBudget")
+    if leader_election:
+        check(env.get("LEADER_ELECTION") == "true", "leader election on: LEADER_ELECTION=true")
+        check(env.get("LEADER_ELECTION_LEASE") == dep["metadata"]["name"], "the Lease is named after the operator Deployment")
+        check(strategy.get("type") == "RollingUpdate", "leader election: RollingUpdate (the new pod starts as a standby)")
+        check(str(strategy.get("rollingUpdate", {}).get("maxUnavailable")) == "0",
+              "RollingUpdate never drops below replicaCount (maxUnavailable 0)")
+    else:
+        check("LEADER_ELECTION" not in env, "leader election off: no LEADER_ELECTION")
+        check(replicas == 1, "without leader election exactly one operator replica")
+        check(strategy.get("type") == "Recreate", "without leader election Recreate: two operators never overlap")
+    check_lease_rbac(docs, repo, dep, env, leader_election)
+    check((len(pdbs) == 1) == (isinstance(replicas, int) and replicas > 1), f"a PodDisruptionBudget exactly when replicas > 1 ({replicas})")
+    for pdb in pdbs:
+        check(pdb.get("spec", {}).get("minAvailable") == 1, "PDB keeps one operator")
+        check(pdb.get("spec", {}).get("selector", {}).get("matchLabels")
+              == dep.get("spec", {}).get("selector", {}).get("matchLabels"), "PDB selects the operator pods")
     check(env.get("METRICS_ADDR") == "0.0.0.0:8080", "operator serves metrics/health on :8080")
     # Runner NetworkPolicies admit pods with these labels: they must be the operator pod's own.
     peer = dict(kv.split("=", 1) for kv in (env.get("OPERATOR_POD_LABELS") or "").split(",") if "=" in kv)
@@ -151,7 +230,8 @@ def main():
     check(bool(peer) and all(pod_labels.get(k) == v for k, v in peer.items()),
           f"OPERATOR_POD_LABELS {peer} must select the operator pod ({pod_labels})")
 
-    if case == "default":
+    if case in ("default", "no-leader-election"):
+        check(replicas == 1, "default: one operator replica")
         check(container.get("image") == "ghcr.io/msgbench/operator:0.1.0", f"default image, got {container.get('image')}")
         check(container.get("imagePullPolicy") == "IfNotPresent", "default pullPolicy IfNotPresent")
         check(dep["metadata"].get("namespace") == "msgbench-system", "rendered into msgbench-system")
@@ -173,9 +253,10 @@ def main():
         check(not crds, f"crds.install=false must render no CRDs, got {len(crds)}")
         check(not by_kind(docs, "ClusterRole") and not by_kind(docs, "ClusterRoleBinding"),
               "watchNamespace: no cluster-wide RBAC")
-        role = one(docs, "Role")
+        watch_docs = [d for d in docs if not is_lease_role(d)]
+        role = one(watch_docs, "Role")
         check(role.get("metadata", {}).get("namespace") == "bench", "watchNamespace: Role in the watched namespace")
-        check(one(docs, "RoleBinding").get("metadata", {}).get("namespace") == "bench", "RoleBinding in bench")
+        check(one(watch_docs, "RoleBinding").get("metadata", {}).get("namespace") == "bench", "RoleBinding in bench")
         check(env.get("WATCH_NAMESPACE") == "bench", "watchNamespace passed as WATCH_NAMESPACE")
         check(env.get("NO_VARZ") == "true", "observeVarz=false passed as NO_VARZ")
         check(env.get("RUST_LOG") == "msgbench_operator=debug,kube=info", "logLevel passed as RUST_LOG")
@@ -191,6 +272,7 @@ def main():
         check(ingress[0].get("from", [{}])[0].get("namespaceSelector", {}).get("matchLabels")
               == {"kubernetes.io/metadata.name": "monitoring"}, "NetworkPolicy metricsFrom honoured")
         check(svc["spec"]["ports"][0].get("port") == 9090, "metrics Service port honoured")
+        check(replicas == 3, "replicaCount honoured")
     else:
         FAILURES.append(f"unknown case {case}")
 

@@ -4,7 +4,7 @@ use crate::metrics::Metrics;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::Client;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -95,24 +95,59 @@ impl Context {
     }
 }
 
-/// `/readyz` turns ready once every controller's store has synced once.
+/// This replica's part in leader election, as far as `/readyz` is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Leader election on and the Lease not reached yet.
+    Campaigning,
+    /// Another replica holds the Lease; this one waits to take over.
+    Standby,
+    /// Runs the controllers (also the only state without leader election).
+    Leader,
+}
+
+/// What `/readyz` answers: a leader is ready once every controller's store has synced once; a
+/// standby is ready as soon as it has reached the Lease (it can take over), so a rolling update,
+/// whose new pod starts as a standby, can proceed.
 pub struct Readiness {
     expected: usize,
     synced: AtomicUsize,
+    role: AtomicU8,
 }
 
 impl Readiness {
+    /// Starts as [`Role::Leader`] (no leader election); see [`Readiness::set_role`].
     pub fn new(expected: usize) -> Self {
         Self {
             expected,
             synced: AtomicUsize::new(0),
+            role: AtomicU8::new(Role::Leader as u8),
         }
     }
     pub fn mark_synced(&self) {
         self.synced.fetch_add(1, Ordering::SeqCst);
     }
+    pub fn set_role(&self, role: Role) {
+        self.role.store(role as u8, Ordering::SeqCst);
+    }
+    pub fn role(&self) -> Role {
+        match self.role.load(Ordering::SeqCst) {
+            r if r == Role::Campaigning as u8 => Role::Campaigning,
+            r if r == Role::Standby as u8 => Role::Standby,
+            _ => Role::Leader,
+        }
+    }
     pub fn is_ready(&self) -> bool {
-        self.synced.load(Ordering::SeqCst) >= self.expected
+        self.status().0
+    }
+    /// (ready, reason) for `/readyz`.
+    pub fn status(&self) -> (bool, &'static str) {
+        match self.role() {
+            Role::Campaigning => (false, "leader election: lease not reached yet"),
+            Role::Standby => (true, "standby: another replica holds the lease"),
+            Role::Leader if self.synced.load(Ordering::SeqCst) >= self.expected => (true, "ready"),
+            Role::Leader => (false, "caches not synced"),
+        }
     }
 }
 
@@ -132,5 +167,31 @@ mod tests {
         assert_eq!(b.failed("a"), 2);
         b.succeeded("a");
         assert_eq!(b.failed("a"), 1);
+    }
+
+    #[test]
+    fn a_standby_is_ready_and_a_leader_only_once_synced() {
+        let r = Readiness::new(2);
+        assert_eq!(
+            r.role(),
+            Role::Leader,
+            "no leader election: the only replica leads"
+        );
+        assert!(!r.is_ready());
+        r.set_role(Role::Campaigning);
+        assert_eq!(
+            r.status(),
+            (false, "leader election: lease not reached yet")
+        );
+        r.set_role(Role::Standby);
+        assert!(
+            r.is_ready(),
+            "a standby must count as available in a rollout"
+        );
+        r.set_role(Role::Leader);
+        assert_eq!(r.status(), (false, "caches not synced"));
+        r.mark_synced();
+        r.mark_synced();
+        assert_eq!(r.status(), (true, "ready"));
     }
 }

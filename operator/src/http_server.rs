@@ -27,9 +27,8 @@ async fn metrics_handler(State(s): State<AppState>) -> ([(&'static str, &'static
 }
 
 async fn readyz(State(s): State<AppState>) -> (StatusCode, &'static str) {
-    if s.readiness.is_ready() {
-        (StatusCode::OK, "ready")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced")
+    match s.readiness.status() {
+        (true, why) => (StatusCode::OK, why),
+        (false, why) => (StatusCode::SERVICE_UNAVAILABLE, why),
     }
 }

@@ -9,6 +9,7 @@ pub mod controllers;
 pub mod error;
 pub mod http_server;
 pub mod jetstream;
+pub mod leader;
 pub mod meta;
 pub mod metrics;
 pub mod mqtt;

@@ -1,11 +1,18 @@
-//! msgbench-operator entry point: controllers for the server kinds plus /metrics, /healthz,
-//! /readyz on :8080. Single replica (no leader election): run one pod.
+//! msgbench-operator entry point: controllers for the server kinds and BenchmarkRun, plus
+//! /metrics, /healthz, /readyz on :8080.
+//!
+//! With `--leader-election` (the chart's default) several replicas may run: each campaigns for a
+//! Lease in its own namespace and only the holder runs the controllers (`leader.rs`). A standby
+//! serves /healthz and a ready /readyz; a leader that loses the Lease exits non-zero at once and
+//! comes back as a standby. On SIGTERM the leader finishes in-flight reconciles, then frees the
+//! Lease so a standby takes over without waiting for it to expire. Without the flag (a local
+//! `cargo run`) the process leads unconditionally: run only one.
 #![forbid(unsafe_code)]
 
 use clap::{Parser, ValueEnum};
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
 use msgbench_operator::context::{Context, Readiness};
-use msgbench_operator::{controllers, http_server};
+use msgbench_operator::{controllers, http_server, leader};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tracing_subscriber::EnvFilter;
@@ -35,6 +42,40 @@ struct Args {
     /// Do not read nats-server /varz on pod IPs (when the operator cannot reach pod IPs).
     #[arg(long, env = "NO_VARZ")]
     no_varz: bool,
+    /// Reconcile only while holding a Lease, so several replicas can run (needs POD_NAME and
+    /// OPERATOR_NAMESPACE). Leave off for a local `cargo run` of a single operator.
+    #[arg(long, env = "LEADER_ELECTION")]
+    leader_election: bool,
+    /// Name of the leader election Lease (in OPERATOR_NAMESPACE).
+    #[arg(long, env = "LEADER_ELECTION_LEASE", default_value = leader::DEFAULT_LEASE_NAME)]
+    leader_election_lease: String,
+    /// This replica's identity in the Lease: its pod name (downward API).
+    #[arg(long, env = "POD_NAME")]
+    pod_name: Option<String>,
+    /// The operator's own namespace, where the Lease lives (downward API).
+    #[arg(long, env = "OPERATOR_NAMESPACE")]
+    operator_namespace: Option<String>,
+}
+
+impl Args {
+    fn election(&self) -> anyhow::Result<Option<leader::Config>> {
+        if !self.leader_election {
+            return Ok(None);
+        }
+        let required = |v: &Option<String>, env: &str| {
+            v.clone().filter(|s| !s.is_empty()).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--leader-election needs {env} (the chart sets it from the downward API)"
+                )
+            })
+        };
+        Ok(Some(leader::Config {
+            lease: self.leader_election_lease.clone(),
+            namespace: required(&self.operator_namespace, "OPERATOR_NAMESPACE")?,
+            identity: required(&self.pod_name, "POD_NAME")?,
+            timing: leader::Timing::DEFAULT,
+        }))
+    }
 }
 
 #[tokio::main]
@@ -51,28 +92,82 @@ async fn main() -> anyhow::Result<()> {
     // bench-runner (result merge code) brings rustls with aws-lc-rs next to kube's ring: with two
     // providers compiled in, rustls cannot pick one by itself, so name it before any TLS use.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = kube::Client::try_default().await?;
+    let election = args.election()?;
+    let kube_config = kube::Config::infer().await?;
+    let client = kube::Client::try_from(kube_config.clone())?;
     let readiness = Arc::new(Readiness::new(4));
     let ctx = Arc::new(Context::new(client, readiness.clone(), !args.no_varz));
 
     let listener = tokio::net::TcpListener::bind(args.metrics_addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "serving /metrics /healthz /readyz");
-    let app = http_server::router(ctx.metrics.clone(), readiness);
+    let app = http_server::router(ctx.metrics.clone(), readiness.clone());
     let server = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(shutdown_signal())
             .await
     });
 
-    tokio::join!(
-        controllers::run::<JetStreamCluster>(ctx.clone(), args.namespace.clone()),
-        controllers::run::<MqttBroker>(ctx.clone(), args.namespace.clone()),
-        controllers::run::<PubSubServer>(ctx.clone(), args.namespace.clone()),
-        msgbench_operator::benchmark_run::controller::run(ctx.clone(), args.namespace.clone()),
-    );
+    let elector = match election {
+        None => None,
+        Some(config) => match campaign(&kube_config, config, &ctx, readiness).await? {
+            Some(elector) => Some(elector),
+            None => {
+                tracing::info!("stopped while standby");
+                return Ok(());
+            }
+        },
+    };
+    let Some(mut elector) = elector else {
+        run_controllers(ctx, args.namespace).await;
+        server.await??;
+        tracing::info!("shut down");
+        return Ok(());
+    };
+    let lost = tokio::select! {
+        _ = run_controllers(ctx, args.namespace) => None,
+        why = elector.until_lost() => Some(why),
+    };
+    if let Some(why) = lost {
+        // Exit at once: no reconcile may run without the Lease. The kubelet restarts this
+        // container, which campaigns again as a standby.
+        tracing::error!(reason = %why, "leadership lost: exiting");
+        std::process::exit(1);
+    }
+    elector.release().await;
     server.await??;
     tracing::info!("shut down");
     Ok(())
+}
+
+/// Campaigns until this replica leads (`Some`) or SIGTERM/SIGINT arrives first (`None`).
+async fn campaign(
+    kube_config: &kube::Config,
+    config: leader::Config,
+    ctx: &Context,
+    readiness: Arc<Readiness>,
+) -> anyhow::Result<Option<leader::Elector>> {
+    let client = leader::lease_client(kube_config, &config.timing)?;
+    let lead = async {
+        let mut elector = leader::Elector::start(client, config, &ctx.metrics, readiness).await?;
+        elector
+            .until_leader()
+            .await
+            .map_err(|why| anyhow::anyhow!("leader election: {why}"))?;
+        anyhow::Ok(elector)
+    };
+    tokio::select! {
+        elector = lead => elector.map(Some),
+        _ = shutdown_signal() => Ok(None),
+    }
+}
+
+async fn run_controllers(ctx: Arc<Context>, namespace: Option<String>) {
+    tokio::join!(
+        controllers::run::<JetStreamCluster>(ctx.clone(), namespace.clone()),
+        controllers::run::<MqttBroker>(ctx.clone(), namespace.clone()),
+        controllers::run::<PubSubServer>(ctx.clone(), namespace.clone()),
+        msgbench_operator::benchmark_run::controller::run(ctx.clone(), namespace),
+    );
 }
 
 async fn shutdown_signal() {

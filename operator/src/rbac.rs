@@ -65,7 +65,17 @@ pub const RULES: &[(&str, &[&str], &[&str])] = &[
     ),
 ];
 
-/// Markdown table of [`RULES`] (the content of `operator/RBAC.md`).
+/// Leader election (`--leader-election`, on in the chart): a Role in the operator's own namespace.
+/// (API group, resources, verbs, limited by `resourceNames` to the Lease). kube-lease-manager
+/// reads the Lease (`get`), creates it once when missing and changes it only by patches
+/// (server-side apply to take it, strategic merge to renew and release it).
+pub const LEASE_RULES: &[(&str, &[&str], &[&str], bool)] = &[
+    ("coordination.k8s.io", &["leases"], &["get", "patch"], true),
+    // `create` carries the name in the request body: RBAC cannot limit it by name.
+    ("coordination.k8s.io", &["leases"], &["create"], false),
+];
+
+/// Markdown tables of [`RULES`] and [`LEASE_RULES`] (the content of `operator/RBAC.md`).
 pub fn render_markdown() -> String {
     let mut s = String::from(
         "# RBAC used by msgbench-operator (server controllers)\n\n\
@@ -87,13 +97,32 @@ pub fn render_markdown() -> String {
         ));
     }
     s.push_str(
+        "\n## Leader election\n\n\
+         A Role in the operator's own namespace (only with `--leader-election`, the chart's \
+         default).\n\n\
+         | apiGroup | resources | resourceNames | verbs |\n|---|---|---|---|\n",
+    );
+    for (group, resources, verbs, by_name) in LEASE_RULES {
+        let names = if *by_name {
+            "the Lease (`--leader-election-lease`; chart: `<release>-operator`)"
+        } else {
+            "(any: `create` cannot be limited by name)"
+        };
+        s.push_str(&format!(
+            "| {group} | {} | {names} | {} |\n",
+            resources.join(", "),
+            verbs.join(", ")
+        ));
+    }
+    s.push_str(
         "\nNot needed: `get` on children (the operator lists by label), `update` (server-side \
          apply only),\n`pods/proxy` or `pods/exec` (nats `/varz` is read from the pod IP), \
          `persistentvolumeclaims`\n(created by the StatefulSet controller, deleted with it: \
          whenDeleted=Delete), finalizers \
          (children go by owner-reference garbage collection),\n`nodes/proxy` or \
          `metrics.k8s.io` (a run's serverUsage comes from nats `/varz` and pubsub-server \
-         `/health` on the pod IPs).\n",
+         `/health` on the pod IPs),\n`list`, `watch`, `update` or `delete` on leases (the \
+         operator reads and patches its own Lease by name).\n",
     );
     s
 }

@@ -16,6 +16,11 @@
 {{- printf "%s-operator" (include "msgbench.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/* The leader election Lease, in the release namespace (the Role grants get/patch on it by name). */}}
+{{- define "msgbench.leaseName" -}}
+{{- include "msgbench.operatorName" . -}}
+{{- end -}}
+
 {{- define "msgbench.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "msgbench.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}

@@ -1,0 +1,324 @@
+//! Leader election against an in-memory Lease API that behaves like the API server where
+//! kube-lease-manager relies on it: server-side apply refuses to move `holderIdentity` away from
+//! another field manager (409), a strategic merge patch takes the field over or clears it.
+//! It also enforces `rbac::LEASE_RULES` (403 otherwise), so the documented RBAC is exactly what
+//! the election needs. Short timings (2 s lease, renewed every second) keep each test to a few
+//! seconds of real time.
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use msgbench_operator::context::{Readiness, Role};
+use msgbench_operator::leader::{Config, Elector, Timing};
+use msgbench_operator::metrics::Metrics;
+use msgbench_operator::rbac::LEASE_RULES;
+use serde_json::{json, Map, Value};
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const NS: &str = "msgbench-system";
+const LEASE: &str = "msgbench-operator";
+const PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/msgbench-system/leases";
+
+const FAST: Timing = Timing {
+    lease_seconds: 2,
+    renew_seconds: 1,
+    api_timeout: Duration::from_millis(200),
+    max_clock_skew: Duration::from_millis(100),
+};
+
+#[derive(Default)]
+struct LeaseStore {
+    lease: Option<Value>,
+    /// Field manager owning spec.holderIdentity (server-side apply conflicts).
+    holder_owner: Option<String>,
+    rv: u64,
+    /// Answer every request with this status (500: API down, 403: RBAC missing).
+    fail_with: Option<u16>,
+}
+
+#[derive(Clone, Default)]
+struct FakeLeaseApi(Arc<Mutex<LeaseStore>>);
+
+impl FakeLeaseApi {
+    fn client(&self) -> kube::Client {
+        let me = self.clone();
+        let svc = tower::service_fn(move |req: Request<kube::client::Body>| {
+            let me = me.clone();
+            async move { Ok::<_, Infallible>(me.handle(req).await) }
+        });
+        kube::Client::new(svc, NS)
+    }
+
+    fn holder(&self) -> Option<String> {
+        let st = self.0.lock().unwrap();
+        st.lease.as_ref()?["spec"]["holderIdentity"]
+            .as_str()
+            .map(String::from)
+    }
+
+    fn fail_with(&self, code: Option<u16>) {
+        self.0.lock().unwrap().fail_with = code;
+    }
+
+    /// Another process writes the Lease as its own, renewed now (a dead or foreign holder).
+    fn held_by(&self, holder: &str) {
+        let mut st = self.0.lock().unwrap();
+        let now = k8s_openapi::jiff::Timestamp::now().to_string();
+        st.rv += 1;
+        st.lease = Some(json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": LEASE, "namespace": NS, "resourceVersion": st.rv.to_string()},
+            "spec": {"holderIdentity": holder, "leaseDurationSeconds": FAST.lease_seconds,
+                     "acquireTime": now, "renewTime": now, "leaseTransitions": 7},
+        }));
+        st.holder_owner = Some(format!("elsewhere-{holder}"));
+    }
+
+    async fn handle(&self, req: Request<kube::client::Body>) -> Response<Full<Bytes>> {
+        let method = req.method().as_str().to_string();
+        let path = req.uri().path().to_string();
+        let query = req.uri().query().unwrap_or_default().to_string();
+        let apply = req
+            .headers()
+            .get("content-type")
+            .is_some_and(|v| v.as_bytes().starts_with(b"application/apply-patch"));
+        let body = req.into_body().collect().await.unwrap().to_bytes();
+        let mut st = self.0.lock().unwrap();
+        if let Some(code) = st.fail_with {
+            return status(code, "Injected", "injected failure");
+        }
+        let item = format!("{PATH}/{LEASE}");
+        let (verb, name) = match method.as_str() {
+            "GET" => ("get", path.strip_prefix(&format!("{PATH}/"))),
+            "POST" => ("create", None),
+            "PATCH" => ("patch", path.strip_prefix(&format!("{PATH}/"))),
+            other => (other, None),
+        };
+        if !allowed_by_rbac(verb, name) {
+            return status(403, "Forbidden", &format!("RBAC: {verb} {path}"));
+        }
+        match (method.as_str(), path.as_str()) {
+            ("GET", p) if p == item => match &st.lease {
+                Some(l) => respond(StatusCode::OK, l.clone()),
+                None => status(404, "NotFound", "lease not found"),
+            },
+            ("POST", PATH) => {
+                if st.lease.is_some() {
+                    return status(409, "AlreadyExists", "lease exists");
+                }
+                let mut l: Value = serde_json::from_slice(&body).unwrap();
+                st.rv += 1;
+                l["metadata"]["resourceVersion"] = json!(st.rv.to_string());
+                l["metadata"]["namespace"] = json!(NS);
+                st.lease = Some(l.clone());
+                respond(StatusCode::CREATED, l)
+            }
+            ("PATCH", p) if p == item => {
+                let patch: Value = serde_json::from_slice(&body).unwrap();
+                let manager = query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix("fieldManager="))
+                    .unwrap_or("unknown")
+                    .to_string();
+                st.patch(&patch, &manager, apply)
+            }
+            _ => panic!("fake lease API: unexpected {method} {path}"),
+        }
+    }
+}
+
+impl LeaseStore {
+    fn patch(&mut self, patch: &Value, manager: &str, apply: bool) -> Response<Full<Bytes>> {
+        let Some(lease) = self.lease.as_mut() else {
+            return status(404, "NotFound", "lease not found");
+        };
+        let spec_patch = patch["spec"].as_object().cloned().unwrap_or_default();
+        let current = lease["spec"]["holderIdentity"].clone();
+        if let Some(wanted) = spec_patch.get("holderIdentity") {
+            let owned_elsewhere = self.holder_owner.as_deref().is_some_and(|o| o != manager);
+            if apply && !current.is_null() && current != *wanted && owned_elsewhere {
+                return status(
+                    409,
+                    "Conflict",
+                    "holderIdentity is owned by another manager",
+                );
+            }
+            self.holder_owner = (!wanted.is_null()).then(|| manager.to_string());
+        }
+        if !lease["spec"].is_object() {
+            lease["spec"] = Value::Object(Map::new());
+        }
+        let spec = lease["spec"].as_object_mut().unwrap();
+        for (k, v) in spec_patch {
+            if v.is_null() {
+                spec.remove(&k);
+            } else {
+                spec.insert(k, v);
+            }
+        }
+        self.rv += 1;
+        lease["metadata"]["resourceVersion"] = json!(self.rv.to_string());
+        respond(StatusCode::OK, lease.clone())
+    }
+}
+
+/// What the chart's leader election Role allows (`rbac::LEASE_RULES`), the Lease named [`LEASE`].
+fn allowed_by_rbac(verb: &str, name: Option<&str>) -> bool {
+    LEASE_RULES
+        .iter()
+        .any(|(group, resources, verbs, by_name)| {
+            *group == "coordination.k8s.io"
+                && resources.contains(&"leases")
+                && verbs.contains(&verb)
+                && (!by_name || name == Some(LEASE))
+        })
+}
+
+fn respond(code: StatusCode, v: Value) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(code)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(serde_json::to_vec(&v).unwrap())))
+        .unwrap()
+}
+
+fn status(code: u16, reason: &str, message: &str) -> Response<Full<Bytes>> {
+    respond(
+        StatusCode::from_u16(code).unwrap(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": message, "reason": reason, "code": code}),
+    )
+}
+
+struct Replica {
+    elector: Elector,
+    readiness: Arc<Readiness>,
+    metrics: Metrics,
+}
+
+async fn replica(api: &FakeLeaseApi, identity: &str) -> anyhow::Result<Replica> {
+    let readiness = Arc::new(Readiness::new(0));
+    let metrics = Metrics::default();
+    let config = Config {
+        lease: LEASE.into(),
+        namespace: NS.into(),
+        identity: identity.into(),
+        timing: FAST,
+    };
+    let elector = Elector::start(api.client(), config, &metrics, readiness.clone()).await?;
+    Ok(Replica {
+        elector,
+        readiness,
+        metrics,
+    })
+}
+
+async fn leads_within(r: &mut Replica, bound: Duration) -> bool {
+    tokio::time::timeout(bound, r.elector.until_leader())
+        .await
+        .is_ok_and(|led| led.is_ok())
+}
+
+#[tokio::test]
+async fn one_replica_leads_the_other_waits_and_takes_over_when_the_lease_is_released() {
+    let api = FakeLeaseApi::default();
+    let mut a = replica(&api, "pod-a").await.unwrap();
+    assert!(leads_within(&mut a, Duration::from_secs(5)).await);
+    assert_eq!(api.holder().as_deref(), Some("pod-a"));
+    assert_eq!(a.readiness.role(), Role::Leader);
+    assert!(a.metrics.render().contains("msgbench_leader 1"));
+
+    let mut b = replica(&api, "pod-b").await.unwrap();
+    // Longer than a whole lease: a held, renewed Lease is never taken.
+    assert!(!leads_within(&mut b, Duration::from_secs(3)).await);
+    assert_eq!(api.holder().as_deref(), Some("pod-a"));
+    assert_eq!(b.readiness.role(), Role::Standby);
+    assert!(
+        b.readiness.is_ready(),
+        "a standby is ready (rolling updates)"
+    );
+    assert!(b.metrics.render().contains("msgbench_leader 0"));
+
+    a.elector.release().await;
+    assert_eq!(api.holder(), None, "released on shutdown");
+    // The standby looks again when the lease it saw would have expired (at most 2 s).
+    assert!(leads_within(&mut b, Duration::from_secs(5)).await);
+    assert_eq!(api.holder().as_deref(), Some("pod-b"));
+}
+
+#[tokio::test]
+async fn a_standby_takes_an_abandoned_lease_only_after_it_expires() {
+    let api = FakeLeaseApi::default();
+    // A leader that died without releasing: its last renewal is now.
+    api.held_by("dead-pod");
+    let t0 = Instant::now();
+    let mut b = replica(&api, "pod-b").await.unwrap();
+    assert!(leads_within(&mut b, Duration::from_secs(8)).await);
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_millis(1900),
+        "took a 2 s lease after {waited:?}"
+    );
+    assert_eq!(api.holder().as_deref(), Some("pod-b"));
+}
+
+#[tokio::test]
+async fn a_leader_that_cannot_renew_steps_down_before_the_lease_expires() {
+    let api = FakeLeaseApi::default();
+    let mut a = replica(&api, "pod-a").await.unwrap();
+    assert!(leads_within(&mut a, Duration::from_secs(5)).await);
+    api.fail_with(Some(500));
+    let t0 = Instant::now();
+    let why = tokio::time::timeout(Duration::from_secs(5), a.elector.until_lost())
+        .await
+        .expect("a leader whose renewal fails must step down");
+    assert!(why.contains("could not renew"), "{why}");
+    assert!(
+        t0.elapsed() < FAST.step_down_within(),
+        "stepped down after {:?}",
+        t0.elapsed()
+    );
+    assert!(a.metrics.render().contains("msgbench_leader 0"));
+    assert!(!a.readiness.is_ready());
+}
+
+#[tokio::test]
+async fn a_leader_that_finds_another_holder_steps_down() {
+    let api = FakeLeaseApi::default();
+    let mut a = replica(&api, "pod-a").await.unwrap();
+    assert!(leads_within(&mut a, Duration::from_secs(5)).await);
+    api.held_by("usurper");
+    let why = tokio::time::timeout(Duration::from_secs(5), a.elector.until_lost())
+        .await
+        .expect("a leader must notice another holder at its next renewal");
+    assert!(why.contains("another replica"), "{why}");
+}
+
+#[tokio::test]
+async fn missing_rbac_is_an_error_naming_the_role() {
+    let api = FakeLeaseApi::default();
+    api.fail_with(Some(403));
+    let err = match replica(&api, "pod-a").await {
+        Ok(_) => panic!("a Forbidden lease must not be retried forever"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("get, create and patch on leases"), "{err}");
+}
+
+#[tokio::test]
+async fn a_standby_waits_out_an_unreachable_api_and_then_leads() {
+    let api = FakeLeaseApi::default();
+    api.fail_with(Some(503));
+    let api2 = api.clone();
+    let start = tokio::spawn(async move { replica(&api2, "pod-a").await });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!start.is_finished(), "retries while the API is down");
+    api.fail_with(None);
+    let mut a = tokio::time::timeout(Duration::from_secs(5), start)
+        .await
+        .expect("reaches the lease once the API answers")
+        .unwrap()
+        .unwrap();
+    assert!(leads_within(&mut a, Duration::from_secs(5)).await);
+}
