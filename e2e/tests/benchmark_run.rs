@@ -434,8 +434,9 @@ async fn r1_r2(ctx: TestContext) -> Result<()> {
     Ok(())
 }
 
-/// The operator is down while the runners finish: once back, it collects their results from the
-/// pod logs (state lives in status, so nothing is re-run).
+/// The operator is down while the runners finish: a runner holds its results for
+/// `resultsHoldSeconds`, then exits with them framed in its log; once back, the operator
+/// collects them from there (state lives in status, so nothing is re-run).
 #[tokio::test]
 async fn a_run_survives_an_operator_outage() {
     run("benchmark-operator-down", operator_down).await;
@@ -452,7 +453,12 @@ async fn operator_down(ctx: TestContext) -> Result<()> {
     .await?;
     let manifest = R1
         .replace("durationSeconds: 3", "durationSeconds: 8")
-        .replace("trials: 2", "trials: 1");
+        .replace("trials: 2", "trials: 1")
+        .replace(
+            "    count: 1\n",
+            "    count: 1\n    resultsHoldSeconds: 10\n",
+        );
+    ensure!(manifest.contains("resultsHoldSeconds: 10"), "manifest edit");
     kinds::create(&ctx.client, &ctx.ns, &manifest).await?;
     let api = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
     wait::until(
@@ -465,9 +471,9 @@ async fn operator_down(ctx: TestContext) -> Result<()> {
     .await?;
     let scale = msgbench_e2e::harness::scale_operator;
     scale(&ctx.client, 0, Duration::from_secs(90)).await?;
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.ns);
     let outcome = async {
         // The runner finishes while nobody watches.
-        let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.ns);
         wait::poll(
             Duration::from_secs(120),
             Duration::from_secs(2),
@@ -494,6 +500,20 @@ async fn operator_down(ctx: TestContext) -> Result<()> {
             s(&done, "/status/verdict")
         );
         ensure!(s(&done, "/status/result/published").as_u64() == Some(1600));
+        // The results came through the log: the runner never heard from the operator.
+        let runner = pods
+            .list(&ListParams::default().labels("app.kubernetes.io/instance=js-r1"))
+            .await?
+            .items
+            .into_iter()
+            .find_map(|p| p.metadata.name)
+            .context("runner pod")?;
+        let log = pods.logs(&runner, &Default::default()).await?;
+        ensure!(
+            log.contains("no confirmation from the operator within the hold"),
+            "runner log: {}",
+            wait::truncate(&log, 1500)
+        );
         anyhow::Ok(())
     }
     .await;
