@@ -22,8 +22,12 @@ async fn body(ctx: TestContext) -> Result<()> {
         .items;
     let pod = pods
         .iter()
-        .find(|p| p.metadata.deletion_timestamp.is_none())
-        .context("no operator pod")?;
+        // A replica that stepped down (leader election) may linger as a finished pod.
+        .find(|p| {
+            p.metadata.deletion_timestamp.is_none()
+                && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+        })
+        .context("no running operator pod")?;
     let name = pod.metadata.name.clone().unwrap_or_default();
     let spec = pod.spec.clone().unwrap_or_default();
     let psc = spec.security_context.clone().unwrap_or_default();
