@@ -319,7 +319,11 @@ async fn operator_pods(client: &Client) -> Result<Vec<String>> {
         .await?
         .items
         .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        // A pod that stepped down and exited can linger as a finished pod: not an operator.
+        .filter(|p| {
+            p.metadata.deletion_timestamp.is_none()
+                && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+        })
         .filter_map(|p| p.metadata.name)
         .collect();
     names.sort();
