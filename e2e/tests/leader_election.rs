@@ -312,7 +312,7 @@ async fn lease_access_is_least_privilege(ctx: &TestContext) -> Result<()> {
     Ok(())
 }
 
-/// The running (not terminating) operator pods, by name.
+/// The operator pods that are neither terminating nor finished, by name.
 async fn operator_pods(client: &Client) -> Result<Vec<String>> {
     let mut names: Vec<String> = Api::<Pod>::namespaced(client.clone(), NAMESPACE)
         .list(&ListParams::default().labels(OPERATOR_SELECTOR))
@@ -322,7 +322,10 @@ async fn operator_pods(client: &Client) -> Result<Vec<String>> {
         // A pod that stepped down and exited can linger as a finished pod: not an operator.
         .filter(|p| {
             p.metadata.deletion_timestamp.is_none()
-                && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+                && !matches!(
+                    p.status.as_ref().and_then(|s| s.phase.as_deref()),
+                    Some("Succeeded" | "Failed")
+                )
         })
         .filter_map(|p| p.metadata.name)
         .collect();
