@@ -40,7 +40,7 @@ fn is_ready(p: &Pod) -> bool {
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
-fn ip(p: &Pod) -> Option<String> {
+pub fn ip(p: &Pod) -> Option<String> {
     p.status.as_ref()?.pod_ip.clone()
 }
 
@@ -117,9 +117,6 @@ impl<'a> RunnerView<'a> {
 
     pub fn ready_ips(&self) -> Vec<String> {
         self.ready.iter().filter_map(|p| ip(p)).collect()
-    }
-    pub fn running_ips(&self) -> Vec<String> {
-        self.running.iter().filter_map(|p| ip(p)).collect()
     }
 
     /// (reason, message) when a runner failed; the runner's own reason (TargetUnreachable,
@@ -198,7 +195,6 @@ fn end(st: &mut BenchmarkRunStatus, outcome: Outcome, reason: &str, message: &st
 /// thresholds, compares with the baseline and records the environment. Pods are only read,
 /// never deleted here (TTL does that). Leaves the status as it was when a holding runner did
 /// not answer yet.
-#[allow(clippy::too_many_arguments)]
 pub async fn collect(
     ctx: &Context,
     br: &BenchmarkRun,

@@ -558,7 +558,7 @@ async fn poll_running<'a>(
 ) -> Vec<PolledRunner<'a>> {
     let mut out = Vec::new();
     for pod in &view.running {
-        let Some(ip) = pod.status.as_ref().and_then(|s| s.pod_ip.clone()) else {
+        let Some(ip) = finish::ip(pod) else {
             continue;
         };
         if let Some(p) = runner_http::progress(&ip, token).await {
