@@ -24,6 +24,11 @@ pub struct Context {
     pub runner_tokens: Mutex<HashMap<String, String>>,
     /// The operator's own pods, for runner NetworkPolicies; None outside a cluster.
     pub runner_peer: Option<crate::benchmark_run::runner_access::OperatorPeer>,
+    /// Port of the runner agents' control endpoint (tests run fake agents elsewhere).
+    pub agent_port: u16,
+    /// The resourceVersion of each run's last status write, by uid: a cached run older than
+    /// that is read again before anything is decided on it.
+    pub run_versions: Mutex<HashMap<String, String>>,
 }
 
 /// Requeue intervals: short while converging, long when stable (watches do the rest).
@@ -91,6 +96,8 @@ impl Context {
             backoff: Backoff::default(),
             runner_tokens: Mutex::default(),
             runner_peer: crate::benchmark_run::runner_access::OperatorPeer::from_env(),
+            agent_port: bench_runner::agent::AGENT_PORT,
+            run_versions: Mutex::default(),
         }
     }
 }

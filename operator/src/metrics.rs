@@ -10,6 +10,7 @@ pub struct Metrics {
     failures: IntCounterVec,
     duration: HistogramVec,
     writes: IntCounterVec,
+    status_writes: IntCounterVec,
 }
 
 impl Default for Metrics {
@@ -44,7 +45,15 @@ impl Default for Metrics {
             &["kind", "verb"],
         )
         .expect("static metric");
-        for c in [&reconciles, &failures, &writes] {
+        let status_writes = IntCounterVec::new(
+            Opts::new(
+                "status_writes_total",
+                "Status writes of the kinds' own objects, by kind",
+            ),
+            &["kind"],
+        )
+        .expect("static metric");
+        for c in [&reconciles, &failures, &writes, &status_writes] {
             registry
                 .register(Box::new(c.clone()))
                 .expect("unique metric");
@@ -58,6 +67,7 @@ impl Default for Metrics {
             failures,
             duration,
             writes,
+            status_writes,
         }
     }
 }
@@ -77,6 +87,10 @@ impl Metrics {
 
     pub fn child_written(&self, kind: &str, verb: &str) {
         self.writes.with_label_values(&[kind, verb]).inc();
+    }
+
+    pub fn status_written(&self, kind: &str) {
+        self.status_writes.with_label_values(&[kind]).inc();
     }
 
     pub fn render(&self) -> String {

@@ -102,15 +102,23 @@ impl AgentState {
             received,
             waiting_for: self.waiting_for.load(Ordering::SeqCst),
             finished: self.finished.load(Ordering::SeqCst),
+            trial_start_unix_ms: self
+                .start_of(self.trial.load(Ordering::SeqCst))
+                .unwrap_or(0),
         }
     }
 
-    fn started_at(&self) -> Option<u64> {
+    /// The start kept for `trial`, once released.
+    fn start_of(&self, trial: u32) -> Option<u64> {
         self.start_rx
             .lock()
             .expect("start")
             .as_ref()
-            .and_then(|r| r.borrow().get(&1).copied())
+            .and_then(|r| r.borrow().get(&trial).copied())
+    }
+
+    fn started_at(&self) -> Option<u64> {
+        self.start_of(1)
     }
 
     /// Releases `trial`'s barrier; a second `/start` for it keeps the first time (idempotent

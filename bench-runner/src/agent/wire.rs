@@ -109,6 +109,10 @@ pub struct AgentProgress {
     /// Every trial ran: the results wait on `GET /results`.
     #[serde(default)]
     pub finished: bool,
+    /// The common start this agent keeps for its current trial (ms since the epoch; 0 while it
+    /// has none), so the operator can send a late runner the same start as the others.
+    #[serde(default)]
+    pub trial_start_unix_ms: u64,
 }
 
 /// One trial's result of one runner.

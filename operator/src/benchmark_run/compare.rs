@@ -1,50 +1,37 @@
 //! This run against `spec.baselineRef`: ratio, difference and Welch significance per headline
 //! figure, from both runs' per-trial figures.
+use super::observe::BaselineSeen;
 use super::stats;
-use crate::context::Context;
-use crate::error::Result;
-use kube::Api;
-use msgbench_crds::benchmark_run::{
-    BaselineComparison, BenchmarkRun, FigureComparison, Outcome, TrialFigures,
-};
+use msgbench_crds::benchmark_run::{BaselineComparison, FigureComparison, Outcome, TrialFigures};
 
-pub async fn against(
-    ctx: &Context,
-    ns: &str,
-    baseline: &str,
+/// `comparison.reason` while the baseline has no verdict yet (a finished run looks again).
+pub const NOT_FINISHED: &str = "BaselineNotFinished";
+
+/// Pure: the comparison against the baseline as observed (`None`: it does not exist).
+pub fn with_baseline(
+    name: &str,
+    seen: Option<&BaselineSeen>,
     current: &[TrialFigures],
-) -> Result<BaselineComparison> {
-    let b = Api::<BenchmarkRun>::namespaced(ctx.client.clone(), ns)
-        .get_opt(baseline)
-        .await?;
+) -> BaselineComparison {
     let mut out = BaselineComparison {
-        baseline: baseline.into(),
+        baseline: name.into(),
         ..BaselineComparison::default()
     };
-    let Some(b) = b else {
+    let Some(state) = seen.and_then(|s| s.state.as_ref()) else {
         out.reason = Some("BaselineNotFound".into());
-        return Ok(out);
+        return out;
     };
-    let st = b.status.unwrap_or_default();
-    let passed = st
-        .verdict
-        .as_ref()
-        .is_some_and(|v| v.outcome == Outcome::Passed);
-    if !passed || st.trials.is_empty() {
-        out.reason = Some("BaselineNotFinished".into());
-        return Ok(out);
+    out.reason = match state.outcome {
+        None => Some(NOT_FINISHED.into()),
+        Some(Outcome::Failed) => Some("BaselineFailed".into()),
+        Some(Outcome::Passed) if state.trials.is_empty() => Some("BaselineHasNoTrials".into()),
+        Some(Outcome::Passed) => None,
+    };
+    if out.reason.is_none() {
+        out.baseline_generation = state.observed_generation;
+        out.figures = figures(&state.trials, current);
     }
-    out.baseline_generation = st.observed_generation;
-    out.figures = figures(&st.trials, current);
-    Ok(out)
-}
-
-/// Whether the baseline exists and has not reached a verdict yet.
-pub async fn baseline_running(ctx: &Context, ns: &str, baseline: &str) -> Result<bool> {
-    let b = Api::<BenchmarkRun>::namespaced(ctx.client.clone(), ns)
-        .get_opt(baseline)
-        .await?;
-    Ok(b.is_some_and(|b| b.status.and_then(|s| s.verdict).is_none()))
+    out
 }
 
 type Figure = fn(&TrialFigures) -> f64;

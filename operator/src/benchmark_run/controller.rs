@@ -7,8 +7,8 @@ use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::controller::{Config, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{predicates, watcher, PredicateConfig, WatchStreamExt};
 use kube::{Api, ResourceExt};
 use msgbench_crds::BenchmarkRun;
 use std::collections::BTreeSet;
@@ -31,7 +31,16 @@ pub async fn run(ctx: Arc<Context>, namespace: Option<String>) {
     let children = watcher::Config::default().labels(&format!(
         "{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_NAME}={KIND_LABEL}"
     ));
-    let controller = Controller::new(runs, watcher::Config::default().any_semantic())
+    // Only spec changes of a run trigger it: its own status writes must not (each write would
+    // fire the next pass, a tight loop for the whole run). Timers and the runner pods and Job
+    // drive a running run.
+    let (reader, writer) = reflector::store();
+    let spec_changes = watcher(runs, watcher::Config::default().any_semantic())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(predicates::generation, PredicateConfig::default());
+    let controller = Controller::for_stream(spec_changes, reader)
         .with_config(Config::default().concurrency(8))
         .owns(jobs, children.clone())
         // Runner pods are owned by the Job: map them by instance label so readiness (the

@@ -15,6 +15,7 @@ pub struct DoneRunner<'a> {
     pub holding_at: Option<String>,
 }
 
+#[derive(Clone, Debug, PartialEq)]
 pub enum Gathered {
     /// Every record of every runner, intact.
     Complete(Vec<ResultLine>),
@@ -64,12 +65,15 @@ pub fn complete_records<R>(
     }
 }
 
-async fn from_agent(ip: &str, token: &str) -> Result<(u16, BTreeMap<u32, ResultLine>), String> {
-    let r = runner_http::results(ip, token)
+async fn from_agent(
+    addr: std::net::SocketAddr,
+    token: &str,
+) -> Result<(u16, BTreeMap<u32, ResultLine>), String> {
+    let r = runner_http::results(addr, token)
         .await
         .map_err(|e| format!("{e:#}"))?;
     if !r.finished {
-        return Err(format!("agent on {ip} has not finished"));
+        return Err(format!("agent on {addr} has not finished"));
     }
     let records = r.records.into_iter().map(|l| (l.trial, l)).collect();
     Ok((r.runner_id, records))
@@ -94,6 +98,7 @@ pub async fn gather(
     done: &[DoneRunner<'_>],
     token: &str,
     trials: u32,
+    agent_port: u16,
 ) -> kube::Result<Gathered> {
     let mut all = Vec::new();
     for d in done {
@@ -104,7 +109,14 @@ pub async fn gather(
             )));
         };
         let (records, damaged) = match &d.holding_at {
-            Some(ip) => match from_agent(ip, token).await {
+            Some(ip) => match from_agent(
+                runner_http::agent_addr(ip, agent_port).ok_or_else(|| {
+                    kube::Error::Service(format!("pod {name}: bad pod IP {ip}").into())
+                })?,
+                token,
+            )
+            .await
+            {
                 Ok((id, r)) if id == runner => (r, BTreeMap::new()),
                 Ok((id, _)) => {
                     return Ok(Gathered::Lost(format!(
@@ -127,12 +139,13 @@ pub async fn gather(
 }
 
 /// Tells every runner still holding its results that the operator stored them all.
-pub async fn release_holding(ips: &[String], token: &str, trials: u32) {
-    for ip in ips {
-        if let Err(e) = runner_http::ack(ip, token, trials).await {
-            tracing::debug!(runner = %ip, error = %e, "results ack not delivered (the runner exits after its hold)");
+pub async fn release_holding(addrs: &[std::net::SocketAddr], token: &str, records: u32) {
+    let acks = addrs.iter().map(|a| async move {
+        if let Err(e) = runner_http::ack(*a, token, records).await {
+            tracing::debug!(runner = %a, error = %e, "results ack not delivered (the runner exits after its hold)");
         }
-    }
+    });
+    futures::future::join_all(acks).await;
 }
 
 #[cfg(test)]

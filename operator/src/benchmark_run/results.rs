@@ -286,13 +286,13 @@ pub fn evaluate(r: &RunResult, thresholds: &[Threshold]) -> Vec<ThresholdResult>
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use bench_runner::histo::Histo;
     use bench_runner::result::{Generator, PhaseStats, FORMAT};
     use msgbench_crds::benchmark_run::Severity;
 
-    fn runner(id: u16, trial: u32, latencies_us: &[u64], published: u64) -> ResultLine {
+    pub(crate) fn runner(id: u16, trial: u32, latencies_us: &[u64], published: u64) -> ResultLine {
         let mut m = PhaseStats::new("measured", 1, Default::default());
         m.published = published;
         m.published_by_topic = vec![published];

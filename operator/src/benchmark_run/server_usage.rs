@@ -9,7 +9,8 @@ mod endpoints;
 mod memory_fit;
 
 use crate::context::Context;
-use endpoints::{endpoint, read_pods, Cpu, Sample};
+use endpoints::{endpoint, read_pods};
+pub use endpoints::{Cpu, Sample};
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus};
 use msgbench_crds::server_usage::{MemoryPoint, PodUsage, ServerUsage, MAX_SERVER_PODS};
 
@@ -158,55 +159,105 @@ fn unavailable(source: &str, why: String) -> ServerUsage {
     }
 }
 
-/// Takes one sample of the target's server pods into `st.serverUsage`; before the barrier
-/// release it records the baseline. Best effort: an unreachable pod only skips this sample.
-pub async fn sample(ctx: &Context, br: &BenchmarkRun, ns: &str, st: &mut BenchmarkRunStatus) {
-    let released = st.start_time.is_some();
+/// What observing the target's servers gave this pass.
+#[derive(Clone, Debug, PartialEq)]
+pub enum UsageRead {
+    /// Figures cannot be had for this target: the source and why.
+    Unavailable { source: String, why: String },
+    /// One sampling instant: how many server pods were listed and the readings of those that
+    /// answered (`path` for the message when none did).
+    Readings {
+        source: String,
+        path: String,
+        listed: usize,
+        readings: Vec<(String, Sample)>,
+        now_ms: i64,
+    },
+}
+
+/// Reads the target's server pods when a sample is due (`None`: not due). Best effort: an
+/// unreachable pod only drops out of this sample.
+pub async fn read(
+    ctx: &Context,
+    br: &BenchmarkRun,
+    ns: &str,
+    st: &BenchmarkRunStatus,
+    now_ms: i64,
+) -> Option<UsageRead> {
+    let unavailable = |source: &str, why: String| {
+        Some(UsageRead::Unavailable {
+            source: source.into(),
+            why,
+        })
+    };
     let Some(r) = &br.spec.target.server_ref else {
-        st.server_usage.get_or_insert_with(|| {
-            unavailable(
-                "none",
-                "the target is an endpoint: its servers are not managed here".into(),
-            )
-        });
-        return;
+        return unavailable(
+            "none",
+            "the target is an endpoint: its servers are not managed here".into(),
+        );
     };
     let (source, port_name, path, parse) = match endpoint(r.kind) {
         Ok(e) => e,
-        Err(why) => {
-            st.server_usage
-                .get_or_insert_with(|| unavailable("none", why));
-            return;
-        }
+        Err(why) => return unavailable("none", why),
     };
     if !ctx.observe_varz {
-        st.server_usage.get_or_insert_with(|| {
-            unavailable(
-                source,
-                "the operator runs with --no-varz (pod IPs not reachable)".into(),
-            )
-        });
-        return;
+        return unavailable(
+            source,
+            "the operator runs with --no-varz (pod IPs not reachable)".into(),
+        );
     }
-    let now_ms = k8s_openapi::jiff::Timestamp::now().as_millisecond();
-    let u = st.server_usage.get_or_insert_with(|| ServerUsage {
-        source: source.into(),
-        ..ServerUsage::default()
-    });
-    let last = u.pods.iter().filter_map(|p| p.last_sample_ms).max();
+    let last = st
+        .server_usage
+        .iter()
+        .flat_map(|u| u.pods.iter().filter_map(|p| p.last_sample_ms))
+        .max();
     if last.is_some_and(|t| now_ms - t < MIN_INTERVAL_MS) {
-        return;
+        return None;
     }
     let (listed, readings) = read_pods(ctx, ns, r.kind, &r.name, port_name, path, parse).await;
+    Some(UsageRead::Readings {
+        source: source.into(),
+        path: path.into(),
+        listed,
+        readings,
+        now_ms,
+    })
+}
+
+/// Pure: records one read into `st.serverUsage`; before the barrier release (`released`
+/// false) as the baseline.
+pub fn apply(
+    st: &mut BenchmarkRunStatus,
+    read: &UsageRead,
+    released: bool,
+    connection_workload: bool,
+) {
+    let (source, path, listed, readings, now_ms) = match read {
+        UsageRead::Unavailable { source, why } => {
+            st.server_usage
+                .get_or_insert_with(|| unavailable(source, why.clone()));
+            return;
+        }
+        UsageRead::Readings {
+            source,
+            path,
+            listed,
+            readings,
+            now_ms,
+        } => (source, path, *listed, readings, *now_ms),
+    };
+    let u = st.server_usage.get_or_insert_with(|| ServerUsage {
+        source: source.clone(),
+        ..ServerUsage::default()
+    });
     if released {
-        record(u, &readings, now_ms);
+        record(u, readings, now_ms);
     } else {
-        record_baseline(u, &readings, now_ms);
+        record_baseline(u, readings, now_ms);
     }
-    let connection_workload = br.spec.workload.connections.is_some();
     if connection_workload {
         let all_answered = listed > 0 && readings.len() == listed;
-        record_point(u, &readings, all_answered, released);
+        record_point(u, readings, all_answered, released);
     }
     u.unavailable = (u.samples == 0 && released && readings.is_empty())
         .then(|| format!("no server pod answered {path} yet"));

@@ -2,12 +2,7 @@
 //! must not leave runners behind: pending pods would be scheduled later and load the server
 //! during someone else's run. Suspending the Job deletes its active pods and keeps the Job,
 //! its finished pods and their logs for debugging until `ttlSecondsAfterFinished`.
-use crate::context::Context;
-use crate::error::Result;
 use k8s_openapi::api::batch::v1::Job;
-use kube::api::{Patch, PatchParams};
-use kube::Api;
-use msgbench_crds::benchmark_run::{BenchmarkRunStatus, Phase};
 
 /// Whether `job` still has pods running or waiting and is not suspended yet.
 pub fn has_active_runners(job: &Job) -> bool {
@@ -15,24 +10,6 @@ pub fn has_active_runners(job: &Job) -> bool {
     let active = job.status.as_ref().and_then(|s| s.active).unwrap_or(0);
     let ready = job.status.as_ref().and_then(|s| s.ready).unwrap_or(0);
     !suspended && (active > 0 || ready > 0)
-}
-
-/// After a Failed verdict: suspend the run's Job when runners are still active.
-pub async fn after_failure(ctx: &Context, ns: &str, st: &BenchmarkRunStatus) -> Result<()> {
-    let (Some(Phase::Failed), Some(name)) = (st.phase, &st.job_name) else {
-        return Ok(());
-    };
-    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), ns);
-    let Some(job) = jobs.get_opt(name).await? else {
-        return Ok(());
-    };
-    if has_active_runners(&job) {
-        tracing::info!(job = %name, "run failed: suspending its runner Job (active pods go)");
-        let patch = serde_json::json!({"spec": {"suspend": true}});
-        jobs.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use msgbench_crds::workload::Protocol;
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
 use std::collections::BTreeMap;
 
+#[derive(Clone, Debug, PartialEq)]
 pub struct Resolved {
     pub url: String,
     /// `<Kind>/<name>` or the endpoint URL.

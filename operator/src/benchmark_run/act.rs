@@ -1,0 +1,279 @@
+//! Act: carries out what `decide` chose (create the runners, release the barrier, acknowledge
+//! results, suspend or delete children), then the one status write and its events.
+use super::build::{self, RunIdentity};
+use super::decide::{self, Decision, Effect};
+use super::observe::Observed;
+use super::{runner_access, runner_http};
+use crate::context::{Context, CONTROLLER_NAME};
+use crate::error::Result;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PropagationPolicy};
+use kube::runtime::events::{Event, EventType};
+use kube::{Api, Resource, ResourceExt};
+use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Outcome, Phase};
+use std::collections::BTreeMap;
+
+/// Carries out `d.effects` in order. A release whose answers show runners that started apart
+/// ends the run (decided by the pure `decide::check_echoes`).
+pub async fn carry_out(
+    ctx: &Context,
+    id: &RunIdentity,
+    obs: &Observed,
+    d: &mut Decision,
+) -> Result<()> {
+    for effect in std::mem::take(&mut d.effects) {
+        match &effect {
+            Effect::DeleteOtherGenerations => {
+                let g = id.generation.to_string();
+                delete_children(ctx, id, |l| l.get(build::LABEL_GENERATION) != Some(&g)).await?
+            }
+            Effect::CreateRunners { config_map, job } => {
+                create_runners(ctx, id, config_map, job).await?
+            }
+            Effect::Release {
+                trial,
+                at_unix_ms,
+                ips,
+            } => {
+                let token = runner_access::ensure_token(ctx, id).await?;
+                let echoes = release(ctx, &token, *trial, *at_unix_ms, ips).await;
+                if let Some(msg) = decide::check_echoes(*trial, *at_unix_ms, &echoes) {
+                    decide::fail(
+                        &mut d.status,
+                        "RunnersStartedApart",
+                        &msg,
+                        id.generation,
+                        &obs.now,
+                    );
+                }
+            }
+            Effect::AckResults { ips, records } => {
+                let token = runner_access::ensure_token(ctx, id).await?;
+                let addrs: Vec<_> = ips
+                    .iter()
+                    .filter_map(|ip| runner_http::agent_addr(ip, ctx.agent_port))
+                    .collect();
+                super::gather::release_holding(&addrs, &token, *records).await;
+            }
+            Effect::SuspendJob { name } => suspend(ctx, &id.namespace, name).await?,
+            Effect::DeleteChildren => delete_children(ctx, id, |_| true).await?,
+        }
+        d.effects.push(effect);
+    }
+    Ok(())
+}
+
+/// The token Secret first (the pods mount it), the NetworkPolicy, the ConfigMap, the Job.
+async fn create_runners(ctx: &Context, id: &RunIdentity, cm: &ConfigMap, job: &Job) -> Result<()> {
+    runner_access::ensure_token(ctx, id).await?;
+    let pp = PatchParams::apply(CONTROLLER_NAME).force();
+    let name = id.job_name();
+    if let Some(peer) = &ctx.runner_peer {
+        let np = runner_access::network_policy(id, peer);
+        Api::<NetworkPolicy>::namespaced(ctx.client.clone(), &id.namespace)
+            .patch(&name, &pp, &Patch::Apply(&np))
+            .await?;
+    }
+    Api::<ConfigMap>::namespaced(ctx.client.clone(), &id.namespace)
+        .patch(&name, &pp, &Patch::Apply(cm))
+        .await?;
+    Api::<Job>::namespaced(ctx.client.clone(), &id.namespace)
+        .patch(&name, &pp, &Patch::Apply(job))
+        .await?;
+    Ok(())
+}
+
+/// `POST /start` to every IP at once; each answer is the start that agent keeps.
+async fn release(
+    ctx: &Context,
+    token: &str,
+    trial: u32,
+    at: u64,
+    ips: &[String],
+) -> Vec<(String, std::result::Result<u64, String>)> {
+    let sends = ips.iter().map(|ip| async move {
+        let answer = match runner_http::agent_addr(ip, ctx.agent_port) {
+            Some(addr) => runner_http::start(addr, token, trial, at)
+                .await
+                .map_err(|e| format!("{e:#}")),
+            None => Err(format!("not an IP address: {ip}")),
+        };
+        if let Err(e) = &answer {
+            // Resent on the next pass with the same time (or the run ends as started apart).
+            tracing::info!(runner = %ip, trial, error = %e, "start not delivered");
+        }
+        (ip.clone(), answer)
+    });
+    futures::future::join_all(sends).await
+}
+
+/// Suspending the Job deletes its active pods and keeps the Job, its finished pods and their
+/// logs for debugging until `ttlSecondsAfterFinished`: pending runners must not load the
+/// server during someone else's run.
+async fn suspend(ctx: &Context, ns: &str, name: &str) -> Result<()> {
+    tracing::info!(job = %name, "run failed: suspending its runner Job (active pods go)");
+    let patch = serde_json::json!({"spec": {"suspend": true}});
+    Api::<Job>::namespaced(ctx.client.clone(), ns)
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
+}
+
+/// Deletes this run's Jobs (pods go with them), ConfigMaps and NetworkPolicies whose labels
+/// match `pick`. The token Secret stays until the run is deleted.
+async fn delete_children(
+    ctx: &Context,
+    id: &RunIdentity,
+    pick: impl Fn(&BTreeMap<String, String>) -> bool,
+) -> Result<()> {
+    let sel = format!(
+        "{}={},{}={}",
+        crate::meta::LABEL_NAME,
+        build::KIND_LABEL,
+        crate::meta::LABEL_INSTANCE,
+        id.name
+    );
+    let lp = ListParams::default().labels(&sel);
+    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &id.namespace);
+    delete_matching(&jobs, &lp, &pick).await?;
+    let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &id.namespace);
+    delete_matching(&cms, &lp, &pick).await?;
+    let nps: Api<NetworkPolicy> = Api::namespaced(ctx.client.clone(), &id.namespace);
+    delete_matching(&nps, &lp, &pick).await
+}
+
+async fn delete_matching<K>(
+    api: &Api<K>,
+    lp: &ListParams,
+    pick: &impl Fn(&BTreeMap<String, String>) -> bool,
+) -> Result<()>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let dp = DeleteParams {
+        propagation_policy: Some(PropagationPolicy::Background),
+        ..DeleteParams::default()
+    };
+    for o in api.list(lp).await?.items {
+        if pick(o.labels()) {
+            match api.delete(&o.name_any(), &dp).await {
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                other => {
+                    other?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One server-side apply of the whole status; remembers the version it wrote (see `latest`).
+pub async fn write_status(
+    ctx: &Context,
+    br: &BenchmarkRun,
+    id: &RunIdentity,
+    st: &BenchmarkRunStatus,
+) -> Result<()> {
+    let api: Api<BenchmarkRun> = Api::namespaced(ctx.client.clone(), &id.namespace);
+    let patch = serde_json::json!({
+        "apiVersion": "msgbench.dev/v1alpha1",
+        "kind": "BenchmarkRun",
+        "status": st,
+    });
+    let written = api
+        .patch_status(
+            &id.name,
+            &PatchParams::apply(CONTROLLER_NAME).force(),
+            &Patch::Apply(&patch),
+        )
+        .await?;
+    ctx.metrics.status_written(build::KIND_LABEL);
+    remember(ctx, br, written.resource_version());
+    Ok(())
+}
+
+fn remember(ctx: &Context, br: &BenchmarkRun, rv: Option<String>) {
+    if let (Some(uid), Some(rv)) = (br.uid(), rv) {
+        ctx.run_versions
+            .lock()
+            .expect("run versions")
+            .insert(uid, rv);
+    }
+}
+
+/// The run as last written: status is this controller's memory, so a cache that has not yet
+/// seen our last write (a pod event can trigger a pass right after it) must not be decided on.
+/// When the cached version is not the one we wrote, read the run from the API server.
+pub async fn latest(
+    ctx: &Context,
+    br: std::sync::Arc<BenchmarkRun>,
+) -> Result<std::sync::Arc<BenchmarkRun>> {
+    let Some(uid) = br.uid() else { return Ok(br) };
+    let wrote = ctx
+        .run_versions
+        .lock()
+        .expect("run versions")
+        .get(&uid)
+        .cloned();
+    if wrote.is_none() || wrote == br.resource_version() {
+        return Ok(br);
+    }
+    let api: Api<BenchmarkRun> =
+        Api::namespaced(ctx.client.clone(), &br.namespace().unwrap_or_default());
+    let fresh = api.get(&br.name_any()).await?;
+    remember(ctx, &fresh, fresh.resource_version());
+    Ok(std::sync::Arc::new(fresh))
+}
+
+/// One event per phase change and per verdict.
+pub async fn announce(
+    ctx: &Context,
+    br: &BenchmarkRun,
+    prev: &BenchmarkRunStatus,
+    st: &BenchmarkRunStatus,
+) {
+    let mut events = Vec::new();
+    if let Some(p) = st.phase.filter(|p| prev.phase != Some(*p)) {
+        let note = match p {
+            Phase::Starting => format!(
+                "runner Job {} created",
+                st.job_name.clone().unwrap_or_default()
+            ),
+            Phase::Running => "all runners ready; common start chosen".into(),
+            _ => format!("phase {p:?}"),
+        };
+        let ty = if p == Phase::Failed {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        events.push((ty, format!("{p:?}"), note));
+    }
+    if let Some(v) = st
+        .verdict
+        .as_ref()
+        .filter(|v| prev.verdict.as_ref() != Some(*v))
+    {
+        let ty = if v.outcome == Outcome::Passed {
+            EventType::Normal
+        } else {
+            EventType::Warning
+        };
+        events.push((ty, v.reason.clone(), v.message.clone().unwrap_or_default()));
+    }
+    let reference = br.object_ref(&());
+    for (type_, reason, note) in events {
+        let ev = Event {
+            type_,
+            reason,
+            note: Some(note.chars().take(1000).collect()),
+            action: "Benchmark".into(),
+            secondary: None,
+        };
+        if let Err(e) = ctx.recorder.publish(&ev, &reference).await {
+            tracing::warn!(error = %e, "could not publish event");
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! The start barrier. Starting: once every runner is ready, the common start time is chosen and
+//! stored in status *before* any runner hears it (phase Running); the next pass sends it to all
+//! runners in parallel. A resend (lost request, operator restart) always names the stored time,
+//! and every agent keeps the first time it got, so runners cannot be merged as concurrent when
+//! they started apart: that ends the run as RunnersStartedApart instead.
+use super::{fail, millis, seconds_between, Decision, POLL};
+use crate::benchmark_run::build::RunIdentity;
+use crate::benchmark_run::conditions::{self as cond, Status, RUNNERS_READY};
+use crate::benchmark_run::observe::{AgentSeen, Observed};
+use crate::benchmark_run::runner_pods::RunnerView;
+use crate::benchmark_run::{server_usage, timing};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use msgbench_crds::benchmark_run::{BenchmarkRun, Phase, Progress};
+use std::time::Duration;
+
+/// Lead time between choosing the common start and the start itself, so every runner hears it.
+pub const START_LEAD_MS: u64 = 2_000;
+/// The same for later trials (runners already wait, polled every 500 ms).
+pub const TRIAL_LEAD_MS: u64 = 500;
+/// Runners whose starts differ by more than this did not run concurrently.
+pub const START_APART_TOLERANCE_MS: u64 = 500;
+/// A start sent less than this before its time may arrive after it.
+const SEND_MARGIN_MS: u64 = 100;
+
+/// Starting: runner pods come up and connect; fail when they do not reach the barrier in time.
+pub fn starting(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decision) {
+    let g = id.generation;
+    let view = RunnerView::of(&obs.runner_pods, obs.job.as_ref());
+    if let Some((reason, msg)) = view.failure() {
+        fail(&mut d.status, reason, &msg, g, &obs.now);
+        return;
+    }
+    if let Some(read) = &obs.server_usage {
+        let connections = br.spec.workload.connections.is_some();
+        server_usage::apply(&mut d.status, read, false, connections);
+    }
+    let count = br.spec.runners.count.max(1) as usize;
+    let ready = view.ready_ips().len();
+    let st = &mut d.status;
+    st.progress = Some(Progress {
+        trial: 0,
+        trials: timing::total_trials(br),
+        runners_ready: ready as i32,
+        ..Progress::default()
+    });
+    if ready >= count {
+        let at = millis(&obs.now) + START_LEAD_MS;
+        let start = time_at(at).unwrap_or_else(|| obs.now.clone());
+        let msg = format!("{count} runner(s) connected; common start at {}", start.0);
+        st.start_time = Some(start);
+        st.phase = Some(Phase::Running);
+        cond::set(
+            &mut st.conditions,
+            RUNNERS_READY,
+            Status::True,
+            "BarrierReleased",
+            &msg,
+            Some(g),
+            &obs.now,
+        );
+        // Sent on the next pass, once this start time is stored.
+        d.requeue = Some(Duration::from_millis(100));
+        return;
+    }
+    let created = obs
+        .job
+        .as_ref()
+        .and_then(|j| j.metadata.creation_timestamp.clone())
+        .unwrap_or_else(|| obs.now.clone());
+    let limit = timing::barrier_limit_seconds(br);
+    if seconds_between(&created, &obs.now) > limit {
+        let msg = format!(
+            "{ready} of {count} runners reached the start barrier within {limit}s \
+             (barrierTimeoutSeconds + connectTimeoutSeconds + {}s for pod start)",
+            timing::BARRIER_GRACE_SECONDS
+        );
+        fail(st, "BarrierTimeout", &msg, g, &obs.now);
+        return;
+    }
+    d.requeue = Some(POLL);
+}
+
+pub fn time_at(unix_ms: u64) -> Option<Time> {
+    k8s_openapi::jiff::Timestamp::from_millisecond(unix_ms as i64)
+        .ok()
+        .map(Time)
+}
+
+/// What the barrier needs this pass.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Release {
+    Nothing,
+    /// Send `trial`'s start at `at` to these pod IPs.
+    Send {
+        trial: u32,
+        at: u64,
+        ips: Vec<String>,
+    },
+    /// Nobody got the stored start and it is (nearly) past: store a new one first.
+    Rechoose(u64),
+    /// Some runners started and another can no longer start with them.
+    Apart(String),
+}
+
+/// Trial 1 against the stored start `start_ms`, then the per-trial barriers of several runners:
+/// trial k is released once every runner waits for it; a runner still waiting while others
+/// already hold k's start gets that same start, if it is not too late.
+pub fn next_release(agents: &[AgentSeen], runners: usize, start_ms: u64, now_ms: u64) -> Release {
+    let not_started: Vec<&AgentSeen> = agents.iter().filter(|a| !a.progress.started).collect();
+    if !not_started.is_empty() {
+        let any_started = not_started.len() < agents.len();
+        return catch_up(1, &not_started, start_ms, any_started, now_ms);
+    }
+    let Some(k) = agents
+        .iter()
+        .map(|a| a.progress.waiting_for)
+        .max()
+        .filter(|k| *k > 1)
+    else {
+        return Release::Nothing;
+    };
+    let waiting: Vec<&AgentSeen> = agents
+        .iter()
+        .filter(|a| a.progress.waiting_for == k)
+        .collect();
+    let released_at = agents
+        .iter()
+        .filter(|a| a.progress.trial == k && a.progress.waiting_for == 0)
+        .filter_map(|a| {
+            (a.progress.trial_start_unix_ms > 0).then_some(a.progress.trial_start_unix_ms)
+        })
+        .min();
+    match released_at {
+        Some(t) => catch_up(k, &waiting, t, true, now_ms),
+        None if waiting.len() >= runners => Release::Send {
+            trial: k,
+            at: now_ms + TRIAL_LEAD_MS,
+            ips: ips(&waiting),
+        },
+        None => Release::Nothing,
+    }
+}
+
+/// Runners in `late` have not got `trial`'s start `at` yet.
+fn catch_up(
+    trial: u32,
+    late: &[&AgentSeen],
+    at: u64,
+    others_have_it: bool,
+    now_ms: u64,
+) -> Release {
+    if now_ms + SEND_MARGIN_MS < at {
+        return Release::Send {
+            trial,
+            at,
+            ips: ips(late),
+        };
+    }
+    if !others_have_it && trial == 1 {
+        return Release::Rechoose(now_ms + START_LEAD_MS);
+    }
+    if now_ms + SEND_MARGIN_MS <= at + START_APART_TOLERANCE_MS {
+        return Release::Send {
+            trial,
+            at,
+            ips: ips(late),
+        };
+    }
+    let pods: Vec<&str> = late.iter().map(|a| a.pod.as_str()).collect();
+    Release::Apart(format!(
+        "trial {trial}: runner pod(s) {} had not received the common start {} ms after it \
+         (others had started); runners that start apart are not merged",
+        pods.join(", "),
+        now_ms.saturating_sub(at)
+    ))
+}
+
+fn ips(agents: &[&AgentSeen]) -> Vec<String> {
+    agents.iter().map(|a| a.ip.clone()).collect()
+}
+
+/// Pure: what agents answered to `POST /start` (the start each keeps, or why it did not
+/// answer). A kept start more than the tolerance away from `at` means that runner had been
+/// released earlier with another time: the message says so.
+pub fn check_echoes(
+    trial: u32,
+    at: u64,
+    echoes: &[(String, Result<u64, String>)],
+) -> Option<String> {
+    let apart: Vec<String> = echoes
+        .iter()
+        .filter_map(|(ip, r)| {
+            let kept = *r.as_ref().ok()?;
+            (kept.abs_diff(at) > START_APART_TOLERANCE_MS).then(|| {
+                format!(
+                    "{ip} keeps {kept} (common start {at}, {} ms apart)",
+                    kept.abs_diff(at)
+                )
+            })
+        })
+        .collect();
+    (!apart.is_empty()).then(|| {
+        format!(
+            "trial {trial}: runner(s) started apart: {}",
+            apart.join("; ")
+        )
+    })
+}

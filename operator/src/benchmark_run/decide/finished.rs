@@ -1,0 +1,77 @@
+//! Succeeded or Failed: nothing more is measured. What remains: stop a failed run's runners,
+//! let holding runners exit once the status has their records, finish a baseline comparison
+//! that waited for the baseline, and delete the children after `ttlSecondsAfterFinished`.
+use super::{seconds_between, Decision, Effect};
+use crate::benchmark_run::observe::Observed;
+use crate::benchmark_run::runner_pods::{ip, RunnerView};
+use crate::benchmark_run::stop_runners::has_active_runners;
+use crate::benchmark_run::{compare, timing};
+use msgbench_crds::benchmark_run::{BenchmarkRun, Phase};
+use std::time::Duration;
+
+/// How often a finished run looks at a baseline that is still running.
+const BASELINE_POLL: Duration = Duration::from_secs(15);
+
+pub fn decide(br: &BenchmarkRun, obs: &Observed, d: &mut Decision) {
+    d.requeue = None;
+    let view = RunnerView::of(&obs.runner_pods, obs.job.as_ref());
+    match d.status.phase {
+        Some(Phase::Failed) => {
+            if let Some(job) = obs.job.as_ref().filter(|j| has_active_runners(j)) {
+                let name = job.metadata.name.clone().unwrap_or_default();
+                d.effects.push(Effect::SuspendJob { name });
+            }
+        }
+        _ => {
+            // The status holds every record now: runners still holding theirs may exit.
+            let ips: Vec<String> = view.running.iter().filter_map(|p| ip(p)).collect();
+            if !ips.is_empty() {
+                d.effects.push(Effect::AckResults {
+                    ips,
+                    records: timing::total_trials(br) as u32,
+                });
+            }
+        }
+    }
+    compare_late(br, obs, d);
+    ttl(br, obs, d);
+}
+
+/// A baseline that was still running when this run finished: compare once it has a verdict;
+/// a failed or deleted baseline ends the wait with that reason (no polling forever).
+fn compare_late(br: &BenchmarkRun, obs: &Observed, d: &mut Decision) {
+    let st = &mut d.status;
+    let (Some(b), Some(c)) = (&br.spec.baseline_ref, &st.comparison) else {
+        return;
+    };
+    if c.reason.as_deref() != Some(compare::NOT_FINISHED) || st.trials.is_empty() {
+        return;
+    }
+    let Some(seen) = &obs.baseline else {
+        return;
+    };
+    let next = compare::with_baseline(&b.name, Some(seen), &st.trials);
+    let waiting = next.reason.as_deref() == Some(compare::NOT_FINISHED);
+    st.comparison = Some(next);
+    if waiting {
+        d.requeue = Some(BASELINE_POLL);
+    }
+}
+
+/// After the verdict: delete the runner Job (and its pods) once the TTL has passed; results
+/// stay in status.
+fn ttl(br: &BenchmarkRun, obs: &Observed, d: &mut Decision) {
+    let (Some(ttl), Some(done)) = (
+        br.spec.ttl_seconds_after_finished,
+        &d.status.completion_time,
+    ) else {
+        return;
+    };
+    let left = i64::from(ttl) - seconds_between(done, &obs.now);
+    if left > 0 {
+        let at = Duration::from_secs(left as u64 + 1);
+        d.requeue = Some(d.requeue.map_or(at, |r| r.min(at)));
+    } else if obs.job.is_some() || !obs.runner_pods.is_empty() {
+        d.effects.push(Effect::DeleteChildren);
+    }
+}

@@ -1,0 +1,204 @@
+//! Decide: a pure function from (spec, status, observed, now) to the next status, the effects
+//! to carry out and when to look again. No client and no clock here: `Observed::now` is the one
+//! clock reading of a pass. The phase in status says where the run is; each phase has its own
+//! module:
+//!
+//! | phase                         | module     | leaves when                                   |
+//! |-------------------------------|------------|-----------------------------------------------|
+//! | Pending, WaitingForTarget     | `prepare`  | every target Ready and reachable → Starting   |
+//! | Starting                      | `barrier`  | every runner ready → Running (start chosen)   |
+//! | Running, Merging              | `running`  | every runner's records read → a verdict       |
+//! | Succeeded, Failed             | `finished` | never (a new generation starts over)          |
+//!
+//! A run ends Failed with one reason: InvalidSpec, TargetNotFound, TargetNotReady,
+//! TargetUnreachable, BaselineCycle, BarrierTimeout, RunnerFailed, RunnersStartedApart,
+//! DeadlineExceeded, ResultsLost or ThresholdsNotMet.
+mod barrier;
+mod finished;
+mod prepare;
+mod running;
+mod verdict;
+
+#[cfg(test)]
+mod tests;
+
+pub use barrier::{check_echoes, START_APART_TOLERANCE_MS};
+
+use super::build::RunIdentity;
+use super::conditions as cond;
+use super::observe::Observed;
+use super::timing;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use msgbench_crds::benchmark_run::{
+    BenchmarkRun, BenchmarkRunStatus, HistoryEntry, Outcome, Phase, Verdict, MAX_HISTORY,
+};
+use std::time::Duration;
+
+/// How often a waiting or running run is looked at.
+pub const POLL: Duration = Duration::from_secs(2);
+
+/// What a pass decided.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    pub status: BenchmarkRunStatus,
+    pub effects: Vec<Effect>,
+    /// When to look again; `None`: only when something changes.
+    pub requeue: Option<Duration>,
+}
+
+/// What `act` carries out, in order, before the status is written.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Delete Jobs, ConfigMaps and NetworkPolicies of other spec generations.
+    DeleteOtherGenerations,
+    /// The token Secret, the NetworkPolicy, then the agent ConfigMap and the runner Job.
+    CreateRunners {
+        config_map: Box<ConfigMap>,
+        job: Box<Job>,
+    },
+    /// `POST /start` for `trial` at `at_unix_ms` to these pod IPs, in parallel; the answers are
+    /// checked with [`check_echoes`].
+    Release {
+        trial: u32,
+        at_unix_ms: u64,
+        ips: Vec<String>,
+    },
+    /// Tell runners holding their results that the status has them (`records` per runner).
+    AckResults { ips: Vec<String>, records: u32 },
+    /// Stop a failed run's runners that are still active (the Job and its logs stay).
+    SuspendJob { name: String },
+    /// The TTL passed: delete the run's Jobs, pods, ConfigMaps and NetworkPolicies.
+    DeleteChildren,
+}
+
+impl Decision {
+    fn keep(status: &BenchmarkRunStatus) -> Self {
+        Decision {
+            status: status.clone(),
+            effects: Vec::new(),
+            requeue: Some(POLL),
+        }
+    }
+}
+
+/// The next status, effects and requeue for `br` as `obs` saw it.
+pub fn decide(
+    br: &BenchmarkRun,
+    id: &RunIdentity,
+    status: &BenchmarkRunStatus,
+    obs: &Observed,
+) -> Decision {
+    let mut d = Decision::keep(status);
+    if status.observed_generation != Some(id.generation) {
+        new_generation(&mut d, id.generation, &obs.now);
+        return d;
+    }
+    let phase = status.phase.unwrap_or(Phase::Pending);
+    if matches!(phase, Phase::Succeeded | Phase::Failed) {
+        finished::decide(br, obs, &mut d);
+        return d;
+    }
+    let limit = timing::deadline_seconds(br);
+    if seconds_between(&accepted_at(status, &obs.now), &obs.now) > limit {
+        let msg = format!("the run did not finish within {limit}s (activeDeadlineSeconds)");
+        fail(
+            &mut d.status,
+            "DeadlineExceeded",
+            &msg,
+            id.generation,
+            &obs.now,
+        );
+        return d;
+    }
+    match phase {
+        Phase::Pending | Phase::WaitingForTarget => prepare::decide(br, id, obs, &mut d),
+        Phase::Starting => barrier::starting(br, id, obs, &mut d),
+        _ => running::decide(br, id, obs, &mut d),
+    }
+    d
+}
+
+/// A new spec generation starts a fresh run; the finished one moves to history.
+fn new_generation(d: &mut Decision, generation: i64, now: &Time) {
+    let st = &mut d.status;
+    let mut history = std::mem::take(&mut st.history);
+    if st.verdict.is_some() {
+        history.insert(
+            0,
+            HistoryEntry {
+                generation: st.observed_generation.unwrap_or(0),
+                completion_time: st.completion_time.clone(),
+                verdict: st.verdict.clone(),
+                headline: st.headline.clone(),
+                statistics: st.statistics.clone(),
+            },
+        );
+        history.truncate(MAX_HISTORY);
+    }
+    *st = BenchmarkRunStatus {
+        phase: Some(Phase::Pending),
+        observed_generation: Some(generation),
+        history,
+        ..BenchmarkRunStatus::default()
+    };
+    cond::accept(&mut st.conditions, Some(generation), now);
+    d.effects.push(Effect::DeleteOtherGenerations);
+    d.requeue = Some(Duration::from_millis(200));
+}
+
+/// When this generation was accepted: Complete's transition time (deadlines count from it).
+fn accepted_at(st: &BenchmarkRunStatus, now: &Time) -> Time {
+    cond::get(&st.conditions, cond::COMPLETE)
+        .map(|c| c.last_transition_time.clone())
+        .unwrap_or_else(|| now.clone())
+}
+
+pub(crate) fn seconds_between(from: &Time, to: &Time) -> i64 {
+    (to.0.as_second() - from.0.as_second()).max(0)
+}
+
+pub(crate) fn millis(t: &Time) -> u64 {
+    t.0.as_millisecond().max(0) as u64
+}
+
+/// Ends the run as Failed with `reason`.
+pub fn fail(st: &mut BenchmarkRunStatus, reason: &str, message: &str, generation: i64, now: &Time) {
+    end(st, Outcome::Failed, reason, message, generation, now);
+}
+
+/// Ends the run as Passed.
+pub fn pass(st: &mut BenchmarkRunStatus, message: &str, generation: i64, now: &Time) {
+    end(st, Outcome::Passed, "Succeeded", message, generation, now);
+}
+
+/// Phase, completion time, verdict and the terminal conditions (see `conditions`).
+fn end(
+    st: &mut BenchmarkRunStatus,
+    outcome: Outcome,
+    reason: &str,
+    message: &str,
+    generation: i64,
+    now: &Time,
+) {
+    let message = crate::status_text::plain(message);
+    st.phase = Some(match outcome {
+        Outcome::Passed => Phase::Succeeded,
+        Outcome::Failed => Phase::Failed,
+    });
+    st.completion_time = Some(now.clone());
+    st.verdict = Some(Verdict {
+        outcome,
+        reason: reason.into(),
+        message: Some(message.clone()),
+    });
+    cond::finish(
+        &mut st.conditions,
+        outcome,
+        reason,
+        &message,
+        Some(generation),
+        now,
+    );
+}

@@ -1,0 +1,274 @@
+//! Pending and WaitingForTarget: every target exists, is Ready and has a ready endpoint; the
+//! baseline (if any) is not running; then the runners are built. GitOps tools and
+//! `kubectl apply -f dir/` create objects in any order, so a missing target is waited for like
+//! a not-Ready one, up to `targetReadyTimeoutSeconds` since the run was accepted.
+use super::{accepted_at, fail, seconds_between, Decision, Effect, POLL};
+use crate::benchmark_run::build::{self, RunIdentity};
+use crate::benchmark_run::conditions::{self as cond, Status, RUNNERS_READY, TARGET_READY};
+use crate::benchmark_run::observe::{BaselineSeen, Observed, TargetSeen};
+use crate::benchmark_run::target::Resolved;
+use crate::benchmark_run::{endpoints, timing, variants};
+use msgbench_crds::benchmark_run::{BenchmarkRun, Phase};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How often a run waiting for its baseline looks again.
+const BASELINE_POLL: Duration = Duration::from_secs(5);
+
+pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decision) {
+    let g = id.generation;
+    let planned = match variants::plan(&br.spec) {
+        Ok(p) => p,
+        Err(msg) => {
+            // Rules admission cannot express (a variant's merged workload) end the run before
+            // any pod exists, naming the field.
+            fail(&mut d.status, "InvalidSpec", &msg, g, &obs.now);
+            return;
+        }
+    };
+    let Some(main) = obs.targets.iter().find(|t| t.variant.is_none()) else {
+        wait(d, obs, br, "TargetNotFound", "target not resolved yet");
+        return;
+    };
+    if let Ok(r) = &main.resolved {
+        d.status.target_name = Some(r.display.clone());
+    }
+    let mut urls = BTreeMap::new();
+    for t in &obs.targets {
+        match ready_url(t) {
+            Ok(url) => {
+                if let Some(v) = &t.variant {
+                    urls.insert(v.clone(), url);
+                }
+            }
+            Err(problem) => {
+                problem.apply(d, obs, br);
+                return;
+            }
+        }
+    }
+    let Ok(resolved) = &main.resolved else {
+        return; // ready_url reported it
+    };
+    cond::set(
+        &mut d.status.conditions,
+        TARGET_READY,
+        Status::True,
+        "TargetReady",
+        &resolved.url,
+        Some(g),
+        &obs.now,
+    );
+    if let Some(b) = &obs.baseline {
+        if waiting_for_baseline(b, id, obs, d) {
+            return;
+        }
+    }
+    create_runners(br, id, obs, d, resolved, &planned, &urls);
+}
+
+/// Why a target is not usable yet, as the wait it causes.
+enum Problem {
+    /// (reason, message) of a missing or not-Ready target.
+    Target(&'static str, String),
+    /// Ready, but the Service lists no ready endpoint: (url, why).
+    Endpoints(String, String),
+}
+
+impl Problem {
+    fn apply(self, d: &mut Decision, obs: &Observed, br: &BenchmarkRun) {
+        match self {
+            Problem::Target(reason, why) => wait(d, obs, br, reason, &why),
+            Problem::Endpoints(url, why) => wait_for_endpoints(d, obs, br, &url, &why),
+        }
+    }
+}
+
+/// The target's URL when it can take load, else what is missing (variant-prefixed).
+fn ready_url(t: &TargetSeen) -> Result<String, Problem> {
+    let prefix = |why: &str| match &t.variant {
+        Some(v) => format!("variant {v}: {why}"),
+        None => why.to_string(),
+    };
+    let r: &Resolved = match &t.resolved {
+        Err(missing) => return Err(Problem::Target("TargetNotFound", prefix(missing))),
+        Ok(r) => r,
+    };
+    if let Some(why) = &r.not_ready {
+        return Err(Problem::Target("TargetNotReady", prefix(why)));
+    }
+    if let Some(why) = &t.unreachable {
+        return Err(Problem::Endpoints(r.url.clone(), prefix(why)));
+    }
+    Ok(r.url.clone())
+}
+
+/// A target is missing or not Ready: wait up to `targetReadyTimeoutSeconds` since acceptance,
+/// then fail with `reason`.
+fn wait(d: &mut Decision, obs: &Observed, br: &BenchmarkRun, reason: &str, why: &str) {
+    let g = d.status.observed_generation.unwrap_or(0);
+    let limit = i64::from(br.spec.target_ready_timeout_seconds);
+    let waited = seconds_between(&accepted_at(&d.status, &obs.now), &obs.now);
+    let timed_out = waited > limit;
+    let msg = match (timed_out, reason) {
+        (false, _) => why.to_string(),
+        (true, "TargetNotFound") => {
+            format!("{why}; still missing after {limit}s (targetReadyTimeoutSeconds)")
+        }
+        (true, _) => format!("{why}; still not Ready after {limit}s (targetReadyTimeoutSeconds)"),
+    };
+    let st = &mut d.status;
+    cond::set(
+        &mut st.conditions,
+        TARGET_READY,
+        Status::False,
+        reason,
+        &msg,
+        Some(g),
+        &obs.now,
+    );
+    if timed_out {
+        fail(st, reason, &msg, g, &obs.now);
+    } else {
+        st.phase = Some(Phase::WaitingForTarget);
+        d.requeue = Some(POLL);
+    }
+}
+
+/// The target is Ready but its Service lists no ready endpoint for the run's port: wait (no
+/// runner exists yet) up to `targetReadyTimeoutSeconds`, then TargetUnreachable.
+fn wait_for_endpoints(d: &mut Decision, obs: &Observed, br: &BenchmarkRun, url: &str, why: &str) {
+    let g = d.status.observed_generation.unwrap_or(0);
+    let limit = i64::from(br.spec.target_ready_timeout_seconds);
+    let waited = seconds_between(&accepted_at(&d.status, &obs.now), &obs.now);
+    let w = endpoints::waiting(waited, limit, url, why);
+    let st = &mut d.status;
+    cond::set(
+        &mut st.conditions,
+        TARGET_READY,
+        Status::False,
+        w.reason,
+        &w.message,
+        Some(g),
+        &obs.now,
+    );
+    if w.failed {
+        fail(st, w.reason, &w.message, g, &obs.now);
+    } else {
+        st.phase = Some(Phase::WaitingForTarget);
+        d.requeue = Some(POLL);
+    }
+}
+
+/// Never load the same target twice at once: a run waits while its baseline runs. Runs that
+/// wait for each other (a baselineRef cycle) would wait until their deadline: they fail at once.
+fn waiting_for_baseline(
+    b: &BaselineSeen,
+    id: &RunIdentity,
+    obs: &Observed,
+    d: &mut Decision,
+) -> bool {
+    let g = id.generation;
+    let running = b.state.as_ref().is_some_and(|s| s.outcome.is_none());
+    if !running {
+        return false;
+    }
+    if b.waiting_chain.contains(&id.name) {
+        let mut chain = vec![id.name.clone()];
+        chain.extend(
+            b.waiting_chain
+                .iter()
+                .take_while(|n| **n != id.name)
+                .cloned(),
+        );
+        chain.push(id.name.clone());
+        let msg = format!(
+            "spec.baselineRef: runs wait for each other's verdict in a cycle ({}); \
+             point one of them at a finished run or remove its baselineRef",
+            chain.join(" -> ")
+        );
+        fail(&mut d.status, "BaselineCycle", &msg, g, &obs.now);
+        return true;
+    }
+    let msg = format!("waiting for baseline {} to finish", b.name);
+    let st = &mut d.status;
+    cond::set(
+        &mut st.conditions,
+        RUNNERS_READY,
+        Status::False,
+        "WaitingForBaseline",
+        &msg,
+        Some(g),
+        &obs.now,
+    );
+    st.phase = Some(Phase::Pending);
+    d.requeue = Some(BASELINE_POLL);
+    true
+}
+
+/// Records the variants' order (once), builds the agent config, ConfigMap and Job.
+fn create_runners(
+    br: &BenchmarkRun,
+    id: &RunIdentity,
+    obs: &Observed,
+    d: &mut Decision,
+    resolved: &Resolved,
+    planned: &[variants::PlannedVariant],
+    urls: &BTreeMap<String, String>,
+) {
+    let g = id.generation;
+    let st = &mut d.status;
+    let mut cfg = build::agent_config(&br.spec, &resolved.url);
+    if !planned.is_empty() {
+        if st.schedule.is_empty() {
+            let names: Vec<String> = planned.iter().map(|v| v.name.clone()).collect();
+            let uid = br.metadata.uid.clone().unwrap_or_default();
+            st.schedule = variants::schedule(
+                &names,
+                br.spec.trials.max(1) as usize,
+                variants::seed(&uid, g),
+            );
+        }
+        let shown: std::collections::BTreeSet<String> = planned
+            .iter()
+            .map(|v| variants::target_display(&br.spec, &v.name))
+            .collect();
+        st.target_name = Some(shown.into_iter().collect::<Vec<_>>().join(", "));
+        cfg.schedule = variants::agent_schedule(&st.schedule, planned, |v| {
+            urls.get(&v.name)
+                .cloned()
+                .unwrap_or_else(|| resolved.url.clone())
+        });
+    }
+    let config_map = match build::config_map(id, &cfg) {
+        Ok(cm) => cm,
+        Err(e) => {
+            let msg = format!("the agent config cannot be written: {e}");
+            fail(st, "InvalidSpec", &msg, g, &obs.now);
+            return;
+        }
+    };
+    let job = build::job(
+        id,
+        &br.spec,
+        resolved.server_labels.as_ref(),
+        timing::job_deadline_seconds(br),
+    );
+    d.effects.push(Effect::CreateRunners {
+        config_map: Box::new(config_map),
+        job: Box::new(job),
+    });
+    st.job_name = Some(id.job_name());
+    st.phase = Some(Phase::Starting);
+    st.environment = resolved.environment.clone();
+    cond::set(
+        &mut st.conditions,
+        RUNNERS_READY,
+        Status::False,
+        "Starting",
+        "runner pods starting",
+        Some(g),
+        &obs.now,
+    );
+    d.requeue = Some(POLL);
+}

@@ -1,0 +1,125 @@
+//! Running (and Merging): runners load the target; the operator polls their progress, releases
+//! per-trial barriers, and once every runner's records are read turns them into a verdict.
+use super::barrier::{next_release, time_at, Release};
+use super::{fail, millis, seconds_between, verdict, Decision, Effect, POLL};
+use crate::benchmark_run::build::RunIdentity;
+use crate::benchmark_run::conditions::{self as cond, Status, RUNNERS_READY};
+use crate::benchmark_run::gather::Gathered;
+use crate::benchmark_run::observe::{AgentSeen, Observed};
+use crate::benchmark_run::runner_pods::{job_complete, RunnerView};
+use crate::benchmark_run::{server_usage, timing};
+use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Phase, Progress};
+use std::time::Duration;
+
+/// `status.progress` is written at most this often (a trial change is written at once): each
+/// status write is an API write and an event for every watcher of runs.
+pub const PROGRESS_EVERY_SECONDS: i64 = 5;
+/// Runners at a trial barrier are polled this often: each poll is start latency.
+const BARRIER_POLL: Duration = Duration::from_millis(500);
+
+pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decision) {
+    let g = id.generation;
+    let count = br.spec.runners.count.max(1) as usize;
+    let view = RunnerView::of(&obs.runner_pods, obs.job.as_ref());
+    if let Some((reason, msg)) = view.failure() {
+        fail(&mut d.status, reason, &msg, g, &obs.now);
+        return;
+    }
+    if let Some(read) = &obs.server_usage {
+        let connections = br.spec.workload.connections.is_some();
+        server_usage::apply(&mut d.status, read, true, connections);
+    }
+    match &obs.results {
+        Some(Gathered::Complete(lines)) => return verdict::decide(br, id, obs, lines, d),
+        Some(Gathered::NotYet(_)) => {
+            // A holding runner did not answer yet (it may just have exited): read again soon.
+            d.status.phase = Some(Phase::Merging);
+            d.requeue = Some(Duration::from_secs(1));
+            return;
+        }
+        Some(Gathered::Lost(why)) => return fail(&mut d.status, "ResultsLost", why, g, &obs.now),
+        None => {}
+    }
+    let gone = obs.job.is_none() && view.running.is_empty();
+    if gone || obs.job.as_ref().is_some_and(job_complete) {
+        let msg = format!(
+            "{} of {count} runner pods left results to read (Job or pods deleted before collection)",
+            view.succeeded.len()
+        );
+        return fail(&mut d.status, "ResultsLost", &msg, g, &obs.now);
+    }
+    let start_ms = d.status.start_time.as_ref().map_or(0, millis);
+    let now_ms = millis(&obs.now);
+    match next_release(&obs.agents, count, start_ms, now_ms) {
+        Release::Nothing => {}
+        Release::Send { trial, at, ips } => d.effects.push(Effect::Release {
+            trial,
+            at_unix_ms: at,
+            ips,
+        }),
+        Release::Rechoose(at) => {
+            // Store the new time first; it goes out on the next pass.
+            let st = &mut d.status;
+            st.start_time = time_at(at);
+            let msg = format!("{count} runner(s) connected; common start moved to {at} (unix ms): nobody had received the first");
+            cond::set(
+                &mut st.conditions,
+                RUNNERS_READY,
+                Status::True,
+                "BarrierReleased",
+                &msg,
+                Some(g),
+                &obs.now,
+            );
+            d.requeue = Some(Duration::from_millis(100));
+            return;
+        }
+        Release::Apart(msg) => {
+            return fail(&mut d.status, "RunnersStartedApart", &msg, g, &obs.now)
+        }
+    }
+    update_progress(br, &mut d.status, &obs.agents, obs);
+    let at_barrier = obs.agents.iter().any(|a| a.progress.waiting_for > 0);
+    d.requeue = Some(if at_barrier || !d.effects.is_empty() {
+        BARRIER_POLL
+    } else {
+        POLL
+    });
+}
+
+/// Sums the agents' counts into `status.progress`, at most every few seconds.
+fn update_progress(
+    br: &BenchmarkRun,
+    st: &mut BenchmarkRunStatus,
+    agents: &[AgentSeen],
+    obs: &Observed,
+) {
+    if agents.is_empty() {
+        return; // nobody answered: keep the last figures rather than zeros
+    }
+    let elapsed = st
+        .start_time
+        .as_ref()
+        .map_or(0, |s| seconds_between(s, &obs.now));
+    let next = Progress {
+        trial: agents
+            .iter()
+            .map(|a| a.progress.trial as i32)
+            .max()
+            .unwrap_or(0),
+        trials: timing::total_trials(br),
+        elapsed_seconds: elapsed,
+        expected_seconds: timing::expected_run_seconds(br),
+        published: agents.iter().map(|a| a.progress.published).sum(),
+        received: agents.iter().map(|a| a.progress.received).sum(),
+        runners_ready: br.spec.runners.count.max(1),
+    };
+    let due = st.progress.as_ref().is_none_or(|old| {
+        old.trial != next.trial
+            || old.runners_ready != next.runners_ready
+            || next.elapsed_seconds - old.elapsed_seconds >= PROGRESS_EVERY_SECONDS
+    });
+    if due {
+        st.progress = Some(next);
+    }
+}

@@ -1,0 +1,814 @@
+//! `decide`, transition by transition: each test builds a status and what observe saw, and
+//! checks the next phase, reason, effects and requeue.
+use super::*;
+use crate::benchmark_run::gather::Gathered;
+use crate::benchmark_run::observe::{AgentSeen, BaselineSeen, BaselineState, TargetSeen};
+use crate::benchmark_run::results::tests::runner as record;
+use crate::benchmark_run::target::Resolved;
+use crate::benchmark_run::{build, compare};
+use bench_runner::agent::AgentProgress;
+use k8s_openapi::api::batch::v1::JobStatus;
+use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use msgbench_crds::benchmark_run::Progress;
+use serde_json::json;
+
+const T0: i64 = 1_800_000_000;
+
+fn at(s: i64) -> Time {
+    Time(k8s_openapi::jiff::Timestamp::from_second(s).unwrap())
+}
+
+fn at_ms(ms: u64) -> Time {
+    barrier::time_at(ms).unwrap()
+}
+
+fn run(runners: u32, extra: &str) -> BenchmarkRun {
+    serde_norway::from_str(&format!(
+        r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {{name: r1, namespace: bench, uid: u-1, generation: 1}}
+spec:
+  target: {{serverRef: {{kind: JetStreamCluster, name: js3}}}}
+  workload: {{protocol: nats, payloadBytes: 64, ratePerPublisher: 100, durationSeconds: 10}}
+  runners: {{count: {runners}}}
+  targetReadyTimeoutSeconds: 60
+  barrierTimeoutSeconds: 30
+  connectTimeoutSeconds: 10
+  {extra}"#
+    ))
+    .unwrap()
+}
+
+fn id(br: &BenchmarkRun) -> RunIdentity {
+    use kube::Resource;
+    RunIdentity {
+        name: "r1".into(),
+        namespace: "bench".into(),
+        generation: 1,
+        owner_ref: br.controller_owner_ref(&()).unwrap(),
+    }
+}
+
+/// Generation 1 accepted at T0, in `phase`.
+fn status(phase: Phase) -> BenchmarkRunStatus {
+    let mut st = BenchmarkRunStatus {
+        observed_generation: Some(1),
+        phase: Some(phase),
+        ..BenchmarkRunStatus::default()
+    };
+    cond::accept(&mut st.conditions, Some(1), &at(T0));
+    st
+}
+
+fn ready_target() -> TargetSeen {
+    TargetSeen {
+        variant: None,
+        resolved: Ok(Resolved {
+            url: "nats://js3.bench.svc:4222".into(),
+            display: "JetStreamCluster/js3".into(),
+            not_ready: None,
+            server_labels: None,
+            environment: None,
+        }),
+        unreachable: None,
+    }
+}
+
+fn pod(index: u32, phase: &str, ready: bool) -> Pod {
+    let mut p: Pod = serde_json::from_value(json!({
+        "metadata": {"name": format!("r1-g1-{index}-x"), "namespace": "bench",
+                     "labels": {"batch.kubernetes.io/job-completion-index": index.to_string()}},
+    }))
+    .unwrap();
+    p.status = Some(PodStatus {
+        phase: Some(phase.into()),
+        pod_ip: Some(format!("10.0.0.{}", index + 1)),
+        conditions: Some(vec![PodCondition {
+            type_: "Ready".into(),
+            status: if ready { "True" } else { "False" }.into(),
+            ..PodCondition::default()
+        }]),
+        ..PodStatus::default()
+    });
+    p
+}
+
+fn job(created: i64) -> Job {
+    let mut j: Job = serde_json::from_value(json!({"metadata": {"name": "r1-g1"}})).unwrap();
+    j.metadata.creation_timestamp = Some(at(created));
+    j.status = Some(JobStatus {
+        active: Some(2),
+        ..JobStatus::default()
+    });
+    j
+}
+
+fn agent(index: u32, progress: AgentProgress) -> AgentSeen {
+    AgentSeen {
+        pod: format!("r1-g1-{index}-x"),
+        ip: format!("10.0.0.{}", index + 1),
+        progress,
+    }
+}
+
+fn started(trial: u32, waiting_for: u32, start: u64) -> AgentProgress {
+    AgentProgress {
+        ready: true,
+        started: true,
+        trial,
+        waiting_for,
+        trial_start_unix_ms: start,
+        ..AgentProgress::default()
+    }
+}
+
+fn ready_agent() -> AgentProgress {
+    AgentProgress {
+        ready: true,
+        ..AgentProgress::default()
+    }
+}
+
+fn verdict(d: &Decision) -> (Option<Phase>, String) {
+    let reason = d
+        .status
+        .verdict
+        .as_ref()
+        .map(|v| v.reason.clone())
+        .unwrap_or_default();
+    (d.status.phase, reason)
+}
+
+fn message(d: &Decision) -> String {
+    d.status
+        .verdict
+        .as_ref()
+        .and_then(|v| v.message.clone())
+        .unwrap_or_default()
+}
+
+fn condition(d: &Decision, type_: &str) -> (String, String) {
+    let c = cond::get(&d.status.conditions, type_).unwrap();
+    (c.status.clone(), c.reason.clone())
+}
+
+fn decide_at(br: &BenchmarkRun, st: &BenchmarkRunStatus, obs: &Observed) -> Decision {
+    decide(br, &id(br), st, obs)
+}
+
+// --- new generation, deadline, invalid spec ---------------------------------------------
+
+#[test]
+fn a_new_generation_starts_over_and_keeps_the_last_verdict_in_history() {
+    let br = run(1, "");
+    let mut old = status(Phase::Failed);
+    old.observed_generation = Some(0);
+    old.verdict = Some(Verdict {
+        outcome: Outcome::Failed,
+        reason: "ThresholdsNotMet".into(),
+        message: None,
+    });
+    old.job_name = Some("r1-g0".into());
+    let d = decide_at(&br, &old, &Observed::at(at(T0 + 100)));
+    assert_eq!(d.status.phase, Some(Phase::Pending));
+    assert_eq!(d.status.observed_generation, Some(1));
+    assert_eq!(d.status.job_name, None);
+    assert_eq!(d.status.history.len(), 1);
+    assert_eq!(d.status.history[0].generation, 0);
+    assert_eq!(d.effects, vec![Effect::DeleteOtherGenerations]);
+    assert_eq!(
+        condition(&d, cond::COMPLETE),
+        ("False".into(), "Pending".into())
+    );
+}
+
+#[test]
+fn a_run_past_its_deadline_fails_whatever_its_phase() {
+    let br = run(1, "activeDeadlineSeconds: 100");
+    for phase in [
+        Phase::Pending,
+        Phase::Starting,
+        Phase::Running,
+        Phase::Merging,
+    ] {
+        let d = decide_at(&br, &status(phase), &Observed::at(at(T0 + 101)));
+        assert_eq!(
+            verdict(&d),
+            (Some(Phase::Failed), "DeadlineExceeded".into()),
+            "{phase:?}"
+        );
+        let within = decide_at(&br, &status(phase), &Observed::at(at(T0 + 100)));
+        assert_ne!(verdict(&within).1, "DeadlineExceeded", "{phase:?}");
+    }
+}
+
+#[test]
+fn a_workload_rule_admission_cannot_check_is_invalid_spec_naming_the_field() {
+    let mut br = run(1, "");
+    br.spec.workload.rate_per_publisher = Some(0);
+    let mut obs = Observed::at(at(T0 + 1));
+    obs.targets = vec![ready_target()];
+    let d = decide_at(&br, &status(Phase::Pending), &obs);
+    assert_eq!(verdict(&d), (Some(Phase::Failed), "InvalidSpec".into()));
+    assert!(
+        message(&d).starts_with("spec.workload.ratePerPublisher"),
+        "{}",
+        message(&d)
+    );
+    assert!(d.effects.is_empty(), "nothing is created");
+}
+
+// --- the target ---------------------------------------------------------------------------
+
+#[test]
+fn a_missing_target_is_waited_for_then_target_not_found() {
+    let br = run(1, "");
+    let mut obs = Observed::at(at(T0 + 30));
+    obs.targets = vec![TargetSeen {
+        resolved: Err(
+            "target.serverRef: JetStreamCluster/js3 does not exist in namespace bench".into(),
+        ),
+        ..ready_target()
+    }];
+    let d = decide_at(&br, &status(Phase::Pending), &obs);
+    assert_eq!(d.status.phase, Some(Phase::WaitingForTarget));
+    assert_eq!(
+        condition(&d, cond::TARGET_READY),
+        ("False".into(), "TargetNotFound".into())
+    );
+    assert_eq!(d.requeue, Some(POLL));
+    obs.now = at(T0 + 61);
+    let d = decide_at(&br, &d.status, &obs);
+    assert_eq!(verdict(&d), (Some(Phase::Failed), "TargetNotFound".into()));
+    assert!(
+        message(&d).contains("still missing after 60s"),
+        "{}",
+        message(&d)
+    );
+}
+
+#[test]
+fn a_target_not_ready_is_waited_for_then_target_not_ready() {
+    let br = run(1, "");
+    let mut t = ready_target();
+    if let Ok(r) = &mut t.resolved {
+        r.not_ready = Some("JetStreamCluster/js3 is not Ready".into());
+    }
+    let mut obs = Observed::at(at(T0 + 10));
+    obs.targets = vec![t];
+    let d = decide_at(&br, &status(Phase::Pending), &obs);
+    assert_eq!(d.status.phase, Some(Phase::WaitingForTarget));
+    assert_eq!(
+        d.status.target_name.as_deref(),
+        Some("JetStreamCluster/js3")
+    );
+    obs.now = at(T0 + 61);
+    let d = decide_at(&br, &d.status, &obs);
+    assert_eq!(verdict(&d), (Some(Phase::Failed), "TargetNotReady".into()));
+    assert!(
+        message(&d).contains("still not Ready after 60s"),
+        "{}",
+        message(&d)
+    );
+}
+
+#[test]
+fn a_ready_target_without_endpoints_is_waited_for_then_target_unreachable() {
+    let br = run(1, "");
+    let mut obs = Observed::at(at(T0 + 5));
+    obs.targets = vec![TargetSeen {
+        unreachable: Some("Service bench/js3 port 4222: no EndpointSlice yet for port 4222".into()),
+        ..ready_target()
+    }];
+    let d = decide_at(&br, &status(Phase::Pending), &obs);
+    assert_eq!(
+        condition(&d, cond::TARGET_READY),
+        ("False".into(), "EndpointsNotReady".into())
+    );
+    assert!(d.effects.is_empty());
+    obs.now = at(T0 + 61);
+    let d = decide_at(&br, &d.status, &obs);
+    assert_eq!(
+        verdict(&d),
+        (Some(Phase::Failed), "TargetUnreachable".into())
+    );
+    assert!(
+        message(&d).starts_with("nats://js3.bench.svc:4222: no ready endpoint"),
+        "{}",
+        message(&d)
+    );
+}
+
+#[test]
+fn a_variant_target_not_ready_is_named() {
+    let br = run(1, "");
+    let mut v = ready_target();
+    v.variant = Some("r2".into());
+    v.resolved = Err("target.serverRef: JetStreamCluster/js2 does not exist".into());
+    let mut obs = Observed::at(at(T0 + 5));
+    obs.targets = vec![ready_target(), v];
+    let d = decide_at(&br, &status(Phase::Pending), &obs);
+    let c = cond::get(&d.status.conditions, cond::TARGET_READY).unwrap();
+    assert!(c.message.starts_with("variant r2: "), "{}", c.message);
+}
+
+#[test]
+fn a_reachable_target_creates_the_runners() {
+    let br = run(2, "");
+    let mut obs = Observed::at(at(T0 + 3));
+    obs.targets = vec![ready_target()];
+    let d = decide_at(&br, &status(Phase::WaitingForTarget), &obs);
+    assert_eq!(d.status.phase, Some(Phase::Starting));
+    assert_eq!(d.status.job_name.as_deref(), Some("r1-g1"));
+    assert_eq!(
+        condition(&d, cond::TARGET_READY),
+        ("True".into(), "TargetReady".into())
+    );
+    assert_eq!(
+        condition(&d, cond::RUNNERS_READY),
+        ("False".into(), "Starting".into())
+    );
+    let [Effect::CreateRunners { config_map, job }] = d.effects.as_slice() else {
+        panic!("{:?}", d.effects)
+    };
+    let cfg = &config_map.data.as_ref().unwrap()[build::CONFIG_FILE];
+    assert!(cfg.contains("nats://js3.bench.svc:4222"), "{cfg}");
+    let spec = job.spec.as_ref().unwrap();
+    assert_eq!(spec.completions, Some(2));
+    assert_eq!(
+        spec.active_deadline_seconds,
+        Some(timing::job_deadline_seconds(&br))
+    );
+}
+
+// --- the baseline -------------------------------------------------------------------------
+
+fn with_baseline(waiting_chain: &[&str]) -> BaselineSeen {
+    BaselineSeen {
+        name: "r0".into(),
+        state: Some(BaselineState::default()),
+        waiting_chain: waiting_chain.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+#[test]
+fn a_run_waits_while_its_baseline_runs() {
+    let br = run(1, "baselineRef: {name: r0}");
+    let mut obs = Observed::at(at(T0 + 3));
+    obs.targets = vec![ready_target()];
+    obs.baseline = Some(with_baseline(&["r0"]));
+    let d = decide_at(&br, &status(Phase::Pending), &obs);
+    assert_eq!(d.status.phase, Some(Phase::Pending));
+    assert_eq!(
+        condition(&d, cond::RUNNERS_READY),
+        ("False".into(), "WaitingForBaseline".into())
+    );
+    assert!(d.effects.is_empty());
+    // Once it has a verdict, the run goes ahead.
+    obs.baseline
+        .as_mut()
+        .unwrap()
+        .state
+        .as_mut()
+        .unwrap()
+        .outcome = Some(Outcome::Passed);
+    let d = decide_at(&br, &status(Phase::Pending), &obs);
+    assert_eq!(d.status.phase, Some(Phase::Starting));
+}
+
+#[test]
+fn runs_waiting_for_each_other_fail_at_once_as_a_baseline_cycle() {
+    let br = run(1, "baselineRef: {name: r0}");
+    let mut obs = Observed::at(at(T0 + 3));
+    obs.targets = vec![ready_target()];
+    obs.baseline = Some(with_baseline(&["r0", "r1"]));
+    let d = decide_at(&br, &status(Phase::Pending), &obs);
+    assert_eq!(verdict(&d), (Some(Phase::Failed), "BaselineCycle".into()));
+    assert!(message(&d).contains("r1 -> r0 -> r1"), "{}", message(&d));
+    assert_eq!(
+        d.requeue,
+        Some(POLL),
+        "a finished run is looked at once more, not in a loop"
+    );
+}
+
+// --- the start barrier ----------------------------------------------------------------------
+
+#[test]
+fn runners_not_all_ready_wait_then_barrier_timeout() {
+    let br = run(2, "");
+    let mut obs = Observed::at(at(T0 + 20));
+    obs.job = Some(job(T0 + 10));
+    obs.runner_pods = vec![pod(0, "Running", true), pod(1, "Pending", false)];
+    let d = decide_at(&br, &status(Phase::Starting), &obs);
+    assert_eq!(d.status.phase, Some(Phase::Starting));
+    assert_eq!(d.status.progress.as_ref().unwrap().runners_ready, 1);
+    obs.now = at(T0 + 10 + timing::barrier_limit_seconds(&br) + 1);
+    let d = decide_at(&br, &status(Phase::Starting), &obs);
+    assert_eq!(verdict(&d), (Some(Phase::Failed), "BarrierTimeout".into()));
+    assert!(message(&d).starts_with("1 of 2 runners"), "{}", message(&d));
+}
+
+#[test]
+fn all_runners_ready_stores_the_common_start_before_anyone_hears_it() {
+    let br = run(2, "");
+    let mut obs = Observed::at(at(T0 + 20));
+    obs.job = Some(job(T0 + 10));
+    obs.runner_pods = vec![pod(0, "Running", true), pod(1, "Running", true)];
+    let d = decide_at(&br, &status(Phase::Starting), &obs);
+    assert_eq!(d.status.phase, Some(Phase::Running));
+    let start = d.status.start_time.clone().unwrap();
+    assert_eq!(millis(&start), millis(&obs.now) + barrier::START_LEAD_MS);
+    assert!(
+        d.effects.is_empty(),
+        "no /start before the time is stored: {:?}",
+        d.effects
+    );
+    assert_eq!(
+        condition(&d, cond::RUNNERS_READY),
+        ("True".into(), "BarrierReleased".into())
+    );
+}
+
+#[test]
+fn a_failed_runner_pod_fails_the_run_with_its_own_reason() {
+    let br = run(2, "");
+    let mut failed = pod(1, "Failed", false);
+    failed.status.as_mut().unwrap().reason = Some("Evicted".into());
+    let mut obs = Observed::at(at(T0 + 20));
+    obs.job = Some(job(T0 + 10));
+    obs.runner_pods = vec![pod(0, "Running", true), failed];
+    for phase in [Phase::Starting, Phase::Running] {
+        let d = decide_at(&br, &status(phase), &obs);
+        assert_eq!(
+            verdict(&d),
+            (Some(Phase::Failed), "RunnerFailed".into()),
+            "{phase:?}"
+        );
+        assert!(message(&d).contains("r1-g1-1-x"), "{}", message(&d));
+    }
+}
+
+/// Running with the common start stored at `start_ms`, two runner pods up.
+fn running(start_ms: u64, now_ms: u64, agents: Vec<AgentSeen>) -> (BenchmarkRunStatus, Observed) {
+    let mut st = status(Phase::Running);
+    st.start_time = Some(at_ms(start_ms));
+    let mut obs = Observed::at(at_ms(now_ms));
+    obs.job = Some(job(T0 + 10));
+    obs.runner_pods = vec![pod(0, "Running", true), pod(1, "Running", true)];
+    obs.agents = agents;
+    (st, obs)
+}
+
+const START: u64 = (T0 as u64 + 30) * 1000;
+
+#[test]
+fn the_stored_start_goes_to_every_runner_in_parallel() {
+    let br = run(2, "");
+    let (st, obs) = running(
+        START,
+        START - 1500,
+        vec![agent(0, ready_agent()), agent(1, ready_agent())],
+    );
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(
+        d.effects,
+        vec![Effect::Release {
+            trial: 1,
+            at_unix_ms: START,
+            ips: vec!["10.0.0.1".into(), "10.0.0.2".into()]
+        }]
+    );
+    assert_eq!(
+        d.status.start_time, st.start_time,
+        "the stored start is never changed by a send"
+    );
+}
+
+#[test]
+fn a_start_nobody_received_in_time_is_moved_not_sent_late() {
+    let br = run(2, "");
+    let (st, obs) = running(
+        START,
+        START + 3_000,
+        vec![agent(0, ready_agent()), agent(1, ready_agent())],
+    );
+    let d = decide_at(&br, &st, &obs);
+    assert!(d.effects.is_empty(), "{:?}", d.effects);
+    let moved = millis(d.status.start_time.as_ref().unwrap());
+    assert_eq!(moved, START + 3_000 + barrier::START_LEAD_MS);
+    assert_eq!(d.status.phase, Some(Phase::Running));
+}
+
+#[test]
+fn a_late_runner_gets_the_same_start_or_the_run_ends_started_apart() {
+    let br = run(2, "");
+    let on_time = agent(0, started(1, 0, START));
+    // Just after the start, within the tolerance: the late one gets the same time.
+    let (st, obs) = running(
+        START,
+        START + 200,
+        vec![on_time.clone(), agent(1, ready_agent())],
+    );
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(
+        d.effects,
+        vec![Effect::Release {
+            trial: 1,
+            at_unix_ms: START,
+            ips: vec!["10.0.0.2".into()]
+        }]
+    );
+    // Seconds later it would not run concurrently with the other: fail, never merge.
+    let (st, obs) = running(START, START + 5_000, vec![on_time, agent(1, ready_agent())]);
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(
+        verdict(&d),
+        (Some(Phase::Failed), "RunnersStartedApart".into())
+    );
+    assert!(message(&d).contains("r1-g1-1-x"), "{}", message(&d));
+}
+
+#[test]
+fn a_later_trial_is_released_when_every_runner_waits_for_it() {
+    let br = run(2, "");
+    let now = START + 20_000;
+    let (st, obs) = running(
+        START,
+        now,
+        vec![agent(0, started(2, 2, 0)), agent(1, started(1, 0, START))],
+    );
+    assert!(
+        decide_at(&br, &st, &obs).effects.is_empty(),
+        "one runner still in trial 1"
+    );
+    let (st, obs) = running(
+        START,
+        now,
+        vec![agent(0, started(2, 2, 0)), agent(1, started(2, 2, 0))],
+    );
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(
+        d.effects,
+        vec![Effect::Release {
+            trial: 2,
+            at_unix_ms: now + barrier::TRIAL_LEAD_MS,
+            ips: vec!["10.0.0.1".into(), "10.0.0.2".into()]
+        }]
+    );
+    assert_eq!(d.requeue, Some(Duration::from_millis(500)));
+    // A resend after a partial release names the start the released runner keeps.
+    let kept = now + 300;
+    let (st, obs) = running(
+        START,
+        now + 100,
+        vec![agent(0, started(2, 0, kept)), agent(1, started(2, 2, 0))],
+    );
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(
+        d.effects,
+        vec![Effect::Release {
+            trial: 2,
+            at_unix_ms: kept,
+            ips: vec!["10.0.0.2".into()]
+        }]
+    );
+}
+
+#[test]
+fn echoes_that_differ_from_the_sent_start_are_started_apart() {
+    let ok = vec![
+        ("10.0.0.1".to_string(), Ok(START)),
+        ("10.0.0.2".to_string(), Err("timeout".to_string())),
+    ];
+    assert_eq!(
+        check_echoes(1, START, &ok),
+        None,
+        "an unanswered send is resent, not a failure"
+    );
+    let apart = vec![
+        ("10.0.0.1".to_string(), Ok(START)),
+        ("10.0.0.2".to_string(), Ok(START - 4_000)),
+    ];
+    let msg = check_echoes(1, START, &apart).unwrap();
+    assert!(
+        msg.contains("10.0.0.2 keeps") && msg.contains("4000 ms apart"),
+        "{msg}"
+    );
+}
+
+// --- running and results --------------------------------------------------------------------
+
+#[test]
+fn progress_is_written_at_most_every_few_seconds() {
+    let br = run(1, "");
+    let mut counting = started(1, 0, START);
+    counting.published = 100;
+    let (mut st, obs) = running(START, START + 3_000, vec![agent(0, counting.clone())]);
+    st.progress = Some(Progress {
+        trial: 1,
+        trials: 1,
+        elapsed_seconds: 1,
+        published: 50,
+        runners_ready: 1,
+        ..Progress::default()
+    });
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(
+        d.status, st,
+        "2 s after the last figures nothing is written"
+    );
+    let (_, later) = running(START, START + 7_000, vec![agent(0, counting)]);
+    let d = decide_at(&br, &st, &later);
+    let p = d.status.progress.unwrap();
+    assert_eq!((p.elapsed_seconds, p.published), (7, 100));
+}
+
+#[test]
+fn lost_results_fail_the_run_as_results_lost() {
+    let br = run(1, "");
+    let (st, mut obs) = running(START, START + 20_000, vec![]);
+    obs.results = Some(Gathered::Lost(
+        "runner 1 (pod p): trial 1: frames 2 of 3 missing from the log".into(),
+    ));
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(verdict(&d), (Some(Phase::Failed), "ResultsLost".into()));
+    assert!(message(&d).contains("frames 2 of 3 missing"));
+    // A Job that completed before the results were read.
+    let (st, mut obs) = running(START, START + 20_000, vec![]);
+    obs.runner_pods.clear();
+    obs.job = None;
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(verdict(&d), (Some(Phase::Failed), "ResultsLost".into()));
+    // A holding runner that did not answer yet is waited for.
+    let (st, mut obs) = running(START, START + 20_000, vec![]);
+    obs.results = Some(Gathered::NotYet("pod p: connection refused".into()));
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(d.status.phase, Some(Phase::Merging));
+    assert_eq!(d.status.verdict, None);
+}
+
+fn two_runner_lines(second_start_offset_ms: u64) -> Vec<bench_runner::agent::ResultLine> {
+    let fast: Vec<u64> = vec![1_000; 99];
+    let mut b = record(2, 1, &fast, 99);
+    b.started_unix_ms += second_start_offset_ms;
+    vec![record(1, 1, &fast, 99), b]
+}
+
+#[test]
+fn complete_results_reach_a_verdict() {
+    let br = run(2, "");
+    let (st, mut obs) = running(START, START + 20_000, vec![]);
+    obs.results = Some(Gathered::Complete(two_runner_lines(0)));
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(verdict(&d), (Some(Phase::Succeeded), "Succeeded".into()));
+    assert_eq!(d.status.result.as_ref().unwrap().received, 198);
+    assert!(message(&d).starts_with("198 received"), "{}", message(&d));
+    assert_eq!(
+        condition(&d, cond::COMPLETE),
+        ("True".into(), "Succeeded".into())
+    );
+    assert_eq!(d.status.environment.as_ref().unwrap().runner_pods.len(), 2);
+}
+
+#[test]
+fn a_broken_threshold_is_thresholds_not_met() {
+    let br = run(
+        2,
+        "thresholds: [{metric: receiveRate, op: gt, value: 1000000}]",
+    );
+    let (st, mut obs) = running(START, START + 20_000, vec![]);
+    obs.results = Some(Gathered::Complete(two_runner_lines(0)));
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(
+        verdict(&d),
+        (Some(Phase::Failed), "ThresholdsNotMet".into())
+    );
+    assert!(d.status.result.is_some(), "the figures stay for the reader");
+}
+
+#[test]
+fn records_of_one_trial_that_started_apart_are_never_merged() {
+    let br = run(2, "");
+    let (st, mut obs) = running(START, START + 20_000, vec![]);
+    obs.results = Some(Gathered::Complete(two_runner_lines(3_000)));
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(
+        verdict(&d),
+        (Some(Phase::Failed), "RunnersStartedApart".into())
+    );
+    assert!(
+        message(&d).contains("trial 1: starts 3000 ms apart"),
+        "{}",
+        message(&d)
+    );
+    assert!(d.status.result.is_none());
+}
+
+// --- after the verdict ----------------------------------------------------------------------
+
+fn finished(outcome: Outcome) -> BenchmarkRunStatus {
+    let mut st = status(Phase::Running);
+    fail(&mut st, "Whatever", "", 1, &at(T0 + 100));
+    if outcome == Outcome::Passed {
+        pass(&mut st, "ok", 1, &at(T0 + 100));
+    }
+    st
+}
+
+#[test]
+fn a_failed_run_stops_its_active_runners_once() {
+    let br = run(2, "");
+    let mut obs = Observed::at(at(T0 + 101));
+    obs.job = Some(job(T0 + 10));
+    let d = decide_at(&br, &finished(Outcome::Failed), &obs);
+    assert_eq!(
+        d.effects,
+        vec![Effect::SuspendJob {
+            name: "r1-g1".into()
+        }]
+    );
+    assert_eq!(d.requeue, None);
+    obs.job.as_mut().unwrap().spec = Some(k8s_openapi::api::batch::v1::JobSpec {
+        suspend: Some(true),
+        ..Default::default()
+    });
+    assert!(decide_at(&br, &finished(Outcome::Failed), &obs)
+        .effects
+        .is_empty());
+}
+
+#[test]
+fn a_passed_run_lets_holding_runners_go() {
+    let br = run(2, "trials: 3");
+    let mut obs = Observed::at(at(T0 + 101));
+    obs.runner_pods = vec![pod(0, "Running", true), pod(1, "Succeeded", false)];
+    let d = decide_at(&br, &finished(Outcome::Passed), &obs);
+    assert_eq!(
+        d.effects,
+        vec![Effect::AckResults {
+            ips: vec!["10.0.0.1".into()],
+            records: 3
+        }]
+    );
+    assert_eq!(d.status, finished(Outcome::Passed), "no status write");
+}
+
+#[test]
+fn a_late_baseline_comparison_ends_when_the_baseline_fails_or_is_gone() {
+    let br = run(1, "baselineRef: {name: r0}");
+    let mut st = finished(Outcome::Passed);
+    st.trials = vec![Default::default(), Default::default()];
+    st.comparison = Some(compare::with_baseline(
+        "r0",
+        Some(&with_baseline(&["r0"])),
+        &st.trials,
+    ));
+    let mut obs = Observed::at(at(T0 + 200));
+    obs.baseline = Some(with_baseline(&["r0"]));
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(
+        d.requeue,
+        Some(Duration::from_secs(15)),
+        "the baseline still runs"
+    );
+    obs.baseline
+        .as_mut()
+        .unwrap()
+        .state
+        .as_mut()
+        .unwrap()
+        .outcome = Some(Outcome::Failed);
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(
+        d.status.comparison.as_ref().unwrap().reason.as_deref(),
+        Some("BaselineFailed")
+    );
+    assert_eq!(d.requeue, None, "no polling after the baseline failed");
+    obs.baseline.as_mut().unwrap().state = None;
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(
+        d.status.comparison.as_ref().unwrap().reason.as_deref(),
+        Some("BaselineNotFound")
+    );
+    assert_eq!(d.requeue, None);
+}
+
+#[test]
+fn children_go_after_the_ttl_and_results_stay() {
+    let br = run(1, "ttlSecondsAfterFinished: 60");
+    let mut obs = Observed::at(at(T0 + 130));
+    obs.job = Some(job(T0 + 10));
+    obs.job.as_mut().unwrap().status = None;
+    let d = decide_at(&br, &finished(Outcome::Passed), &obs);
+    assert!(d.effects.is_empty());
+    assert_eq!(d.requeue, Some(Duration::from_secs(31)));
+    obs.now = at(T0 + 161);
+    let d = decide_at(&br, &finished(Outcome::Passed), &obs);
+    assert_eq!(d.effects, vec![Effect::DeleteChildren]);
+    obs.job = None;
+    let d = decide_at(&br, &finished(Outcome::Passed), &obs);
+    assert!(d.effects.is_empty(), "deleted once");
+    assert_eq!(d.requeue, None);
+}

@@ -1,0 +1,157 @@
+//! Every runner's records are in: check they ran together, merge exactly, evaluate thresholds,
+//! compare with the baseline, record the environment, and reach the verdict.
+use super::barrier::START_APART_TOLERANCE_MS;
+use super::{fail, pass, Decision};
+use crate::benchmark_run::build::RunIdentity;
+use crate::benchmark_run::observe::Observed;
+use crate::benchmark_run::runner_pods::observed_pod;
+use crate::benchmark_run::{compare, results, server_usage, timing, variant_results, variants};
+use bench_runner::agent::ResultLine;
+use msgbench_crds::benchmark_run::{
+    BenchmarkRun, BenchmarkRunStatus, ObservedEnvironment, Phase, Severity,
+};
+use std::collections::{BTreeMap, BTreeSet};
+
+pub fn decide(
+    br: &BenchmarkRun,
+    id: &RunIdentity,
+    obs: &Observed,
+    lines: &[ResultLine],
+    d: &mut Decision,
+) {
+    let g = id.generation;
+    let st = &mut d.status;
+    st.phase = Some(Phase::Merging);
+    d.requeue = Some(super::POLL);
+    let count = br.spec.runners.count.max(1) as usize;
+    if let Some(msg) = started_apart(lines) {
+        return fail(st, "RunnersStartedApart", &msg, g, &obs.now);
+    }
+    let merged = if br.spec.variants.is_empty() {
+        single(br, st, lines, count, obs)
+    } else {
+        let shown = |name: &str| variants::target_display(&br.spec, name);
+        variant_results::apply(br, st, lines, count, shown)
+    };
+    if let Err(e) = merged {
+        return fail(st, "ResultsLost", &format!("{e:#}"), g, &obs.now);
+    }
+    st.environment = Some(environment(st.environment.take(), obs));
+    if let Some(p) = &mut st.progress {
+        p.trial = timing::total_trials(br);
+    }
+    server_usage::attach(st);
+    let broken = broken_thresholds(st);
+    if !broken.is_empty() {
+        return fail(st, "ThresholdsNotMet", &broken.join("; "), g, &obs.now);
+    }
+    let msg = match (
+        &st.result,
+        st.headline.as_ref().and_then(|h| h.comparison.clone()),
+    ) {
+        (_, Some(c)) => format!(
+            "{} variants x {} rounds: {c}",
+            st.variants.len(),
+            st.schedule.len()
+        ),
+        (Some(r), None) => format!(
+            "{} received at {:.1} msg/s, delivered {:.4}, p99 {}",
+            r.received,
+            r.receive_rate,
+            r.delivered_ratio,
+            st.headline.as_ref().map_or("-".into(), |h| h.p99.clone())
+        ),
+        (None, None) => return fail(st, "ResultsLost", "no result after merging", g, &obs.now),
+    };
+    pass(st, &msg, g, &obs.now);
+}
+
+/// Several runners' records of one trial must have started together (their starts within the
+/// tolerance), or merging them as concurrent load would be wrong.
+pub fn started_apart(lines: &[ResultLine]) -> Option<String> {
+    let mut by_trial: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    for l in lines {
+        let e = by_trial
+            .entry(l.trial)
+            .or_insert((l.started_unix_ms, l.started_unix_ms));
+        e.0 = e.0.min(l.started_unix_ms);
+        e.1 = e.1.max(l.started_unix_ms);
+    }
+    let apart: Vec<String> = by_trial
+        .iter()
+        .filter(|(_, (lo, hi))| hi - lo > START_APART_TOLERANCE_MS)
+        .map(|(t, (lo, hi))| format!("trial {t}: starts {} ms apart", hi - lo))
+        .collect();
+    (!apart.is_empty()).then(|| {
+        format!(
+            "runners started more than {START_APART_TOLERANCE_MS} ms apart, so their load was not \
+             concurrent: {}",
+            apart.join("; ")
+        )
+    })
+}
+
+/// A run without variants: merge, thresholds, baseline comparison.
+fn single(
+    br: &BenchmarkRun,
+    st: &mut BenchmarkRunStatus,
+    lines: &[ResultLine],
+    count: usize,
+    obs: &Observed,
+) -> anyhow::Result<()> {
+    let collected = results::collect(lines, count, br.spec.trials.max(1) as usize)?;
+    st.thresholds = results::evaluate(&collected.result, &br.spec.thresholds);
+    st.comparison = br
+        .spec
+        .baseline_ref
+        .as_ref()
+        .map(|b| compare::with_baseline(&b.name, obs.baseline.as_ref(), &collected.trials));
+    st.result = Some(collected.result);
+    st.trials = collected.trials;
+    st.statistics = collected.statistics;
+    st.headline = Some(collected.headline);
+    Ok(())
+}
+
+fn broken_thresholds(st: &BenchmarkRunStatus) -> Vec<String> {
+    st.thresholds
+        .iter()
+        .filter(|t| !t.passed && t.severity == Severity::Fail)
+        .map(|t| {
+            format!(
+                "{}{:?} {:?} {} (observed {})",
+                t.variant
+                    .as_ref()
+                    .map_or(String::new(), |v| format!("{v}: ")),
+                t.metric,
+                t.op,
+                t.value,
+                t.observed.map_or("none".into(), |o| o.to_string())
+            )
+        })
+        .collect()
+}
+
+/// Runner and server pods, and whether they shared a node.
+fn environment(prior: Option<ObservedEnvironment>, obs: &Observed) -> ObservedEnvironment {
+    let mut env = prior.unwrap_or_default();
+    env.runner_pods = obs
+        .runner_pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .take(64)
+        .map(observed_pod)
+        .collect();
+    env.server_pods = obs.server_pods.clone();
+    let server_nodes: BTreeSet<_> = env
+        .server_pods
+        .iter()
+        .filter_map(|p| p.node.clone())
+        .collect();
+    env.shared_nodes = env
+        .runner_pods
+        .iter()
+        .filter_map(|p| p.node.as_ref())
+        .any(|n| server_nodes.contains(n));
+    env
+}

@@ -1,0 +1,299 @@
+//! Observe: every read a reconcile makes, into one plain `Observed` value that `decide` turns
+//! into the next status and effects. What is read depends on the phase: targets before the
+//! runners exist, runner pods and agents while they run, results once every runner is done.
+use super::build::{server_selector, RunIdentity};
+use super::gather::{self, DoneRunner, Gathered};
+use super::runner_pods::{self, RunnerView};
+use super::server_usage::{self, UsageRead};
+use super::target::{self, Resolved};
+use super::{endpoints, runner_access, runner_http, timing, variants};
+use crate::context::Context;
+use crate::error::Result;
+use bench_runner::agent::AgentProgress;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::ListParams;
+use kube::{Api, ResourceExt};
+use msgbench_crds::benchmark_run::{
+    BenchmarkRun, BenchmarkRunStatus, ObservedPod, Outcome, Phase, TrialFigures,
+};
+
+/// Most runs followed along baselineRef when looking for a cycle.
+const MAX_BASELINE_CHAIN: usize = 8;
+
+/// Everything one reconcile read. Plain data: tests build it by hand.
+#[derive(Clone, Debug)]
+pub struct Observed {
+    /// The one clock reading of this pass.
+    pub now: Time,
+    /// `spec.target` first, then every variant's own target (only while preparing).
+    pub targets: Vec<TargetSeen>,
+    /// `spec.baselineRef`'s run, when the phase needs it.
+    pub baseline: Option<BaselineSeen>,
+    pub job: Option<Job>,
+    pub runner_pods: Vec<Pod>,
+    /// What each running agent said on `/progress` (agents that did not answer are absent).
+    pub agents: Vec<AgentSeen>,
+    /// Every runner's records, once every runner is done.
+    pub results: Option<Gathered>,
+    /// A sample of the target's server pods, when one was due.
+    pub server_usage: Option<UsageRead>,
+    /// The run's servers, for the environment report (read with the results).
+    pub server_pods: Vec<ObservedPod>,
+}
+
+impl Observed {
+    /// Nothing read yet, at `now`.
+    pub fn at(now: Time) -> Self {
+        Observed {
+            now,
+            targets: Vec::new(),
+            baseline: None,
+            job: None,
+            runner_pods: Vec::new(),
+            agents: Vec::new(),
+            results: None,
+            server_usage: None,
+            server_pods: Vec::new(),
+        }
+    }
+}
+
+/// A target as resolved this pass.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetSeen {
+    /// `None`: `spec.target`; else the variant whose own target this is.
+    pub variant: Option<String>,
+    /// `Err`: the referenced server does not exist (the message says which).
+    pub resolved: std::result::Result<Resolved, String>,
+    /// The target is Ready but its Service lists no ready endpoint yet: why.
+    pub unreachable: Option<String>,
+}
+
+/// The baseline run as seen now.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BaselineSeen {
+    pub name: String,
+    /// `None`: there is no run of that name.
+    pub state: Option<BaselineState>,
+    /// Following baselineRef from the baseline: the names of runs still without a verdict,
+    /// the baseline first (a cycle through this run means nobody would ever start).
+    pub waiting_chain: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BaselineState {
+    pub outcome: Option<Outcome>,
+    pub trials: Vec<TrialFigures>,
+    pub observed_generation: Option<i64>,
+}
+
+/// One running agent's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentSeen {
+    pub pod: String,
+    pub ip: String,
+    pub progress: AgentProgress,
+}
+
+pub fn now() -> Time {
+    Time(k8s_openapi::jiff::Timestamp::now())
+}
+
+/// Reads what the run's phase needs.
+pub async fn observe(
+    ctx: &Context,
+    br: &BenchmarkRun,
+    id: &RunIdentity,
+    st: &BenchmarkRunStatus,
+) -> Result<Observed> {
+    let mut obs = Observed::at(now());
+    if st.observed_generation != Some(id.generation) {
+        return Ok(obs); // a new generation starts over: nothing to read
+    }
+    let phase = st.phase.unwrap_or(Phase::Pending);
+    if matches!(phase, Phase::Pending | Phase::WaitingForTarget) {
+        obs.targets = targets(ctx, br, &id.namespace).await?;
+        obs.baseline = baseline(ctx, br, &id.namespace, &id.name).await?;
+        return Ok(obs);
+    }
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &id.namespace);
+    obs.job = Api::<Job>::namespaced(ctx.client.clone(), &id.namespace)
+        .get_opt(&id.job_name())
+        .await?;
+    obs.runner_pods = pods
+        .list(&ListParams::default().labels(&id.pod_selector()))
+        .await?
+        .items;
+    if matches!(phase, Phase::Succeeded | Phase::Failed) {
+        let comparing = st
+            .comparison
+            .as_ref()
+            .is_some_and(|c| c.reason.as_deref() == Some(super::compare::NOT_FINISHED));
+        if comparing {
+            obs.baseline = baseline(ctx, br, &id.namespace, &id.name).await?;
+        }
+        return Ok(obs);
+    }
+    let now_ms = obs.now.0.as_millisecond();
+    let view = RunnerView::of(&obs.runner_pods, obs.job.as_ref());
+    if view.succeeded.len() < br.spec.runners.count.max(1) as usize {
+        obs.server_usage = server_usage::read(ctx, br, &id.namespace, st, now_ms).await;
+    }
+    if phase == Phase::Starting {
+        return Ok(obs);
+    }
+    let token = runner_access::ensure_token(ctx, id).await?;
+    obs.agents = poll_agents(ctx, &view, &token).await;
+    let done = done_runners(&view, &obs.agents);
+    if done.len() >= br.spec.runners.count.max(1) as usize {
+        let trials = timing::total_trials(br) as u32;
+        obs.results = Some(gather::gather(&pods, &done, &token, trials, ctx.agent_port).await?);
+        obs.baseline = baseline(ctx, br, &id.namespace, &id.name).await?;
+        obs.server_pods = server_pods(ctx, br, &id.namespace).await?;
+    }
+    Ok(obs)
+}
+
+/// Runners that finished every trial: exited, or holding their results (`finished`).
+pub fn done_runners<'a>(view: &RunnerView<'a>, agents: &[AgentSeen]) -> Vec<DoneRunner<'a>> {
+    let exited = view.succeeded.iter().map(|p| DoneRunner {
+        pod: p,
+        holding_at: None,
+    });
+    let holding = view.running.iter().filter_map(|p| {
+        let a = agents.iter().find(|a| a.pod == p.name_any())?;
+        a.progress.finished.then(|| DoneRunner {
+            pod: p,
+            holding_at: Some(a.ip.clone()),
+        })
+    });
+    exited.chain(holding).collect()
+}
+
+/// Every running agent's `/progress`, asked in parallel.
+async fn poll_agents(ctx: &Context, view: &RunnerView<'_>, token: &str) -> Vec<AgentSeen> {
+    let asks = view.running.iter().filter_map(|pod| {
+        let ip = runner_pods::ip(pod)?;
+        let name = pod.name_any();
+        Some(async move {
+            let addr = runner_http::agent_addr(&ip, ctx.agent_port)?;
+            let progress = runner_http::progress(addr, token).await?;
+            Some(AgentSeen {
+                pod: name,
+                ip,
+                progress,
+            })
+        })
+    });
+    futures::future::join_all(asks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// `spec.target` and every planned variant's own target.
+async fn targets(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Vec<TargetSeen>> {
+    let protocol = br.spec.workload.protocol;
+    let mut wanted = vec![(None, &br.spec.target)];
+    if let Ok(planned) = variants::plan(&br.spec) {
+        for v in &planned {
+            if let Some(t) = br
+                .spec
+                .variants
+                .iter()
+                .find(|x| x.name == v.name)
+                .and_then(|x| x.target.as_ref())
+            {
+                wanted.push((Some(v.name.clone()), t));
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(wanted.len());
+    for (variant, t) in wanted {
+        let resolved = target::resolve_target(ctx, t, protocol, ns).await?;
+        let unreachable = match &resolved {
+            Ok(r) if r.not_ready.is_none() => {
+                endpoints::not_programmed(ctx, &r.url, ns, t.server_ref.is_some()).await?
+            }
+            _ => None,
+        };
+        out.push(TargetSeen {
+            variant,
+            resolved,
+            unreachable,
+        });
+    }
+    Ok(out)
+}
+
+/// The baseline run and the chain of unfinished runs behind it.
+async fn baseline(
+    ctx: &Context,
+    br: &BenchmarkRun,
+    ns: &str,
+    me: &str,
+) -> Result<Option<BaselineSeen>> {
+    let Some(b) = &br.spec.baseline_ref else {
+        return Ok(None);
+    };
+    let api: Api<BenchmarkRun> = Api::namespaced(ctx.client.clone(), ns);
+    let mut seen = BaselineSeen {
+        name: b.name.clone(),
+        ..BaselineSeen::default()
+    };
+    let mut next = Some(b.name.clone());
+    while let Some(name) = next.take() {
+        if seen.waiting_chain.len() >= MAX_BASELINE_CHAIN || seen.waiting_chain.contains(&name) {
+            break;
+        }
+        let Some(run) = api.get_opt(&name).await? else {
+            break;
+        };
+        let st = run.status.clone().unwrap_or_default();
+        let outcome = st.verdict.as_ref().map(|v| v.outcome);
+        if seen.state.is_none() {
+            seen.state = Some(BaselineState {
+                outcome,
+                trials: st.trials.clone(),
+                observed_generation: st.observed_generation,
+            });
+        }
+        if outcome.is_some() {
+            break;
+        }
+        seen.waiting_chain.push(name.clone());
+        if name != me {
+            next = run.spec.baseline_ref.map(|r| r.name);
+        }
+    }
+    Ok(Some(seen))
+}
+
+/// The run's servers and every variant's own, at most 16 pods.
+async fn server_pods(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Vec<ObservedPod>> {
+    let mut out: Vec<ObservedPod> = Vec::new();
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
+    for r in std::iter::once(&br.spec.target)
+        .chain(br.spec.variants.iter().filter_map(|v| v.target.as_ref()))
+        .filter_map(|t| t.server_ref.as_ref())
+    {
+        if out.len() >= 16 {
+            break;
+        }
+        let sel = server_selector(r.kind, &r.name)
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let list = pods.list(&ListParams::default().labels(&sel)).await?;
+        for p in list.items.iter().take(16 - out.len()) {
+            if !out.iter().any(|x| x.name == p.name_any()) {
+                out.push(runner_pods::observed_pod(p));
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,169 @@
+//! The runner pods of one generation, sorted by state: who is ready, running, done, and who
+//! failed and why (the runner's own termination message when it left one). Pure.
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+use msgbench_crds::benchmark_run::ObservedPod;
+
+/// The runner pods of one generation, sorted by state.
+pub struct RunnerView<'a> {
+    pub ready: Vec<&'a Pod>,
+    pub running: Vec<&'a Pod>,
+    pub succeeded: Vec<&'a Pod>,
+    pub failed: Vec<&'a Pod>,
+    pub job_failure: Option<(String, String)>,
+}
+
+fn phase(p: &Pod) -> &str {
+    p.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("")
+}
+
+fn is_ready(p: &Pod) -> bool {
+    p.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+pub fn ip(p: &Pod) -> Option<String> {
+    p.status.as_ref()?.pod_ip.clone()
+}
+
+pub fn job_complete(j: &Job) -> bool {
+    j.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.type_ == "Complete" && c.status == "True")
+        })
+}
+
+impl<'a> RunnerView<'a> {
+    pub fn of(pods: &'a [Pod], job: Option<&Job>) -> Self {
+        let live = pods
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none());
+        let mut v = RunnerView {
+            ready: Vec::new(),
+            running: Vec::new(),
+            succeeded: Vec::new(),
+            failed: Vec::new(),
+            job_failure: None,
+        };
+        for p in live {
+            match phase(p) {
+                "Succeeded" => v.succeeded.push(p),
+                "Failed" => v.failed.push(p),
+                "Running" => {
+                    v.running.push(p);
+                    if is_ready(p) {
+                        v.ready.push(p);
+                    }
+                }
+                _ => {}
+            }
+        }
+        // A deleted runner pod shows up as a terminating pod: that is a runner failure too.
+        if let Some(p) = pods
+            .iter()
+            .find(|p| p.metadata.deletion_timestamp.is_some())
+        {
+            v.job_failure = Some((
+                "RunnerFailed".into(),
+                format!("runner pod {} was deleted", p.name_any()),
+            ));
+        }
+        if let Some(c) = job
+            .and_then(|j| j.status.as_ref())
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| {
+                cs.iter()
+                    // FailureTarget comes first (Kubernetes ≥ 1.31), before the pods go.
+                    .find(|c| {
+                        (c.type_ == "Failed" || c.type_ == "FailureTarget") && c.status == "True"
+                    })
+            })
+        {
+            let reason = match c.reason.as_deref() {
+                Some("DeadlineExceeded") => "DeadlineExceeded",
+                _ => "RunnerFailed",
+            };
+            v.job_failure = Some((
+                reason.into(),
+                format!(
+                    "runner Job failed: {}",
+                    c.message.clone().unwrap_or_default()
+                ),
+            ));
+        }
+        v
+    }
+
+    pub fn ready_ips(&self) -> Vec<String> {
+        self.ready.iter().filter_map(|p| ip(p)).collect()
+    }
+
+    /// (reason, message) when a runner failed; the runner's own reason (TargetUnreachable,
+    /// BarrierTimeout) when it gave one, else a generic failure.
+    pub fn failure(&self) -> Option<(&'static str, String)> {
+        if let Some(p) = self.failed.first() {
+            let (reason, msg) = termination_message(p);
+            return Some((reason, format!("runner pod {}: {msg}", p.name_any())));
+        }
+        self.job_failure.as_ref().map(|(r, m)| {
+            let r: &'static str = if r == "DeadlineExceeded" {
+                "DeadlineExceeded"
+            } else {
+                "RunnerFailed"
+            };
+            (r, m.clone())
+        })
+    }
+}
+
+fn termination_message(p: &Pod) -> (&'static str, String) {
+    let st = p.status.as_ref();
+    let term = st
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.first())
+        .and_then(|c| c.state.as_ref())
+        .and_then(|s| s.terminated.as_ref());
+    match term {
+        Some(t) => super::runner_failure::classify(
+            t.exit_code,
+            t.reason.as_deref().unwrap_or_default(),
+            t.message.as_deref().unwrap_or_default(),
+        ),
+        None => {
+            let why = st
+                .and_then(|s| s.reason.clone().or(s.message.clone()))
+                .unwrap_or_else(|| "failed".into());
+            let reason = if why.contains("DeadlineExceeded") {
+                "DeadlineExceeded"
+            } else {
+                "RunnerFailed"
+            };
+            (reason, why)
+        }
+    }
+}
+
+/// How a pod is reported in the environment.
+pub fn observed_pod(p: &Pod) -> ObservedPod {
+    let s = p.status.as_ref();
+    ObservedPod {
+        name: p.name_any(),
+        node: p.spec.as_ref().and_then(|s| s.node_name.clone()),
+        qos_class: s.and_then(|s| s.qos_class.clone()),
+        cpus: None,
+        image: p
+            .spec
+            .as_ref()
+            .and_then(|s| s.containers.first())
+            .and_then(|c| c.image.clone()),
+    }
+}
