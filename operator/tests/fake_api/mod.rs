@@ -1,5 +1,7 @@
 //! A tiny in-memory Kubernetes API behind a kube `Client`: list by label, server-side apply,
 //! status apply, delete, event creation. It records every write so tests can count them.
+// Each test binary uses a part of it.
+#![allow(dead_code)]
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -110,7 +112,23 @@ impl FakeApi {
             }
             "POST" => {
                 st.writes.push(("POST".into(), path.clone()));
-                let obj: Value = serde_json::from_slice(&body).expect("JSON body");
+                let mut obj: Value = serde_json::from_slice(&body).expect("JSON body");
+                // Created objects are kept (events are only counted).
+                if !path.ends_with("/events") {
+                    let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+                    let at = format!("{path}/{name}");
+                    if st.objects.contains_key(&at) {
+                        return respond(
+                            StatusCode::CONFLICT,
+                            json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                   "status": "Failure", "reason": "AlreadyExists", "code": 409}),
+                        );
+                    }
+                    st.next_rv += 1;
+                    obj["metadata"]["resourceVersion"] = json!(st.next_rv.to_string());
+                    obj["metadata"]["uid"] = json!(format!("uid-{}", st.next_rv));
+                    st.objects.insert(at, obj.clone());
+                }
                 respond(StatusCode::CREATED, obj)
             }
             other => panic!("fake API: unexpected {other} {path}"),

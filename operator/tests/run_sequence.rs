@@ -1,0 +1,317 @@
+//! A whole BenchmarkRun against an in-memory API and two fake runner agents on loopback, with
+//! an operator restart between storing the common start and sending it. Counts API writes: a
+//! pass with nothing new writes nothing.
+
+mod fake_api;
+
+use axum::extract::State;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use bench_runner::agent::{AgentProgress, AgentResults, ResultLine, ResultsAck, StartRequest};
+use bench_runner::histo::Histo;
+use bench_runner::result::{Generator, PhaseStats, FORMAT};
+use fake_api::FakeApi;
+use msgbench_crds::BenchmarkRun;
+use msgbench_operator::benchmark_run::reconcile::reconcile;
+use msgbench_operator::context::{Context, Readiness};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+const RUN: &str = "/apis/msgbench.dev/v1alpha1/namespaces/bench/benchmarkruns/seq";
+const JOB: &str = "/apis/batch/v1/namespaces/bench/jobs/seq-g1";
+const PODS: &str = "/api/v1/namespaces/bench/pods";
+
+/// What a fake agent was told and what it answers.
+#[derive(Default)]
+struct Agent {
+    progress: AgentProgress,
+    /// Trial → the first start time it got (later ones are kept like a real agent does).
+    starts: BTreeMap<u32, u64>,
+    start_calls: usize,
+    records: Vec<ResultLine>,
+    acked: Option<u32>,
+}
+
+type Shared = Arc<Mutex<Agent>>;
+
+async fn start(State(a): State<Shared>, Json(r): Json<StartRequest>) -> Json<StartRequest> {
+    let mut a = a.lock().unwrap();
+    a.start_calls += 1;
+    let kept = *a.starts.entry(r.trial).or_insert(r.start_at_unix_ms);
+    Json(StartRequest {
+        start_at_unix_ms: kept,
+        trial: r.trial,
+    })
+}
+
+async fn agent_app(ip: &str, port: u16) -> (Shared, u16) {
+    let state: Shared = Arc::default();
+    let app = Router::new()
+        .route("/start", post(start))
+        .route(
+            "/progress",
+            get(|State(a): State<Shared>| async move { Json(a.lock().unwrap().progress.clone()) }),
+        )
+        .route(
+            "/results",
+            get(|State(a): State<Shared>| async move {
+                let a = a.lock().unwrap();
+                Json(AgentResults {
+                    runner_id: a.records.first().map_or(0, |r| r.runner_id),
+                    trials: 2,
+                    finished: a.progress.finished,
+                    records: a.records.clone(),
+                })
+            }),
+        )
+        .route(
+            "/results/ack",
+            post(
+                |State(a): State<Shared>, Json(r): Json<ResultsAck>| async move {
+                    a.lock().unwrap().acked = Some(r.records);
+                },
+            ),
+        )
+        .with_state(state.clone());
+    let listener = tokio::net::TcpListener::bind((ip, port)).await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (state, port)
+}
+
+fn record(runner: u16, trial: u32, started_ms: u64) -> ResultLine {
+    let mut m = PhaseStats::new("measured", 1, Default::default());
+    m.published = 100;
+    m.published_by_topic = vec![100];
+    m.subscribers_by_topic = vec![1];
+    m.received = 100;
+    m.publish_seconds = 1.0;
+    m.receive_seconds = 1.0;
+    let mut h = Histo::default();
+    for _ in 0..100 {
+        h.record(2_000);
+    }
+    m.latency = h;
+    let mut r = bench_runner::RunResult {
+        format: FORMAT.into(),
+        target: "nats://127.0.0.1:4222".into(),
+        runner_ids: vec![runner],
+        workload: serde_norway::from_str("protocol: nats\ndurationSeconds: 1\n").unwrap(),
+        generator: Generator::default(),
+        warmup: None,
+        measured: m,
+        sessions: vec![],
+        stages: vec![],
+        breaking_stage: None,
+        connections: None,
+        timeline: vec![],
+        rest: vec![],
+    };
+    r.finalize();
+    ResultLine {
+        format: bench_runner::agent::LINE_FORMAT.into(),
+        runner_id: runner,
+        trial,
+        variant: None,
+        round: None,
+        started_unix_ms: started_ms,
+        result: r,
+    }
+}
+
+fn run_object() -> Value {
+    json!({
+        "apiVersion": "msgbench.dev/v1alpha1", "kind": "BenchmarkRun",
+        "metadata": {"name": "seq", "namespace": "bench", "uid": "run-uid", "generation": 1,
+                     "resourceVersion": "1"},
+        "spec": {
+            "target": {"endpoint": {"protocol": "nats", "url": "nats://127.0.0.1:4222"}},
+            "workload": {"protocol": "nats", "payloadBytes": 64, "ratePerPublisher": 100,
+                         "durationSeconds": 1},
+            "runners": {"count": 2},
+            "trials": 2
+        }
+    })
+}
+
+fn runner_pod(index: u32, ip: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("seq-g1-{index}-abc"), "namespace": "bench",
+            "labels": {"app.kubernetes.io/name": "benchmarkrun", "app.kubernetes.io/instance": "seq",
+                       "msgbench.dev/generation": "1",
+                       "batch.kubernetes.io/job-completion-index": index.to_string()}},
+        "spec": {"containers": [{"name": "runner", "image": "bench-runner"}]},
+        "status": {"phase": "Running", "podIP": ip,
+                   "conditions": [{"type": "Ready", "status": "True"}]}
+    })
+}
+
+fn context(api: &FakeApi, port: u16) -> Arc<Context> {
+    let mut c = Context::new(api.client(), Arc::new(Readiness::new(1)), false);
+    c.agent_port = port;
+    Arc::new(c)
+}
+
+/// One pass; returns the API writes it made, events left out.
+async fn pass(api: &FakeApi, ctx: &Arc<Context>) -> Vec<(String, String)> {
+    let raw = api.get(RUN).unwrap();
+    let obj: BenchmarkRun =
+        serde_json::from_value(raw.clone()).unwrap_or_else(|e| panic!("{e}: {raw}"));
+    reconcile(Arc::new(obj), ctx.clone())
+        .await
+        .expect("reconcile succeeds");
+    api.take_writes()
+        .into_iter()
+        .filter(|(_, p)| !p.contains("/events"))
+        .collect()
+}
+
+fn status(api: &FakeApi, pointer: &str) -> Value {
+    api.get(RUN).unwrap()["status"]
+        .pointer(pointer)
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn a_whole_run_survives_a_restart_between_storing_and_sending_the_start() {
+    let (a1, port) = agent_app("127.0.0.21", 0).await;
+    let (a2, _) = agent_app("127.0.0.22", port).await;
+    let api = FakeApi::default();
+    api.insert(RUN, run_object());
+    let ctx = context(&api, port);
+
+    let accepted = pass(&api, &ctx).await;
+    assert_eq!(
+        accepted,
+        vec![("PATCH".to_string(), format!("{RUN}/status"))]
+    );
+    assert_eq!(status(&api, "/phase"), "Pending");
+
+    let created = pass(&api, &ctx).await;
+    let paths: Vec<&str> = created.iter().map(|(_, p)| p.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/api/v1/namespaces/bench/secrets",
+            "/api/v1/namespaces/bench/configmaps/seq-g1",
+            JOB,
+            &format!("{RUN}/status"),
+        ],
+        "token first, then config and Job, then one status write"
+    );
+    assert_eq!(status(&api, "/phase"), "Starting");
+    // The first look at the starting runners records progress and the server-usage source ...
+    let first = pass(&api, &ctx).await;
+    assert_eq!(first, vec![("PATCH".to_string(), format!("{RUN}/status"))]);
+    assert_eq!(status(&api, "/progress/runnersReady"), 0);
+    // ... after that, while no runner is ready, nothing is written.
+    assert!(
+        pass(&api, &ctx).await.is_empty(),
+        "no runner ready: nothing to write"
+    );
+
+    api.insert(&format!("{PODS}/seq-g1-0-abc"), runner_pod(0, "127.0.0.21"));
+    api.insert(&format!("{PODS}/seq-g1-1-abc"), runner_pod(1, "127.0.0.22"));
+    for a in [&a1, &a2] {
+        a.lock().unwrap().progress.ready = true;
+    }
+    let chosen = pass(&api, &ctx).await;
+    assert_eq!(chosen, vec![("PATCH".to_string(), format!("{RUN}/status"))]);
+    assert_eq!(status(&api, "/phase"), "Running");
+    let start = status(&api, "/startTime");
+    assert!(start.is_string());
+    assert_eq!(
+        a1.lock().unwrap().start_calls,
+        0,
+        "stored before it is sent"
+    );
+
+    // The operator restarts: a new context, nothing cached.
+    let ctx = context(&api, port);
+    pass(&api, &ctx).await;
+    let start_ms = start
+        .as_str()
+        .unwrap()
+        .parse::<k8s_openapi::jiff::Timestamp>()
+        .unwrap()
+        .as_millisecond() as u64;
+    for a in [&a1, &a2] {
+        assert_eq!(
+            a.lock().unwrap().starts.get(&1),
+            Some(&start_ms),
+            "the stored time"
+        );
+        let mut a = a.lock().unwrap();
+        a.progress.started = true;
+        a.progress.trial = 1;
+        a.progress.trial_start_unix_ms = start_ms;
+    }
+    // Trial 1 running is news (progress); the same again is not.
+    assert_eq!(pass(&api, &ctx).await.len(), 1);
+    assert_eq!(status(&api, "/progress/trial"), 1);
+    assert!(
+        pass(&api, &ctx).await.is_empty(),
+        "nothing new: nothing written"
+    );
+    assert_eq!(
+        a1.lock().unwrap().start_calls,
+        1,
+        "a started runner is not sent again"
+    );
+
+    // Both wait for trial 2: released together, in one pass.
+    for a in [&a1, &a2] {
+        let mut a = a.lock().unwrap();
+        a.progress.trial = 2;
+        a.progress.waiting_for = 2;
+        a.progress.trial_start_unix_ms = 0;
+    }
+    pass(&api, &ctx).await;
+    let t2 = a1
+        .lock()
+        .unwrap()
+        .starts
+        .get(&2)
+        .copied()
+        .expect("trial 2 released");
+    assert_eq!(
+        a2.lock().unwrap().starts.get(&2),
+        Some(&t2),
+        "one time for both"
+    );
+
+    // Both finish and hold their records.
+    for (i, a) in [&a1, &a2].into_iter().enumerate() {
+        let mut a = a.lock().unwrap();
+        a.progress.waiting_for = 0;
+        a.progress.finished = true;
+        a.records = vec![
+            record(i as u16 + 1, 1, start_ms),
+            record(i as u16 + 1, 2, t2),
+        ];
+    }
+    let verdict = pass(&api, &ctx).await;
+    assert_eq!(
+        verdict,
+        vec![("PATCH".to_string(), format!("{RUN}/status"))]
+    );
+    assert_eq!(
+        status(&api, "/phase"),
+        "Succeeded",
+        "{}",
+        api.get(RUN).unwrap()["status"]
+    );
+    assert_eq!(status(&api, "/result/received"), 400);
+    assert_eq!(
+        a1.lock().unwrap().acked,
+        None,
+        "acked only after the status is stored"
+    );
+
+    assert!(pass(&api, &ctx).await.is_empty());
+    assert_eq!(a1.lock().unwrap().acked, Some(2));
+    assert_eq!(a2.lock().unwrap().acked, Some(2));
+}
