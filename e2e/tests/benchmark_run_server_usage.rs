@@ -29,7 +29,7 @@ spec:
     podAntiAffinity: none
 "#;
 
-/// Long enough for several 3 s samples under a load nats notices.
+/// Long enough for several 5 s samples under a load nats notices.
 const RUN: &str = r#"
 apiVersion: msgbench.dev/v1alpha1
 kind: BenchmarkRun
@@ -44,7 +44,7 @@ spec:
     subscribers: 1
     payloadBytes: 256
     ratePerPublisher: 2000
-    durationSeconds: 12
+    durationSeconds: 16
     drainSeconds: 1
     jetstream: {stream: usage, replicas: 1, storage: memory, publish: async, maxInFlight: 200, consumer: push}
   runners:
@@ -55,7 +55,7 @@ spec:
   barrierTimeoutSeconds: 60
 "#;
 
-/// 500 idle connections opened in 5 steps of 100, each level held 10 s (about 3 operator
+/// 500 idle connections opened in 5 steps of 100, each level held 10 s (about 2 operator
 /// samples) and the last 12 s: what each costs the server in memory.
 const CONNECTIONS_RUN: &str = r#"
 apiVersion: msgbench.dev/v1alpha1

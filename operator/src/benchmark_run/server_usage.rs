@@ -14,8 +14,10 @@ pub use endpoints::{Cpu, Sample};
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus};
 use msgbench_crds::server_usage::{MemoryPoint, PodUsage, ServerUsage, MAX_SERVER_PODS};
 
-/// Samples closer together than this add nothing (pod events trigger extra reconciles).
-const MIN_INTERVAL_MS: i64 = 2_000;
+/// How often the servers are sampled. Every sample is a status write (the accumulators live
+/// in status so a restarted operator continues them), so this is also how often a running
+/// run's status changes: `status.progress` is written with it.
+pub const SAMPLE_EVERY_MS: i64 = 5_000;
 
 fn pod_entry<'a>(u: &'a mut ServerUsage, pod: &str) -> Option<&'a mut PodUsage> {
     if let Some(i) = u.pods.iter().position(|p| p.pod == pod) {
@@ -211,7 +213,7 @@ pub async fn read(
         .iter()
         .flat_map(|u| u.pods.iter().filter_map(|p| p.last_sample_ms))
         .max();
-    if last.is_some_and(|t| now_ms - t < MIN_INTERVAL_MS) {
+    if last.is_some_and(|t| now_ms - t < SAMPLE_EVERY_MS) {
         return None;
     }
     let (listed, readings) = read_pods(ctx, ns, r.kind, &r.name, port_name, path, parse).await;

@@ -7,12 +7,14 @@ use crate::benchmark_run::conditions::{self as cond, Status, RUNNERS_READY};
 use crate::benchmark_run::gather::Gathered;
 use crate::benchmark_run::observe::{AgentSeen, Observed};
 use crate::benchmark_run::runner_pods::{job_complete, RunnerView};
-use crate::benchmark_run::{server_usage, timing};
+use crate::benchmark_run::server_usage::{self, UsageRead};
+use crate::benchmark_run::timing;
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Phase, Progress};
 use std::time::Duration;
 
-/// `status.progress` is written at most this often (a trial change is written at once): each
-/// status write is an API write and an event for every watcher of runs.
+/// `status.progress` is written at most this often (a trial change is written at once, and a
+/// server sample, every `server_usage::SAMPLE_EVERY_MS`, takes it along): each status write is
+/// an API write and an event for every watcher of runs.
 pub const PROGRESS_EVERY_SECONDS: i64 = 5;
 /// Runners at a trial barrier are polled this often: each poll is start latency.
 const BARRIER_POLL: Duration = Duration::from_millis(500);
@@ -25,6 +27,7 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
         fail(&mut d.status, reason, &msg, g, &obs.now);
         return;
     }
+    let sampled = matches!(obs.server_usage, Some(UsageRead::Readings { .. }));
     if let Some(read) = &obs.server_usage {
         let connections = br.spec.workload.connections.is_some();
         server_usage::apply(&mut d.status, read, true, connections);
@@ -78,7 +81,8 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
             return fail(&mut d.status, "RunnersStartedApart", &msg, g, &obs.now)
         }
     }
-    update_progress(br, &mut d.status, &obs.agents, obs);
+    // A server sample is a status write anyway: the progress goes with it.
+    update_progress(br, &mut d.status, &obs.agents, obs, sampled);
     let at_barrier = obs.agents.iter().any(|a| a.progress.waiting_for > 0);
     d.requeue = Some(if at_barrier || !d.effects.is_empty() {
         BARRIER_POLL
@@ -114,11 +118,12 @@ fn update_progress(
         received: agents.iter().map(|a| a.progress.received).sum(),
         runners_ready: br.spec.runners.count.max(1),
     };
-    let due = st.progress.as_ref().is_none_or(|old| {
-        old.trial != next.trial
-            || old.runners_ready != next.runners_ready
-            || next.elapsed_seconds - old.elapsed_seconds >= PROGRESS_EVERY_SECONDS
-    });
+    let due = now_anyway
+        || st.progress.as_ref().is_none_or(|old| {
+            old.trial != next.trial
+                || old.runners_ready != next.runners_ready
+                || next.elapsed_seconds - old.elapsed_seconds >= PROGRESS_EVERY_SECONDS
+        });
     if due {
         st.progress = Some(next);
     }
