@@ -97,6 +97,7 @@ fn update_progress(
     st: &mut BenchmarkRunStatus,
     agents: &[AgentSeen],
     obs: &Observed,
+    now_anyway: bool,
 ) {
     if agents.is_empty() {
         return; // nobody answered: keep the last figures rather than zeros
