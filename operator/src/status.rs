@@ -4,7 +4,7 @@
 use crate::pod_observer::{PodObservation, REJECTION_REASONS};
 use crate::status_text::set_condition;
 use crate::tuning::is_integer_cpu;
-use crate::validate::Violation;
+use crate::validate::SpecViolation;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use msgbench_crds::common::{ObservedTuning, Resources, ServerStatus, Sysctl, Tuning};
 use msgbench_crds::conditions::{self, ConditionStatus, ConditionUpdate, DEGRADED};
@@ -27,7 +27,7 @@ pub struct StatusInput<'a> {
     pub previous: Option<&'a ServerStatus>,
     pub generation: Option<i64>,
     pub desired_replicas: i32,
-    pub violations: &'a [Violation],
+    pub violations: &'a [SpecViolation],
     pub hold: Option<&'a Hold>,
     pub pods: &'a PodObservation,
     /// The workload controller has not finished rolling out the current template.
@@ -474,7 +474,7 @@ mod tests {
         let pods = PodObservation::default();
         let tuning = Tuning::default();
         let res = Resources::default();
-        let v = [Violation::invalid(
+        let v = [SpecViolation::invalid(
             "spec.replicas",
             "must be between 1 and 5",
         )];
