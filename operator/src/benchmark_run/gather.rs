@@ -8,11 +8,13 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::LogParams;
 use kube::{Api, ResourceExt};
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 
-/// A runner that finished every trial: still holding its results (an IP to ask) or exited.
+/// A runner that finished every trial: still holding its results (its agent's address, see
+/// `runner_http::agent_addr`) or exited.
 pub struct DoneRunner<'a> {
     pub pod: &'a Pod,
-    pub holding_at: Option<String>,
+    pub holding_at: Option<SocketAddr>,
 }
 
 pub enum Gathered {
@@ -64,12 +66,15 @@ pub fn complete_records<R>(
     }
 }
 
-async fn from_agent(ip: &str, token: &str) -> Result<(u16, BTreeMap<u32, ResultLine>), String> {
-    let r = runner_http::results(ip, token)
+async fn from_agent(
+    addr: SocketAddr,
+    token: &str,
+) -> Result<(u16, BTreeMap<u32, ResultLine>), String> {
+    let r = runner_http::results(addr, token)
         .await
         .map_err(|e| format!("{e:#}"))?;
     if !r.finished {
-        return Err(format!("agent on {ip} has not finished"));
+        return Err(format!("agent on {addr} has not finished"));
     }
     let records = r.records.into_iter().map(|l| (l.trial, l)).collect();
     Ok((r.runner_id, records))
@@ -104,7 +109,7 @@ pub async fn gather(
             )));
         };
         let (records, damaged) = match &d.holding_at {
-            Some(ip) => match from_agent(ip, token).await {
+            Some(addr) => match from_agent(*addr, token).await {
                 Ok((id, r)) if id == runner => (r, BTreeMap::new()),
                 Ok((id, _)) => {
                     return Ok(Gathered::Lost(format!(
@@ -127,10 +132,10 @@ pub async fn gather(
 }
 
 /// Tells every runner still holding its results that the operator stored them all.
-pub async fn release_holding(ips: &[String], token: &str, trials: u32) {
-    for ip in ips {
-        if let Err(e) = runner_http::ack(ip, token, trials).await {
-            tracing::debug!(runner = %ip, error = %e, "results ack not delivered (the runner exits after its hold)");
+pub async fn release_holding(agents: &[SocketAddr], token: &str, trials: u32) {
+    for &addr in agents {
+        if let Err(e) = runner_http::ack(addr, token, trials).await {
+            tracing::debug!(runner = %addr, error = %e, "results ack not delivered (the runner exits after its hold)");
         }
     }
 }
