@@ -347,14 +347,10 @@ pub struct ObservedTuning {
     pub threads: Option<u16>,
 }
 
-/// Well-known condition types and reasons, so controllers and tests share spellings.
+/// The server kinds' condition types, kept at this path for existing users; the vocabulary
+/// (every kind's types, statuses and the setter) is [`crate::conditions`].
 pub mod condition {
-    /// All replicas ready and serving.
-    pub const READY: &str = "Ready";
-    /// A rollout or scale is under way.
-    pub const PROGRESSING: &str = "Progressing";
-    /// The server cannot become (fully) ready, e.g. SysctlForbidden.
-    pub const DEGRADED: &str = "Degraded";
+    pub use crate::conditions::{DEGRADED, PROGRESSING, READY};
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 pub mod benchmark_run;
 mod benchmark_run_status;
 pub mod common;
+pub mod conditions;
 pub mod generate;
 pub mod jetstream_cluster;
 pub mod mqtt_broker;

@@ -3,7 +3,7 @@
 use crate::context::Context;
 use crate::meta::{LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
 use crate::reconciler::{error_policy, reconcile};
-use crate::server_kind::ServerKind;
+use crate::server_kind::ManagedServerKind;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
@@ -31,7 +31,7 @@ where
 /// Runs until SIGTERM/SIGINT, then lets in-flight reconciles finish.
 pub async fn run<K>(ctx: Arc<Context>, namespace: Option<String>)
 where
-    K: ServerKind,
+    K: ManagedServerKind,
     K: Resource<DynamicType = ()> + DeserializeOwned + Debug,
 {
     let client = ctx.client.clone();

@@ -14,6 +14,7 @@ pub mod meta;
 pub mod metrics;
 pub mod mqtt;
 pub mod placement;
+pub mod pod_http;
 pub mod pod_observer;
 pub mod pubsub;
 pub mod rbac;

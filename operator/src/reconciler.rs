@@ -6,7 +6,7 @@ use crate::context::{Context, CONTROLLER_NAME};
 use crate::error::{Error, Result};
 use crate::meta::Owner;
 use crate::pod_observer::observe_pods;
-use crate::server_kind::ServerKind;
+use crate::server_kind::ManagedServerKind;
 use crate::status::{self, ServerReport, StatusInput};
 use crate::validate::SecretFacts;
 use k8s_openapi::api::core::v1::{Pod, Secret};
@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 const NATS_MONITOR_PORT: u16 = 8222;
 
-pub async fn reconcile<K: ServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action> {
+pub async fn reconcile<K: ManagedServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action> {
     let _timer = ctx.metrics.reconcile_started(K::KIND_LABEL);
     let owner = Owner::of(obj.as_ref(), K::KIND_LABEL)
         .ok_or_else(|| Error::MissingNamespace(obj.name_any()))?;
@@ -122,7 +122,7 @@ pub async fn reconcile<K: ServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> Result<
     }))
 }
 
-fn backoff_key<K: ServerKind>(obj: &K) -> String {
+fn backoff_key<K: ManagedServerKind>(obj: &K) -> String {
     format!(
         "{}/{}/{}",
         K::KIND_LABEL,
@@ -144,7 +144,7 @@ async fn secret_facts(ctx: &Context, ns: &str, name: &str) -> Result<SecretFacts
     })
 }
 
-async fn patch_status<K: ServerKind>(
+async fn patch_status<K: ManagedServerKind>(
     obj: &K,
     ctx: &Context,
     owner: &Owner,
@@ -163,7 +163,7 @@ async fn patch_status<K: ServerKind>(
 }
 
 /// Events on what changed: children written, and each condition that flipped.
-async fn publish_transitions<K: ServerKind>(
+async fn publish_transitions<K: ManagedServerKind>(
     obj: &K,
     ctx: &Context,
     previous: Option<&ServerStatus>,
@@ -215,7 +215,7 @@ async fn publish_transitions<K: ServerKind>(
 }
 
 /// Errors back off exponentially per object instead of hot-looping.
-pub fn error_policy<K: ServerKind>(obj: Arc<K>, err: &Error, ctx: Arc<Context>) -> Action {
+pub fn error_policy<K: ManagedServerKind>(obj: Arc<K>, err: &Error, ctx: Arc<Context>) -> Action {
     ctx.metrics
         .reconcile_failed(K::KIND_LABEL, err.metric_label());
     tracing::warn!(kind = K::KIND_LABEL, name = %obj.name_any(), error = %err, "reconcile failed");

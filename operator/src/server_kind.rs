@@ -3,7 +3,7 @@
 
 use crate::apply::Children;
 use crate::meta::Owner;
-use crate::validate::{SecretFacts, Violation};
+use crate::validate::{SecretFacts, SpecViolation};
 use k8s_openapi::NamespaceResourceScope;
 use kube::Resource;
 use msgbench_crds::common::{Resources, ServerStatus, Tuning};
@@ -11,7 +11,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fmt::Debug;
 
-pub trait ServerKind:
+/// A server kind this operator deploys and keeps running (a CRD type with its children). Not
+/// `msgbench_crds::benchmark_run::ServerKind`, the enum a run's target names.
+pub trait ManagedServerKind:
     Resource<DynamicType = (), Scope = NamespaceResourceScope>
     + Clone
     + Debug
@@ -35,7 +37,7 @@ pub trait ServerKind:
         None
     }
     /// Spec rules admission cannot check, with the facts the reconciler looked up.
-    fn validate(&self, secret: Option<&SecretFacts>) -> Vec<Violation>;
+    fn validate(&self, secret: Option<&SecretFacts>) -> Vec<SpecViolation>;
     /// Desired children. `replicas` may be 0 when the operator holds the workload.
     fn build(&self, owner: &Owner, replicas: i32) -> Children;
     /// Thread count the server will use (default: derived from the CPU limit).

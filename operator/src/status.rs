@@ -2,10 +2,12 @@
 //! effect. Pure, so every branch is unit-tested; `lastTransitionTime` only moves on a change.
 
 use crate::pod_observer::{PodObservation, REJECTION_REASONS};
+use crate::status_text::set_condition;
 use crate::tuning::is_integer_cpu;
-use crate::validate::Violation;
+use crate::validate::SpecViolation;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use msgbench_crds::common::{condition, ObservedTuning, Resources, ServerStatus, Sysctl, Tuning};
+use msgbench_crds::common::{ObservedTuning, Resources, ServerStatus, Sysctl, Tuning};
+use msgbench_crds::conditions::{self, ConditionStatus, ConditionUpdate, DEGRADED};
 
 /// Why the workload is held at 0 replicas.
 #[derive(Clone, Debug, PartialEq)]
@@ -25,7 +27,7 @@ pub struct StatusInput<'a> {
     pub previous: Option<&'a ServerStatus>,
     pub generation: Option<i64>,
     pub desired_replicas: i32,
-    pub violations: &'a [Violation],
+    pub violations: &'a [SpecViolation],
     pub hold: Option<&'a Hold>,
     pub pods: &'a PodObservation,
     /// The workload controller has not finished rolling out the current template.
@@ -52,11 +54,8 @@ pub fn hold_for(
             message: p.message.clone(),
         });
     }
-    let degraded = previous?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == condition::DEGRADED)?;
-    (degraded.status == "True"
+    let degraded = conditions::get(&previous?.conditions, DEGRADED)?;
+    (ConditionStatus::of(degraded) == Some(ConditionStatus::True)
         && REJECTION_REASONS.contains(&degraded.reason.as_str())
         && degraded.observed_generation == generation)
         .then(|| Hold {
@@ -149,13 +148,13 @@ pub fn compute(input: &StatusInput<'_>) -> ServerStatus {
             )
         }
     };
-    let conditions = vec![
-        make_condition(input, condition::READY, ready),
-        make_condition(input, condition::PROGRESSING, progressing),
-        make_condition(input, condition::DEGRADED, degraded),
+    let updates = [
+        update(conditions::ready, ready),
+        update(conditions::progressing, progressing),
+        update(conditions::degraded, degraded),
     ];
     ServerStatus {
-        conditions,
+        conditions: server_conditions(input, updates),
         observed_generation: input.generation,
         replicas: pods.pods,
         ready_replicas: pods.ready,
@@ -164,28 +163,25 @@ pub fn compute(input: &StatusInput<'_>) -> ServerStatus {
     }
 }
 
-fn make_condition(
-    input: &StatusInput<'_>,
-    type_: &str,
+/// A constructor of the vocabulary applied to one computed (status, reason, message).
+fn update(
+    make: fn(ConditionStatus, String, String) -> ConditionUpdate,
     (status, reason, message): (bool, String, String),
-) -> Condition {
-    let status = if status { "True" } else { "False" }.to_string();
-    // Pod events and kubelet messages may carry escapes and newlines: plain text, bounded.
-    let message = crate::status_text::plain(&message);
-    let last_transition_time = input
-        .previous
-        .and_then(|p| p.conditions.iter().find(|c| c.type_ == type_))
-        .filter(|c| c.status == status)
-        .map(|c| c.last_transition_time.clone())
-        .unwrap_or_else(|| input.now.clone());
-    Condition {
-        type_: type_.into(),
-        status,
-        reason,
-        message,
-        observed_generation: input.generation,
-        last_transition_time,
+) -> ConditionUpdate {
+    make(status.into(), reason, message)
+}
+
+/// Exactly the kind's three conditions, in order; each keeps its previous transition time
+/// unless its status flipped (the setter's rule). Pod events and kubelet messages may carry
+/// escapes and newlines: `set_condition` makes them plain.
+fn server_conditions(input: &StatusInput<'_>, updates: [ConditionUpdate; 3]) -> Vec<Condition> {
+    let previous = input.previous.map_or(&[][..], |p| p.conditions.as_slice());
+    let mut out = Vec::with_capacity(updates.len());
+    for u in updates {
+        out.extend(conditions::get(previous, &u.type_).cloned());
+        set_condition(&mut out, u, input.generation, &input.now);
     }
+    out
 }
 
 fn observed_tuning(input: &StatusInput<'_>) -> ObservedTuning {
@@ -457,11 +453,28 @@ mod tests {
     }
 
     #[test]
+    fn condition_messages_are_plain_text() {
+        let pods = PodObservation {
+            pods: 1,
+            problem: Some(PodProblem {
+                reason: "CrashLoopBackOff".into(),
+                message: "pod x: \u{1b}[31mfatal\u{1b}[0m\nexit 1".into(),
+                rejected: false,
+            }),
+            ..PodObservation::default()
+        };
+        let tuning = Tuning::default();
+        let res = Resources::default();
+        let s = compute(&input(&pods, &tuning, &res, None));
+        assert_eq!(cond(&s, "Degraded").message, "pod x: fatal | exit 1");
+    }
+
+    #[test]
     fn invalid_spec_names_the_field() {
         let pods = PodObservation::default();
         let tuning = Tuning::default();
         let res = Resources::default();
-        let v = [Violation::invalid(
+        let v = [SpecViolation::invalid(
             "spec.replicas",
             "must be between 1 and 5",
         )];

@@ -3,6 +3,21 @@
 //! messages carry ANSI colour codes (`ESC[2m…`) and newlines, which `kubectl describe` and GitOps
 //! UIs would otherwise show raw.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use msgbench_crds::conditions::{self, ConditionUpdate};
+
+/// Sets a condition with its message made [`plain`]: the one way the operator writes a
+/// condition (the setter and its transition-time rule are `msgbench_crds::conditions`).
+pub fn set_condition(
+    conditions: &mut Vec<Condition>,
+    mut update: ConditionUpdate,
+    observed_generation: Option<i64>,
+    now: &Time,
+) {
+    update.message = plain(&update.message);
+    conditions::set(conditions, update, observed_generation, now);
+}
+
 /// Longest status message, in bytes. The Condition schema allows 32 KiB; a message is a summary,
 /// so stay far below.
 pub const MAX_MESSAGE_BYTES: usize = 1024;

@@ -5,8 +5,10 @@ use crate::tuning::is_integer_cpu;
 use msgbench_crds::common::{is_safe_sysctl, sysctl_problem, Resources, Tuning};
 use std::fmt;
 
+/// A spec rule the object breaks, as the operator reports it. Not
+/// `msgbench_crds::workload::Violation` (a rule a run's workload breaks).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Violation {
+pub struct SpecViolation {
     /// Condition reason, e.g. `InvalidSpec`, `SecretNotFound`.
     pub reason: &'static str,
     /// JSON path below the object, e.g. `spec.resources.limits.cpu`.
@@ -14,13 +16,13 @@ pub struct Violation {
     pub rule: String,
 }
 
-impl fmt::Display for Violation {
+impl fmt::Display for SpecViolation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.field, self.rule)
     }
 }
 
-impl Violation {
+impl SpecViolation {
     pub fn invalid(field: impl Into<String>, rule: impl Into<String>) -> Self {
         Self {
             reason: "InvalidSpec",
@@ -41,26 +43,26 @@ pub struct SecretFacts {
 /// Checks shared by every server kind: pinning needs integer CPUs with a memory limit, sysctls
 /// follow the name and value rules and unsafe ones need the opt-in (the CRD's CEL says the
 /// same; this guards CRDs installed without it and objects stored before the rules).
-pub fn check_tuning(tuning: &Tuning, res: &Resources) -> Vec<Violation> {
+pub fn check_tuning(tuning: &Tuning, res: &Resources) -> Vec<SpecViolation> {
     let mut v = Vec::new();
     let limits = res.limits.as_ref();
     if tuning.cpu_pinning {
         match limits.and_then(|l| l.cpu.as_ref()) {
             Some(cpu) if is_integer_cpu(cpu) => {}
-            Some(cpu) => v.push(Violation::invalid(
+            Some(cpu) => v.push(SpecViolation::invalid(
                 "spec.resources.limits.cpu",
                 format!(
                     "tuning.cpuPinning needs an integer CPU limit, got {:?}",
                     cpu.0
                 ),
             )),
-            None => v.push(Violation::invalid(
+            None => v.push(SpecViolation::invalid(
                 "spec.resources.limits.cpu",
                 "tuning.cpuPinning needs an integer CPU limit",
             )),
         }
         if limits.and_then(|l| l.memory.as_ref()).is_none() {
-            v.push(Violation::invalid(
+            v.push(SpecViolation::invalid(
                 "spec.resources.limits.memory",
                 "tuning.cpuPinning needs a memory limit (Guaranteed QoS)",
             ));
@@ -68,7 +70,7 @@ pub fn check_tuning(tuning: &Tuning, res: &Resources) -> Vec<Violation> {
     }
     for (i, s) in tuning.sysctls.iter().enumerate() {
         if let Some((field, rule)) = sysctl_problem(s) {
-            v.push(Violation::invalid(
+            v.push(SpecViolation::invalid(
                 format!("spec.tuning.sysctls[{i}].{field}"),
                 rule,
             ));
@@ -76,7 +78,7 @@ pub fn check_tuning(tuning: &Tuning, res: &Resources) -> Vec<Violation> {
     }
     if !tuning.allow_unsafe_sysctls {
         for s in tuning.sysctls.iter().filter(|s| !is_safe_sysctl(&s.name)) {
-            v.push(Violation::invalid(
+            v.push(SpecViolation::invalid(
                 "spec.tuning.sysctls",
                 format!(
                     "{} is outside the kubelet safe set; set tuning.allowUnsafeSysctls: true \
@@ -93,7 +95,7 @@ pub fn check_tuning(tuning: &Tuning, res: &Resources) -> Vec<Violation> {
         .collect();
     names.sort();
     if names.windows(2).any(|w| w[0] == w[1]) {
-        v.push(Violation::invalid(
+        v.push(SpecViolation::invalid(
             "spec.tuning.sysctls",
             "sysctl names must be unique",
         ));
@@ -102,9 +104,9 @@ pub fn check_tuning(tuning: &Tuning, res: &Resources) -> Vec<Violation> {
 }
 
 /// A referenced Secret must exist and hold `required` keys.
-pub fn check_secret(field: &str, facts: &SecretFacts, required: &[&str]) -> Vec<Violation> {
+pub fn check_secret(field: &str, facts: &SecretFacts, required: &[&str]) -> Vec<SpecViolation> {
     match &facts.keys {
-        None => vec![Violation {
+        None => vec![SpecViolation {
             reason: "SecretNotFound",
             field: field.into(),
             rule: format!("Secret {:?} does not exist in this namespace", facts.name),
@@ -112,7 +114,7 @@ pub fn check_secret(field: &str, facts: &SecretFacts, required: &[&str]) -> Vec<
         Some(keys) => required
             .iter()
             .filter(|k| !keys.iter().any(|have| have == *k))
-            .map(|k| Violation {
+            .map(|k| SpecViolation {
                 reason: "SecretKeyMissing",
                 field: field.into(),
                 rule: format!("Secret {:?} has no key {k:?}", facts.name),

@@ -5,15 +5,15 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
 use msgbench_operator::apply::Children;
 use msgbench_operator::meta::Owner;
-use msgbench_operator::server_kind::ServerKind;
+use msgbench_operator::server_kind::ManagedServerKind;
 
-fn fixture<K: ServerKind>(file: &str) -> K {
+fn fixture<K: ManagedServerKind>(file: &str) -> K {
     let path = format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_norway::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-fn build<K: ServerKind>(file: &str) -> (K, Children) {
+fn build<K: ManagedServerKind>(file: &str) -> (K, Children) {
     let obj: K = fixture(file);
     assert!(
         obj.validate(None).is_empty(),

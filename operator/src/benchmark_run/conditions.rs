@@ -19,33 +19,17 @@
 //! kpt, cli-utils) reads for custom resources: in progress while running, Failed after a failed
 //! run (Stalled: nothing more happens until the spec changes), Current after a passed one — the
 //! same as kstatus judges a Job. TargetReady and RunnersReady report the stages before the load.
+//!
+//! The types, statuses and the setter are `msgbench_crds::conditions` (one vocabulary for every
+//! kind); this module keeps the run's rules (what accepting and finishing a run set).
+use crate::status_text::set_condition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use msgbench_crds::benchmark_run::Outcome;
-
-pub const TARGET_READY: &str = "TargetReady";
-pub const RUNNERS_READY: &str = "RunnersReady";
-pub const COMPLETE: &str = "Complete";
-pub const SUCCEEDED: &str = "Succeeded";
-pub const RECONCILING: &str = "Reconciling";
-pub const STALLED: &str = "Stalled";
-
-/// A condition's status.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
-    True,
-    False,
-    Unknown,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::True => "True",
-            Status::False => "False",
-            Status::Unknown => "Unknown",
-        }
-    }
-}
+use msgbench_crds::conditions::{self as vocab, ConditionUpdate};
+pub use msgbench_crds::conditions::{
+    get, ConditionStatus as Status, COMPLETE, RECONCILING, RUNNERS_READY, STALLED, SUCCEEDED,
+    TARGET_READY,
+};
 
 /// Sets a condition; the transition time moves only when the status flips. The message is made
 /// plain text (no escapes or control characters, bounded).
@@ -58,31 +42,8 @@ pub fn set(
     generation: Option<i64>,
     now: &Time,
 ) {
-    let message = crate::status_text::plain(message);
-    let status = status.as_str();
-    match conds.iter_mut().find(|c| c.type_ == type_) {
-        Some(c) => {
-            if c.status != status {
-                c.last_transition_time = now.clone();
-            }
-            c.status = status.into();
-            c.reason = reason.into();
-            c.message = message;
-            c.observed_generation = generation;
-        }
-        None => conds.push(Condition {
-            type_: type_.into(),
-            status: status.into(),
-            reason: reason.into(),
-            message,
-            observed_generation: generation,
-            last_transition_time: now.clone(),
-        }),
-    }
-}
-
-pub fn get<'a>(conds: &'a [Condition], type_: &str) -> Option<&'a Condition> {
-    conds.iter().find(|c| c.type_ == type_)
+    let update = ConditionUpdate::new(type_, status, reason, message);
+    set_condition(conds, update, generation, now);
 }
 
 /// A new spec generation was accepted: every condition says "not there yet". Complete's
@@ -90,20 +51,17 @@ pub fn get<'a>(conds: &'a [Condition], type_: &str) -> Option<&'a Condition> {
 pub fn accept(conds: &mut Vec<Condition>, generation: Option<i64>, now: &Time) {
     use Status::*;
     let msg = "accepted";
-    for c in [TARGET_READY, RUNNERS_READY, SUCCEEDED] {
-        set(conds, c, Unknown, "Pending", msg, generation, now);
+    let in_progress = "the run is in progress (see status.phase)";
+    for u in [
+        vocab::target_ready(Unknown, "Pending", msg),
+        vocab::runners_ready(Unknown, "Pending", msg),
+        vocab::succeeded(Unknown, "Pending", msg),
+        vocab::complete(False, "Pending", msg),
+        vocab::reconciling(True, "InProgress", in_progress),
+        vocab::stalled(False, "Pending", msg),
+    ] {
+        set_condition(conds, u, generation, now);
     }
-    set(conds, COMPLETE, False, "Pending", msg, generation, now);
-    set(
-        conds,
-        RECONCILING,
-        True,
-        "InProgress",
-        "the run is in progress (see status.phase)",
-        generation,
-        now,
-    );
-    set(conds, STALLED, False, "Pending", msg, generation, now);
 }
 
 /// The run ended with `outcome`; `reason` is `Succeeded` or the failure's (ThresholdsNotMet,
@@ -118,18 +76,20 @@ pub fn finish(
 ) {
     use Status::*;
     let passed = outcome == Outcome::Passed;
-    set(conds, COMPLETE, True, reason, message, generation, now);
     let (succeeded, stalled) = if passed { (True, False) } else { (False, True) };
-    set(
-        conds, SUCCEEDED, succeeded, reason, message, generation, now,
-    );
-    set(conds, STALLED, stalled, reason, message, generation, now);
     let ended = if passed {
         "the run passed"
     } else {
         "the run failed; a spec change starts a new one"
     };
-    set(conds, RECONCILING, False, reason, ended, generation, now);
+    for u in [
+        vocab::complete(True, reason, message),
+        vocab::succeeded(succeeded, reason, message),
+        vocab::stalled(stalled, reason, message),
+        vocab::reconciling(False, reason, ended),
+    ] {
+        set_condition(conds, u, generation, now);
+    }
 }
 
 #[cfg(test)]

@@ -8,11 +8,13 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::LogParams;
 use kube::{Api, ResourceExt};
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 
-/// A runner that finished every trial: still holding its results (an IP to ask) or exited.
+/// A runner that finished every trial: still holding its results (its agent's address, see
+/// `runner_http::agent_addr`) or exited.
 pub struct DoneRunner<'a> {
     pub pod: &'a Pod,
-    pub holding_at: Option<String>,
+    pub holding_at: Option<SocketAddr>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -66,7 +68,7 @@ pub fn complete_records<R>(
 }
 
 async fn from_agent(
-    addr: std::net::SocketAddr,
+    addr: SocketAddr,
     token: &str,
 ) -> Result<(u16, BTreeMap<u32, ResultLine>), String> {
     let r = runner_http::results(addr, token)
@@ -98,7 +100,6 @@ pub async fn gather(
     done: &[DoneRunner<'_>],
     token: &str,
     trials: u32,
-    agent_port: u16,
 ) -> kube::Result<Gathered> {
     let mut all = Vec::new();
     for d in done {
@@ -109,14 +110,7 @@ pub async fn gather(
             )));
         };
         let (records, damaged) = match &d.holding_at {
-            Some(ip) => match from_agent(
-                runner_http::agent_addr(ip, agent_port).ok_or_else(|| {
-                    kube::Error::Service(format!("pod {name}: bad pod IP {ip}").into())
-                })?,
-                token,
-            )
-            .await
-            {
+            Some(addr) => match from_agent(*addr, token).await {
                 Ok((id, r)) if id == runner => (r, BTreeMap::new()),
                 Ok((id, _)) => {
                     return Ok(Gathered::Lost(format!(
@@ -139,10 +133,10 @@ pub async fn gather(
 }
 
 /// Tells every runner still holding its results that the operator stored them all.
-pub async fn release_holding(addrs: &[std::net::SocketAddr], token: &str, records: u32) {
-    let acks = addrs.iter().map(|a| async move {
-        if let Err(e) = runner_http::ack(*a, token, records).await {
-            tracing::debug!(runner = %a, error = %e, "results ack not delivered (the runner exits after its hold)");
+pub async fn release_holding(agents: &[SocketAddr], token: &str, records: u32) {
+    let acks = agents.iter().map(|&addr| async move {
+        if let Err(e) = runner_http::ack(addr, token, records).await {
+            tracing::debug!(runner = %addr, error = %e, "results ack not delivered (the runner exits after its hold)");
         }
     });
     futures::future::join_all(acks).await;

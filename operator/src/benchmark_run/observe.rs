@@ -146,10 +146,10 @@ pub async fn observe(
     }
     let token = runner_access::ensure_token(ctx, id).await?;
     obs.agents = poll_agents(ctx, &view, &token).await;
-    let done = done_runners(&view, &obs.agents);
+    let done = done_runners(&view, &obs.agents, ctx.agent_port);
     if done.len() >= br.spec.runners.count.max(1) as usize {
         let trials = timing::total_trials(br) as u32;
-        obs.results = Some(gather::gather(&pods, &done, &token, trials, ctx.agent_port).await?);
+        obs.results = Some(gather::gather(&pods, &done, &token, trials).await?);
         obs.baseline = baseline(ctx, br, &id.namespace, &id.name).await?;
         obs.server_pods = server_pods(ctx, br, &id.namespace).await?;
     }
@@ -157,16 +157,21 @@ pub async fn observe(
 }
 
 /// Runners that finished every trial: exited, or holding their results (`finished`).
-pub fn done_runners<'a>(view: &RunnerView<'a>, agents: &[AgentSeen]) -> Vec<DoneRunner<'a>> {
+pub fn done_runners<'a>(
+    view: &RunnerView<'a>,
+    agents: &[AgentSeen],
+    agent_port: u16,
+) -> Vec<DoneRunner<'a>> {
     let exited = view.succeeded.iter().map(|p| DoneRunner {
         pod: p,
         holding_at: None,
     });
     let holding = view.running.iter().filter_map(|p| {
         let a = agents.iter().find(|a| a.pod == p.name_any())?;
-        a.progress.finished.then(|| DoneRunner {
+        let addr = runner_http::agent_addr(&a.ip, agent_port)?;
+        a.progress.finished.then_some(DoneRunner {
             pod: p,
-            holding_at: Some(a.ip.clone()),
+            holding_at: Some(addr),
         })
     });
     exited.chain(holding).collect()

@@ -1,47 +1,23 @@
 //! Talks to runner agents on their pod IPs: release the start barrier, read progress, collect
 //! results and confirm them. Every call presents the run's token (the agent refuses others).
+//! Each call takes the agent's address (pod IP and port, see [`agent_addr`]; the port is
+//! `AGENT_PORT` outside tests), so tests can run fake agents on any local port.
+use crate::pod_http::{self, Options};
 use bench_runner::agent::{AgentProgress, AgentResults, ResultsAck, StartRequest};
-use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
-use hyper_util::rt::TokioIo;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 /// Largest body read from an agent (a 120-trial run's records are a few MB).
 const MAX_BODY_BYTES: usize = 64 << 20;
 
-/// The agent's control address on a pod IP; `None` for an address that is not an IP.
-pub fn agent_addr(ip: &str, port: u16) -> Option<SocketAddr> {
-    Some(SocketAddr::new(ip.parse().ok()?, port))
+/// The agent's control endpoint on a runner pod's IP; `None` when `pod_ip` is not an IP.
+pub fn agent_addr(pod_ip: &str, port: u16) -> Option<SocketAddr> {
+    let ip: IpAddr = pod_ip.parse().ok()?;
+    Some(SocketAddr::new(ip, port))
 }
 
-async fn call(
-    addr: SocketAddr,
-    token: &str,
-    method: &str,
-    path: &str,
-    body: Option<String>,
-) -> anyhow::Result<Bytes> {
-    let stream = tokio::net::TcpStream::connect(addr).await?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    let driver = tokio::spawn(conn);
-    let req = hyper::Request::builder()
-        .method(method)
-        .uri(path)
-        .header(hyper::header::HOST, addr.to_string())
-        .header(hyper::header::CONTENT_TYPE, "application/json")
-        .header(hyper::header::AUTHORIZATION, format!("Bearer {token}"))
-        .body(Full::new(Bytes::from(body.unwrap_or_default())))?;
-    let resp = sender.send_request(req).await?;
-    let status = resp.status();
-    let bytes = http_body_util::Limited::new(resp.into_body(), MAX_BODY_BYTES)
-        .collect()
-        .await
-        .map_err(|e| anyhow::anyhow!("{method} {path} on {addr}: body: {e}"))?
-        .to_bytes();
-    driver.abort();
-    anyhow::ensure!(status.is_success(), "{method} {path} on {addr}: {status}");
-    Ok(bytes)
+fn options(token: &str, timeout_secs: u64) -> Options<'_> {
+    Options::new(Duration::from_secs(timeout_secs), MAX_BODY_BYTES).bearer(token)
 }
 
 /// POST /start for `trial`; returns the start time the agent keeps (the first one it got for
@@ -52,48 +28,104 @@ pub async fn start(
     trial: u32,
     start_at_unix_ms: u64,
 ) -> anyhow::Result<u64> {
-    let body = serde_json::to_string(&StartRequest {
+    let req = StartRequest {
         start_at_unix_ms,
         trial,
-    })?;
-    let b = tokio::time::timeout(
-        Duration::from_secs(3),
-        call(addr, token, "POST", "/start", Some(body)),
-    )
-    .await??;
-    Ok(serde_json::from_slice::<StartRequest>(&b)?.start_at_unix_ms)
+    };
+    let reply = pod_http::post_json(addr, "/start", &req, options(token, 3)).await?;
+    Ok(reply.json::<StartRequest>()?.start_at_unix_ms)
 }
 
 /// GET /progress, best effort.
 pub async fn progress(addr: SocketAddr, token: &str) -> Option<AgentProgress> {
-    let b = tokio::time::timeout(
-        Duration::from_secs(2),
-        call(addr, token, "GET", "/progress", None),
-    )
-    .await
-    .ok()?
-    .ok()?;
-    serde_json::from_slice(&b).ok()
+    let reply = pod_http::get(addr, "/progress", options(token, 2)).await;
+    reply.ok()?.json().ok()
 }
 
 /// GET /results: the agent's records so far.
 pub async fn results(addr: SocketAddr, token: &str) -> anyhow::Result<AgentResults> {
-    let b = tokio::time::timeout(
-        Duration::from_secs(20),
-        call(addr, token, "GET", "/results", None),
-    )
-    .await
-    .map_err(|_| anyhow::anyhow!("GET /results on {addr}: no answer within 20s"))??;
-    Ok(serde_json::from_slice(&b)?)
+    let reply = pod_http::get(addr, "/results", options(token, 20)).await?;
+    Ok(reply.json()?)
 }
 
 /// POST /results/ack: the operator stored `records` records; the agent may exit.
 pub async fn ack(addr: SocketAddr, token: &str, records: u32) -> anyhow::Result<()> {
-    let body = serde_json::to_string(&ResultsAck { records })?;
-    tokio::time::timeout(
-        Duration::from_secs(3),
-        call(addr, token, "POST", "/results/ack", Some(body)),
-    )
-    .await??;
+    let body = ResultsAck { records };
+    pod_http::post_json(addr, "/results/ack", &body, options(token, 3)).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bench_runner::agent::AGENT_PORT;
+    use axum::http::{header, HeaderMap, StatusCode};
+    use axum::routing::post;
+    use axum::{Json, Router};
+
+    /// A fake agent on 127.0.0.1 and any port: keeps the first start time, takes one token.
+    async fn fake_agent() -> SocketAddr {
+        let authorized = |h: &HeaderMap| {
+            h.get(header::AUTHORIZATION)
+                .is_some_and(|v| v == "Bearer t0k")
+        };
+        let app = Router::new()
+            .route(
+                "/start",
+                post(
+                    move |h: HeaderMap, Json(r): Json<StartRequest>| async move {
+                        if !authorized(&h) {
+                            return Err(StatusCode::FORBIDDEN);
+                        }
+                        Ok(Json(StartRequest {
+                            start_at_unix_ms: 1_000,
+                            trial: r.trial,
+                        }))
+                    },
+                ),
+            )
+            .route(
+                "/results/ack",
+                post(move |h: HeaderMap, Json(a): Json<ResultsAck>| async move {
+                    match (authorized(&h), a.records) {
+                        (false, _) => StatusCode::FORBIDDEN,
+                        (true, 3) => StatusCode::OK,
+                        (true, _) => StatusCode::CONFLICT,
+                    }
+                }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        addr
+    }
+
+    #[tokio::test]
+    async fn calls_reach_an_agent_at_any_address_with_the_token() {
+        let addr = fake_agent().await;
+        assert_eq!(start(addr, "t0k", 2, 5_000).await.unwrap(), 1_000);
+        let refused = start(addr, "other", 2, 5_000).await.unwrap_err();
+        assert!(refused.to_string().contains("403 Forbidden"), "{refused}");
+        ack(addr, "t0k", 3).await.unwrap();
+        let conflict = ack(addr, "t0k", 4).await.unwrap_err().to_string();
+        assert_eq!(
+            conflict,
+            format!("POST http://{addr}/results/ack: 409 Conflict")
+        );
+        assert_eq!(progress(addr, "t0k").await, None, "no /progress here");
+    }
+
+    #[test]
+    fn a_pod_ip_becomes_the_agent_port() {
+        let a = agent_addr("10.1.2.3", AGENT_PORT).unwrap();
+        assert_eq!(
+            (a.ip().to_string(), a.port()),
+            ("10.1.2.3".into(), AGENT_PORT)
+        );
+        assert_eq!(
+            agent_addr("fd00::7", AGENT_PORT).unwrap().port(),
+            AGENT_PORT
+        );
+        assert_eq!(agent_addr("runner-0", AGENT_PORT), None);
+    }
 }

@@ -1,25 +1,16 @@
 //! Trial statistics: mean and 95 % confidence interval (Student t) over trials, and Welch's
 //! t-test for "is this run different from its baseline".
 use msgbench_crds::benchmark_run::Estimate;
+use statrs::distribution::{ContinuousCDF, StudentsT};
 
-/// Two-sided 97.5 % quantiles of Student's t for 1..=30 degrees of freedom.
-const T975: [f64; 30] = [
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-    2.052, 2.048, 2.045, 2.042,
-];
-
-/// t quantile for a 95 % two-sided interval; fractional df (Welch) round down (conservative).
+/// t quantile for a 95 % two-sided interval: the 97.5 % quantile of Student's t, exact also
+/// for fractional df (Welch) and large df (a table snapping to the normal 1.96 beyond df 30
+/// would make intervals too narrow). Below 1 degree of freedom there is no interval: infinite.
 pub fn t975(df: f64) -> f64 {
-    if df < 1.0 {
+    if df.is_nan() || df < 1.0 {
         return f64::INFINITY;
     }
-    let k = df.floor() as usize;
-    if k <= 30 {
-        T975[k - 1]
-    } else {
-        1.96
-    }
+    StudentsT::new(0.0, 1.0, df).map_or(f64::INFINITY, |t| t.inverse_cdf(0.975))
 }
 
 pub fn mean(xs: &[f64]) -> f64 {
@@ -95,11 +86,21 @@ mod tests {
         assert!(!significantly_different(&[1.0], &[100.0, 101.0]));
     }
 
+    fn near(got: f64, want: f64) -> bool {
+        (got - want).abs() <= 0.001
+    }
+
     #[test]
-    fn t_quantiles_fall_towards_the_normal_one() {
-        assert_eq!(t975(1.0), 12.706);
-        assert_eq!(t975(2.7), 4.303);
-        assert_eq!(t975(100.0), 1.96);
+    fn t_quantiles_match_the_table_and_fall_towards_the_normal_one() {
+        for (df, want) in [(1.0, 12.706), (2.0, 4.303), (30.0, 2.042), (38.0, 2.024)] {
+            assert!(near(t975(df), want), "df {df}: {}", t975(df));
+        }
+        // Beyond the old table: never below the normal quantile (1.96 was anti-conservative).
+        assert!(near(t975(100.0), 1.984), "{}", t975(100.0));
+        assert!(t975(1e6) > 1.959 && t975(1e6) < t975(100.0));
+        // Fractional df (Welch) lie between their neighbours.
+        assert!(t975(2.7) < t975(2.0) && t975(2.7) > t975(3.0));
         assert!(t975(0.5).is_infinite());
+        assert!(t975(f64::NAN).is_infinite());
     }
 }

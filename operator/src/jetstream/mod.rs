@@ -5,12 +5,12 @@ pub mod nats_conf;
 
 use crate::apply::Children;
 use crate::meta::Owner;
-use crate::server_kind::ServerKind;
-use crate::validate::{check_secret, check_tuning, SecretFacts, Violation};
+use crate::server_kind::ManagedServerKind;
+use crate::validate::{check_secret, check_tuning, SecretFacts, SpecViolation};
 use msgbench_crds::common::{Resources, ServerStatus, Tuning};
 use msgbench_crds::jetstream_cluster::{JetStreamCluster, NatsAuthMode};
 
-impl ServerKind for JetStreamCluster {
+impl ManagedServerKind for JetStreamCluster {
     const KIND_LABEL: &'static str = "jetstreamcluster";
     const REPORTS_VARZ: bool = true;
 
@@ -29,7 +29,7 @@ impl ServerKind for JetStreamCluster {
     fn secret_ref(&self) -> Option<&str> {
         self.spec.auth.as_ref().map(|a| a.secret_name.as_str())
     }
-    fn validate(&self, secret: Option<&SecretFacts>) -> Vec<Violation> {
+    fn validate(&self, secret: Option<&SecretFacts>) -> Vec<SpecViolation> {
         validate(self, secret)
     }
     fn build(&self, owner: &Owner, replicas: i32) -> Children {
@@ -45,18 +45,18 @@ impl ServerKind for JetStreamCluster {
     }
 }
 
-pub fn validate(jsc: &JetStreamCluster, secret: Option<&SecretFacts>) -> Vec<Violation> {
+pub fn validate(jsc: &JetStreamCluster, secret: Option<&SecretFacts>) -> Vec<SpecViolation> {
     let spec = &jsc.spec;
     let mut v = Vec::new();
     if !(1..=5).contains(&spec.replicas) {
-        v.push(Violation::invalid(
+        v.push(SpecViolation::invalid(
             "spec.replicas",
             "must be between 1 and 5",
         ));
     }
     // Pod names (<name>-<i>) must stay valid DNS labels for the route addresses.
     if jsc.metadata.name.as_deref().is_some_and(|n| n.len() > 52) {
-        v.push(Violation::invalid(
+        v.push(SpecViolation::invalid(
             "metadata.name",
             "must be at most 52 characters",
         ));

@@ -5,12 +5,12 @@ pub mod build;
 
 use crate::apply::Children;
 use crate::meta::Owner;
-use crate::server_kind::ServerKind;
-use crate::validate::{check_tuning, SecretFacts, Violation};
+use crate::server_kind::ManagedServerKind;
+use crate::validate::{check_tuning, SecretFacts, SpecViolation};
 use msgbench_crds::common::{Resources, ServerStatus, Tuning};
 use msgbench_crds::mqtt_broker::{MqttBroker, MqttEngine};
 
-impl ServerKind for MqttBroker {
+impl ManagedServerKind for MqttBroker {
     const KIND_LABEL: &'static str = "mqttbroker";
 
     fn server_status(&self) -> Option<&ServerStatus> {
@@ -25,7 +25,7 @@ impl ServerKind for MqttBroker {
     fn desired_replicas(&self) -> i32 {
         self.spec.replicas
     }
-    fn validate(&self, _secret: Option<&SecretFacts>) -> Vec<Violation> {
+    fn validate(&self, _secret: Option<&SecretFacts>) -> Vec<SpecViolation> {
         validate(self)
     }
     fn build(&self, owner: &Owner, replicas: i32) -> Children {
@@ -46,29 +46,29 @@ impl ServerKind for MqttBroker {
     }
 }
 
-pub fn validate(mqb: &MqttBroker) -> Vec<Violation> {
+pub fn validate(mqb: &MqttBroker) -> Vec<SpecViolation> {
     let spec = &mqb.spec;
     let mut v = Vec::new();
     if !(1..=5).contains(&spec.replicas) {
-        v.push(Violation::invalid(
+        v.push(SpecViolation::invalid(
             "spec.replicas",
             "must be between 1 and 5",
         ));
     }
     if spec.replicas > 1 && spec.engine != MqttEngine::Custom {
-        v.push(Violation::invalid(
+        v.push(SpecViolation::invalid(
             "spec.replicas",
             "engines mosquitto and rumqttd do not cluster; replicas must be 1",
         ));
     }
     if spec.engine == MqttEngine::Custom && spec.image.is_none() {
-        v.push(Violation::invalid(
+        v.push(SpecViolation::invalid(
             "spec.image",
             "engine custom needs an image",
         ));
     }
     if spec.engine != MqttEngine::Custom && spec.custom.is_some() {
-        v.push(Violation::invalid(
+        v.push(SpecViolation::invalid(
             "spec.custom",
             "only valid with engine custom",
         ));
@@ -79,7 +79,7 @@ pub fn validate(mqb: &MqttBroker) -> Vec<Violation> {
         .as_ref()
         .is_some_and(|w| w.port == spec.listeners.mqtt_port)
     {
-        v.push(Violation::invalid(
+        v.push(SpecViolation::invalid(
             "spec.listeners.websocket.port",
             "must differ from listeners.mqttPort",
         ));

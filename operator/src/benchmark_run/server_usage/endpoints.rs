@@ -2,14 +2,16 @@
 //! pubsub-server `/health`, parsed into one `Sample` per pod.
 use crate::benchmark_run::build::server_selector;
 use crate::context::Context;
-use http_body_util::{BodyExt, Empty};
-use hyper::body::Bytes;
-use hyper_util::rt::TokioIo;
+use crate::pod_http::{self, Options};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use msgbench_crds::benchmark_run::ServerKind;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
+
+/// One sample per pod and interval, so short; the bodies are a few kB of JSON.
+const OPTIONS: Options<'static> = Options::new(Duration::from_secs(2), 1 << 20);
 
 /// One reading of one pod.
 #[derive(Clone, Debug, PartialEq)]
@@ -105,7 +107,7 @@ pub(super) async fn read_pods(
         }
     };
     let reads = pods.iter().filter_map(|p| {
-        let ip = p.status.as_ref()?.pod_ip.clone()?;
+        let ip: IpAddr = p.status.as_ref()?.pod_ip.as_deref()?.parse().ok()?;
         let port = p
             .spec
             .as_ref()?
@@ -115,16 +117,18 @@ pub(super) async fn read_pods(
             .find(|cp| cp.name.as_deref() == Some(port_name))?
             .container_port;
         let pod = p.name_any();
+        let addr = SocketAddr::new(ip, port as u16);
         Some(async move {
-            match tokio::time::timeout(Duration::from_secs(2), get(&ip, port as u16, path)).await {
-                Ok(Ok(body)) => match parse(&body) {
-                    Ok(s) => Some((pod, s)),
-                    Err(e) => {
-                        tracing::debug!(%pod, error = %e, "server usage not parsable");
-                        None
-                    }
-                },
-                _ => None,
+            let read = pod_http::get(addr, path, OPTIONS).await;
+            match read
+                .map_err(anyhow::Error::from)
+                .and_then(|r| parse(&r.body))
+            {
+                Ok(s) => Some((pod, s)),
+                Err(e) => {
+                    tracing::debug!(%pod, error = %e, "server usage not readable");
+                    None
+                }
             }
         })
     });
@@ -134,22 +138,6 @@ pub(super) async fn read_pods(
         .flatten()
         .collect();
     (pods.len(), answered)
-}
-
-async fn get(ip: &str, port: u16, path: &str) -> anyhow::Result<Bytes> {
-    let addr: std::net::IpAddr = ip.parse()?;
-    let stream = tokio::net::TcpStream::connect((addr, port)).await?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    let driver = tokio::spawn(conn);
-    let req = hyper::Request::get(path)
-        .header(hyper::header::HOST, format!("{ip}:{port}"))
-        .body(Empty::<Bytes>::new())?;
-    let resp = sender.send_request(req).await?;
-    let status = resp.status();
-    let body = resp.into_body().collect().await?.to_bytes();
-    driver.abort();
-    anyhow::ensure!(status.is_success(), "GET {path} on {ip}: {status}");
-    Ok(body)
 }
 
 #[cfg(test)]

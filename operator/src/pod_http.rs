@@ -1,0 +1,341 @@
+//! HTTP/1 requests to pods on their IPs (runner agents, servers' monitoring endpoints): one
+//! client for all of them, with a timeout over the whole exchange, a bounded response body, an
+//! optional bearer token, and errors that name the method, the URL and what went wrong.
+use crate::status_text::plain_bounded;
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::{header, Method, Request, StatusCode};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+/// No idle connections are kept: pod IPs come and go and calls are seconds apart, and a pooled
+/// connection would stay tied to the runtime that opened it.
+static CLIENT: LazyLock<Client<HttpConnector, Full<Bytes>>> = LazyLock::new(|| {
+    Client::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(0)
+        .build_http()
+});
+
+/// Most of an error response's body quoted in the error (the agents answer with one line).
+const ERROR_BODY_BYTES: usize = 200;
+
+/// How one request is made.
+#[derive(Clone, Copy, Debug)]
+pub struct Options<'a> {
+    /// For the whole exchange: connect, headers and body.
+    pub timeout: Duration,
+    /// Longest response body read; a longer one is an error, never a truncation.
+    pub max_body_bytes: usize,
+    /// Sent as `Authorization: Bearer <token>`.
+    pub bearer: Option<&'a str>,
+}
+
+impl<'a> Options<'a> {
+    pub const fn new(timeout: Duration, max_body_bytes: usize) -> Self {
+        Self {
+            timeout,
+            max_body_bytes,
+            bearer: None,
+        }
+    }
+
+    pub const fn bearer(self, token: &'a str) -> Self {
+        Self {
+            bearer: Some(token),
+            ..self
+        }
+    }
+}
+
+/// A 2xx answer and what it answered.
+#[derive(Debug)]
+pub struct Reply {
+    pub method: Method,
+    pub url: String,
+    pub body: Bytes,
+}
+
+impl Reply {
+    /// The body as JSON; an error names the request.
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, Error> {
+        serde_json::from_slice(&self.body).map_err(|e| Error {
+            method: self.method.clone(),
+            url: self.url.clone(),
+            kind: ErrorKind::Decode(e),
+        })
+    }
+}
+
+/// A failed request: `GET http://10.0.0.7:9090/progress: 403 Forbidden: wrong token`.
+#[derive(Debug, thiserror::Error)]
+#[error("{method} {url}: {kind}")]
+pub struct Error {
+    pub method: Method,
+    pub url: String,
+    pub kind: ErrorKind,
+}
+
+#[derive(Debug)]
+pub enum ErrorKind {
+    /// No complete answer within the request's timeout.
+    Timeout(Duration),
+    /// A non-2xx answer, with the start of its body as plain text.
+    Status { status: StatusCode, body: String },
+    /// The body exceeds the request's bound.
+    TooLarge(usize),
+    /// Connecting, sending or reading failed (the error chain, joined).
+    Transport(String),
+    /// The request could not be built or its body not encoded.
+    Request(String),
+    /// A 2xx body that is not the expected JSON.
+    Decode(serde_json::Error),
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ErrorKind::Timeout(d) => write!(f, "no answer within {d:?}"),
+            ErrorKind::Status { status, body } if body.is_empty() => write!(f, "{status}"),
+            ErrorKind::Status { status, body } => write!(f, "{status}: {body}"),
+            ErrorKind::TooLarge(max) => write!(f, "response body over {max} bytes"),
+            ErrorKind::Transport(why) => f.write_str(why),
+            ErrorKind::Request(why) => write!(f, "bad request: {why}"),
+            ErrorKind::Decode(e) => write!(f, "response is not the expected JSON: {e}"),
+        }
+    }
+}
+
+impl Error {
+    /// The status of a non-2xx answer.
+    pub fn status(&self) -> Option<StatusCode> {
+        match self.kind {
+            ErrorKind::Status { status, .. } => Some(status),
+            _ => None,
+        }
+    }
+}
+
+/// `GET http://{addr}{path}`.
+pub async fn get(addr: SocketAddr, path: &str, opts: Options<'_>) -> Result<Reply, Error> {
+    send(Method::GET, addr, path, None, opts).await
+}
+
+/// `POST http://{addr}{path}` with `body` as JSON.
+pub async fn post_json<B: Serialize + ?Sized>(
+    addr: SocketAddr,
+    path: &str,
+    body: &B,
+    opts: Options<'_>,
+) -> Result<Reply, Error> {
+    let json = serde_json::to_vec(body).map_err(|e| Error {
+        method: Method::POST,
+        url: url(addr, path),
+        kind: ErrorKind::Request(e.to_string()),
+    })?;
+    send(Method::POST, addr, path, Some(json), opts).await
+}
+
+fn url(addr: SocketAddr, path: &str) -> String {
+    format!("http://{addr}{path}")
+}
+
+async fn send(
+    method: Method,
+    addr: SocketAddr,
+    path: &str,
+    json: Option<Vec<u8>>,
+    opts: Options<'_>,
+) -> Result<Reply, Error> {
+    let url = url(addr, path);
+    let exchange = async {
+        let req = request(&method, &url, json, opts.bearer)?;
+        let resp = CLIENT
+            .request(req)
+            .await
+            .map_err(|e| ErrorKind::Transport(chain(&e)))?;
+        read(resp, opts.max_body_bytes).await
+    };
+    let body = match tokio::time::timeout(opts.timeout, exchange).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(kind)) => return Err(Error { method, url, kind }),
+        Err(_) => {
+            let kind = ErrorKind::Timeout(opts.timeout);
+            return Err(Error { method, url, kind });
+        }
+    };
+    Ok(Reply { method, url, body })
+}
+
+fn request(
+    method: &Method,
+    url: &str,
+    json: Option<Vec<u8>>,
+    bearer: Option<&str>,
+) -> Result<Request<Full<Bytes>>, ErrorKind> {
+    let mut b = Request::builder().method(method).uri(url);
+    if let Some(token) = bearer {
+        b = b.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    if json.is_some() {
+        b = b.header(header::CONTENT_TYPE, "application/json");
+    }
+    b.body(Full::new(Bytes::from(json.unwrap_or_default())))
+        .map_err(|e| ErrorKind::Request(e.to_string()))
+}
+
+/// The body of a 2xx answer, at most `max` bytes; for any other status, the status and the
+/// start of its body.
+async fn read(resp: hyper::Response<Incoming>, max: usize) -> Result<Bytes, ErrorKind> {
+    let status = resp.status();
+    if !status.is_success() {
+        // Best effort: an error body too long or cut off is left out.
+        let body = Limited::new(resp.into_body(), 4 * ERROR_BODY_BYTES)
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        let body = plain_bounded(&String::from_utf8_lossy(&body), ERROR_BODY_BYTES);
+        return Err(ErrorKind::Status { status, body });
+    }
+    match Limited::new(resp.into_body(), max).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(e) if e.is::<LengthLimitError>() => Err(ErrorKind::TooLarge(max)),
+        Err(e) => Err(ErrorKind::Transport(chain(&*e))),
+    }
+}
+
+/// `e` and its sources, joined: hyper's own message alone ("client error (Connect)") does not
+/// say that the connection was refused.
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(s) = next {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        next = s.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderMap;
+    use axum::routing::{get as route_get, post as route_post};
+    use axum::{Json, Router};
+
+    /// A local server standing in for a pod: echoes the token and JSON, answers late, too much
+    /// or with an error.
+    async fn pod() -> SocketAddr {
+        let app = Router::new()
+            .route(
+                "/token",
+                route_get(|h: HeaderMap| async move {
+                    let auth = h.get(header::AUTHORIZATION).map(|v| v.to_str().unwrap());
+                    auth.unwrap_or("none").to_string()
+                }),
+            )
+            .route(
+                "/echo",
+                route_post(|Json(v): Json<serde_json::Value>| async move { Json(v) }),
+            )
+            .route(
+                "/slow",
+                route_get(|| async {
+                    tokio::time::sleep(Duration::from_secs(10)).await;
+                    "late"
+                }),
+            )
+            .route("/big", route_get(|| async { "x".repeat(2048) }))
+            .route(
+                "/busy",
+                route_get(|| async { (StatusCode::SERVICE_UNAVAILABLE, "connecting\n") }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        addr
+    }
+
+    const OPTS: Options<'static> = Options::new(Duration::from_secs(5), 1024);
+
+    #[tokio::test]
+    async fn the_token_is_sent_only_when_given() {
+        let addr = pod().await;
+        let with = get(addr, "/token", OPTS.bearer("s3cret")).await.unwrap();
+        assert_eq!(with.body, "Bearer s3cret");
+        let without = get(addr, "/token", OPTS).await.unwrap();
+        assert_eq!(without.body, "none");
+    }
+
+    #[tokio::test]
+    async fn json_goes_out_and_comes_back() {
+        let addr = pod().await;
+        let sent = serde_json::json!({"trial": 2, "start_at_unix_ms": 5});
+        let reply = post_json(addr, "/echo", &sent, OPTS).await.unwrap();
+        assert_eq!(reply.json::<serde_json::Value>().unwrap(), sent);
+        let err = reply.json::<Vec<u8>>().unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("POST http://{addr}/echo: response is not")),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_timeout_fires() {
+        let addr = pod().await;
+        let opts = Options::new(Duration::from_millis(200), 1024);
+        let started = std::time::Instant::now();
+        let err = get(addr, "/slow", opts).await.unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(matches!(err.kind, ErrorKind::Timeout(_)), "{err}");
+        assert_eq!(
+            err.to_string(),
+            format!("GET http://{addr}/slow: no answer within 200ms")
+        );
+    }
+
+    #[tokio::test]
+    async fn an_oversize_body_is_refused() {
+        let addr = pod().await;
+        let err = get(addr, "/big", OPTS).await.unwrap_err();
+        assert!(matches!(err.kind, ErrorKind::TooLarge(1024)), "{err}");
+        assert!(err.to_string().ends_with("response body over 1024 bytes"));
+        let exact = Options::new(Duration::from_secs(5), 2048);
+        assert_eq!(get(addr, "/big", exact).await.unwrap().body.len(), 2048);
+    }
+
+    #[tokio::test]
+    async fn a_non_2xx_answer_is_named() {
+        let addr = pod().await;
+        let err = get(addr, "/busy", OPTS).await.unwrap_err();
+        assert_eq!(err.status(), Some(StatusCode::SERVICE_UNAVAILABLE));
+        assert_eq!(
+            err.to_string(),
+            format!("GET http://{addr}/busy: 503 Service Unavailable: connecting")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_names_the_url_and_the_cause() {
+        // A port that was just free: nothing listens there now.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        let err = get(addr, "/progress", OPTS).await.unwrap_err();
+        assert!(matches!(err.kind, ErrorKind::Transport(_)), "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with(&format!("GET http://{addr}/progress: ")),
+            "{msg}"
+        );
+        assert!(msg.to_lowercase().contains("refused"), "{msg}");
+    }
+}
