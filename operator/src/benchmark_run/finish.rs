@@ -7,7 +7,6 @@ use super::reconcile::now;
 use super::{compare, results};
 use crate::context::Context;
 use crate::error::{Error, Result};
-use bench_runner::agent::ResultLine;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, ResourceExt};
@@ -15,6 +14,7 @@ use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, ObservedEnvironment, ObservedPod, Outcome, Phase, Severity,
     Verdict,
 };
+use runner_api::agent::ResultLine;
 use std::collections::BTreeSet;
 
 /// The runner pods of one generation, sorted by state.

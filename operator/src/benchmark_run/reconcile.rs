@@ -7,7 +7,6 @@ use super::gather::DoneRunner;
 use super::{endpoints, finish, runner_access, runner_http, target, variants};
 use crate::context::{Context, CONTROLLER_NAME};
 use crate::error::{Error, Result};
-use bench_runner::agent::AgentProgress;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -20,6 +19,7 @@ use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, HistoryEntry, Phase, Progress, MAX_HISTORY,
 };
 use msgbench_crds::workload::Workload;
+use runner_api::agent::AgentProgress;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -1,9 +1,9 @@
 //! Talks to runner agents on their pod IPs: release the start barrier, read progress, collect
 //! results and confirm them. Every call presents the run's token (the agent refuses others).
-use bench_runner::agent::{AgentProgress, AgentResults, ResultsAck, StartRequest, AGENT_PORT};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
+use runner_api::agent::{AgentProgress, AgentResults, ResultsAck, StartRequest, AGENT_PORT};
 use std::time::Duration;
 
 /// Largest body read from an agent (a 120-trial run's records are a few MB).
