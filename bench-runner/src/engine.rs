@@ -3,7 +3,7 @@
 use crate::clock;
 use crate::drivers::{self, Driver, Outgoing, Publisher};
 use crate::payload::Header;
-use crate::plan::{self, Length, Phase, Ramp, Schedule};
+use crate::plan::{self, Length, PlanPhase, Ramp, Schedule};
 use crate::recorder::{ReceiveRecorder, Shared, TaskStats};
 use crate::{connect, connections, cpu, progress};
 use futures::future::BoxFuture;
@@ -218,7 +218,7 @@ async fn run_messaging(
             })
         });
 
-    let bar = progress::Progress::new(opts.progress, &phases, w, all_stats.clone());
+    let bar = progress::ConsoleProgress::new(opts.progress, &phases, w, all_stats.clone());
     let mut tasks = Vec::new();
     for (i, (p, st)) in publishers.into_iter().enumerate() {
         let ctx = PubCtx {
@@ -467,7 +467,7 @@ struct PubCtx {
     idx: u32,
     runner: u16,
     topic: u32,
-    phases: Arc<Vec<Phase>>,
+    phases: Arc<Vec<PlanPhase>>,
     start_us: u64,
     allowed: Arc<AtomicUsize>,
     closed_batch: u64,
