@@ -9,7 +9,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Default connect window (`connectTimeoutSeconds`, `--connect-timeout-seconds`).
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_CONNECT_TIMEOUT: Duration =
+    Duration::from_secs(runner_api::agent::DEFAULT_CONNECT_TIMEOUT_SECONDS as u64);
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 

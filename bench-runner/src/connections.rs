@@ -3,11 +3,12 @@
 //! fit the server's memory against its connection count), hold them idle, close them.
 use crate::clock;
 use crate::cpu;
-use crate::drivers::{Driver, Target};
+use crate::drivers::Driver;
 use crate::engine::RunOptions;
-use crate::histo::Histo;
-use crate::result::{self, ConnectionStats, Generator, PhaseStats, RunResult};
 use msgbench_crds::workload::Workload;
+use runner_api::histo::Histo;
+use runner_api::result::{self, ConnectionStats, Generator, PhaseStats, RunnerResult};
+use runner_api::target::TargetUrl;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -17,10 +18,10 @@ type Tally = (Histo, std::collections::BTreeMap<String, u64>, u64);
 
 pub async fn run(
     w: Arc<Workload>,
-    target: Target,
+    target: TargetUrl,
     driver: Arc<dyn Driver>,
     opts: RunOptions,
-) -> anyhow::Result<RunResult> {
+) -> anyhow::Result<RunnerResult> {
     let c = w.connections.clone().expect("connection workload");
     if let Some(g) = &opts.gate {
         g.wait().await?;
@@ -76,7 +77,7 @@ pub async fn run(
         ..Default::default()
     };
     cs.finalize();
-    let mut r = RunResult {
+    let mut r = RunnerResult {
         format: result::FORMAT.into(),
         target: target.raw.clone(),
         runner_ids: vec![opts.runner_id],

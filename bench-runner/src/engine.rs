@@ -1,14 +1,18 @@
 //! Runs a workload: connects subscribers and publishers, waits at the start gate, drives each
 //! publisher on its open-loop schedule, drains, and assembles the result.
 use crate::clock;
-use crate::drivers::{self, Driver, Outgoing, Publisher, Target};
+use crate::drivers::{self, Driver, Outgoing, Publisher};
 use crate::payload::Header;
-use crate::plan::{self, Length, Phase, Ramp, Schedule};
+use crate::plan::{self, Length, PlanPhase, Ramp, Schedule};
 use crate::recorder::{ReceiveRecorder, Shared, TaskStats};
-use crate::result::{self, Delivery, Generator, PhaseStats, RunResult, TimelinePoint};
 use crate::{connect, connections, cpu, progress};
 use futures::future::BoxFuture;
 use msgbench_crds::workload::{Protocol, Workload};
+use runner_api::result::{
+    self, Delivery, Generator, PhaseStats, RunnerResult, TimelinePoint, SATURATION_CPU,
+    SATURATION_LAG_P99_US,
+};
+use runner_api::target::TargetUrl;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,10 +20,6 @@ use tokio::sync::watch;
 
 /// Due messages built and handed to the driver per call (open loop).
 const BATCH: usize = 128;
-/// Send lag (p99) past which the generator is flagged saturated.
-pub const SATURATION_LAG_P99_US: u64 = 10_000;
-/// CPU use (fraction of the CPUs available) past which the generator is flagged saturated.
-pub const SATURATION_CPU: f64 = 0.90;
 
 /// Where runners wait until all are ready (the in-cluster barrier plugs in here).
 pub trait StartGate: Send + Sync {
@@ -75,9 +75,9 @@ pub fn validate(w: &Workload) -> anyhow::Result<()> {
     anyhow::bail!("invalid workload:\n{}", lines.join("\n"))
 }
 
-pub async fn run(w: Workload, target: &str, opts: RunOptions) -> anyhow::Result<RunResult> {
+pub async fn run(w: Workload, target: &str, opts: RunOptions) -> anyhow::Result<RunnerResult> {
     validate(&w)?;
-    let target = Target::parse(target)?;
+    let target = TargetUrl::parse(target).map_err(|e| anyhow::anyhow!("--target {e}"))?;
     let w = Arc::new(w);
     let driver = drivers::for_workload(&w, &target, opts.runner_id, &opts.setup)?;
     let _ = clock::base();
@@ -99,11 +99,11 @@ pub async fn run(w: Workload, target: &str, opts: RunOptions) -> anyhow::Result<
 
 async fn run_messaging(
     w: &Arc<Workload>,
-    target: &Target,
+    target: &TargetUrl,
     driver: Arc<dyn Driver>,
     opts: &RunOptions,
     window: &connect::ConnectWindow,
-) -> anyhow::Result<RunResult> {
+) -> anyhow::Result<RunnerResult> {
     let phases = Arc::new(plan::phases(w));
     let names: Vec<String> = phases.iter().map(|p| p.name.clone()).collect();
     let delivery = driver.delivery();
@@ -218,7 +218,7 @@ async fn run_messaging(
             })
         });
 
-    let bar = progress::Progress::new(opts.progress, &phases, w, all_stats.clone());
+    let bar = progress::ConsoleProgress::new(opts.progress, &phases, w, all_stats.clone());
     let mut tasks = Vec::new();
     for (i, (p, st)) in publishers.into_iter().enumerate() {
         let ctx = PubCtx {
@@ -298,7 +298,7 @@ async fn run_messaging(
         ..Default::default()
     };
     saturation(&mut generator, &per_phase, opts.runner_id);
-    let mut r = RunResult {
+    let mut r = RunnerResult {
         format: result::FORMAT.into(),
         target: target.raw.clone(),
         runner_ids: vec![opts.runner_id],
@@ -320,7 +320,7 @@ async fn run_messaging(
 /// Flags a generator that could not keep its schedule: high send lag, messages it never got to
 /// send, or its CPU used up.
 fn saturation(g: &mut Generator, phases: &[PhaseStats], runner: u16) {
-    let mut lag = crate::histo::Histo::default();
+    let mut lag = runner_api::histo::Histo::default();
     let (mut scheduled, mut published) = (0, 0);
     for p in phases {
         lag.add(&p.send_lag);
@@ -467,7 +467,7 @@ struct PubCtx {
     idx: u32,
     runner: u16,
     topic: u32,
-    phases: Arc<Vec<Phase>>,
+    phases: Arc<Vec<PlanPhase>>,
     start_us: u64,
     allowed: Arc<AtomicUsize>,
     closed_batch: u64,

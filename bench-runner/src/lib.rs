@@ -9,15 +9,11 @@ pub mod connections;
 pub mod cpu;
 pub mod drivers;
 pub mod engine;
-pub mod histo;
 pub mod payload;
 pub mod plan;
 pub mod progress;
 pub mod recorder;
 pub mod report;
-pub mod result;
-pub mod result_frames;
 pub mod termination;
 
 pub use engine::{run, RunOptions, SharedSetup, StartGate};
-pub use result::RunResult;

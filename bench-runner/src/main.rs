@@ -1,9 +1,12 @@
 //! `bench-runner run | merge | report`.
 #![forbid(unsafe_code)]
 use anyhow::Context;
-use bench_runner::{agent, engine, report, result_frames, termination, RunOptions, RunResult};
+use bench_runner::{agent, engine, report, termination, RunOptions};
 use clap::{Parser, Subcommand};
 use msgbench_crds::workload::Workload;
+use runner_api::agent::{AgentConfig, ResultLine};
+use runner_api::result::RunnerResult;
+use runner_api::result_frames;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
@@ -93,7 +96,7 @@ fn main() -> std::process::ExitCode {
         Err(e) => {
             eprintln!("bench-runner: {e:#}");
             if let Some(p) = termination_log {
-                termination::Termination::of(&e).write(&p);
+                termination::write(&termination::of(&e), &p);
             }
             std::process::ExitCode::from(2)
         }
@@ -140,7 +143,7 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
                 .iter()
                 .map(|p| Ok((p.display().to_string(), read(p)?)))
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            let r = RunResult::merge(&parts)?;
+            let r = RunnerResult::merge(&parts)?;
             print!("{}", report::render(&r));
             if let Some(o) = output {
                 write(&o, &r)?;
@@ -159,7 +162,7 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
         } => {
             let text = std::fs::read_to_string(&config)
                 .with_context(|| format!("reading {}", config.display()))?;
-            let cfg: agent::AgentConfig = serde_norway::from_str(&text)
+            let cfg: AgentConfig = serde_norway::from_str(&text)
                 .with_context(|| format!("{}: not a valid agent config", config.display()))?;
             let runner_id = match runner_id {
                 Some(id) => id,
@@ -185,7 +188,7 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
 
 /// Runs every trial, then holds the results until the operator confirmed it has them.
 async fn run_agent(
-    cfg: agent::AgentConfig,
+    cfg: AgentConfig,
     runner_id: u16,
     listen: std::net::SocketAddr,
     token: Option<String>,
@@ -194,7 +197,7 @@ async fn run_agent(
     let state = agent::AgentState::with_token(token);
     agent::serve(listen, state.clone()).await?;
     // Each record also goes to stdout as frames: the fallback when /results cannot be read.
-    let mut emit = |l: &agent::ResultLine| -> anyhow::Result<()> {
+    let mut emit = |l: &ResultLine| -> anyhow::Result<()> {
         let mut out = std::io::stdout().lock();
         for f in result_frames::frames(l)? {
             writeln!(out, "{f}")?;
@@ -214,12 +217,12 @@ async fn run_agent(
     Ok(())
 }
 
-fn read(p: &Path) -> anyhow::Result<RunResult> {
+fn read(p: &Path) -> anyhow::Result<RunnerResult> {
     let t = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
     serde_json::from_str(&t).with_context(|| format!("{}: not a bench-runner result", p.display()))
 }
 
-fn write(p: &Path, r: &RunResult) -> anyhow::Result<()> {
+fn write(p: &Path, r: &RunnerResult) -> anyhow::Result<()> {
     std::fs::write(p, serde_json::to_vec_pretty(r)?)
         .with_context(|| format!("writing {}", p.display()))
 }

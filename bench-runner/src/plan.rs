@@ -15,8 +15,10 @@ pub enum Length {
     },
 }
 
+/// One phase of the plan (warm-up, a session or a stage) as the engine schedules it; what it
+/// measured goes into a [`runner_api::result::PhaseStats`].
 #[derive(Clone, Debug, PartialEq)]
-pub struct Phase {
+pub struct PlanPhase {
     pub name: String,
     pub length: Length,
     pub rate: Option<u32>,
@@ -37,7 +39,7 @@ pub enum Ramp {
     Publishers(u32),
 }
 
-impl Phase {
+impl PlanPhase {
     /// Publisher `idx`'s start within the phase (µs after the phase start), or None when it
     /// takes no part. Ramped publishers join at the moment the linear count reaches them.
     pub fn join_offset_us(&self, idx: u32, seconds: u32) -> Option<u64> {
@@ -121,10 +123,10 @@ impl Schedule {
 }
 
 /// Phases of `w`, timed ones scheduled from offset 0 (the common start).
-pub fn phases(w: &Workload) -> Vec<Phase> {
+pub fn phases(w: &Workload) -> Vec<PlanPhase> {
     let mut out = Vec::new();
     let mut t = 0u64;
-    let base = |name: String, length, rate, publishers| Phase {
+    let base = |name: String, length, rate, publishers| PlanPhase {
         name,
         length,
         rate,
@@ -215,8 +217,12 @@ pub fn phases(w: &Workload) -> Vec<Phase> {
 }
 
 /// Publisher connections needed (the most any phase uses).
-pub fn max_publishers(phases: &[Phase]) -> u32 {
-    phases.iter().map(Phase::max_publishers).max().unwrap_or(0)
+pub fn max_publishers(phases: &[PlanPhase]) -> u32 {
+    phases
+        .iter()
+        .map(PlanPhase::max_publishers)
+        .max()
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -1,18 +1,24 @@
 //! A progress bar on a terminal only (never in logs or pods).
-use crate::plan::{Length, Phase};
+use crate::plan::{Length, PlanPhase};
 use crate::recorder::Shared;
 use msgbench_crds::workload::Workload;
 use std::time::Duration;
 
-pub struct Progress {
+/// The bar of one run (inert when not on a terminal).
+pub struct ConsoleProgress {
     task: Option<tokio::task::JoinHandle<()>>,
     bar: Option<indicatif::ProgressBar>,
 }
 
-impl Progress {
-    pub fn new(enabled: bool, phases: &[Phase], w: &Workload, stats: Vec<Shared>) -> Progress {
+impl ConsoleProgress {
+    pub fn new(
+        enabled: bool,
+        phases: &[PlanPhase],
+        w: &Workload,
+        stats: Vec<Shared>,
+    ) -> ConsoleProgress {
         if !enabled {
-            return Progress {
+            return ConsoleProgress {
                 task: None,
                 bar: None,
             };
@@ -52,14 +58,14 @@ impl Progress {
                 b.set_message(format!("published {p} received {r}"));
             }
         });
-        Progress {
+        ConsoleProgress {
             task: Some(task),
             bar: Some(bar),
         }
     }
 }
 
-impl Drop for Progress {
+impl Drop for ConsoleProgress {
     fn drop(&mut self) {
         if let Some(t) = self.task.take() {
             t.abort();

@@ -2,7 +2,7 @@
 //! mutex so the engine can read a stage's figures mid-run); nothing is shared on the hot path.
 use crate::clock;
 use crate::payload::Header;
-use crate::result::{Delivery, PhaseStats};
+use runner_api::result::{Delivery, PhaseStats};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 

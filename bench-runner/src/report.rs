@@ -1,9 +1,9 @@
 //! The readable table printed after a run, by `report` and by `merge`.
-use crate::histo::LatencySummary;
-use crate::result::{PhaseStats, RunResult};
+use runner_api::histo::LatencyPercentiles;
+use runner_api::result::{PhaseStats, RunnerResult};
 use std::fmt::Write;
 
-pub fn render(r: &RunResult) -> String {
+pub fn render(r: &RunnerResult) -> String {
     let mut s = String::new();
     let w = &r.workload;
     let _ = writeln!(
@@ -125,7 +125,7 @@ pub fn render(r: &RunResult) -> String {
 }
 
 /// What each stage offered: rate per publisher and publishers, with a ramp's end value.
-fn stage_loads(s: &mut String, r: &RunResult) {
+fn stage_loads(s: &mut String, r: &RunnerResult) {
     use msgbench_crds::workload::StageDimension;
     let dim = r.workload.stages.as_ref().map(|st| st.dimension);
     for p in &r.stages {
@@ -169,7 +169,7 @@ fn row(s: &mut String, p: &PhaseStats) {
     );
 }
 
-fn lat(l: &LatencySummary) -> String {
+fn lat(l: &LatencyPercentiles) -> String {
     format!(
         "n={} p50 {} µs  p90 {} µs  p99 {} µs  p99.9 {} µs  max {} µs  mean {:.1} µs  sd {:.1} µs",
         l.count, l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us, l.mean_us, l.stddev_us

@@ -3,8 +3,9 @@
 //! control endpoint, records survive a log that splits and interleaves lines, and a barrier
 //! that times out with a clear error.
 mod support;
-use bench_runner::agent::{self, AgentConfig, AgentProgress, AgentResults, ResultLine};
-use bench_runner::result_frames;
+use bench_runner::agent;
+use runner_api::agent::{AgentConfig, AgentProgress, AgentResults, ResultLine, ScheduledTrial};
+use runner_api::result_frames;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use support::*;
@@ -281,13 +282,12 @@ async fn a_schedule_runs_each_variant_in_order_and_tags_its_lines() {
     let mut big = small.clone();
     big.payload_bytes = 512;
     big.messages_per_publisher = Some(100);
-    let entry =
-        |round, variant: &str, w: &msgbench_crds::workload::Workload| agent::ScheduledTrial {
-            round,
-            variant: variant.into(),
-            target: cfg.target.clone(),
-            workload: w.clone(),
-        };
+    let entry = |round, variant: &str, w: &msgbench_crds::workload::Workload| ScheduledTrial {
+        round,
+        variant: variant.into(),
+        target: cfg.target.clone(),
+        workload: w.clone(),
+    };
     cfg.schedule = vec![
         entry(1, "big", &big),
         entry(1, "small", &small),

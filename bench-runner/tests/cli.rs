@@ -71,7 +71,8 @@ fn run_writes_a_result_that_report_reads() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let r: bench_runner::RunResult = serde_json::from_slice(&std::fs::read(&o).unwrap()).unwrap();
+    let r: runner_api::result::RunnerResult =
+        serde_json::from_slice(&std::fs::read(&o).unwrap()).unwrap();
     assert_eq!(r.format, "msgbench.dev/bench-result/v1");
     assert_eq!((r.measured.published, r.measured.received), (500, 500));
     let rep = br().arg("report").arg(&o).output().unwrap();

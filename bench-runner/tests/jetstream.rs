@@ -1,9 +1,10 @@
 //! bench-runner against a real nats-server with JetStream on loopback.
 mod support;
-use bench_runner::{run, RunOptions, RunResult, SharedSetup};
+use bench_runner::{run, RunOptions, SharedSetup};
+use runner_api::result::RunnerResult;
 use support::*;
 
-async fn run_ok(yaml: &str, port: u16) -> RunResult {
+async fn run_ok(yaml: &str, port: u16) -> RunnerResult {
     run(
         workload(yaml),
         &format!("nats://127.0.0.1:{port}"),

@@ -1,7 +1,7 @@
 //! Merging N partial results gives exactly the result of one process that saw everything,
 //! through the JSON files and the `bench-runner merge` command.
-use bench_runner::histo::Histo;
-use bench_runner::result::{Delivery, Generator, PhaseStats, RunResult, FORMAT};
+use runner_api::histo::Histo;
+use runner_api::result::{Delivery, Generator, PhaseStats, RunnerResult, FORMAT};
 use std::process::Command;
 
 fn workload() -> msgbench_crds::workload::Workload {
@@ -40,13 +40,13 @@ fn phase(name: &str, lat: &[u64], published: u64, topic: usize) -> PhaseStats {
     p
 }
 
-fn part(runner: u16, lat: &[u64], topic: usize) -> RunResult {
+fn part(runner: u16, lat: &[u64], topic: usize) -> RunnerResult {
     let (a, b) = lat.split_at(lat.len() / 3);
     let sessions = vec![
         phase("session-1", a, a.len() as u64, topic),
         phase("session-2", b, b.len() as u64, topic),
     ];
-    let mut r = RunResult {
+    let mut r = RunnerResult {
         format: FORMAT.into(),
         target: "nats://127.0.0.1:4222".into(),
         runner_ids: vec![runner],
@@ -58,7 +58,7 @@ fn part(runner: u16, lat: &[u64], topic: usize) -> RunResult {
             ..Default::default()
         },
         warmup: Some(phase("warmup", &lat[..10], 10, topic)),
-        measured: bench_runner::result::aggregate_measured(&sessions),
+        measured: runner_api::result::aggregate_measured(&sessions),
         sessions,
         stages: vec![],
         breaking_stage: None,
@@ -73,10 +73,10 @@ fn part(runner: u16, lat: &[u64], topic: usize) -> RunResult {
 #[test]
 fn merging_parts_equals_the_whole() {
     let n = 3;
-    let parts: Vec<(String, RunResult)> = (0..n)
+    let parts: Vec<(String, RunnerResult)> = (0..n)
         .map(|k| (format!("p{k}"), part(k as u16, &samples(k, n), k as usize)))
         .collect();
-    let merged = RunResult::merge(&parts).unwrap();
+    let merged = RunnerResult::merge(&parts).unwrap();
 
     // The whole, recorded by one process.
     let mut whole = Histo::default();
@@ -137,7 +137,7 @@ fn merging_parts_equals_the_whole() {
         table.contains("session-2") && table.contains("measured"),
         "{table}"
     );
-    let from_cli: RunResult = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let from_cli: RunnerResult = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(from_cli, merged);
 }
 
@@ -146,7 +146,7 @@ fn merge_refuses_parts_of_different_runs() {
     let a = part(1, &samples(0, 2), 0);
     let mut b = part(2, &samples(1, 2), 1);
     b.workload.payload_bytes = 999;
-    let e = RunResult::merge(&[("a".into(), a), ("b.json".into(), b)])
+    let e = RunnerResult::merge(&[("a".into(), a), ("b.json".into(), b)])
         .unwrap_err()
         .to_string();
     assert!(

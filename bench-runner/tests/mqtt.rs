@@ -1,9 +1,10 @@
 //! bench-runner against a real mosquitto on loopback: MQTT 3.1.1 and 5, QoS 0/1/2.
 mod support;
-use bench_runner::{run, RunOptions, RunResult};
+use bench_runner::{run, RunOptions};
+use runner_api::result::RunnerResult;
 use support::*;
 
-async fn run_ok(yaml: &str, port: u16) -> RunResult {
+async fn run_ok(yaml: &str, port: u16) -> RunnerResult {
     run(
         workload(yaml),
         &format!("mqtt://127.0.0.1:{port}"),

@@ -1,6 +1,7 @@
 //! bench-runner against a real nats-server on loopback.
 mod support;
-use bench_runner::{run, RunOptions, RunResult};
+use bench_runner::{run, RunOptions};
+use runner_api::result::RunnerResult;
 use std::time::Duration;
 use support::*;
 
@@ -11,7 +12,7 @@ fn opts(runner_id: u16) -> RunOptions {
     }
 }
 
-async fn run_ok(yaml: &str, port: u16, runner: u16) -> RunResult {
+async fn run_ok(yaml: &str, port: u16, runner: u16) -> RunnerResult {
     run(
         workload(yaml),
         &format!("nats://127.0.0.1:{port}"),
@@ -176,7 +177,7 @@ async fn two_runners_behind_a_barrier_merge_exactly() {
         assert_eq!(r.measured.received_remote, 1000);
         assert_eq!(r.measured.latency.len(), 1000);
     }
-    let m = RunResult::merge(&[("a".into(), a.clone()), ("b".into(), b.clone())]).unwrap();
+    let m = RunnerResult::merge(&[("a".into(), a.clone()), ("b".into(), b.clone())]).unwrap();
     assert_eq!(m.runner_ids, vec![11, 22]);
     assert_eq!(m.measured.published, 2000);
     assert_eq!(m.measured.summary.expected, 4000);
@@ -187,10 +188,10 @@ async fn two_runners_behind_a_barrier_merge_exactly() {
     assert_eq!(m.measured.latency, whole);
     assert_eq!(m.measured.summary.latency, whole.summary());
     // Through JSON and back, as `bench-runner merge` does: the same result.
-    let a2: RunResult = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
-    let b2: RunResult = serde_json::from_str(&serde_json::to_string(&b).unwrap()).unwrap();
+    let a2: RunnerResult = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+    let b2: RunnerResult = serde_json::from_str(&serde_json::to_string(&b).unwrap()).unwrap();
     assert_eq!(
-        RunResult::merge(&[("a".into(), a2), ("b".into(), b2)]).unwrap(),
+        RunnerResult::merge(&[("a".into(), a2), ("b".into(), b2)]).unwrap(),
         m
     );
 }

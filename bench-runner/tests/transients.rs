@@ -87,7 +87,7 @@ fn the_cli_writes_a_target_unreachable_termination_message() {
         err.contains("unreachable") && err.contains("attempt"),
         "{err}"
     );
-    let t: bench_runner::termination::Termination =
+    let t: runner_api::termination::Termination =
         serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
     assert_eq!(t.reason, "TargetUnreachable");
     assert!(t.message.contains(&format!("127.0.0.1:{port}")), "{t:?}");

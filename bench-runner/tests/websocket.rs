@@ -1,12 +1,13 @@
 //! WebSocket echo (an in-test tokio-tungstenite server) and Socket.IO (the Node socket.io
 //! harness speaking the msgbench wire protocol).
 mod support;
-use bench_runner::{run, RunOptions, RunResult};
+use bench_runner::{run, RunOptions};
+use runner_api::result::RunnerResult;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use support::*;
 
-async fn run_ok(yaml: &str, target: String) -> RunResult {
+async fn run_ok(yaml: &str, target: String) -> RunnerResult {
     run(
         workload(yaml),
         &target,

@@ -96,7 +96,7 @@ impl Context {
             backoff: Backoff::default(),
             runner_tokens: Mutex::default(),
             runner_peer: crate::benchmark_run::runner_access::OperatorPeer::from_env(),
-            agent_port: bench_runner::agent::AGENT_PORT,
+            agent_port: runner_api::agent::AGENT_PORT,
             run_versions: Mutex::default(),
         }
     }

@@ -89,8 +89,10 @@ async fn main() -> anyhow::Result<()> {
         LogFormat::Text => fmt.init(),
     }
 
-    // bench-runner (result merge code) brings rustls with aws-lc-rs next to kube's ring: with two
-    // providers compiled in, rustls cannot pick one by itself, so name it before any TLS use.
+    // The operator's own tree links only ring, but one cargo invocation that also builds
+    // bench-runner (e2e/images/build, `cargo test --workspace`) unifies rustls features and adds
+    // aws-lc-rs (tokio-tungstenite, async-nats); with two providers compiled in rustls cannot
+    // pick one by itself, and kube's client would panic. So name it before any TLS use.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let election = args.election()?;
     let kube_config = kube::Config::infer().await?;

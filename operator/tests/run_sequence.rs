@@ -7,13 +7,13 @@ mod fake_api;
 use axum::extract::State;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use bench_runner::agent::{AgentProgress, AgentResults, ResultLine, ResultsAck, StartRequest};
-use bench_runner::histo::Histo;
-use bench_runner::result::{Generator, PhaseStats, FORMAT};
 use fake_api::FakeApi;
 use msgbench_crds::BenchmarkRun;
 use msgbench_operator::benchmark_run::reconcile::reconcile;
 use msgbench_operator::context::{Context, Readiness};
+use runner_api::agent::{AgentProgress, AgentResults, ResultLine, ResultsAck, StartRequest};
+use runner_api::histo::Histo;
+use runner_api::result::{Generator, PhaseStats, FORMAT};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -93,7 +93,7 @@ fn record(runner: u16, trial: u32, started_ms: u64) -> ResultLine {
         h.record(2_000);
     }
     m.latency = h;
-    let mut r = bench_runner::RunResult {
+    let mut r = runner_api::result::RunnerResult {
         format: FORMAT.into(),
         target: "nats://127.0.0.1:4222".into(),
         runner_ids: vec![runner],
@@ -110,7 +110,7 @@ fn record(runner: u16, trial: u32, started_ms: u64) -> ResultLine {
     };
     r.finalize();
     ResultLine {
-        format: bench_runner::agent::LINE_FORMAT.into(),
+        format: runner_api::agent::LINE_FORMAT.into(),
         runner_id: runner,
         trial,
         variant: None,

@@ -1,7 +1,6 @@
 //! The agent's control endpoint. `/ready` is open (the kubelet probes it); everything else
 //! needs the run's token as `Authorization: Bearer …` when the agent has one, so only the
 //! operator can release the load or read results.
-use super::wire::{AgentResults, ResultsAck, StartRequest};
 use super::AgentState;
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
@@ -9,6 +8,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use runner_api::agent::{AgentProgress, AgentResults, ResultsAck, StartRequest};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -73,7 +73,7 @@ async fn start(
     )
 }
 
-async fn progress(State(s): State<Arc<AgentState>>) -> Json<super::AgentProgress> {
+async fn progress(State(s): State<Arc<AgentState>>) -> Json<AgentProgress> {
     Json(s.progress())
 }
 

@@ -3,18 +3,19 @@
 //! start barrier), runs the trials back to back with a settle pause, and keeps each trial's
 //! result for the operator to fetch (`GET /results`) until it confirms (`POST /results/ack`)
 //! or a bounded hold ends. Each record also goes to stdout as checksummed frames
-//! ([`crate::result_frames`]), the fallback when the endpoint could not be read. Needs no
+//! ([`runner_api::result_frames`]), the fallback when the endpoint could not be read. Needs no
 //! Kubernetes API access.
 mod http;
-mod wire;
 
 pub use http::{router, serve};
-pub use wire::*;
 
 use crate::engine::{self, RunOptions, SharedSetup, StartGate};
 use crate::recorder::Shared;
 use crate::termination::BarrierTimedOut;
 use futures::future::BoxFuture;
+use runner_api::agent::{
+    AgentConfig, AgentProgress, AgentResults, ResultLine, ScheduledTrial, LINE_FORMAT,
+};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};

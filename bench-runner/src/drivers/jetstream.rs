@@ -2,7 +2,7 @@
 //! sync or async with a bounded ack window; consumes with push, pull (batch) or ordered
 //! consumers. Publish-ack latency is recorded apart from end-to-end latency.
 use super::nats::{connect, subjects};
-use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop, Target};
+use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop};
 use crate::clock;
 use crate::engine::SharedSetup;
 use crate::payload::Header;
@@ -15,6 +15,7 @@ use futures::StreamExt;
 use msgbench_crds::workload::{
     JetStreamConsumer, JetStreamOptions, JetStreamPublish, JetStreamStorage, Workload,
 };
+use runner_api::target::TargetUrl;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
@@ -23,7 +24,7 @@ use tokio::task::JoinHandle;
 pub struct JetStreamDriver {
     w: Arc<Workload>,
     o: JetStreamOptions,
-    target: Target,
+    target: TargetUrl,
     subjects: Vec<Subject>,
     setup: SharedSetup,
 }
@@ -32,7 +33,7 @@ pub struct JetStreamDriver {
 const SETUP_TOKEN: &str = "msgbench.dev/setup";
 
 impl JetStreamDriver {
-    pub fn new(w: Arc<Workload>, target: Target, setup: SharedSetup) -> Self {
+    pub fn new(w: Arc<Workload>, target: TargetUrl, setup: SharedSetup) -> Self {
         JetStreamDriver {
             setup,
             o: w.jetstream.clone().unwrap_or_default(),

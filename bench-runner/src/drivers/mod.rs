@@ -2,9 +2,10 @@
 //! connects, sends batches and hands received payloads to a recorder.
 use crate::payload::Header;
 use crate::recorder::{ReceiveRecorder, Shared};
-use crate::result::Delivery;
 use futures::future::BoxFuture;
 use msgbench_crds::workload::{Protocol, Workload};
+use runner_api::result::Delivery;
+use runner_api::target::TargetUrl;
 use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -77,46 +78,10 @@ pub trait Publisher: Send {
     fn finish(&mut self) -> BoxFuture<'_, ()>;
 }
 
-/// Parsed `--target`.
-#[derive(Clone, Debug)]
-pub struct Target {
-    pub scheme: String,
-    pub host: String,
-    pub port: u16,
-    pub raw: String,
-}
-
-impl Target {
-    pub fn parse(raw: &str) -> anyhow::Result<Target> {
-        let uri: hyper::Uri = raw
-            .parse()
-            .map_err(|e| anyhow::anyhow!("--target {raw:?}: not a URL ({e})"))?;
-        let scheme = uri.scheme_str().unwrap_or("").to_string();
-        let host = uri
-            .host()
-            .ok_or_else(|| anyhow::anyhow!("--target {raw:?}: no host"))?;
-        let port = uri.port_u16().unwrap_or(match scheme.as_str() {
-            "nats" => 4222,
-            "mqtt" => 1883,
-            "http" | "ws" => 80,
-            _ => 0,
-        });
-        Ok(Target {
-            scheme,
-            host: host.trim_matches(['[', ']']).to_string(),
-            port,
-            raw: raw.into(),
-        })
-    }
-    pub fn addr(&self) -> String {
-        format!("{}:{}", self.host, self.port)
-    }
-}
-
 /// The driver for `w.protocol`, checking that the target's scheme fits it.
 pub fn for_workload(
     w: &Arc<Workload>,
-    target: &Target,
+    target: &TargetUrl,
     runner: u16,
     setup: &crate::engine::SharedSetup,
 ) -> anyhow::Result<Arc<dyn Driver>> {

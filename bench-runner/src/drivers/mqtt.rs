@@ -1,12 +1,13 @@
 //! MQTT 3.1.1 / 5 (rumqttc): QoS 0/1/2, per-topic or wildcard subscriptions. Publish-ack
 //! latency (PUBACK for QoS 1, PUBCOMP for QoS 2) is recorded apart from end-to-end latency.
 use super::mqtt_client::{self, Client, Ev, Loop};
-use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop, Target};
+use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop};
 use crate::clock;
 use crate::payload::Header;
 use crate::recorder::{record_ack, register_subscription, ReceiveRecorder, Shared};
 use futures::future::BoxFuture;
 use msgbench_crds::workload::{MqttOptions, MqttVersion, Workload};
+use runner_api::target::TargetUrl;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,13 +16,13 @@ use tokio::task::JoinHandle;
 pub struct MqttDriver {
     w: Arc<Workload>,
     o: MqttOptions,
-    target: Target,
+    target: TargetUrl,
     runner: u16,
     topics: Vec<String>,
 }
 
 impl MqttDriver {
-    pub fn new(w: Arc<Workload>, target: Target, runner: u16) -> Self {
+    pub fn new(w: Arc<Workload>, target: TargetUrl, runner: u16) -> Self {
         let topics = (0..w.topics)
             .map(|t| format!("{}/{t}", w.topic_prefix))
             .collect();

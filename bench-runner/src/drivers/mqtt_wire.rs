@@ -3,11 +3,12 @@
 //! (rumqttc writes and flushes each publish on its own, one syscall and one TCP segment per
 //! message). PUBACK latency is timed per packet id from the message's intended send time.
 //! Subscribers, QoS 2 and MQTT 5 stay on rumqttc.
-use super::{record_error, Outgoing, Publisher, Target};
+use super::{record_error, Outgoing, Publisher};
 use crate::payload::HEADER_BYTES;
 use crate::recorder::{record_ack, Shared};
 use bytes::{Buf, BytesMut};
 use futures::future::BoxFuture;
+use runner_api::target::TargetUrl;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -106,7 +107,7 @@ pub struct WirePublisher {
 impl WirePublisher {
     #[allow(clippy::too_many_arguments)]
     pub async fn connect(
-        target: &Target,
+        target: &TargetUrl,
         client_id: &str,
         keep_alive: u16,
         qos: u8,

@@ -1,15 +1,16 @@
 //! NATS core: publish/subscribe on the batched wire path (nats_wire.rs), or request/reply
 //! with async-nats (subscribers answer in a queue group).
 use super::nats_wire as wire;
-use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop, Target, DISCONNECTED};
+use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop, DISCONNECTED};
 use crate::clock;
 use crate::payload::Header;
 use crate::recorder::{register_subscription, ReceiveRecorder, Shared};
-use crate::result::Delivery;
 use async_nats::Subject;
 use futures::future::BoxFuture;
 use futures::StreamExt;
 use msgbench_crds::workload::Workload;
+use runner_api::result::Delivery;
+use runner_api::target::TargetUrl;
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Notify;
@@ -17,12 +18,12 @@ use tokio::task::JoinHandle;
 
 pub struct NatsDriver {
     w: Arc<Workload>,
-    target: Target,
+    target: TargetUrl,
     subjects: Vec<Subject>,
 }
 
 impl NatsDriver {
-    pub fn new(w: Arc<Workload>, target: Target) -> Self {
+    pub fn new(w: Arc<Workload>, target: TargetUrl) -> Self {
         let subjects = subjects(&w);
         NatsDriver {
             w,
@@ -45,7 +46,7 @@ pub fn subjects(w: &Workload) -> Vec<Subject> {
 /// disconnect; with `counted`, every disconnect is recorded there as error `disconnected`, so a
 /// reconnect inside the measured window is reported, never silent.
 pub async fn connect(
-    target: &Target,
+    target: &TargetUrl,
     name: String,
     counted: Option<Shared>,
 ) -> anyhow::Result<async_nats::Client> {

@@ -2,8 +2,8 @@
 //! batch goes into one buffer and one write (async-nats routes each publish through a channel,
 //! which caps one publisher near 1.7 M msg/s; the server takes far more when writes are
 //! batched). Only PUB/SUB/MSG/PING/PONG are needed; request/reply and JetStream use async-nats.
-use super::Target;
 use bytes::{Buf, BytesMut};
+use runner_api::target::TargetUrl;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -19,7 +19,7 @@ pub struct Conn {
     pub buf: BytesMut,
 }
 
-pub async fn connect(target: &Target, name: &str) -> anyhow::Result<Conn> {
+pub async fn connect(target: &TargetUrl, name: &str) -> anyhow::Result<Conn> {
     let f = async {
         let s = TcpStream::connect(target.addr()).await?;
         s.set_nodelay(true)?;

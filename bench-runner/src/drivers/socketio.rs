@@ -5,7 +5,7 @@ mod http_publish;
 pub mod rest_probe;
 
 use super::websocket::Idle;
-use super::{Driver, Publisher, Stop, Target};
+use super::{Driver, Publisher, Stop};
 use crate::clock;
 use crate::payload::Header;
 use crate::recorder::{register_subscription, ReceiveRecorder, Shared};
@@ -13,6 +13,7 @@ use futures::future::BoxFuture;
 use futures::{SinkExt, StreamExt};
 use http_publish::PipelinedPublisher;
 use msgbench_crds::workload::Workload;
+use runner_api::target::TargetUrl;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -23,12 +24,12 @@ pub const ALL_ROOM: &str = "__all__";
 
 pub struct SocketIoDriver {
     w: Arc<Workload>,
-    target: Target,
+    target: TargetUrl,
     rooms: Vec<String>,
 }
 
 impl SocketIoDriver {
-    pub fn new(w: Arc<Workload>, target: Target) -> Self {
+    pub fn new(w: Arc<Workload>, target: TargetUrl) -> Self {
         let rooms = (0..w.topics)
             .map(|t| format!("{}-{t}", w.topic_prefix))
             .collect();

@@ -1,14 +1,15 @@
 //! Plain WebSocket: echo round trips on each publisher connection, or broadcast fan-out from
 //! publishers to subscribers. Binary frames carry the header; text frames are read too.
-use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop, Target};
+use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop};
 use crate::clock;
 use crate::payload::Header;
 use crate::recorder::{register_subscription, ReceiveRecorder, Shared};
-use crate::result::Delivery;
 use futures::future::BoxFuture;
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use msgbench_crds::workload::{WebSocketMode, WebSocketOptions, Workload};
+use runner_api::result::Delivery;
+use runner_api::target::TargetUrl;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -25,7 +26,7 @@ pub struct WebSocketDriver {
 }
 
 impl WebSocketDriver {
-    pub fn new(w: Arc<Workload>, target: Target) -> Self {
+    pub fn new(w: Arc<Workload>, target: TargetUrl) -> Self {
         let o = w.websocket.clone().unwrap_or_default();
         let url = format!("ws://{}{}", target.addr(), o.path);
         WebSocketDriver { w, o, url }

@@ -8,7 +8,6 @@ use crate::meta::{
 use crate::placement::pod_placement;
 use crate::security::container_security_context;
 use crate::tuning::container_resources;
-use bench_runner::agent::{AgentConfig, AGENT_PORT};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Affinity, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, HTTPGetAction,
@@ -19,6 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use msgbench_crds::benchmark_run::{BenchmarkRunSpec, ServerKind};
 use msgbench_crds::common::Tuning;
+use runner_api::agent::{AgentConfig, AGENT_PORT};
 use std::collections::BTreeMap;
 
 pub const KIND_LABEL: &str = "benchmarkrun";

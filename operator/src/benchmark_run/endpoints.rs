@@ -4,11 +4,11 @@
 //! not a Service of this cluster are left to the runners' own connect retry.
 use crate::context::Context;
 use crate::error::Result;
-use bench_runner::drivers::Target;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, ListParams};
+use runner_api::target::TargetUrl;
 
 /// The Service port a URL addresses, as its EndpointSlices list it.
 #[derive(Clone, Debug, PartialEq)]
@@ -132,7 +132,7 @@ pub async fn not_programmed(
     run_ns: &str,
     server_ref: bool,
 ) -> Result<Option<String>> {
-    let Ok(t) = Target::parse(url) else {
+    let Ok(t) = TargetUrl::parse(url) else {
         return Ok(None);
     };
     let Some((ns, name)) = service_of_host(&t.host, run_ns) else {

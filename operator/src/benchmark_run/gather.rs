@@ -2,11 +2,11 @@
 //! endpoint while it holds them, else from the checksummed frames in its pod log. A record
 //! that cannot be read intact fails the run as `ResultsLost`, naming the runner and the trial.
 use super::runner_http;
-use bench_runner::agent::ResultLine;
-use bench_runner::result_frames;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::LogParams;
 use kube::{Api, ResourceExt};
+use runner_api::agent::ResultLine;
+use runner_api::result_frames;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 

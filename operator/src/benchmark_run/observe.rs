@@ -9,7 +9,6 @@ use super::target::{self, Resolved};
 use super::{endpoints, runner_access, runner_http, timing, variants};
 use crate::context::Context;
 use crate::error::Result;
-use bench_runner::agent::AgentProgress;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -18,6 +17,7 @@ use kube::{Api, ResourceExt};
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, ObservedPod, Outcome, Phase, TrialFigures,
 };
+use runner_api::agent::AgentProgress;
 
 /// Most runs followed along baselineRef when looking for a cycle.
 const MAX_BASELINE_CHAIN: usize = 8;

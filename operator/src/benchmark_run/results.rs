@@ -1,15 +1,14 @@
 //! Runner result lines → status: merged exactly with bench-runner's merge (histograms added,
 //! never percentiles averaged), per-trial figures, trial statistics and thresholds.
 use super::stats;
-use bench_runner::agent::ResultLine;
-use bench_runner::histo::LatencySummary as RunnerLatency;
-use bench_runner::result::PhaseStats;
-use bench_runner::RunResult as RunnerResult;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{
     Headline, LatencySummary, Metric, RunResult, ScheduledRound, SegmentResult, Threshold,
     ThresholdOp, ThresholdResult, TrialFigures, TrialStatistics,
 };
+use runner_api::agent::ResultLine;
+use runner_api::histo::LatencyPercentiles;
+use runner_api::result::{PhaseStats, RunnerResult, SATURATION_LAG_P99_US};
 
 /// Everything the results give the status.
 #[derive(Clone, Debug, PartialEq)]
@@ -181,7 +180,7 @@ pub fn format_ms(ms: f64) -> String {
     }
 }
 
-fn latency(l: Option<&RunnerLatency>) -> Option<LatencySummary> {
+fn latency(l: Option<&LatencyPercentiles>) -> Option<LatencySummary> {
     l.map(|l| LatencySummary {
         count: l.count,
         p50_ms: us_to_ms(l.p50_us as f64),
@@ -206,7 +205,7 @@ fn segment(p: &PhaseStats) -> SegmentResult {
             .summary
             .send_lag
             .as_ref()
-            .is_some_and(|l| l.p99_us > bench_runner::engine::SATURATION_LAG_P99_US),
+            .is_some_and(|l| l.p99_us > SATURATION_LAG_P99_US),
     }
 }
 
@@ -288,9 +287,9 @@ pub fn evaluate(r: &RunResult, thresholds: &[Threshold]) -> Vec<ThresholdResult>
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use bench_runner::histo::Histo;
-    use bench_runner::result::{Generator, PhaseStats, FORMAT};
     use msgbench_crds::benchmark_run::Severity;
+    use runner_api::histo::Histo;
+    use runner_api::result::{Generator, PhaseStats, FORMAT};
 
     pub(crate) fn runner(id: u16, trial: u32, latencies_us: &[u64], published: u64) -> ResultLine {
         let mut m = PhaseStats::new("measured", 1, Default::default());
@@ -322,7 +321,7 @@ pub(crate) mod tests {
         };
         r.finalize();
         ResultLine {
-            format: bench_runner::agent::LINE_FORMAT.into(),
+            format: runner_api::agent::LINE_FORMAT.into(),
             runner_id: id,
             trial,
             variant: None,

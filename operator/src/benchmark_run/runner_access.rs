@@ -9,7 +9,6 @@ use super::build::{RunIdentity, KIND_LABEL};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::meta::{LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
-use bench_runner::agent::AGENT_PORT;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::networking::v1::{
     NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
@@ -20,6 +19,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::ByteString;
 use kube::api::PostParams;
 use kube::Api;
+use runner_api::agent::AGENT_PORT;
 use std::collections::BTreeMap;
 
 /// Key of the token in the run's Secret (and the file name in the runner pod).

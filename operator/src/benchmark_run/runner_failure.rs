@@ -1,7 +1,7 @@
 //! Why a runner pod failed, from its container's terminated state: the runner writes a JSON
 //! termination message `{"reason","message"}`; older runners (and crashes before it could
 //! write) leave the log tail (`FallbackToLogsOnError`), which is searched for known phrases.
-use bench_runner::termination::{self, Termination};
+use runner_api::termination::{self, Termination};
 
 /// The run reasons a runner may report; anything else is a generic RunnerFailed.
 fn run_reason(runner_reason: &str) -> &'static str {

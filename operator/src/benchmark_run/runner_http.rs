@@ -3,7 +3,7 @@
 //! Each call takes the agent's address (pod IP and port, see [`agent_addr`]; the port is
 //! `AGENT_PORT` outside tests), so tests can run fake agents on any local port.
 use crate::pod_http::{self, Options};
-use bench_runner::agent::{AgentProgress, AgentResults, ResultsAck, StartRequest};
+use runner_api::agent::{AgentProgress, AgentResults, ResultsAck, StartRequest};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
@@ -58,10 +58,10 @@ pub async fn ack(addr: SocketAddr, token: &str, records: u32) -> anyhow::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bench_runner::agent::AGENT_PORT;
     use axum::http::{header, HeaderMap, StatusCode};
     use axum::routing::post;
     use axum::{Json, Router};
+    use runner_api::agent::AGENT_PORT;
 
     /// A fake agent on 127.0.0.1 and any port: keeps the first start time, takes one token.
     async fn fake_agent() -> SocketAddr {

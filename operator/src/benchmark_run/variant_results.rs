@@ -1,8 +1,8 @@
 //! Result lines of a variants run → status: each variant merged on its own, thresholds per
 //! variant, and the paired comparison against the baseline variant. Pure.
 use super::{paired, results, variants};
-use bench_runner::agent::ResultLine;
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, VariantResult};
+use runner_api::agent::ResultLine;
 
 /// Fills `st.variants`, `st.variantComparison`, `st.thresholds` and `st.headline` (the baseline
 /// variant's figures plus the comparison summary). `targets(name)`: a variant's target as shown.

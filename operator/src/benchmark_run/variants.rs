@@ -1,8 +1,8 @@
 //! `spec.variants` → what each variant runs (validated), the order of each round, and the
 //! agent's schedule. Pure: no client.
-use bench_runner::agent::ScheduledTrial;
 use msgbench_crds::benchmark_run::{BenchmarkRunSpec, ScheduledRound, Target};
 use msgbench_crds::workload::Workload;
+use runner_api::agent::ScheduledTrial;
 
 /// One variant, its overrides applied.
 #[derive(Clone, Debug, PartialEq)]

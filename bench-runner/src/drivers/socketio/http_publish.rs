@@ -274,7 +274,7 @@ mod tests {
     use super::*;
     use crate::payload::Header;
     use crate::recorder::TaskStats;
-    use crate::result::Delivery;
+    use runner_api::result::Delivery;
     use tokio::net::TcpListener;
 
     fn msg(seq: u64) -> Outgoing {

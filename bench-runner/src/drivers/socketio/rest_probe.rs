@@ -3,12 +3,12 @@
 //! intended send time, so a stalled endpoint counts its stall), into its own histogram; the
 //! result reports it apart from delivery and publish latency (issue 4: the seed's breakdown).
 use crate::clock;
-use crate::histo::Histo;
-use crate::result::RestLatency;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use msgbench_crds::workload::RestSampling;
+use runner_api::histo::Histo;
+use runner_api::result::RestLatency;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;

@@ -6,10 +6,10 @@ use crate::benchmark_run::observe::{AgentSeen, BaselineSeen, BaselineState, Targ
 use crate::benchmark_run::results::tests::runner as record;
 use crate::benchmark_run::target::Resolved;
 use crate::benchmark_run::{build, compare};
-use bench_runner::agent::AgentProgress;
 use k8s_openapi::api::batch::v1::JobStatus;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use msgbench_crds::benchmark_run::Progress;
+use runner_api::agent::AgentProgress;
 use serde_json::json;
 
 const T0: i64 = 1_800_000_000;
@@ -649,7 +649,7 @@ fn lost_results_fail_the_run_as_results_lost() {
     assert_eq!(d.status.verdict, None);
 }
 
-fn two_runner_lines(second_start_offset_ms: u64) -> Vec<bench_runner::agent::ResultLine> {
+fn two_runner_lines(second_start_offset_ms: u64) -> Vec<runner_api::agent::ResultLine> {
     let fast: Vec<u64> = vec![1_000; 99];
     let mut b = record(2, 1, &fast, 99);
     b.started_unix_ms += second_start_offset_ms;

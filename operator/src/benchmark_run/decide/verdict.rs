@@ -6,10 +6,10 @@ use crate::benchmark_run::build::RunIdentity;
 use crate::benchmark_run::observe::Observed;
 use crate::benchmark_run::runner_pods::observed_pod;
 use crate::benchmark_run::{compare, results, server_usage, timing, variant_results, variants};
-use bench_runner::agent::ResultLine;
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, ObservedEnvironment, Phase, Severity,
 };
+use runner_api::agent::ResultLine;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub fn decide(

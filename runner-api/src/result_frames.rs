@@ -40,7 +40,7 @@ fn split_at_chars(s: &str, max: usize) -> Vec<&str> {
 }
 
 /// The frame lines of one result record (without trailing newlines).
-pub fn frames(line: &ResultLine) -> anyhow::Result<Vec<String>> {
+pub fn frames(line: &ResultLine) -> serde_json::Result<Vec<String>> {
     // Compact JSON never contains a raw newline, so every frame stays one log line.
     let record = serde_json::to_string(line)?;
     let sum = digest(&record);

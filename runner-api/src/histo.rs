@@ -36,12 +36,12 @@ impl Histo {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-    pub fn summary(&self) -> Option<LatencySummary> {
+    pub fn summary(&self) -> Option<LatencyPercentiles> {
         if self.0.is_empty() {
             return None;
         }
         let h = &self.0;
-        Some(LatencySummary {
+        Some(LatencyPercentiles {
             count: h.len(),
             p50_us: h.value_at_quantile(0.50),
             p90_us: h.value_at_quantile(0.90),
@@ -57,7 +57,7 @@ impl Histo {
 /// Percentiles read from a histogram (never averaged across histograms).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct LatencySummary {
+pub struct LatencyPercentiles {
     pub count: u64,
     pub p50_us: u64,
     pub p90_us: u64,

@@ -1,7 +1,7 @@
 //! The versioned, mergeable result. Raw counters and histograms are the truth; every derived
 //! figure (rates, percentiles, delivered ratio) is recomputed from them by `finalize`, so
 //! `merge(parts)` gives exactly what one process measuring everything would report.
-use crate::histo::{Histo, LatencySummary};
+use crate::histo::{Histo, LatencyPercentiles};
 use msgbench_crds::workload::Workload;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -76,9 +76,9 @@ pub struct PhaseSummary {
     #[serde(default)]
     pub delivery_rate: f64,
     pub errors: u64,
-    pub latency: Option<LatencySummary>,
-    pub ack_latency: Option<LatencySummary>,
-    pub send_lag: Option<LatencySummary>,
+    pub latency: Option<LatencyPercentiles>,
+    pub ack_latency: Option<LatencyPercentiles>,
+    pub send_lag: Option<LatencyPercentiles>,
 }
 
 impl PhaseStats {
@@ -192,7 +192,7 @@ pub struct ConnectionStats {
     pub connect_time: Histo,
     pub errors: BTreeMap<String, u64>,
     pub connections_per_second: f64,
-    pub connect_time_summary: Option<LatencySummary>,
+    pub connect_time_summary: Option<LatencyPercentiles>,
 }
 
 impl ConnectionStats {
@@ -217,6 +217,12 @@ impl ConnectionStats {
     }
 }
 
+/// Send lag (p99) past which the generator is flagged saturated (the operator applies the same
+/// bound to merged figures).
+pub const SATURATION_LAG_P99_US: u64 = 10_000;
+/// CPU use (fraction of the CPUs available) past which the generator is flagged saturated.
+pub const SATURATION_CPU: f64 = 0.90;
+
 /// Whether the generator kept its schedule.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -236,7 +242,7 @@ pub struct Generator {
 /// The whole result of one runner, or of several merged.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RunResult {
+pub struct RunnerResult {
     pub format: String,
     pub target: String,
     pub runner_ids: Vec<u16>,
@@ -265,7 +271,7 @@ pub struct RestLatency {
     /// Failed, non-2xx or timed-out requests.
     pub errors: u64,
     pub latency: Histo,
-    pub summary: Option<LatencySummary>,
+    pub summary: Option<LatencyPercentiles>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -280,7 +286,7 @@ pub enum MergeError {
     Phases(String, String),
 }
 
-impl RunResult {
+impl RunnerResult {
     pub fn finalize(&mut self) {
         for p in self.warmup.iter_mut().chain([&mut self.measured]) {
             p.finalize();
@@ -305,7 +311,7 @@ impl RunResult {
 
     /// Merges parts of one run (one per runner) into the result one process would report.
     /// `names` label the parts in errors.
-    pub fn merge(parts: &[(String, RunResult)]) -> Result<RunResult, MergeError> {
+    pub fn merge(parts: &[(String, RunnerResult)]) -> Result<RunnerResult, MergeError> {
         let ((first_name, first), rest) = parts.split_first().ok_or(MergeError::Empty)?;
         let mut out = first.clone();
         if out.format != FORMAT {

@@ -9,6 +9,8 @@ pub const LINE_FORMAT: &str = "msgbench.dev/runner-line/v1";
 pub const AGENT_PORT: u16 = 9090;
 /// Seconds a finished agent keeps its results for the operator by default.
 pub const DEFAULT_RESULTS_HOLD_SECONDS: u32 = 120;
+/// Default connect window (`connectTimeoutSeconds`, `--connect-timeout-seconds`).
+pub const DEFAULT_CONNECT_TIMEOUT_SECONDS: u32 = 30;
 
 /// What the operator's ConfigMap gives every runner of a run (no secrets: the control token
 /// comes from a mounted Secret).
@@ -75,7 +77,7 @@ fn one() -> u32 {
 }
 
 fn default_connect_timeout() -> u32 {
-    crate::connect::DEFAULT_CONNECT_TIMEOUT.as_secs() as u32
+    DEFAULT_CONNECT_TIMEOUT_SECONDS
 }
 
 fn default_hold() -> u32 {
@@ -130,7 +132,7 @@ pub struct ResultLine {
     pub round: Option<u32>,
     /// Wall clock when the trial's load started, ms since the epoch.
     pub started_unix_ms: u64,
-    pub result: crate::RunResult,
+    pub result: crate::result::RunnerResult,
 }
 
 /// `GET /results`: every finished trial's record so far.

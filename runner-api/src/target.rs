@@ -1,0 +1,86 @@
+//! A target URL as both sides read it: the runner connects to its host and port, the operator
+//! checks that the Service behind them has a ready endpoint. One parser, so both agree on the
+//! default port of each scheme.
+
+/// A parsed target URL, e.g. `nats://js3.bench.svc:4222`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetUrl {
+    pub scheme: String,
+    /// Without the brackets of an IPv6 literal.
+    pub host: String,
+    /// The URL's port, or the scheme's default (0 when the scheme has none).
+    pub port: u16,
+    /// The URL as given.
+    pub raw: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TargetUrlError {
+    #[error("{0:?}: not a URL ({1})")]
+    NotAUrl(String, String),
+    #[error("{0:?}: no host")]
+    NoHost(String),
+}
+
+impl TargetUrl {
+    pub fn parse(raw: &str) -> Result<TargetUrl, TargetUrlError> {
+        let uri: http::Uri = raw.parse().map_err(|e: http::uri::InvalidUri| {
+            TargetUrlError::NotAUrl(raw.into(), e.to_string())
+        })?;
+        let scheme = uri.scheme_str().unwrap_or("").to_string();
+        let host = uri
+            .host()
+            .ok_or_else(|| TargetUrlError::NoHost(raw.into()))?;
+        let port = uri.port_u16().unwrap_or(match scheme.as_str() {
+            "nats" => 4222,
+            "mqtt" => 1883,
+            "http" | "ws" => 80,
+            _ => 0,
+        });
+        Ok(TargetUrl {
+            scheme,
+            host: host.trim_matches(['[', ']']).to_string(),
+            port,
+            raw: raw.into(),
+        })
+    }
+
+    /// `host:port`.
+    pub fn addr(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_default_by_scheme() {
+        let t = TargetUrl::parse("nats://js3.bench.svc").unwrap();
+        assert_eq!(
+            (t.scheme.as_str(), t.host.as_str(), t.port),
+            ("nats", "js3.bench.svc", 4222)
+        );
+        assert_eq!(TargetUrl::parse("mqtt://m").unwrap().port, 1883);
+        assert_eq!(
+            TargetUrl::parse("ws://pss.ns.svc:8080/ws").unwrap().addr(),
+            "pss.ns.svc:8080"
+        );
+        assert_eq!(TargetUrl::parse("http://pss").unwrap().port, 80);
+        assert_eq!(TargetUrl::parse("tcp://m").unwrap().port, 0);
+        assert_eq!(TargetUrl::parse("ws://[::1]:9000").unwrap().host, "::1");
+    }
+
+    #[test]
+    fn a_url_without_host_is_refused() {
+        assert_eq!(
+            TargetUrl::parse("/just/a/path").unwrap_err().to_string(),
+            "\"/just/a/path\": no host"
+        );
+        assert!(matches!(
+            TargetUrl::parse("nats://bad host"),
+            Err(TargetUrlError::NotAUrl(..))
+        ));
+    }
+}
