@@ -387,8 +387,17 @@ async fn with_the_trial_barrier_each_later_trial_waits_for_its_own_start() {
     tokio::time::sleep(Duration::from_millis(700)).await;
     let still = progress(addr).await;
     assert_eq!((still.waiting_for, still.published), (2, waiting.published));
+    assert_eq!(
+        still.trial_start_unix_ms, 0,
+        "trial 2 has no start yet: {still:?}"
+    );
     let released_at = now_ms();
-    assert_eq!(http(addr, "POST", "/start", &start(2)).await.0, 200);
+    let at = released_at + 200;
+    let body = format!("{{\"startAtUnixMs\":{at},\"trial\":2}}");
+    assert_eq!(http(addr, "POST", "/start", &body).await.0, 200);
+    // The start it keeps for its current trial, what the operator sends a late runner too.
+    let kept = progress(addr).await;
+    assert_eq!((kept.trial, kept.trial_start_unix_ms), (2, at), "{kept:?}");
     let lines = tokio::time::timeout(Duration::from_secs(60), run)
         .await
         .expect("agent finished")
