@@ -55,7 +55,7 @@ pub async fn run(ctx: Arc<Context>, namespace: Option<String>) {
         })
         .shutdown_on_signal();
     let store = controller.store();
-    tokio::spawn(prune_deleted_runs(store.clone()));
+    tokio::spawn(prune_deleted_runs(store.clone(), ctx.clone()));
     let readiness = ctx.readiness.clone();
     tokio::spawn(async move {
         loop {
@@ -82,8 +82,8 @@ pub async fn run(ctx: Arc<Context>, namespace: Option<String>) {
 }
 
 /// Reconcile never sees a deleted run (no finalizer), so its gauges would stay on `/metrics`
-/// forever: sweep them against the controller's store.
-async fn prune_deleted_runs(store: Store<BenchmarkRun>) {
+/// forever, and its last written version in the context: sweep both against the store.
+async fn prune_deleted_runs(store: Store<BenchmarkRun>, ctx: Arc<Context>) {
     if store.wait_until_ready().await.is_err() {
         return;
     }
@@ -95,6 +95,11 @@ async fn prune_deleted_runs(store: Store<BenchmarkRun>) {
             .iter()
             .map(|r| (r.namespace().unwrap_or_default(), r.name_any()))
             .collect();
+        let uids: BTreeSet<String> = store.state().iter().filter_map(|r| r.uid()).collect();
+        ctx.run_versions
+            .lock()
+            .expect("run versions")
+            .retain(|uid, _| uids.contains(uid));
         let n = super::metrics::prune(|ns, name| present.contains(&(ns.into(), name.into())));
         if n > 0 {
             tracing::debug!(pruned = n, "removed gauges of deleted BenchmarkRuns");
