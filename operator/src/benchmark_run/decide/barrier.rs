@@ -45,21 +45,8 @@ pub fn starting(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Dec
     });
     if ready >= count {
         let at = millis(&obs.now) + START_LEAD_MS;
-        let start = time_at(at).unwrap_or_else(|| obs.now.clone());
-        let msg = format!("{count} runner(s) connected; common start at {}", start.0);
-        st.start_time = Some(start);
-        st.phase = Some(Phase::Running);
-        cond::set(
-            &mut st.conditions,
-            RUNNERS_READY,
-            Status::True,
-            "BarrierReleased",
-            &msg,
-            Some(g),
-            &obs.now,
-        );
-        // Sent on the next pass, once this start time is stored.
-        d.requeue = Some(Duration::from_millis(100));
+        let msg = format!("{count} runner(s) connected; common start chosen");
+        store_start(d, at, &msg, g, &obs.now);
         return;
     }
     let created = obs
@@ -78,6 +65,30 @@ pub fn starting(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Dec
         return;
     }
     d.requeue = Some(POLL);
+}
+
+/// Stores the common start `at` (phase Running). It is sent on the next pass, once stored,
+/// so no runner ever holds a start the status does not.
+pub fn store_start(d: &mut Decision, at: u64, why: &str, g: i64, now: &Time) {
+    let st = &mut d.status;
+    st.start_time = Some(time_at(at).unwrap_or_else(|| now.clone()));
+    st.phase = Some(Phase::Running);
+    let msg = format!(
+        "{why} at {}",
+        st.start_time
+            .as_ref()
+            .map_or(String::new(), |t| t.0.to_string())
+    );
+    cond::set(
+        &mut st.conditions,
+        RUNNERS_READY,
+        Status::True,
+        "BarrierReleased",
+        &msg,
+        Some(g),
+        now,
+    );
+    d.requeue = Some(Duration::from_millis(100));
 }
 
 pub fn time_at(unix_ms: u64) -> Option<Time> {

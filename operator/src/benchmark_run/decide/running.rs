@@ -1,9 +1,8 @@
 //! Running (and Merging): runners load the target; the operator polls their progress, releases
 //! per-trial barriers, and once every runner's records are read turns them into a verdict.
-use super::barrier::{next_release, time_at, Release};
+use super::barrier::{next_release, store_start, Release};
 use super::{fail, millis, seconds_between, verdict, Decision, Effect, POLL};
 use crate::benchmark_run::build::RunIdentity;
-use crate::benchmark_run::conditions::{self as cond, Status, RUNNERS_READY};
 use crate::benchmark_run::gather::Gathered;
 use crate::benchmark_run::observe::{AgentSeen, Observed};
 use crate::benchmark_run::runner_pods::{job_complete, RunnerView};
@@ -61,21 +60,9 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
             ips,
         }),
         Release::Rechoose(at) => {
-            // Store the new time first; it goes out on the next pass.
-            let st = &mut d.status;
-            st.start_time = time_at(at);
-            let msg = format!("{count} runner(s) connected; common start moved to {at} (unix ms): nobody had received the first");
-            cond::set(
-                &mut st.conditions,
-                RUNNERS_READY,
-                Status::True,
-                "BarrierReleased",
-                &msg,
-                Some(g),
-                &obs.now,
-            );
-            d.requeue = Some(Duration::from_millis(100));
-            return;
+            let why =
+                format!("{count} runner(s) connected; nobody had received the first start: moved");
+            return store_start(d, at, &why, g, &obs.now);
         }
         Release::Apart(msg) => {
             return fail(&mut d.status, "RunnersStartedApart", &msg, g, &obs.now)
