@@ -27,7 +27,8 @@ pub struct BenchmarkRunStatus {
     /// Stalled (True after a failure) are for kstatus-based tools; TargetReady and RunnersReady
     /// report the stages before the load. CI gate: `kubectl wait --for=condition=Complete`, then
     /// `kubectl wait --for=condition=Succeeded --timeout=0`. Reasons such as TargetNotFound,
-    /// BarrierTimeout, RunnerFailed, DeadlineExceeded, ThresholdsNotMet.
+    /// BarrierTimeout, RunnerFailed, RunnersStartedApart, BaselineCycle, DeadlineExceeded,
+    /// ResultsLost, ThresholdsNotMet.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 8))]
     pub conditions: Vec<Condition>,
