@@ -220,7 +220,11 @@ async fn a_whole_run_survives_a_restart_between_storing_and_sending_the_start() 
     }
     let chosen = pass(&api, &ctx).await;
     assert_eq!(chosen, vec![("PATCH".to_string(), format!("{RUN}/status"))]);
-    assert_eq!(status(&api, "/phase"), "Running");
+    assert_eq!(
+        status(&api, "/phase"),
+        "Starting",
+        "Running once the runners have it"
+    );
     let start = status(&api, "/startTime");
     assert!(start.is_string());
     assert_eq!(
@@ -231,7 +235,12 @@ async fn a_whole_run_survives_a_restart_between_storing_and_sending_the_start() 
 
     // The operator restarts: a new context, nothing cached.
     let ctx = context(&api, port);
-    pass(&api, &ctx).await;
+    let released = pass(&api, &ctx).await;
+    assert_eq!(
+        released,
+        vec![("PATCH".to_string(), format!("{RUN}/status"))]
+    );
+    assert_eq!(status(&api, "/phase"), "Running");
     let start_ms = start
         .as_str()
         .unwrap()

@@ -141,11 +141,14 @@ pub async fn observe(
     if view.succeeded.len() < br.spec.runners.count.max(1) as usize {
         obs.server_usage = server_usage::read(ctx, br, &id.namespace, st, now_ms).await;
     }
-    if phase == Phase::Starting {
-        return Ok(obs);
+    if phase == Phase::Starting && st.start_time.is_none() {
+        return Ok(obs); // nothing to ask the agents before the start is chosen
     }
     let token = runner_access::ensure_token(ctx, id).await?;
     obs.agents = poll_agents(ctx, &view, &token).await;
+    if phase == Phase::Starting {
+        return Ok(obs);
+    }
     let done = done_runners(&view, &obs.agents, ctx.agent_port);
     if done.len() >= br.spec.runners.count.max(1) as usize {
         let trials = timing::total_trials(br) as u32;

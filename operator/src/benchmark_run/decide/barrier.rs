@@ -3,7 +3,7 @@
 //! runners in parallel. A resend (lost request, operator restart) always names the stored time,
 //! and every agent keeps the first time it got, so runners cannot be merged as concurrent when
 //! they started apart: that ends the run as RunnersStartedApart instead.
-use super::{fail, millis, seconds_between, Decision, POLL};
+use super::{fail, millis, seconds_between, Decision, Effect, POLL};
 use crate::benchmark_run::build::RunIdentity;
 use crate::benchmark_run::conditions::{self as cond, Status, RUNNERS_READY};
 use crate::benchmark_run::observe::{AgentSeen, Observed};
@@ -22,7 +22,9 @@ pub const START_APART_TOLERANCE_MS: u64 = 500;
 /// A start sent less than this before its time may arrive after it.
 const SEND_MARGIN_MS: u64 = 100;
 
-/// Starting: runner pods come up and connect; fail when they do not reach the barrier in time.
+/// Starting: runner pods come up and connect; once all are ready the common start is chosen and
+/// stored, and on the next pass sent to them: the run is Running once the runners have it.
+/// Fails when they do not reach the barrier in time.
 pub fn starting(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decision) {
     let g = id.generation;
     let view = RunnerView::of(&obs.runner_pods, obs.job.as_ref());
@@ -36,19 +38,84 @@ pub fn starting(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Dec
     }
     let count = br.spec.runners.count.max(1) as usize;
     let ready = view.ready_ips().len();
-    let st = &mut d.status;
-    st.progress = Some(Progress {
+    d.status.progress = Some(Progress {
         trial: 0,
         trials: timing::total_trials(br),
         runners_ready: ready as i32,
         ..Progress::default()
     });
-    if ready >= count {
-        let at = millis(&obs.now) + START_LEAD_MS;
-        let msg = format!("{count} runner(s) connected; common start chosen");
-        store_start(d, at, &msg, g, &obs.now);
-        return;
+    d.requeue = Some(POLL);
+    match d.status.start_time.as_ref().map(millis) {
+        None if ready >= count => {
+            let at = millis(&obs.now) + START_LEAD_MS;
+            let why = format!("all {count} runner(s) ready; common start chosen");
+            store_start(d, at, &why, g, &obs.now);
+        }
+        None => barrier_timeout(br, obs, d, ready, count),
+        Some(start) => release(br, obs, d, start, count),
     }
+}
+
+/// The stored start goes to every runner that does not have it yet.
+fn release(br: &BenchmarkRun, obs: &Observed, d: &mut Decision, start: u64, count: usize) {
+    let g = d.status.observed_generation.unwrap_or(0);
+    match next_release(&obs.agents, count, start, millis(&obs.now)) {
+        Release::Send { trial, at, ips } => {
+            d.effects.push(Effect::Release {
+                trial,
+                at_unix_ms: at,
+                ips,
+            });
+            // The sends happen before this status is written.
+            released(d, count, g, &obs.now);
+        }
+        Release::Rechoose(at) => {
+            let why =
+                format!("{count} runner(s) ready; nobody had received the first start: moved");
+            store_start(d, at, &why, g, &obs.now);
+        }
+        Release::Apart(msg) => fail(&mut d.status, "RunnersStartedApart", &msg, g, &obs.now),
+        // Every runner has it already (sent by an operator that stopped before writing).
+        Release::Nothing if obs.agents.len() >= count => released(d, count, g, &obs.now),
+        Release::Nothing => {
+            let ready = obs.agents.len();
+            barrier_timeout(br, obs, d, ready, count);
+            if d.status.verdict.is_none() {
+                d.requeue = Some(Duration::from_millis(500));
+            }
+        }
+    }
+}
+
+fn released(d: &mut Decision, count: usize, g: i64, now: &Time) {
+    let st = &mut d.status;
+    st.phase = Some(Phase::Running);
+    let at = st
+        .start_time
+        .as_ref()
+        .map_or(String::new(), |t| t.0.to_string());
+    let msg = format!("{count} runner(s) connected; common start released for {at}");
+    cond::set(
+        &mut st.conditions,
+        RUNNERS_READY,
+        Status::True,
+        "BarrierReleased",
+        &msg,
+        Some(g),
+        now,
+    );
+    d.requeue = Some(Duration::from_millis(500));
+}
+
+/// Runners must reach the barrier within the bound since their Job was created.
+fn barrier_timeout(
+    br: &BenchmarkRun,
+    obs: &Observed,
+    d: &mut Decision,
+    ready: usize,
+    count: usize,
+) {
+    let g = d.status.observed_generation.unwrap_or(0);
     let created = obs
         .job
         .as_ref()
@@ -61,29 +128,36 @@ pub fn starting(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Dec
              (barrierTimeoutSeconds + connectTimeoutSeconds + {}s for pod start)",
             timing::BARRIER_GRACE_SECONDS
         );
-        fail(st, "BarrierTimeout", &msg, g, &obs.now);
-        return;
+        fail(&mut d.status, "BarrierTimeout", &msg, g, &obs.now);
     }
-    d.requeue = Some(POLL);
 }
 
-/// Stores the common start `at` (phase Running). It is sent on the next pass, once stored,
-/// so no runner ever holds a start the status does not.
+/// Stores the common start `at`. It is sent on the next pass, once stored, so no runner ever
+/// holds a start the status does not.
 pub fn store_start(d: &mut Decision, at: u64, why: &str, g: i64, now: &Time) {
     let st = &mut d.status;
     st.start_time = Some(time_at(at).unwrap_or_else(|| now.clone()));
-    st.phase = Some(Phase::Running);
     let msg = format!(
-        "{why} at {}",
+        "{why}: {}",
         st.start_time
             .as_ref()
             .map_or(String::new(), |t| t.0.to_string())
     );
+    let status = if st.phase == Some(Phase::Running) {
+        Status::True
+    } else {
+        Status::False
+    };
+    let reason = if status == Status::True {
+        "BarrierReleased"
+    } else {
+        "StartChosen"
+    };
     cond::set(
         &mut st.conditions,
         RUNNERS_READY,
-        Status::True,
-        "BarrierReleased",
+        status,
+        reason,
         &msg,
         Some(g),
         now,

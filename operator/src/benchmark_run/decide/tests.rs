@@ -417,7 +417,11 @@ fn all_runners_ready_stores_the_common_start_before_anyone_hears_it() {
     obs.job = Some(job(T0 + 10));
     obs.runner_pods = vec![pod(0, "Running", true), pod(1, "Running", true)];
     let d = decide_at(&br, &status(Phase::Starting), &obs);
-    assert_eq!(d.status.phase, Some(Phase::Running));
+    assert_eq!(
+        d.status.phase,
+        Some(Phase::Starting),
+        "Running once the runners have it"
+    );
     let start = d.status.start_time.clone().unwrap();
     assert_eq!(millis(&start), millis(&obs.now) + barrier::START_LEAD_MS);
     assert!(
@@ -427,7 +431,7 @@ fn all_runners_ready_stores_the_common_start_before_anyone_hears_it() {
     );
     assert_eq!(
         condition(&d, cond::RUNNERS_READY),
-        ("True".into(), "BarrierReleased".into())
+        ("False".into(), "StartChosen".into())
     );
 }
 
@@ -452,7 +456,17 @@ fn a_failed_runner_pod_fails_the_run_with_its_own_reason() {
 
 /// Running with the common start stored at `start_ms`, two runner pods up.
 fn running(start_ms: u64, now_ms: u64, agents: Vec<AgentSeen>) -> (BenchmarkRunStatus, Observed) {
-    let mut st = status(Phase::Running);
+    in_phase(Phase::Running, start_ms, now_ms, agents)
+}
+
+/// `phase` with the common start stored at `start_ms`, two runner pods up.
+fn in_phase(
+    phase: Phase,
+    start_ms: u64,
+    now_ms: u64,
+    agents: Vec<AgentSeen>,
+) -> (BenchmarkRunStatus, Observed) {
+    let mut st = status(phase);
     st.start_time = Some(at_ms(start_ms));
     let mut obs = Observed::at(at_ms(now_ms));
     obs.job = Some(job(T0 + 10));
@@ -464,13 +478,10 @@ fn running(start_ms: u64, now_ms: u64, agents: Vec<AgentSeen>) -> (BenchmarkRunS
 const START: u64 = (T0 as u64 + 30) * 1000;
 
 #[test]
-fn the_stored_start_goes_to_every_runner_in_parallel() {
+fn the_stored_start_goes_to_every_runner_in_parallel_and_the_run_is_running() {
     let br = run(2, "");
-    let (st, obs) = running(
-        START,
-        START - 1500,
-        vec![agent(0, ready_agent()), agent(1, ready_agent())],
-    );
+    let both = vec![agent(0, ready_agent()), agent(1, ready_agent())];
+    let (st, obs) = in_phase(Phase::Starting, START, START - 1500, both.clone());
     let d = decide_at(&br, &st, &obs);
     assert_eq!(
         d.effects,
@@ -484,12 +495,44 @@ fn the_stored_start_goes_to_every_runner_in_parallel() {
         d.status.start_time, st.start_time,
         "the stored start is never changed by a send"
     );
+    assert_eq!(
+        d.status.phase,
+        Some(Phase::Running),
+        "written after the sends"
+    );
+    assert_eq!(
+        condition(&d, cond::RUNNERS_READY),
+        ("True".into(), "BarrierReleased".into())
+    );
+    // An agent that does not answer is not released on faith: the run stays Starting.
+    let (st, obs) = in_phase(Phase::Starting, START, START - 1500, both[..1].to_vec());
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(
+        d.status.phase,
+        Some(Phase::Running),
+        "the one that answered gets it"
+    );
+    let (st, obs) = in_phase(Phase::Starting, START, START - 1500, vec![]);
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(
+        (d.status.phase, d.effects.len()),
+        (Some(Phase::Starting), 0)
+    );
+    // After a restart between the sends and the status write, every runner has it already.
+    let had_it = vec![
+        agent(0, started(1, 0, START)),
+        agent(1, started(1, 0, START)),
+    ];
+    let (st, obs) = in_phase(Phase::Starting, START, START + 300, had_it);
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!((d.status.phase, d.effects.len()), (Some(Phase::Running), 0));
 }
 
 #[test]
 fn a_start_nobody_received_in_time_is_moved_not_sent_late() {
     let br = run(2, "");
-    let (st, obs) = running(
+    let (st, obs) = in_phase(
+        Phase::Starting,
         START,
         START + 3_000,
         vec![agent(0, ready_agent()), agent(1, ready_agent())],
@@ -498,7 +541,11 @@ fn a_start_nobody_received_in_time_is_moved_not_sent_late() {
     assert!(d.effects.is_empty(), "{:?}", d.effects);
     let moved = millis(d.status.start_time.as_ref().unwrap());
     assert_eq!(moved, START + 3_000 + barrier::START_LEAD_MS);
-    assert_eq!(d.status.phase, Some(Phase::Running));
+    assert_eq!(
+        d.status.phase,
+        Some(Phase::Starting),
+        "sent on the next pass"
+    );
 }
 
 #[test]
