@@ -55,8 +55,8 @@ spec:
   barrierTimeoutSeconds: 60
 "#;
 
-/// 500 idle connections opened in 5 steps of 100, each level held 10 s (about 2 operator
-/// samples) and the last 12 s: what each costs the server in memory.
+/// 500 idle connections opened in 5 steps of 100, each level held 15 s (about 3 operator
+/// samples, one every 5 s) and the last 12 s: what each costs the server in memory.
 const CONNECTIONS_RUN: &str = r#"
 apiVersion: msgbench.dev/v1alpha1
 kind: BenchmarkRun
@@ -69,7 +69,7 @@ spec:
     protocol: nats
     publishers: 0
     subscribers: 0
-    connections: {count: 500, steps: 5, stepHoldSeconds: 10, holdSeconds: 12, maxPerSecond: 500, concurrency: 20}
+    connections: {count: 500, steps: 5, stepHoldSeconds: 15, holdSeconds: 12, maxPerSecond: 500, concurrency: 20}
   runners:
     count: 1
     resources:
@@ -250,7 +250,7 @@ fn check_memory_per_connection(cu: &Value) -> Result<()> {
         "nats counted the connections: {cu}"
     );
     let fit = &cu["memoryPerConnectionFit"];
-    // Baseline + 5 levels, each sampled at least once and most twice (3 s cadence, 10 s holds).
+    // Baseline + 5 levels, each sampled at least twice (5 s cadence, 15 s holds).
     ensure!(
         fit["levels"].as_u64() >= Some(6),
         "every level sampled: {fit}"
