@@ -12,8 +12,6 @@ use msgbench_crds::BenchmarkRun;
 use msgbench_operator::benchmark_run::reconcile::reconcile;
 use msgbench_operator::context::{Context, Readiness};
 use runner_api::agent::{AgentProgress, AgentResults, ResultLine, ResultsAck, StartRequest};
-use runner_api::histo::Histo;
-use runner_api::result::{Generator, PhaseStats, FORMAT};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -81,43 +79,7 @@ async fn agent_app(ip: &str, port: u16) -> (Shared, u16) {
 }
 
 fn record(runner: u16, trial: u32, started_ms: u64) -> ResultLine {
-    let mut m = PhaseStats::new("measured", 1, Default::default());
-    m.published = 100;
-    m.published_by_topic = vec![100];
-    m.subscribers_by_topic = vec![1];
-    m.received = 100;
-    m.publish_seconds = 1.0;
-    m.receive_seconds = 1.0;
-    let mut h = Histo::default();
-    for _ in 0..100 {
-        h.record(2_000);
-    }
-    m.latency = h;
-    let mut r = runner_api::result::RunnerResult {
-        format: FORMAT.into(),
-        target: "nats://127.0.0.1:4222".into(),
-        runner_ids: vec![runner],
-        workload: serde_norway::from_str("protocol: nats\ndurationSeconds: 1\n").unwrap(),
-        generator: Generator::default(),
-        warmup: None,
-        measured: m,
-        sessions: vec![],
-        stages: vec![],
-        breaking_stage: None,
-        connections: None,
-        timeline: vec![],
-        rest: vec![],
-    };
-    r.finalize();
-    ResultLine {
-        format: runner_api::agent::LINE_FORMAT.into(),
-        runner_id: runner,
-        trial,
-        variant: None,
-        round: None,
-        started_unix_ms: started_ms,
-        result: r,
-    }
+    runner_api::testing::record(runner, trial, &[2_000; 100], 100, started_ms)
 }
 
 fn run_object() -> Value {

@@ -10,3 +10,5 @@ pub mod result;
 pub mod result_frames;
 pub mod target;
 pub mod termination;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;

@@ -288,47 +288,10 @@ pub fn evaluate(r: &RunResult, thresholds: &[Threshold]) -> Vec<ThresholdResult>
 pub(crate) mod tests {
     use super::*;
     use msgbench_crds::benchmark_run::Severity;
-    use runner_api::histo::Histo;
-    use runner_api::result::{Generator, PhaseStats, FORMAT};
 
     pub(crate) fn runner(id: u16, trial: u32, latencies_us: &[u64], published: u64) -> ResultLine {
-        let mut m = PhaseStats::new("measured", 1, Default::default());
-        m.published = published;
-        m.published_by_topic = vec![published];
-        m.subscribers_by_topic = vec![1];
-        m.received = latencies_us.len() as u64;
-        m.publish_seconds = 1.0;
-        m.receive_seconds = 1.0;
-        let mut h = Histo::default();
-        for &v in latencies_us {
-            h.record(v);
-        }
-        m.latency = h;
-        let mut r = RunnerResult {
-            format: FORMAT.into(),
-            target: "nats://x:4222".into(),
-            runner_ids: vec![id],
-            workload: serde_norway::from_str("protocol: nats\ndurationSeconds: 1\n").unwrap(),
-            generator: Generator::default(),
-            warmup: None,
-            measured: m,
-            sessions: vec![],
-            stages: vec![],
-            breaking_stage: None,
-            connections: None,
-            timeline: vec![],
-            rest: vec![],
-        };
-        r.finalize();
-        ResultLine {
-            format: runner_api::agent::LINE_FORMAT.into(),
-            runner_id: id,
-            trial,
-            variant: None,
-            round: None,
-            started_unix_ms: 1_700_000_000_000 + u64::from(trial) * 10_000,
-            result: r,
-        }
+        let started = 1_700_000_000_000 + u64::from(trial) * 10_000;
+        runner_api::testing::record(id, trial, latencies_us, published, started)
     }
 
     #[test]
