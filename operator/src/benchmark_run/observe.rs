@@ -6,7 +6,7 @@ use super::gather::{self, DoneRunner, Gathered};
 use super::runner_pods::{self, RunnerView};
 use super::server_usage::{self, UsageRead};
 use super::target::{self, Resolved};
-use super::{endpoints, runner_access, runner_http, timing, variants};
+use super::{endpoints, runner_access, runner_http, timing};
 use crate::context::Context;
 use crate::error::Result;
 use k8s_openapi::api::batch::v1::Job;
@@ -205,20 +205,14 @@ async fn poll_agents(ctx: &Context, view: &RunnerView<'_>, token: &str) -> Vec<A
 /// `spec.target` and every planned variant's own target.
 async fn targets(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Vec<TargetSeen>> {
     let protocol = br.spec.workload.protocol;
-    let mut wanted = vec![(None, &br.spec.target)];
-    if let Ok(planned) = variants::plan(&br.spec) {
-        for v in &planned {
-            if let Some(t) = br
-                .spec
-                .variants
-                .iter()
-                .find(|x| x.name == v.name)
-                .and_then(|x| x.target.as_ref())
-            {
-                wanted.push((Some(v.name.clone()), t));
-            }
-        }
-    }
+    let own = br
+        .spec
+        .variants
+        .iter()
+        .filter_map(|v| Some((Some(v.name.clone()), v.target.as_ref()?)));
+    let wanted: Vec<_> = std::iter::once((None, &br.spec.target))
+        .chain(own)
+        .collect();
     let mut out = Vec::with_capacity(wanted.len());
     for (variant, t) in wanted {
         let resolved = target::resolve_target(ctx, t, protocol, ns).await?;

@@ -22,7 +22,7 @@ mod verdict;
 #[cfg(test)]
 mod tests;
 
-pub use barrier::{check_echoes, START_APART_TOLERANCE_MS};
+pub use barrier::check_echoes;
 
 use super::build::RunIdentity;
 use super::conditions as cond;
