@@ -4,7 +4,9 @@
 //! that times out with a clear error.
 mod support;
 use bench_runner::agent;
-use runner_api::agent::{AgentConfig, AgentProgress, AgentResults, ResultLine, ScheduledTrial};
+use runner_api::agent::{
+    AgentConfig, AgentProgress, AgentResults, RawResultLine, ResultLine, ScheduledTrial,
+};
 use runner_api::result_frames;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -223,7 +225,11 @@ fn records_survive_a_log_that_splits_and_interleaves(lines: &[ResultLine]) {
     assert!(frames.iter().all(|f| f.len() < 16 * 1024));
     let got = result_frames::reassemble(&runtime_log(&frames), 3);
     assert!(got.damaged.is_empty(), "{:?}", got.damaged);
-    assert_eq!(got.records.into_values().collect::<Vec<_>>(), big);
+    let sent: Vec<RawResultLine> = big
+        .iter()
+        .map(|l| RawResultLine::from_line(l).unwrap())
+        .collect();
+    assert_eq!(got.records.into_values().collect::<Vec<_>>(), sent);
     // Another runner's frames are not ours.
     assert!(result_frames::reassemble(&runtime_log(&frames), 4)
         .records

@@ -1,5 +1,6 @@
 //! BenchmarkRun: runner pods drive a workload against a target and the merged result, verdict
 //! and comparison land in status (see `benchmark_run_status`).
+use kube::core::{Message, Rule};
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -35,9 +36,11 @@ pub const DEFAULT_RUNNER_IMAGE: &str = "ghcr.io/msgbench/bench-runner:0.1.0";
     printcolumn(name = "Reason", type_ = "string", json_path = ".status.verdict.reason", priority = "1"),
     printcolumn(name = "Compare", type_ = "string", json_path = ".status.headline.comparison"),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
-    validation = Rule::new("!has(self.spec.baselineRef) || self.spec.baselineRef.name != self.metadata.name").message("spec.baselineRef.name: a run cannot be its own baseline").field_path(".spec.baselineRef.name")
+    validation = Rule::new("!has(self.spec.baselineRef) || self.spec.baselineRef.name != self.metadata.name").message("spec.baselineRef.name: a run cannot be its own baseline").field_path(".spec.baselineRef.name"),
+    validation = crate::names::name_rule(MAX_RUN_NAME)
 )]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = result_size_rule())]
 #[x_kube(validation = Rule::new("has(self.target.serverRef) != has(self.target.endpoint)").message("target: set exactly one of target.serverRef and target.endpoint").field_path(".target"))]
 #[x_kube(validation = Rule::new(
     "!has(self.target.serverRef) || \
@@ -130,6 +133,62 @@ pub struct BenchmarkRunSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 32))]
     pub baseline_variant: Option<String>,
+}
+
+/// Longest BenchmarkRun name: its Job is `<name>-g<generation>` and the Job's pods carry it in
+/// a label and, with their index, as hostname (63 characters each), so it is never truncated
+/// (two runs whose names share a long prefix would otherwise get the same Job).
+pub const MAX_RUN_NAME: usize = 52;
+
+/// Most result records x phases one run may produce (runners x trials x variants, each with
+/// the measured part, the warm-up, and every session or stage). The operator holds every
+/// record (about 4 KB of JSON per phase) until all runners are in, then merges them one by
+/// one; this bound keeps that inside its memory limit (see operator/tests/results_memory.rs).
+pub const MAX_RESULT_PHASE_RECORDS: i64 = 2560;
+
+fn result_size_rule() -> Rule {
+    Rule::new(format!(
+        "(has(self.runners) && has(self.runners.count) ? self.runners.count : 1) * \
+         (has(self.trials) ? self.trials : 1) * \
+         (has(self.variants) ? size(self.variants) : 1) * \
+         (1 + (has(self.workload.warmupSeconds) && self.workload.warmupSeconds > 0 ? 1 : 0) + \
+          (has(self.workload.sessions) ? size(self.workload.sessions) : 0) + \
+          (has(self.workload.stages) ? self.workload.stages.count : 0)) <= {MAX_RESULT_PHASE_RECORDS}"
+    ))
+    .message(Message::Message(format!(
+        "runners.count: runners.count x trials x variants x phases (1 + warm-up + sessions + \
+         stages.count) must be at most {MAX_RESULT_PHASE_RECORDS}, the results one run may hold"
+    )))
+    .field_path(".runners.count")
+}
+
+impl BenchmarkRunSpec {
+    /// Phases each result record reports: the measured part, the warm-up, each session or stage.
+    pub fn result_phases(&self) -> i64 {
+        let w = &self.workload;
+        1 + i64::from(w.warmup_seconds > 0)
+            + w.sessions.as_ref().map_or(0, |s| s.len() as i64)
+            + w.stages.as_ref().map_or(0, |s| i64::from(s.count))
+    }
+
+    /// Result records the run produces: one per runner, trial and variant.
+    pub fn result_records(&self) -> i64 {
+        i64::from(self.runners.count.max(1))
+            * i64::from(self.trials.max(1))
+            * self.variants.len().max(1) as i64
+    }
+
+    /// The admission rule on the size of the results, for runs stored before it existed.
+    pub fn result_size_violation(&self) -> Option<String> {
+        let (records, phases) = (self.result_records(), self.result_phases());
+        (records * phases > MAX_RESULT_PHASE_RECORDS).then(|| {
+            format!(
+                "runners.count: runners.count x trials x variants x phases = {records} x {phases} \
+                 = {} is over {MAX_RESULT_PHASE_RECORDS}, the results one run may hold",
+                records * phases
+            )
+        })
+    }
 }
 
 fn default_trials() -> i32 {

@@ -39,7 +39,8 @@ pub const DEFAULT_NATS_IMAGE: &str = "docker.io/library/nats:2.12.1";
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
-    )
+    ),
+    validation = crate::names::name_rule(crate::names::MAX_SERVER_NAME)
 )]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = pinning_rules()[0].clone())]

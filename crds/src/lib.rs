@@ -10,6 +10,7 @@ pub mod conditions;
 pub mod generate;
 pub mod jetstream_cluster;
 pub mod mqtt_broker;
+pub mod names;
 pub mod pubsub_server;
 pub mod server_usage;
 mod variant;

@@ -41,7 +41,8 @@ pub const DEFAULT_RUMQTTD_IMAGE: &str = "docker.io/bytebeamio/rumqttd:0.19.0";
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
-    )
+    ),
+    validation = crate::names::name_rule(crate::names::MAX_SERVER_NAME)
 )]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("self.replicas == 1 || self.engine == 'custom'").message("replicas: engines mosquitto and rumqttd do not cluster; replicas must be 1 (use engine custom for a clustering broker)").field_path(".replicas"))]

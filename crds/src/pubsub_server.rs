@@ -42,7 +42,8 @@ pub const DEFAULT_PUBSUB_IMAGE: &str = "ghcr.io/msgbench/pubsub-server:0.1.0";
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
-    )
+    ),
+    validation = crate::names::name_rule(crate::names::MAX_SERVER_NAME)
 )]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("self.protocol == 'websocket' || !has(self.wsMode)").message("wsMode: only valid with protocol websocket").field_path(".wsMode"))]

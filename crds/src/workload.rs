@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 pub const MIN_PAYLOAD_BYTES: u32 = 16;
 /// Largest payload: NATS' default `max_payload` (1 MiB).
 pub const MAX_PAYLOAD_BYTES: u32 = 1_048_576;
+/// Most stages a stepped workload may have (the schema says the same).
+pub const MAX_STAGES: u32 = 32;
 
 /// One benchmark workload. Exactly one of `durationSeconds`, `messagesPerPublisher`,
 /// `sessions`, `stages` or `connections` says how long it runs.
@@ -140,8 +142,9 @@ pub struct Stages {
     #[serde(default)]
     #[schemars(range(min = 0, max = 10000000))]
     pub step: u32,
-    /// Number of stages.
-    #[schemars(range(min = 1, max = 100))]
+    /// Number of stages (at most 32: each stage keeps its own latency histograms in the
+    /// results the operator merges).
+    #[schemars(range(min = 1, max = 32))]
     pub count: u32,
     /// Length of each stage.
     #[schemars(range(min = 1, max = 3600))]
@@ -565,8 +568,8 @@ impl Workload {
             }
         }
         if let Some(st) = &self.stages {
-            if st.count == 0 || st.count > 100 {
-                bad("stages.count", "must be between 1 and 100");
+            if st.count == 0 || st.count > MAX_STAGES {
+                bad("stages.count", "must be between 1 and 32");
             }
             if st.start == 0 {
                 bad("stages.start", "must be at least 1");
@@ -599,6 +602,12 @@ impl Workload {
             }
             if c.concurrency == 0 {
                 bad("connections.concurrency", "must be at least 1");
+            }
+            if c.max_per_second == Some(0) {
+                bad(
+                    "connections.maxPerSecond",
+                    "must be at least 1 (omit it for no limit)",
+                );
             }
             if !(1..=20).contains(&c.steps) {
                 bad("connections.steps", "must be between 1 and 20");

@@ -8,7 +8,7 @@ use crate::meta::Owner;
 use crate::pod_observer::observe_pods;
 use crate::server_kind::ManagedServerKind;
 use crate::status::{self, ServerReport, StatusInput};
-use crate::validate::SecretFacts;
+use crate::validate::{SecretFacts, SpecViolation};
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{ListParams, Patch, PatchParams};
@@ -16,6 +16,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, ResourceExt};
 use msgbench_crds::common::ServerStatus;
+use msgbench_crds::names::{name_violation, MAX_SERVER_NAME};
 use std::sync::Arc;
 
 const NATS_MONITOR_PORT: u16 = 8222;
@@ -37,19 +38,29 @@ pub async fn reconcile<K: ManagedServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> 
         Some(name) => Some(secret_facts(&ctx, &owner.namespace, name).await?),
         None => None,
     };
-    let violations = obj.validate(secret.as_ref());
+    let mut violations = obj.validate(secret.as_ref());
+    if let Some(rule) = name_violation(&owner.name, MAX_SERVER_NAME) {
+        violations.push(SpecViolation::invalid("metadata.name", rule));
+    }
 
     // observe the pods as they are now
     let pods: Api<Pod> = Api::namespaced(client.clone(), &owner.namespace);
-    let pod_list = pods
-        .list(&ListParams::default().labels(&owner.children_selector()))
-        .await?;
+    // A name past the label limit cannot even be listed by: it is only reported.
+    let name_ok = !violations.iter().any(|v| v.field == "metadata.name");
+    let pod_list = match name_ok {
+        true => {
+            pods.list(&ListParams::default().labels(&owner.children_selector()))
+                .await?
+                .items
+        }
+        false => Vec::new(),
+    };
     // Built once up front (pure, cheap) to know the current pod template.
     let desired = violations
         .is_empty()
         .then(|| obj.build(&owner, obj.desired_replicas()));
     let template_hash = desired.as_ref().and_then(Children::template_hash);
-    let observed = observe_pods(&pod_list.items, template_hash.as_deref());
+    let observed = observe_pods(&pod_list, template_hash.as_deref());
     let hold = if violations.is_empty() {
         status::hold_for(previous, generation, &observed)
     } else {

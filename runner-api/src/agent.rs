@@ -135,6 +135,62 @@ pub struct ResultLine {
     pub result: crate::result::RunnerResult,
 }
 
+/// A [`ResultLine`] whose result is kept as its JSON text: the operator holds every record of
+/// a run until all are in, and a decoded record holds three 139 KB histograms per phase, so it
+/// decodes each one only when merging it ([`RawResultLine::decode`]).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawResultLine {
+    pub format: String,
+    pub runner_id: u16,
+    pub trial: u32,
+    #[serde(default)]
+    pub variant: Option<String>,
+    #[serde(default)]
+    pub round: Option<u32>,
+    pub started_unix_ms: u64,
+    pub result: Box<serde_json::value::RawValue>,
+}
+
+impl PartialEq for RawResultLine {
+    fn eq(&self, o: &Self) -> bool {
+        (
+            &self.format,
+            self.runner_id,
+            self.trial,
+            &self.variant,
+            self.round,
+        ) == (&o.format, o.runner_id, o.trial, &o.variant, o.round)
+            && self.started_unix_ms == o.started_unix_ms
+            && self.result.get() == o.result.get()
+    }
+}
+
+impl RawResultLine {
+    /// The result, decoded (histograms included).
+    pub fn decode(&self) -> serde_json::Result<crate::result::RunnerResult> {
+        serde_json::from_str(self.result.get())
+    }
+    /// Bytes of JSON this record holds.
+    pub fn json_bytes(&self) -> usize {
+        self.result.get().len()
+    }
+    /// The same record, as its JSON text would be read back (for tests and tools).
+    pub fn from_line(l: &ResultLine) -> serde_json::Result<Self> {
+        serde_json::from_str(&serde_json::to_string(l)?)
+    }
+}
+
+/// `GET /results` as the operator reads it: records kept as JSON until merged.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawAgentResults {
+    pub runner_id: u16,
+    pub trials: u32,
+    pub finished: bool,
+    pub records: Vec<RawResultLine>,
+}
+
 /// `GET /results`: every finished trial's record so far.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

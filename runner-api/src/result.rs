@@ -4,6 +4,7 @@
 use crate::histo::{Histo, LatencyPercentiles};
 use msgbench_crds::workload::Workload;
 use serde::{Deserialize, Serialize};
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
 pub const FORMAT: &str = "msgbench.dev/bench-result/v1";
@@ -312,15 +313,33 @@ impl RunnerResult {
     /// Merges parts of one run (one per runner) into the result one process would report.
     /// `names` label the parts in errors.
     pub fn merge(parts: &[(String, RunnerResult)]) -> Result<RunnerResult, MergeError> {
-        let ((first_name, first), rest) = parts.split_first().ok_or(MergeError::Empty)?;
-        let mut out = first.clone();
-        if out.format != FORMAT {
-            return Err(MergeError::Format(first_name.clone(), out.format.clone()));
+        let mut m = ResultMerger::default();
+        for (name, p) in parts {
+            m.absorb(name, p.clone())?;
         }
-        for (name, p) in rest {
-            if p.format != FORMAT {
-                return Err(MergeError::Format(name.clone(), p.format.clone()));
-            }
+        m.finish()
+    }
+}
+
+/// Merges parts one at a time, so a caller decoding records one by one holds one merged result
+/// and the record at hand, never every record at once (`RunnerResult::merge` is built on it).
+#[derive(Default)]
+pub struct ResultMerger {
+    out: Option<RunnerResult>,
+}
+
+impl ResultMerger {
+    /// Adds one part; `name` labels it in errors.
+    pub fn absorb(&mut self, name: &str, p: RunnerResult) -> Result<(), MergeError> {
+        if p.format != FORMAT {
+            return Err(MergeError::Format(name.into(), p.format.clone()));
+        }
+        let Some(out) = &mut self.out else {
+            self.out = Some(p);
+            return Ok(());
+        };
+        let name = &name.to_string();
+        {
             if p.workload != out.workload {
                 return Err(MergeError::Workload(name.clone()));
             }
@@ -383,13 +402,14 @@ impl RunnerResult {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The merged result, as one process would report it.
+    pub fn finish(self) -> Result<RunnerResult, MergeError> {
+        let mut out = self.out.ok_or(MergeError::Empty)?;
         // A multi-phase measured part is recomputed from its merged phases, as one process does.
-        let phases: Vec<PhaseStats> = out
-            .sessions
-            .iter()
-            .chain(out.stages.iter())
-            .cloned()
-            .collect();
+        let phases: Vec<&PhaseStats> = out.sessions.iter().chain(out.stages.iter()).collect();
         if phases.len() > 1 {
             out.measured = aggregate_measured(&phases);
         }
@@ -403,8 +423,8 @@ impl RunnerResult {
 
 /// The measured part as one phase: sums of the phases after warm-up. Subscriptions are the same
 /// in every phase, so they are taken once; times add up (phases run one after another).
-pub fn aggregate_measured(phases: &[PhaseStats]) -> PhaseStats {
-    let Some(first) = phases.first() else {
+pub fn aggregate_measured<P: Borrow<PhaseStats>>(phases: &[P]) -> PhaseStats {
+    let Some(first) = phases.first().map(Borrow::borrow) else {
         return PhaseStats::default();
     };
     if phases.len() == 1 {
@@ -418,13 +438,17 @@ pub fn aggregate_measured(phases: &[PhaseStats]) -> PhaseStats {
         first.delivery,
     );
     let (mut ps, mut rs, mut ds) = (0.0, 0.0, 0.0);
-    for p in phases {
+    for p in phases.iter().map(Borrow::borrow) {
         m.add(p);
         ps += p.publish_seconds;
         rs += p.receive_seconds;
         ds += p.delivery_seconds;
     }
-    m.publishers = phases.iter().map(|p| p.publishers).max().unwrap_or(0);
+    m.publishers = phases
+        .iter()
+        .map(|p| p.borrow().publishers)
+        .max()
+        .unwrap_or(0);
     m.subscribers_by_topic = first.subscribers_by_topic.clone();
     m.publish_seconds = ps;
     m.receive_seconds = rs;

@@ -7,7 +7,7 @@
 //! own: `MSGBENCH-FRAME v2 <runner> <trial> <part>/<parts> <sha256 of the whole record> <data>`.
 //! Reassembly joins the parts of a trial in order and checks the digest: a record is either
 //! read exactly as written or reported as damaged, never silently misread.
-use crate::agent::ResultLine;
+use crate::agent::{RawResultLine, ResultLine};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
@@ -94,51 +94,95 @@ fn parse_frame(line: &str) -> Option<Frame<'_>> {
     })
 }
 
-/// What a log held: the records that arrived intact, and what was damaged, by trial.
+/// What a log held: the records that arrived intact (kept as JSON text until merged), and
+/// what was damaged, by trial.
 #[derive(Debug, Default)]
 pub struct Reassembled {
-    pub records: BTreeMap<u32, ResultLine>,
+    pub records: BTreeMap<u32, RawResultLine>,
     pub damaged: BTreeMap<u32, String>,
 }
 
 /// The frames of one trial by (parts, digest), then by part number.
-type Attempts<'a> = BTreeMap<(usize, &'a str), BTreeMap<usize, &'a str>>;
+type Attempts = BTreeMap<(usize, String), BTreeMap<usize, String>>;
 
-/// Reassembles the records of `runner` from a log. Other runners' frames and every other line
-/// are ignored; a frame that repeats is used once.
-pub fn reassemble(log: &str, runner: u16) -> Reassembled {
-    // trial -> (parts, digest) -> part -> data; frames disagreeing on parts or digest are
-    // different attempts at a record and are judged apart.
-    let mut by_trial: BTreeMap<u32, Attempts> = BTreeMap::new();
-    for f in log.lines().filter_map(parse_frame) {
-        if f.runner != runner {
-            continue;
+/// Reassembles the records of one runner from its log, read line by line: only that runner's
+/// frame data is kept, at most `max_bytes` of it (a log read whole, or every record decoded at
+/// once, is what once took the operator past its memory limit).
+pub struct Reassembler {
+    runner: u16,
+    by_trial: BTreeMap<u32, Attempts>,
+    kept_bytes: usize,
+    max_bytes: usize,
+    /// Frames dropped once `max_bytes` was reached, by trial.
+    dropped: BTreeMap<u32, usize>,
+}
+
+impl Reassembler {
+    pub fn new(runner: u16, max_bytes: usize) -> Self {
+        Reassembler {
+            runner,
+            by_trial: BTreeMap::new(),
+            kept_bytes: 0,
+            max_bytes,
+            dropped: BTreeMap::new(),
         }
-        by_trial
-            .entry(f.trial)
-            .or_default()
-            .entry((f.parts, f.sum))
-            .or_default()
-            .entry(f.part)
-            .or_insert(f.data);
     }
-    let mut out = Reassembled::default();
-    for (trial, attempts) in by_trial {
-        let mut problems = Vec::new();
-        for ((parts, sum), got) in attempts {
-            match join(trial, runner, parts, sum, &got) {
-                Ok(r) => {
-                    out.records.insert(trial, r);
-                    break;
+
+    /// Takes one log line; anything but this runner's frames is ignored, and a frame that
+    /// repeats is kept once.
+    pub fn push(&mut self, line: &str) {
+        let Some(f) = parse_frame(line) else { return };
+        if f.runner != self.runner {
+            return;
+        }
+        if self.kept_bytes + f.data.len() > self.max_bytes {
+            *self.dropped.entry(f.trial).or_default() += 1;
+            return;
+        }
+        let parts = self.by_trial.entry(f.trial).or_default();
+        let got = parts.entry((f.parts, f.sum.to_string())).or_default();
+        if let std::collections::btree_map::Entry::Vacant(e) = got.entry(f.part) {
+            self.kept_bytes += f.data.len();
+            e.insert(f.data.to_string());
+        }
+    }
+
+    /// Joins every trial's frames; a trial none of whose attempts is whole is damaged.
+    pub fn finish(mut self) -> Reassembled {
+        let mut out = Reassembled::default();
+        for trial in self.dropped.keys() {
+            self.by_trial.entry(*trial).or_default();
+        }
+        for (trial, attempts) in self.by_trial {
+            let mut problems = Vec::new();
+            for ((parts, sum), got) in attempts {
+                match join(trial, self.runner, parts, &sum, &got) {
+                    Ok(r) => {
+                        out.records.insert(trial, r);
+                        break;
+                    }
+                    Err(e) => problems.push(e),
                 }
-                Err(e) => problems.push(e),
+            }
+            if let Some(n) = self.dropped.get(&trial) {
+                problems.push(format!(
+                    "{n} frames dropped past the {} byte limit on a runner's log records",
+                    self.max_bytes
+                ));
+            }
+            if !out.records.contains_key(&trial) {
+                out.damaged.insert(trial, problems.join("; "));
             }
         }
-        if !out.records.contains_key(&trial) {
-            out.damaged.insert(trial, problems.join("; "));
-        }
+        out
     }
-    out
+}
+
+/// Reassembles the records of `runner` from a whole log (see [`Reassembler`]).
+pub fn reassemble(log: &str, runner: u16) -> Reassembled {
+    let mut r = Reassembler::new(runner, usize::MAX);
+    log.lines().for_each(|l| r.push(l));
+    r.finish()
 }
 
 fn join(
@@ -146,8 +190,8 @@ fn join(
     runner: u16,
     parts: usize,
     sum: &str,
-    got: &BTreeMap<usize, &str>,
-) -> Result<ResultLine, String> {
+    got: &BTreeMap<usize, String>,
+) -> Result<RawResultLine, String> {
     let missing: Vec<String> = (1..=parts)
         .filter(|p| !got.contains_key(p))
         .map(|p| p.to_string())
@@ -158,13 +202,13 @@ fn join(
             missing.join(",")
         ));
     }
-    let record: String = got.values().copied().collect();
+    let record: String = got.values().map(String::as_str).collect();
     if digest(&record) != sum {
         return Err(format!(
             "{parts} frames joined but the digest does not match (a frame was altered in transit)"
         ));
     }
-    let line: ResultLine = serde_json::from_str(&record)
+    let line: RawResultLine = serde_json::from_str(&record)
         .map_err(|e| format!("record passed its digest but does not parse: {e}"))?;
     if line.trial != trial || line.runner_id != runner {
         return Err(format!(
@@ -187,6 +231,24 @@ mod tests {
             assert_eq!(parts.concat(), s);
             assert!(parts.iter().all(|p| p.len() <= max.max(4)));
         }
+    }
+
+    #[test]
+    fn a_log_past_the_byte_limit_keeps_what_fits_and_says_what_was_dropped() {
+        let line = |trial| crate::testing::record(3, trial, &[1000; 50], 50, 1);
+        let all: Vec<String> = (1..=2).flat_map(|t| frames(&line(t)).unwrap()).collect();
+        let first: usize = frames(&line(1)).unwrap().iter().map(|f| f.len()).sum();
+        // Room for trial 1's frames (data is a bit smaller than the lines), not trial 2's.
+        let mut r = Reassembler::new(3, first);
+        for f in &all {
+            r.push(&format!("noise {}", "x".repeat(100)));
+            r.push(f);
+        }
+        let got = r.finish();
+        assert_eq!(got.records.keys().copied().collect::<Vec<_>>(), [1]);
+        assert!(got.damaged[&2].contains("byte limit"), "{:?}", got.damaged);
+        let sent = crate::agent::RawResultLine::from_line(&line(1)).unwrap();
+        assert_eq!(got.records[&1], sent);
     }
 
     #[test]

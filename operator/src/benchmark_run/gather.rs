@@ -2,11 +2,13 @@
 //! endpoint while it holds them, else from the checksummed frames in its pod log. A record
 //! that cannot be read intact fails the run as `ResultsLost`, naming the runner and the trial.
 use super::runner_http;
+use crate::pod_http;
+use futures::{AsyncBufReadExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::LogParams;
 use kube::{Api, ResourceExt};
-use runner_api::agent::ResultLine;
-use runner_api::result_frames;
+use runner_api::agent::RawResultLine;
+use runner_api::result_frames::{self, Reassembled};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
@@ -20,7 +22,7 @@ pub struct DoneRunner<'a> {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Gathered {
     /// Every record of every runner, intact.
-    Complete(Vec<ResultLine>),
+    Complete(Vec<RawResultLine>),
     /// A holding runner did not answer (it may just have exited): try again shortly.
     NotYet(String),
     /// Some record cannot be had: the message names runner, pod and trial.
@@ -67,31 +69,95 @@ pub fn complete_records<R>(
     }
 }
 
+/// Bytes of record JSON one run may bring into the operator, over all its runners: the
+/// records are held until every runner is in (the admission bound on runners x trials x
+/// phases keeps real runs far below it), and a runner image is user-chosen, so a hostile or
+/// broken one must not be able to take the operator past its memory limit.
+pub const RESULTS_BUDGET_BYTES: usize = 32 << 20;
+
+/// Why an agent's records could not be had: `Lost` when asking again cannot help.
+enum AgentRead {
+    NotYet(String),
+    Lost(String),
+}
+
 async fn from_agent(
     addr: SocketAddr,
     token: &str,
-) -> Result<(u16, BTreeMap<u32, ResultLine>), String> {
-    let r = runner_http::results(addr, token)
+    budget: usize,
+) -> Result<(u16, BTreeMap<u32, RawResultLine>), AgentRead> {
+    let r = runner_http::results(addr, token, budget)
         .await
-        .map_err(|e| format!("{e:#}"))?;
+        .map_err(|e| {
+            let too_large = e
+                .downcast_ref::<pod_http::Error>()
+                .is_some_and(|e| matches!(e.kind, pod_http::ErrorKind::TooLarge(_)));
+            let why = format!("{e:#}");
+            if too_large {
+                AgentRead::Lost(format!(
+                    "{why} (the results of a run may take {RESULTS_BUDGET_BYTES} bytes in all)"
+                ))
+            } else {
+                AgentRead::NotYet(why)
+            }
+        })?;
     if !r.finished {
-        return Err(format!("agent on {addr} has not finished"));
+        return Err(AgentRead::NotYet(format!(
+            "agent on {addr} has not finished"
+        )));
     }
     let records = r.records.into_iter().map(|l| (l.trial, l)).collect();
     Ok((r.runner_id, records))
 }
 
+/// The runner's records from its log, read line by line (only its frames are kept, at most
+/// `budget` bytes of them).
 async fn from_log(
     pods: &Api<Pod>,
     pod: &Pod,
     runner: u16,
+    budget: usize,
 ) -> kube::Result<result_frames::Reassembled> {
     let params = LogParams {
         container: Some("runner".into()),
         ..LogParams::default()
     };
-    let log = pods.logs(&pod.name_any(), &params).await?;
-    Ok(result_frames::reassemble(&log, runner))
+    let mut lines = pods.log_stream(&pod.name_any(), &params).await?.lines();
+    let mut r = result_frames::Reassembler::new(runner, budget);
+    while let Some(line) = lines.next().await {
+        match line {
+            Ok(l) => r.push(&l),
+            // A line that is not UTF-8 is not a frame; the stream itself failing is.
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => continue,
+            Err(e) => return Err(kube::Error::ReadEvents(e)),
+        }
+    }
+    Ok(r.finish())
+}
+
+/// One runner's records: from its agent while it holds them, else from its log.
+async fn records_of(
+    pods: &Api<Pod>,
+    d: &DoneRunner<'_>,
+    runner: u16,
+    token: &str,
+    budget: usize,
+) -> kube::Result<Result<Reassembled, Gathered>> {
+    let name = d.pod.name_any();
+    let Some(addr) = d.holding_at else {
+        return Ok(Ok(from_log(pods, d.pod, runner, budget).await?));
+    };
+    Ok(match from_agent(addr, token, budget).await {
+        Ok((id, records)) if id == runner => Ok(Reassembled {
+            records,
+            damaged: BTreeMap::new(),
+        }),
+        Ok((id, _)) => Err(Gathered::Lost(format!(
+            "pod {name} is runner {runner} but its agent says {id}"
+        ))),
+        Err(AgentRead::Lost(e)) => Err(Gathered::Lost(format!("pod {name}: {e}"))),
+        Err(AgentRead::NotYet(e)) => Err(Gathered::NotYet(format!("pod {name}: {e}"))),
+    })
 }
 
 /// Every runner's records, or why not (yet).
@@ -102,6 +168,7 @@ pub async fn gather(
     trials: u32,
 ) -> kube::Result<Gathered> {
     let mut all = Vec::new();
+    let mut used = 0usize;
     for d in done {
         let name = d.pod.name_any();
         let Some(runner) = runner_id(d.pod) else {
@@ -109,22 +176,13 @@ pub async fn gather(
                 "runner pod {name} has no job-completion-index: cannot tell which runner it is"
             )));
         };
-        let (records, damaged) = match &d.holding_at {
-            Some(addr) => match from_agent(*addr, token).await {
-                Ok((id, r)) if id == runner => (r, BTreeMap::new()),
-                Ok((id, _)) => {
-                    return Ok(Gathered::Lost(format!(
-                        "pod {name} is runner {runner} but its agent says {id}"
-                    )))
-                }
-                Err(e) => return Ok(Gathered::NotYet(format!("pod {name}: {e}"))),
-            },
-            None => {
-                let r = from_log(pods, d.pod, runner).await?;
-                (r.records, r.damaged)
-            }
+        let budget = RESULTS_BUDGET_BYTES.saturating_sub(used);
+        let got = match records_of(pods, d, runner, token, budget).await? {
+            Ok(got) => got,
+            Err(g) => return Ok(g),
         };
-        match complete_records(runner, &name, records, &damaged, trials) {
+        used += got.records.values().map(|l| l.json_bytes()).sum::<usize>();
+        match complete_records(runner, &name, got.records, &got.damaged, trials) {
             Ok(lines) => all.extend(lines),
             Err(why) => return Ok(Gathered::Lost(why)),
         }

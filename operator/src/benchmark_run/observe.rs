@@ -14,9 +14,11 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
+use msgbench_crds::benchmark_run::MAX_RUN_NAME;
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, ObservedPod, Outcome, Phase, TrialFigures,
 };
+use msgbench_crds::names::name_violation;
 use runner_api::agent::AgentProgress;
 
 /// Most runs followed along baselineRef when looking for a cycle.
@@ -111,6 +113,9 @@ pub async fn observe(
     let mut obs = Observed::at(now());
     if st.observed_generation != Some(id.generation) {
         return Ok(obs); // a new generation starts over: nothing to read
+    }
+    if name_violation(&id.name, MAX_RUN_NAME).is_some() {
+        return Ok(obs); // refused in decide; its children could not even be listed by label
     }
     let phase = st.phase.unwrap_or(Phase::Pending);
     if matches!(phase, Phase::Pending | Phase::WaitingForTarget) {

@@ -6,9 +6,9 @@ use msgbench_crds::benchmark_run::{
     Headline, LatencySummary, Metric, RunResult, ScheduledRound, SegmentResult, Threshold,
     ThresholdOp, ThresholdResult, TrialFigures, TrialStatistics,
 };
-use runner_api::agent::ResultLine;
+use runner_api::agent::RawResultLine;
 use runner_api::histo::LatencyPercentiles;
-use runner_api::result::{PhaseStats, RunnerResult, SATURATION_LAG_P99_US};
+use runner_api::result::{PhaseStats, ResultMerger, RunnerResult, SATURATION_LAG_P99_US};
 
 /// Everything the results give the status.
 #[derive(Clone, Debug, PartialEq)]
@@ -19,64 +19,38 @@ pub struct Collected {
     pub headline: Headline,
 }
 
+/// A record and the trial it counts as (with variants: its round).
+pub type TrialRecord<'a> = (u32, &'a RawResultLine);
+
 /// `lines` of every runner; `runners` and `trials` are what the spec asked for: a missing
-/// line is an error (results would be silently partial otherwise).
-pub fn collect(lines: &[ResultLine], runners: usize, trials: usize) -> anyhow::Result<Collected> {
-    let mut per_trial = Vec::with_capacity(trials);
+/// line is an error (results would be silently partial otherwise). Records are decoded one at
+/// a time and merged at once, so memory holds two merged results and one record, whatever the
+/// number of runners and trials.
+pub fn collect(lines: &[TrialRecord], runners: usize, trials: usize) -> anyhow::Result<Collected> {
+    let mut total = ResultMerger::default();
     let mut trial_figs = Vec::with_capacity(trials);
+    let mut first: Option<FirstTrial> = None;
+    let (mut pub_s, mut recv_s, mut deliver_s) = (0.0, 0.0, 0.0);
     for t in 1..=trials as u32 {
-        let parts: Vec<(String, RunnerResult)> = lines
-            .iter()
-            .filter(|l| l.trial == t)
-            .map(|l| {
-                (
-                    format!("runner {} trial {t}", l.runner_id),
-                    l.result.clone(),
-                )
-            })
-            .collect();
-        anyhow::ensure!(
-            parts.len() == runners,
-            "trial {t}: {} of {runners} runner results",
-            parts.len()
-        );
-        let merged = RunnerResult::merge(&parts)?;
+        let merged = merge_trial(lines, t, runners)?;
         let started = lines
             .iter()
-            .filter(|l| l.trial == t)
-            .map(|l| l.started_unix_ms)
+            .filter(|(trial, _)| *trial == t)
+            .map(|(_, l)| l.started_unix_ms)
             .min();
         trial_figs.push(trial_figures(t as i32, &merged, started));
-        per_trial.push(merged);
+        pub_s += merged.measured.publish_seconds;
+        recv_s += merged.measured.receive_seconds;
+        deliver_s += merged.measured.delivery_seconds;
+        first.get_or_insert_with(|| FirstTrial::of(&merged));
+        total.absorb(&format!("trial {t}"), merged)?;
     }
     // All trials together: counts and histograms add; rates are totals over the summed
     // measured time of the trials (trials run one after another).
-    let all: Vec<(String, RunnerResult)> = per_trial
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (format!("trial {}", i + 1), r.clone()))
-        .collect();
-    let mut total = RunnerResult::merge(&all)?;
-    // Merging adds subscribers (right for runners, wrong for trials of the same runners):
-    // expected deliveries = published per topic x subscribers of ONE trial.
-    let first = &per_trial[0];
-    total.measured.subscribers_by_topic = first.measured.subscribers_by_topic.clone();
-    if let (Some(w), Some(fw)) = (&mut total.warmup, &first.warmup) {
-        w.subscribers_by_topic = fw.subscribers_by_topic.clone();
-        w.finalize();
-    }
-    for (p, fp) in total
-        .sessions
-        .iter_mut()
-        .zip(&first.sessions)
-        .chain(total.stages.iter_mut().zip(&first.stages))
-    {
-        p.subscribers_by_topic = fp.subscribers_by_topic.clone();
-        p.finalize();
-    }
-    let pub_s: f64 = per_trial.iter().map(|r| r.measured.publish_seconds).sum();
-    let recv_s: f64 = per_trial.iter().map(|r| r.measured.receive_seconds).sum();
-    let deliver_s: f64 = per_trial.iter().map(|r| r.measured.delivery_seconds).sum();
+    let mut total = total.finish()?;
+    first
+        .ok_or_else(|| anyhow::anyhow!("no trials"))?
+        .restore(&mut total);
     total.measured.publish_seconds = pub_s;
     total.measured.receive_seconds = recv_s;
     total.measured.delivery_seconds = deliver_s;
@@ -116,7 +90,7 @@ pub fn collect(lines: &[ResultLine], runners: usize, trials: usize) -> anyhow::R
 /// With variants: each variant's lines merged over runners and rounds, like a run of its own
 /// (`trial` = round), with each round's place in the order (`position`) from `schedule`.
 pub fn collect_variants(
-    lines: &[ResultLine],
+    lines: &[RawResultLine],
     runners: usize,
     schedule: &[ScheduledRound],
     variants: &[String],
@@ -124,13 +98,10 @@ pub fn collect_variants(
     variants
         .iter()
         .map(|name| {
-            let mine: Vec<ResultLine> = lines
+            let mine: Vec<TrialRecord> = lines
                 .iter()
                 .filter(|l| l.variant.as_deref() == Some(name))
-                .map(|l| ResultLine {
-                    trial: l.round.unwrap_or(0),
-                    ..l.clone()
-                })
+                .map(|l| (l.round.unwrap_or(0), l))
                 .collect();
             let mut c = collect(&mine, runners, schedule.len())
                 .map_err(|e| e.context(format!("variant {name}")))?;
@@ -144,6 +115,59 @@ pub fn collect_variants(
             Ok((name.clone(), c))
         })
         .collect()
+}
+
+/// One trial merged over its runners, decoding each record only as it is merged.
+fn merge_trial(lines: &[TrialRecord], t: u32, runners: usize) -> anyhow::Result<RunnerResult> {
+    let mut m = ResultMerger::default();
+    let mut n = 0;
+    for (_, l) in lines.iter().filter(|(trial, _)| *trial == t) {
+        let name = format!("runner {} trial {t}", l.runner_id);
+        let r = l
+            .decode()
+            .map_err(|e| anyhow::anyhow!("{name}: record does not decode: {e}"))?;
+        m.absorb(&name, r)?;
+        n += 1;
+    }
+    anyhow::ensure!(n == runners, "trial {t}: {n} of {runners} runner results");
+    Ok(m.finish()?)
+}
+
+/// What merging trials gets wrong and the first trial has right: merging adds subscribers
+/// (right for runners, wrong for trials of the same runners), so expected deliveries =
+/// published per topic x subscribers of ONE trial.
+struct FirstTrial {
+    measured: Vec<u64>,
+    warmup: Option<Vec<u64>>,
+    phases: Vec<Vec<u64>>,
+}
+
+impl FirstTrial {
+    fn of(r: &RunnerResult) -> Self {
+        FirstTrial {
+            measured: r.measured.subscribers_by_topic.clone(),
+            warmup: r.warmup.as_ref().map(|w| w.subscribers_by_topic.clone()),
+            phases: r
+                .sessions
+                .iter()
+                .chain(&r.stages)
+                .map(|p| p.subscribers_by_topic.clone())
+                .collect(),
+        }
+    }
+
+    fn restore(self, total: &mut RunnerResult) {
+        total.measured.subscribers_by_topic = self.measured;
+        if let (Some(w), Some(subs)) = (&mut total.warmup, self.warmup) {
+            w.subscribers_by_topic = subs;
+            w.finalize();
+        }
+        let phases = total.sessions.iter_mut().chain(total.stages.iter_mut());
+        for (p, subs) in phases.zip(self.phases) {
+            p.subscribers_by_topic = subs;
+            p.finalize();
+        }
+    }
 }
 
 fn trial_figures(trial: i32, r: &RunnerResult, started_ms: Option<u64>) -> TrialFigures {
@@ -288,10 +312,29 @@ pub fn evaluate(r: &RunResult, thresholds: &[Threshold]) -> Vec<ThresholdResult>
 pub(crate) mod tests {
     use super::*;
     use msgbench_crds::benchmark_run::Severity;
+    use runner_api::agent::ResultLine;
 
     pub(crate) fn runner(id: u16, trial: u32, latencies_us: &[u64], published: u64) -> ResultLine {
         let started = 1_700_000_000_000 + u64::from(trial) * 10_000;
         runner_api::testing::record(id, trial, latencies_us, published, started)
+    }
+
+    /// Records as the operator holds them: JSON text until merged.
+    pub(crate) fn raw(lines: &[ResultLine]) -> Vec<RawResultLine> {
+        lines
+            .iter()
+            .map(|l| RawResultLine::from_line(l).unwrap())
+            .collect()
+    }
+
+    fn collect_lines(
+        lines: &[ResultLine],
+        runners: usize,
+        trials: usize,
+    ) -> anyhow::Result<Collected> {
+        let raw = raw(lines);
+        let records: Vec<TrialRecord> = raw.iter().map(|l| (l.trial, l)).collect();
+        collect(&records, runners, trials)
     }
 
     #[test]
@@ -306,7 +349,7 @@ pub(crate) mod tests {
             runner(1, 2, &fast, 99),
             runner(2, 2, &fast, 99),
         ];
-        let c = collect(&lines, 2, 2).unwrap();
+        let c = collect_lines(&lines, 2, 2).unwrap();
         assert_eq!(c.trials.len(), 2);
         assert_eq!(c.trials[0].receive_rate, 198.0);
         assert!(
@@ -354,6 +397,7 @@ pub(crate) mod tests {
             }
         }
         let names = vec!["a".to_string(), "b".to_string()];
+        let lines = raw(&lines);
         let out = collect_variants(&lines, 2, &schedule, &names).unwrap();
         let (a, b) = (&out[0].1, &out[1].1);
         assert_eq!((out[0].0.as_str(), out[1].0.as_str()), ("a", "b"));
@@ -376,13 +420,13 @@ pub(crate) mod tests {
     #[test]
     fn a_missing_runner_result_is_an_error_not_a_partial_result() {
         let lines = vec![runner(1, 1, &[1000], 1)];
-        let e = collect(&lines, 2, 1).unwrap_err().to_string();
+        let e = collect_lines(&lines, 2, 1).unwrap_err().to_string();
         assert!(e.contains("1 of 2"), "{e}");
     }
 
     #[test]
     fn thresholds_report_each_rule_and_a_missing_metric_fails() {
-        let c = collect(&[runner(1, 1, &[2000; 10], 10)], 1, 1).unwrap();
+        let c = collect_lines(&[runner(1, 1, &[2000; 10], 10)], 1, 1).unwrap();
         let t = |metric, op, value| Threshold {
             metric,
             op,

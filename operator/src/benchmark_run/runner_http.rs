@@ -3,12 +3,12 @@
 //! Each call takes the agent's address (pod IP and port, see [`agent_addr`]; the port is
 //! `AGENT_PORT` outside tests), so tests can run fake agents on any local port.
 use crate::pod_http::{self, Options};
-use runner_api::agent::{AgentProgress, AgentResults, ResultsAck, StartRequest};
+use runner_api::agent::{AgentProgress, RawAgentResults, ResultsAck, StartRequest};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-/// Largest body read from an agent (a 120-trial run's records are a few MB).
-const MAX_BODY_BYTES: usize = 64 << 20;
+/// Largest control answer read from an agent (results have their own bound, see `results`).
+const MAX_BODY_BYTES: usize = 1 << 20;
 
 /// The agent's control endpoint on a runner pod's IP; `None` when `pod_ip` is not an IP.
 pub fn agent_addr(pod_ip: &str, port: u16) -> Option<SocketAddr> {
@@ -42,9 +42,15 @@ pub async fn progress(addr: SocketAddr, token: &str) -> Option<AgentProgress> {
     reply.ok()?.json().ok()
 }
 
-/// GET /results: the agent's records so far.
-pub async fn results(addr: SocketAddr, token: &str) -> anyhow::Result<AgentResults> {
-    let reply = pod_http::get(addr, "/results", options(token, 20)).await?;
+/// GET /results: the agent's records so far, read as at most `max_bytes` (records stay JSON
+/// text until merged).
+pub async fn results(
+    addr: SocketAddr,
+    token: &str,
+    max_bytes: usize,
+) -> anyhow::Result<RawAgentResults> {
+    let opts = Options::new(Duration::from_secs(20), max_bytes).bearer(token);
+    let reply = pod_http::get(addr, "/results", opts).await?;
     Ok(reply.json()?)
 }
 

@@ -2,14 +2,14 @@
 //! variant, and the paired comparison against the baseline variant. Pure.
 use super::{paired, results, variants};
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, VariantResult};
-use runner_api::agent::ResultLine;
+use runner_api::agent::RawResultLine;
 
 /// Fills `st.variants`, `st.variantComparison`, `st.thresholds` and `st.headline` (the baseline
 /// variant's figures plus the comparison summary). `targets(name)`: a variant's target as shown.
 pub fn apply(
     br: &BenchmarkRun,
     st: &mut BenchmarkRunStatus,
-    lines: &[ResultLine],
+    lines: &[RawResultLine],
     runners: usize,
     targets: impl Fn(&str) -> String,
 ) -> anyhow::Result<()> {

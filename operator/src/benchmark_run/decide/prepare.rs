@@ -8,15 +8,29 @@ use crate::benchmark_run::conditions::{self as cond, Status, RUNNERS_READY, TARG
 use crate::benchmark_run::observe::{BaselineSeen, Observed, TargetSeen};
 use crate::benchmark_run::target::Resolved;
 use crate::benchmark_run::{endpoints, timing, variants};
-use msgbench_crds::benchmark_run::{BenchmarkRun, Phase};
+use msgbench_crds::benchmark_run::{BenchmarkRun, Phase, MAX_RUN_NAME};
+use msgbench_crds::names::name_violation;
 use std::collections::BTreeMap;
 use std::time::Duration;
+
+/// Admission rules, repeated for runs stored before they existed (a name past the label
+/// limits, more results than one run may hold).
+fn admission_rules_broken(br: &BenchmarkRun) -> Option<String> {
+    let name = br.metadata.name.as_deref().unwrap_or_default();
+    name_violation(name, MAX_RUN_NAME)
+        .map(|rule| format!("metadata.name: {rule}"))
+        .or_else(|| br.spec.result_size_violation())
+}
 
 /// How often a run waiting for its baseline looks again.
 const BASELINE_POLL: Duration = Duration::from_secs(5);
 
 pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decision) {
     let g = id.generation;
+    if let Some(msg) = admission_rules_broken(br) {
+        fail(&mut d.status, "InvalidSpec", &msg, g, &obs.now);
+        return;
+    }
     let planned = match variants::plan(&br.spec) {
         Ok(p) => p,
         Err(msg) => {

@@ -204,6 +204,41 @@ fn a_run_past_its_deadline_fails_whatever_its_phase() {
 }
 
 #[test]
+fn a_run_stored_past_the_admission_bounds_fails_before_any_pod_naming_the_field() {
+    let pending = |br: &BenchmarkRun| {
+        let mut obs = Observed::at(at(T0 + 1));
+        obs.targets = vec![ready_target()];
+        decide_at(br, &status(Phase::Pending), &obs)
+    };
+    // runners x trials x phases (measured, warm-up) at the 2560 bound, then past it.
+    let br = run(64, "trials: 20");
+    assert_ne!(verdict(&pending(&br)).1, "InvalidSpec");
+    let mut big = br.clone();
+    big.spec.workload.warmup_seconds = 5;
+    assert_ne!(verdict(&pending(&big)).1, "InvalidSpec", "2560 is allowed");
+    big.spec.runners.count = 65;
+    let d = pending(&big);
+    assert_eq!(verdict(&d), (Some(Phase::Failed), "InvalidSpec".into()));
+    assert!(
+        message(&d).starts_with("runners.count: "),
+        "{}",
+        message(&d)
+    );
+    assert!(message(&d).contains("1300 x 2 = 2600"), "{}", message(&d));
+    assert!(d.effects.is_empty());
+    // A name the Job's labels cannot carry.
+    let mut long = run(1, "");
+    long.metadata.name = Some("n".repeat(53));
+    let d = pending(&long);
+    assert_eq!(verdict(&d), (Some(Phase::Failed), "InvalidSpec".into()));
+    assert!(
+        message(&d).starts_with("metadata.name: 53 characters"),
+        "{}",
+        message(&d)
+    );
+}
+
+#[test]
 fn a_workload_rule_admission_cannot_check_is_invalid_spec_naming_the_field() {
     let mut br = run(1, "");
     br.spec.workload.rate_per_publisher = Some(0);
@@ -696,11 +731,11 @@ fn lost_results_fail_the_run_as_results_lost() {
     assert_eq!(d.status.verdict, None);
 }
 
-fn two_runner_lines(second_start_offset_ms: u64) -> Vec<runner_api::agent::ResultLine> {
+fn two_runner_lines(second_start_offset_ms: u64) -> Vec<runner_api::agent::RawResultLine> {
     let fast: Vec<u64> = vec![1_000; 99];
     let mut b = record(2, 1, &fast, 99);
     b.started_unix_ms += second_start_offset_ms;
-    vec![record(1, 1, &fast, 99), b]
+    crate::benchmark_run::results::tests::raw(&[record(1, 1, &fast, 99), b])
 }
 
 #[test]

@@ -9,14 +9,14 @@ use crate::benchmark_run::{compare, results, server_usage, timing, variant_resul
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, ObservedEnvironment, Phase, Severity,
 };
-use runner_api::agent::ResultLine;
+use runner_api::agent::RawResultLine;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub fn decide(
     br: &BenchmarkRun,
     id: &RunIdentity,
     obs: &Observed,
-    lines: &[ResultLine],
+    lines: &[RawResultLine],
     d: &mut Decision,
 ) {
     let g = id.generation;
@@ -68,7 +68,7 @@ pub fn decide(
 
 /// Several runners' records of one trial must have started together (their starts within the
 /// tolerance), or merging them as concurrent load would be wrong.
-pub fn started_apart(lines: &[ResultLine]) -> Option<String> {
+pub fn started_apart(lines: &[RawResultLine]) -> Option<String> {
     let mut by_trial: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
     for l in lines {
         let e = by_trial
@@ -95,11 +95,12 @@ pub fn started_apart(lines: &[ResultLine]) -> Option<String> {
 fn single(
     br: &BenchmarkRun,
     st: &mut BenchmarkRunStatus,
-    lines: &[ResultLine],
+    lines: &[RawResultLine],
     count: usize,
     obs: &Observed,
 ) -> anyhow::Result<()> {
-    let collected = results::collect(lines, count, br.spec.trials.max(1) as usize)?;
+    let records: Vec<results::TrialRecord> = lines.iter().map(|l| (l.trial, l)).collect();
+    let collected = results::collect(&records, count, br.spec.trials.max(1) as usize)?;
     st.thresholds = results::evaluate(&collected.result, &br.spec.thresholds);
     st.comparison = br
         .spec
