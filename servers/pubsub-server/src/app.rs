@@ -1,11 +1,9 @@
 //! Shared server state: configuration, the Socket.IO handle, persistence, metrics, and the
 //! small in-memory views (connected clients, publisher→topic graph) the REST endpoints read.
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use socketioxide::SocketIo;
 use tokio::sync::{broadcast, watch};
 
@@ -61,13 +59,13 @@ pub struct App {
     pub io: SocketIo,
     pub store: Store,
     pub metrics: Arc<Metrics>,
-    pub next_id: AtomicU64,
+    pub ids: crate::ids::Ids,
     pub started: Instant,
     pub runtime: Runtime,
     pub clients: Mutex<HashMap<String, ClientInfo>>,
     pub graph: Mutex<PublishGraph>,
-    /// Rendered JSON of the read endpoints, keyed by path and query, for CACHE_TTL_SECONDS.
-    pub cache: moka::future::Cache<String, Bytes>,
+    /// Rendered JSON of the read endpoints for CACHE_TTL_SECONDS, bounded in bytes.
+    pub cache: crate::rest::PageCache,
     /// /ws broadcast mode fan-out (bounded: lagging receivers skip, counted).
     pub ws_tx: broadcast::Sender<axum::extract::ws::Message>,
     /// Flips to true on SIGTERM; long-lived connections watch it and close.

@@ -18,6 +18,18 @@ pub enum WsMode {
     Broadcast,
 }
 
+/// When POST /publish answers 200.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AckMode {
+    /// After the message is committed to SQLite: an acknowledged message survives a crash
+    /// of the process (default with a database file).
+    Stored,
+    /// After it is delivered and queued for the writer: a crash loses what was still queued
+    /// (default with `:memory:`, where nothing survives a restart anyway).
+    Queued,
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub port: u16,
@@ -35,6 +47,29 @@ pub struct Config {
     pub retain_messages: u64,
     /// Longest graceful shutdown before connections are cut.
     pub shutdown_grace: Duration,
+    /// Client connections served at once; one more gets a 503 and is closed.
+    pub max_connections: usize,
+    /// Bytes the server may keep in memory: kept messages (with `:memory:`), the persistence
+    /// queue and the REST cache, split by the `*_budget` methods.
+    pub memory_budget: u64,
+    pub publish_ack: AckMode,
+}
+
+impl Config {
+    /// Half the budget: messages kept in an in-memory database (a file keeps them on disk).
+    pub fn message_budget(&self) -> Option<u64> {
+        (self.database_file == ":memory:").then_some(self.memory_budget / 2)
+    }
+
+    /// A quarter: records waiting for the SQLite writer.
+    pub fn queue_budget(&self) -> u64 {
+        self.memory_budget / 4
+    }
+
+    /// A quarter: rendered REST pages.
+    pub fn cache_budget(&self) -> u64 {
+        self.memory_budget / 4
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +79,15 @@ pub struct ConfigError {
     pub value: String,
     pub rule: &'static str,
 }
+
+/// Enough for benchmark fan-outs of a thousand-odd subscribers plus publishers, few enough that
+/// idle connections (a few KiB each) cannot exhaust a 128Mi container.
+/// 48 MiB. Measured with 1 MiB publishes and page reads: the process itself (~17 MiB), copies
+/// of requests in flight and allocator fragmentation add ~35 MiB on top of what is budgeted,
+/// so the server levels off below ~90 MiB, inside the 128Mi container the sample deploys.
+pub const DEFAULT_MEMORY_BUDGET: u64 = 48 << 20;
+
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 
 type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
@@ -113,6 +157,19 @@ impl Config {
                 "must be an integer from 1 to 1024",
             )?),
         };
+        let database_file = get("DATABASE_FILE").unwrap_or_else(|| ":memory:".into());
+        let publish_ack = match get("PUBLISH_ACK").as_deref() {
+            None if database_file == ":memory:" => AckMode::Queued,
+            None | Some("stored") => AckMode::Stored,
+            Some("queued") => AckMode::Queued,
+            Some(other) => {
+                return Err(ConfigError {
+                    var: "PUBLISH_ACK",
+                    value: other.into(),
+                    rule: "must be stored or queued",
+                })
+            }
+        };
         Ok(Config {
             port: parse_num(
                 get,
@@ -124,7 +181,7 @@ impl Config {
             )?,
             bind: get("BIND_ADDRESS").unwrap_or_else(|| "0.0.0.0".into()),
             emit_mode,
-            database_file: get("DATABASE_FILE").unwrap_or_else(|| ":memory:".into()),
+            database_file,
             cache_ttl: Duration::from_secs(parse_num(
                 get,
                 "CACHE_TTL_SECONDS",
@@ -167,6 +224,23 @@ impl Config {
                 600,
                 "must be an integer number of seconds from 0 to 600",
             )?),
+            max_connections: parse_num(
+                get,
+                "MAX_CONNECTIONS",
+                DEFAULT_MAX_CONNECTIONS,
+                1,
+                1 << 20,
+                "must be an integer from 1 to 1048576",
+            )?,
+            memory_budget: parse_num(
+                get,
+                "MEMORY_BUDGET_BYTES",
+                DEFAULT_MEMORY_BUDGET,
+                16 << 20,
+                1 << 40,
+                "must be an integer number of bytes from 16777216 (16 MiB) to 2^40",
+            )?,
+            publish_ack,
         })
     }
 }
@@ -192,6 +266,17 @@ mod tests {
         assert_eq!(c.cache_ttl, Duration::from_secs(2));
         assert_eq!(c.ws_mode, WsMode::Echo);
         assert_eq!(c.worker_threads, None);
+        assert_eq!(c.max_connections, DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(c.memory_budget, 48 << 20);
+        assert_eq!(c.message_budget(), Some(24 << 20));
+        assert_eq!(
+            c.publish_ack,
+            AckMode::Queued,
+            "nothing to store durably in :memory:"
+        );
+        let file = cfg(&[("DATABASE_FILE", "/data/p.db")]).unwrap();
+        assert_eq!(file.publish_ack, AckMode::Stored);
+        assert_eq!(file.message_budget(), None, "a file keeps messages on disk");
         let expected = if cfg!(feature = "sequential-emit") {
             EmitMode::Sequential
         } else {
@@ -217,6 +302,9 @@ mod tests {
             ("PORT", "70000"),
             ("WORKER_THREADS", "0"),
             ("CACHE_TTL_SECONDS", "-1"),
+            ("MAX_CONNECTIONS", "0"),
+            ("MEMORY_BUDGET_BYTES", "1000"),
+            ("PUBLISH_ACK", "never"),
         ] {
             let err = cfg(&[(var, val)]).unwrap_err().to_string();
             assert!(err.starts_with(var), "{err}");

@@ -4,17 +4,22 @@
 
 mod app;
 mod config;
+mod conns;
 mod cpu;
+mod ids;
 mod metrics;
 mod publish;
 mod rest;
 mod sockets;
 mod store;
+mod writer;
 mod ws;
+
+#[cfg(test)]
+mod hostile_tests;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -29,8 +34,6 @@ use crate::app::{App, PublishGraph, Runtime};
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::store::Store;
-
-const MAX_BODY: usize = 1 << 20;
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -59,36 +62,42 @@ fn main() -> anyhow::Result<()> {
         ))
 }
 
-async fn run(cfg: Config, runtime: Runtime) -> anyhow::Result<()> {
+/// The server's state and routes, ready to serve (also what the in-process tests drive).
+pub struct Built {
+    pub app: Arc<App>,
+    pub router: Router,
+    pub io: SocketIo,
+    pub writer: std::thread::JoinHandle<()>,
+    pub stop: watch::Sender<bool>,
+}
+
+pub fn build(cfg: Config, runtime: Runtime) -> anyhow::Result<Built> {
     let metrics = Arc::new(Metrics::new());
-    let (store, writer) = Store::open(
-        &cfg.database_file,
-        cfg.persist_queue,
-        cfg.retain_messages,
-        metrics.clone(),
-    )?;
-    // Continue the id sequence of a file database so ids stay unique across restarts.
-    let next_id = store.max_message_id()? + 1;
+    let limits = store::Limits {
+        queue: cfg.persist_queue,
+        queue_bytes: cfg.queue_budget(),
+        retain: cfg.retain_messages,
+        retain_bytes: cfg.message_budget(),
+    };
+    let (store, writer) = Store::open(&cfg.database_file, limits, metrics.clone())?;
+    let ids = ids::Ids::starting_at(store.id_floor()?);
     let (layer, io) = SocketIo::builder()
         .max_buffer_size(cfg.socket_buffer)
         .build_layer();
-    let (stop_tx, stop_rx) = watch::channel(false);
+    let (stop, stop_rx) = watch::channel(false);
     let app = Arc::new(App {
-        cache: moka::future::Cache::builder()
-            .max_capacity(1024)
-            .time_to_live(cfg.cache_ttl.max(std::time::Duration::from_millis(1)))
-            .build(),
+        cache: rest::page_cache(cfg.cache_budget(), cfg.cache_ttl),
         ws_tx: broadcast::channel(ws::BROADCAST_CAPACITY).0,
         io: io.clone(),
         store,
         metrics,
-        next_id: AtomicU64::new(next_id),
+        ids,
         started: Instant::now(),
         runtime,
         clients: Mutex::new(HashMap::new()),
         graph: Mutex::new(PublishGraph::default()),
         shutdown: stop_rx,
-        cfg: cfg.clone(),
+        cfg,
     });
     sockets::register(&io, app.clone());
 
@@ -101,9 +110,26 @@ async fn run(cfg: Config, runtime: Runtime) -> anyhow::Result<()> {
         .route("/graph/state", get(rest::graph))
         .route("/metrics", get(rest::metrics))
         .route("/ws", get(ws::upgrade))
-        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(DefaultBodyLimit::max(publish::MAX_BODY))
         .layer(layer)
         .with_state(app.clone());
+    Ok(Built {
+        app,
+        router,
+        io,
+        writer,
+        stop,
+    })
+}
+
+async fn run(cfg: Config, runtime: Runtime) -> anyhow::Result<()> {
+    let Built {
+        app,
+        router,
+        io,
+        writer,
+        stop: stop_tx,
+    } = build(cfg.clone(), runtime)?;
 
     let listener = tokio::net::TcpListener::bind((cfg.bind.as_str(), cfg.port))
         .await
@@ -129,6 +155,7 @@ async fn run(cfg: Config, runtime: Runtime) -> anyhow::Result<()> {
             tracing::debug!(error = %e, "TCP_NODELAY not set");
         }
     });
+    let listener = conns::Capped::new(listener, cfg.max_connections, app.metrics.clone());
     let serve = axum::serve(listener, router).with_graceful_shutdown(drain);
     let mut stop = app.shutdown.clone();
     tokio::select! {
@@ -139,7 +166,12 @@ async fn run(cfg: Config, runtime: Runtime) -> anyhow::Result<()> {
             tokio::time::sleep(cfg.shutdown_grace).await;
         } => tracing::warn!("grace period over; cutting remaining connections"),
     }
-    app.store.flush().await;
+    if let Err(e) = app.store.flush().await {
+        tracing::error!(error = %e, "not everything queued could be stored");
+    }
+    if let Err(e) = app.ids.seal(&app.store).await {
+        tracing::warn!(error = %e, "unused ids not given back; the next start skips them");
+    }
     drop(app);
     drop(writer); // the writer thread ends with the process; everything queued is committed
     tracing::info!("stopped");

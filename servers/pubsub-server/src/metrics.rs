@@ -21,6 +21,12 @@ pub struct Metrics {
     pub ws_clients: IntGauge,
     pub ws_messages: IntCounter,
     pub ws_dropped: IntCounter,
+    pub persist_failed: IntCounterVec,
+    pub evicted_messages: IntCounterVec,
+    pub evicted_bytes: IntCounterVec,
+    pub kept_message_bytes: IntGauge,
+    pub connections: IntGauge,
+    pub connections_rejected: IntCounter,
 }
 
 fn reg<T: prometheus::core::Collector + Clone + 'static>(r: &Registry, c: T) -> T {
@@ -70,7 +76,7 @@ impl Metrics {
             ),
             persist_dropped: counter_vec(
                 "persist_dropped_total",
-                "Records not persisted because the writer queue was full, by kind",
+                "Records not persisted because the writer queue was full (records or bytes), by kind",
                 &["kind"],
             ),
             persist_batch: reg(
@@ -86,6 +92,30 @@ impl Metrics {
             ws_dropped: counter(
                 "ws_dropped_total",
                 "Broadcast messages skipped by lagging /ws clients",
+            ),
+            persist_failed: counter_vec(
+                "persist_failed_total",
+                "Records that could not be written to SQLite after retries, by kind",
+                &["kind"],
+            ),
+            evicted_messages: counter_vec(
+                "evicted_messages_total",
+                "Stored messages removed oldest first, by reason (retain = RETAIN_MESSAGES, budget = bytes)",
+                &["reason"],
+            ),
+            evicted_bytes: counter_vec(
+                "evicted_bytes_total",
+                "Bytes of the evicted messages (text plus per-row overhead), by reason",
+                &["reason"],
+            ),
+            kept_message_bytes: gauge(
+                "kept_message_bytes",
+                "Bytes of the stored messages (text plus per-row overhead)",
+            ),
+            connections: gauge("connections", "Open client connections (all kinds)"),
+            connections_rejected: counter(
+                "connections_rejected_total",
+                "Connections refused with a 503 because MAX_CONNECTIONS were open",
             ),
             registry: r,
         }

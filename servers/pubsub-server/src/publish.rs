@@ -1,9 +1,15 @@
-//! POST /publish: validate, assign an id, fan out to the topic room and `__all__`, queue for
-//! persistence. Nothing here waits on a subscriber or on the database.
-use std::sync::atomic::Ordering;
-use std::time::Instant;
+//! POST /publish: validate, assign an id, queue for persistence, fan out to the topic room and
+//! `__all__`. Nothing here waits on a subscriber.
+//!
+//! Ack semantics (PUBLISH_ACK): `stored` (default with a database file) answers 200 only once
+//! the message is committed, so every acknowledged message survives a crash; a message that
+//! could not be stored is answered 503 (it may already have been delivered: delivery does not
+//! wait for the disk). `queued` (default with `:memory:`) answers once the message is delivered
+//! and queued: a crash loses what was still queued, and a full queue drops it (counted).
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -13,9 +19,9 @@ use serde_json::value::RawValue;
 use socketioxide::{BroadcastError, SocketError};
 
 use crate::app::{now_ms, SharedApp, MAX_PUBLISHER_LEN, MAX_TOPIC_LEN};
-use crate::config::EmitMode;
+use crate::config::{AckMode, EmitMode};
 use crate::metrics::Metrics;
-use crate::store::Record;
+use crate::store::{Record, Stored};
 
 pub const WILDCARD: &str = "__all__";
 pub const EVENT: &str = "message";
@@ -113,24 +119,51 @@ pub struct OutMessage<'a> {
     pub timestamp: i64,
 }
 
-pub async fn publish(State(app): State<SharedApp>, body: Bytes) -> Response {
+/// Largest accepted request body (the router's `DefaultBodyLimit`).
+pub const MAX_BODY: usize = 1 << 20;
+/// Longest wait for the writer's answer (PUBLISH_ACK=stored) before a 503.
+const STORE_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn rejected(app: &SharedApp, code: StatusCode, r: Rejection) -> Response {
+    app.metrics
+        .publish_rejected
+        .with_label_values(&[r.field])
+        .inc();
+    let error = format!("{}: {}", r.field, r.rule);
+    (code, Json(serde_json::json!({ "error": error }))).into_response()
+}
+
+/// A body that could not be read: over the limit is a 413 that names the limit (axum's own
+/// answer is a plain-text "length limit exceeded"), anything else a 400.
+fn unreadable(app: &SharedApp, e: BytesRejection) -> Response {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        let r = reject("body", format!("must be at most {MAX_BODY} bytes"));
+        return rejected(app, StatusCode::PAYLOAD_TOO_LARGE, r);
+    }
+    rejected(app, e.status(), reject("body", e.body_text()))
+}
+
+pub async fn publish(
+    State(app): State<SharedApp>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     let start = Instant::now();
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return unreadable(&app, e),
+    };
     let msg = match parse(&body) {
         Ok(m) => m,
-        Err(r) => {
-            app.metrics
-                .publish_rejected
-                .with_label_values(&[r.field])
-                .inc();
-            let error = format!("{}: {}", r.field, r.rule);
-            return (
-                StatusCode::BAD_REQUEST,
-                Json(serde_json::json!({ "error": error })),
-            )
-                .into_response();
+        Err(r) => return rejected(&app, StatusCode::BAD_REQUEST, r),
+    };
+    let id = match app.ids.next(&app.store).await {
+        Ok(id) => id,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot reserve message ids");
+            let r = reject("persistence", format!("cannot reserve an id: {e}"));
+            return rejected(&app, StatusCode::SERVICE_UNAVAILABLE, r);
         }
     };
-    let id = app.next_id.fetch_add(1, Ordering::Relaxed);
     let timestamp = now_ms();
     let out = OutMessage {
         id,
@@ -141,23 +174,48 @@ pub async fn publish(State(app): State<SharedApp>, body: Bytes) -> Response {
     };
     // Encode once; both emissions copy these bytes (the packet is built before any await).
     let encoded = serde_json::value::to_raw_value(&out).expect("message serializes");
+    let rec = Record::Message {
+        id,
+        payload: msg.payload.get().to_owned(),
+        topic: msg.topic.clone(),
+        publisher: msg.publisher.clone(),
+        timestamp,
+    };
+    // Queued first, so the write overlaps the fan-out.
+    let stored = match app.cfg.publish_ack {
+        AckMode::Stored => Some(app.store.enqueue_acked(rec).await),
+        AckMode::Queued => {
+            app.store.enqueue(rec);
+            None
+        }
+    };
     emit(&app, &msg.topic, &encoded).await;
     app.graph
         .lock()
         .expect("graph mutex")
         .record(msg.publisher.as_deref(), &msg.topic);
-    app.store.enqueue(Record::Message {
-        id,
-        payload: msg.payload.get().to_owned(),
-        topic: msg.topic,
-        publisher: msg.publisher,
-        timestamp,
-    });
+    if let Some(wait) = stored {
+        if let Err(rule) = await_stored(wait).await {
+            let r = reject("persistence", rule);
+            return rejected(&app, StatusCode::SERVICE_UNAVAILABLE, r);
+        }
+    }
     app.metrics.published.inc();
     app.metrics
         .publish_seconds
         .observe(start.elapsed().as_secs_f64());
     Json(serde_json::json!({ "id": id })).into_response()
+}
+
+async fn await_stored(wait: tokio::sync::oneshot::Receiver<Stored>) -> Result<(), String> {
+    match tokio::time::timeout(STORE_TIMEOUT, wait).await {
+        Ok(Ok(res)) => res,
+        Ok(Err(_)) => Err("the writer has stopped; not stored".into()),
+        Err(_) => Err(format!(
+            "not confirmed within {}s (it may still be stored)",
+            STORE_TIMEOUT.as_secs()
+        )),
+    }
 }
 
 /// Every socket gets a message once: the topic room minus `__all__` members, plus `__all__`.

@@ -1,16 +1,25 @@
 //! Read endpoints. Everything but /health and /metrics is rendered once per CACHE_TTL_SECONDS
 //! per distinct query (moka coalesces concurrent misses), so dashboards polling under load cost
-//! one SQLite query per TTL, not one per request. Pages are bounded: `limit` ≤ 1000.
+//! one SQLite query per TTL, not one per request. Pages are bounded: `limit` ≤ 1000 and about
+//! `store::MAX_PAGE_BYTES` of payloads.
+//!
+//! The cache key is built from the parsed parameters an endpoint uses, never from the raw
+//! query: unknown parameters are ignored (as HTTP caches and cache-busters like `_=<time>`
+//! expect) instead of rejected, so they can neither split the cache into one entry per request
+//! nor break clients that add them; `limit=0100` and `limit=100` are the same page. The cache
+//! is bounded in bytes (key + rendered body), a quarter of MEMORY_BUDGET_BYTES.
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
+use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::app::SharedApp;
+use crate::app::{SharedApp, MAX_TOPIC_LEN};
+use crate::store::StoredMessage;
 
 const MAX_LIMIT: u32 = 1000;
 const DEFAULT_LIMIT: u32 = 100;
@@ -35,8 +44,24 @@ fn json_bytes(b: Bytes) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], b).into_response()
 }
 
+/// Rendered JSON of the read endpoints, keyed by path and normalised parameters.
+pub type PageCache = moka::future::Cache<String, Bytes>;
+
+/// Bounded in bytes, not entries: a thousand 2 MiB pages would not fit a small container.
+pub fn page_cache(budget: u64, ttl: Duration) -> PageCache {
+    moka::future::Cache::builder()
+        .max_capacity(budget)
+        .weigher(|k: &String, v: &Bytes| u32::try_from(k.len() + v.len()).unwrap_or(u32::MAX))
+        .time_to_live(ttl.max(Duration::from_millis(1)))
+        .build()
+}
+
+/// An empty value (`?before=`, as forms send) counts as absent.
 fn num<T: std::str::FromStr>(q: &HashMap<String, String>, k: &str) -> Result<Option<T>, ()> {
-    q.get(k).map(|v| v.parse::<T>().map_err(|_| ())).transpose()
+    q.get(k)
+        .filter(|v| !v.is_empty())
+        .map(|v| v.parse::<T>().map_err(|_| ()))
+        .transpose()
 }
 
 struct Page {
@@ -58,14 +83,14 @@ fn page(q: &HashMap<String, String>) -> Result<Page, Bad> {
 /// Serves `key` from the cache or renders it with `load` (a blocking closure for SQLite).
 async fn cached<F>(app: &SharedApp, key: String, load: F) -> Response
 where
-    F: FnOnce(&SharedApp) -> anyhow::Result<Value> + Send + 'static,
+    F: FnOnce(&SharedApp) -> anyhow::Result<Vec<u8>> + Send + 'static,
 {
     let render = {
         let app = app.clone();
         async move {
             let v = tokio::task::spawn_blocking(move || load(&app)).await;
             match v {
-                Ok(Ok(v)) => Ok(Bytes::from(serde_json::to_vec(&v).expect("json"))),
+                Ok(Ok(v)) => Ok(Bytes::from(v)),
                 Ok(Err(e)) => Err(e.to_string()),
                 Err(e) => Err(e.to_string()),
             }
@@ -92,9 +117,11 @@ where
     }
 }
 
-fn key(path: &str, q: &HashMap<String, String>) -> String {
-    let sorted: BTreeMap<_, _> = q.iter().collect();
-    format!("{path}?{sorted:?}")
+#[derive(Serialize)]
+struct MessagePage {
+    items: Vec<StoredMessage>,
+    next_before: Option<u64>,
+    limit: u32,
 }
 
 pub async fn messages(State(app): State<SharedApp>, Query(q): Params) -> Response {
@@ -102,13 +129,24 @@ pub async fn messages(State(app): State<SharedApp>, Query(q): Params) -> Respons
         Ok(p) => p,
         Err(r) => return r.into_response(),
     };
-    let topic = q.get("topic").cloned();
-    cached(&app, key("/messages", &q), move |app| {
-        let items = app.store.messages(topic.as_deref(), p.before, p.limit)?;
-        let next = (items.len() == p.limit as usize)
-            .then(|| items.last().map(|m| m.id))
-            .flatten();
-        Ok(json!({ "items": items, "next_before": next, "limit": p.limit }))
+    let topic = q.get("topic").filter(|t| !t.is_empty()).cloned();
+    if topic.as_ref().is_some_and(|t| t.len() > MAX_TOPIC_LEN) {
+        return bad("topic", "must be at most 256 bytes");
+    }
+    let key = format!(
+        "/messages?limit={}&before={:?}&topic={topic:?}",
+        p.limit, p.before
+    );
+    cached(&app, key, move |app| {
+        let (items, more) = app.store.messages(topic.as_deref(), p.before, p.limit)?;
+        let full = items.len() == p.limit as usize;
+        let next_before = (full || more).then(|| items.last().map(|m| m.id)).flatten();
+        let page = MessagePage {
+            items,
+            next_before,
+            limit: p.limit,
+        };
+        Ok(serde_json::to_vec(&page)?)
     })
     .await
 }
@@ -122,12 +160,17 @@ pub async fn consumptions(State(app): State<SharedApp>, Query(q): Params) -> Res
         Ok(m) => m,
         Err(()) => return bad("message_id", "must be a non-negative integer"),
     };
-    cached(&app, key("/consumptions", &q), move |app| {
+    let key = format!(
+        "/consumptions?limit={}&before={:?}&message_id={message_id:?}",
+        p.limit, p.before
+    );
+    cached(&app, key, move |app| {
         let (total, items) = app.store.consumptions(message_id, p.before, p.limit)?;
         let next = (items.len() == p.limit as usize)
             .then(|| items.last().map(|c| c.seq))
             .flatten();
-        Ok(json!({ "total": total, "items": items, "next_before": next, "limit": p.limit }))
+        let page = json!({ "total": total, "items": items, "next_before": next, "limit": p.limit });
+        Ok(serde_json::to_vec(&page)?)
     })
     .await
 }
@@ -137,7 +180,7 @@ pub async fn clients(State(app): State<SharedApp>, Query(q): Params) -> Response
         Ok(p) => p,
         Err(r) => return r.into_response(),
     };
-    cached(&app, key("/clients", &q), move |app| {
+    cached(&app, format!("/clients?limit={}", p.limit), move |app| {
         let clients = app.clients.lock().expect("clients mutex");
         let mut items: Vec<Value> = clients
             .iter()
@@ -147,7 +190,7 @@ pub async fn clients(State(app): State<SharedApp>, Query(q): Params) -> Response
         drop(clients);
         items.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
         items.truncate(p.limit as usize);
-        Ok(json!({ "total": total, "items": items }))
+        Ok(serde_json::to_vec(&json!({ "total": total, "items": items }))?)
     })
     .await
 }
@@ -188,7 +231,9 @@ pub async fn graph(State(app): State<SharedApp>) -> Response {
                 json!({ "topic": t, "subscribers": subs })
             })
             .collect();
-        Ok(json!({ "publishers": publishers, "topics": topics, "untracked_publishes": untracked }))
+        let graph =
+            json!({ "publishers": publishers, "topics": topics, "untracked_publishes": untracked });
+        Ok(serde_json::to_vec(&graph)?)
     })
     .await
 }
@@ -233,7 +278,7 @@ pub async fn health(State(app): State<SharedApp>) -> Response {
         "cache_ttl_seconds": app.cfg.cache_ttl.as_secs(),
         "clients": app.metrics.socketio_clients.get(),
         "published": app.metrics.published.get(),
-        "next_id": app.next_id.load(Ordering::Relaxed),
+        "next_id": app.ids.peek(),
     });
     let code = if stopping {
         StatusCode::SERVICE_UNAVAILABLE

@@ -1,25 +1,27 @@
-//! SQLite persistence behind a bounded queue and one batching writer thread.
+//! SQLite persistence behind a bounded queue and one batching writer thread (`writer.rs`).
 //!
-//! Policy: a publish never waits on the database. `enqueue` is a `try_send`; when the queue is
-//! full the record is dropped and counted (`pubsub_persist_dropped_total`). The writer drains up
-//! to `BATCH` records per transaction and prunes rows beyond the retention window, so neither the
-//! queue nor an in-memory database grows without bound.
+//! The queue is bounded twice: in records (PERSIST_QUEUE) and in bytes (a quarter of
+//! MEMORY_BUDGET_BYTES). `enqueue` never waits: when either bound is reached the record is
+//! dropped and counted (`pubsub_persist_dropped_total`). `enqueue_acked` (PUBLISH_ACK=stored)
+//! waits for room instead, and its receiver answers once the record is committed or has
+//! failed for good. Ids are reserved in durable blocks (`reserve_ids`), so an id handed out
+//! before a crash is never handed out again, even if its message was never stored.
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 use serde_json::value::RawValue;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
 use crate::metrics::Metrics;
+use crate::writer::{self, Item};
 
-const BATCH: usize = 4096;
-/// Pause after each committed batch so records accumulate: the writer wakes at most ~200 times
-/// a second instead of once per publish (each wake-up is a context switch on the CPU the
-/// server's workers need; profiled at ~10% of a busy one-CPU server). Records wait at most this
-/// long longer before they are persisted; nothing on the publish path waits for it.
-const COALESCE: std::time::Duration = std::time::Duration::from_millis(5);
+/// Payload bytes after which a page of messages ends early.
+pub const MAX_PAGE_BYTES: usize = 2 << 20;
+/// Bookkeeping bytes counted per row on top of its text (SQLite record, b-tree and index
+/// entries), so a budget of small messages is not undercounted.
+pub const ROW_OVERHEAD: u64 = 64;
 
 pub enum Record {
     Message {
@@ -34,8 +36,42 @@ pub enum Record {
         client: String,
         timestamp: i64,
     },
-    /// Answered once everything queued before it is committed.
-    Flush(oneshot::Sender<()>),
+}
+
+impl Record {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Record::Message { .. } => "message",
+            Record::Consumption { .. } => "consumption",
+        }
+    }
+
+    /// Bytes this record holds in the queue and, for a message, in the database.
+    pub fn weight(&self) -> u64 {
+        let text = match self {
+            Record::Message {
+                topic,
+                payload,
+                publisher,
+                ..
+            } => topic.len() + payload.len() + publisher.as_ref().map_or(0, String::len),
+            Record::Consumption { client, .. } => client.len(),
+        };
+        text as u64 + ROW_OVERHEAD
+    }
+}
+
+/// The writer's answer: committed, or why not.
+pub type Stored = Result<(), String>;
+
+/// Bounds of the queue and of what is kept.
+pub struct Limits {
+    pub queue: usize,
+    pub queue_bytes: u64,
+    /// Newest messages (and consumptions) kept.
+    pub retain: u64,
+    /// Bytes of messages kept (None: no byte bound, a file database).
+    pub retain_bytes: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -56,8 +92,10 @@ pub struct StoredConsumption {
 }
 
 pub struct Store {
-    conn: Arc<Mutex<Connection>>,
-    tx: mpsc::Sender<Record>,
+    pub(crate) conn: Arc<Mutex<Connection>>,
+    tx: mpsc::Sender<Item>,
+    queue_bytes: Arc<Semaphore>,
+    max_permits: u32,
     metrics: Arc<Metrics>,
 }
 
@@ -75,7 +113,8 @@ fn open(path: &str) -> rusqlite::Result<Connection> {
          CREATE INDEX IF NOT EXISTS messages_topic ON messages(topic, id);
          CREATE TABLE IF NOT EXISTS consumptions (
              seq INTEGER PRIMARY KEY AUTOINCREMENT, message_id INTEGER NOT NULL,
-             client TEXT NOT NULL, timestamp INTEGER NOT NULL);",
+             client TEXT NOT NULL, timestamp INTEGER NOT NULL);
+         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);",
     )?;
     Ok(conn)
 }
@@ -84,69 +123,132 @@ impl Store {
     /// Opens (creating) the database and starts the writer thread.
     pub fn open(
         path: &str,
-        queue: usize,
-        retain: u64,
+        limits: Limits,
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<(Store, JoinHandle<()>)> {
         let conn = open(path).map_err(|e| anyhow::anyhow!("DATABASE_FILE={path:?}: {e}"))?;
         let conn = Arc::new(Mutex::new(conn));
-        let (tx, rx) = mpsc::channel(queue);
-        let writer = {
-            let conn = conn.clone();
-            let metrics = metrics.clone();
-            std::thread::Builder::new()
-                .name("sqlite-writer".into())
-                .spawn(move || write_loop(conn, rx, retain, metrics))?
+        let (tx, rx) = mpsc::channel(limits.queue);
+        let max_permits = u32::try_from(limits.queue_bytes).unwrap_or(u32::MAX);
+        let writer = writer::start(conn.clone(), rx, &limits, metrics.clone())?;
+        let queue_bytes = Arc::new(Semaphore::new(max_permits as usize));
+        let store = Store {
+            conn,
+            tx,
+            queue_bytes,
+            max_permits,
+            metrics,
         };
-        Ok((Store { conn, tx, metrics }, writer))
+        Ok((store, writer))
+    }
+
+    /// Queue bytes for `rec`; one record larger than the whole budget takes all of it.
+    fn permits(&self, rec: &Record) -> u32 {
+        u32::try_from(rec.weight())
+            .unwrap_or(u32::MAX)
+            .min(self.max_permits)
+    }
+
+    fn dropped(&self, kind: &str) -> bool {
+        self.metrics
+            .persist_dropped
+            .with_label_values(&[kind])
+            .inc();
+        false
     }
 
     /// Queues a record without waiting; returns false (and counts) when it had to be dropped.
     pub fn enqueue(&self, rec: Record) -> bool {
-        let kind = match &rec {
-            Record::Message { .. } => "message",
-            Record::Consumption { .. } => "consumption",
-            Record::Flush(_) => "flush",
+        let kind = rec.kind();
+        let Ok(bytes) = self
+            .queue_bytes
+            .clone()
+            .try_acquire_many_owned(self.permits(&rec))
+        else {
+            return self.dropped(kind);
         };
-        match self.tx.try_send(rec) {
+        match self.tx.try_send(Item::record(rec, None, bytes)) {
             Ok(()) => {
                 self.metrics.persist_queue_depth.inc();
                 true
             }
-            Err(_) => {
-                self.metrics
-                    .persist_dropped
-                    .with_label_values(&[kind])
-                    .inc();
-                false
-            }
+            Err(_) => self.dropped(kind),
         }
     }
 
-    /// Waits until everything queued so far is committed (shutdown, tests).
-    pub async fn flush(&self) {
+    /// Queues a record, waiting for room; the receiver answers once it is committed (or
+    /// failed for good). If the writer is gone the receiver reports a closed channel.
+    pub async fn enqueue_acked(&self, rec: Record) -> oneshot::Receiver<Stored> {
         let (done, wait) = oneshot::channel();
-        if self.tx.send(Record::Flush(done)).await.is_ok() {
+        let permits = self.permits(&rec);
+        let bytes: OwnedSemaphorePermit = self
+            .queue_bytes
+            .clone()
+            .acquire_many_owned(permits)
+            .await
+            .expect("the queue semaphore is never closed");
+        if self
+            .tx
+            .send(Item::record(rec, Some(done), bytes))
+            .await
+            .is_ok()
+        {
             self.metrics.persist_queue_depth.inc();
-            let _ = wait.await;
         }
+        wait
     }
 
-    pub fn max_message_id(&self) -> rusqlite::Result<u64> {
+    /// Waits until everything queued so far is committed (shutdown, tests). An error says
+    /// how many records failed for good since the previous flush.
+    pub async fn flush(&self) -> Stored {
+        let (done, wait) = oneshot::channel();
+        self.tx
+            .send(Item::Flush(done))
+            .await
+            .map_err(|_| "the writer has stopped".to_owned())?;
+        self.metrics.persist_queue_depth.inc();
+        wait.await
+            .map_err(|_| "the writer has stopped".to_owned())?
+    }
+
+    /// The first id that may be handed out: above every stored id and every reserved block.
+    pub fn id_floor(&self) -> rusqlite::Result<u64> {
         let conn = self.conn.lock().expect("sqlite mutex");
-        conn.query_row("SELECT COALESCE(MAX(id), 0) FROM messages", [], |r| {
-            r.get::<_, i64>(0)
-        })
-        .map(|v| v as u64)
+        let max: i64 = conn.query_row("SELECT COALESCE(MAX(id), 0) FROM messages", [], |r| {
+            r.get(0)
+        })?;
+        let reserved: Option<i64> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'id_ceiling'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        Ok((max as u64 + 1).max(reserved.unwrap_or(0) as u64).max(1))
     }
 
-    /// Newest first; `before` is the cursor from the previous page.
+    /// Durably records that ids below `ceiling` may be handed out (committed before any is).
+    pub async fn reserve_ids(&self, ceiling: u64) -> anyhow::Result<()> {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = conn.lock().expect("sqlite mutex");
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('id_ceiling', ?1)
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                params![ceiling as i64],
+            )
+        })
+        .await??;
+        Ok(())
+    }
+
+    /// Newest first; `before` is the cursor from the previous page. A page ends early (and
+    /// says there is more) once its payloads reach MAX_PAGE_BYTES, so a page of 1 MiB messages
+    /// is a few MiB, not a GiB.
     pub fn messages(
         &self,
         topic: Option<&str>,
         before: Option<u64>,
         limit: u32,
-    ) -> rusqlite::Result<Vec<StoredMessage>> {
+    ) -> rusqlite::Result<(Vec<StoredMessage>, bool)> {
         let conn = self.conn.lock().expect("sqlite mutex");
         let mut stmt = conn.prepare_cached(
             "SELECT id, topic, payload, publisher, timestamp FROM messages
@@ -167,7 +269,16 @@ impl Store {
                 })
             },
         )?;
-        rows.collect()
+        let (mut items, mut bytes) = (Vec::new(), 0);
+        for row in rows {
+            let m = row?;
+            bytes += m.payload.get().len();
+            items.push(m);
+            if bytes >= MAX_PAGE_BYTES {
+                return Ok((items, true));
+            }
+        }
+        Ok((items, false))
     }
 
     pub fn consumptions(
@@ -209,109 +320,32 @@ impl Store {
     }
 }
 
-fn write_loop(
-    conn: Arc<Mutex<Connection>>,
-    mut rx: mpsc::Receiver<Record>,
-    retain: u64,
-    metrics: Arc<Metrics>,
-) {
-    let mut batch = Vec::with_capacity(BATCH);
-    while let Some(first) = rx.blocking_recv() {
-        batch.push(first);
-        while batch.len() < BATCH {
-            match rx.try_recv() {
-                Ok(r) => batch.push(r),
-                Err(_) => break,
-            }
-        }
-        metrics.persist_queue_depth.sub(batch.len() as i64);
-        if let Err(e) = write_batch(&conn, &mut batch, retain, &metrics) {
-            tracing::error!(error = %e, "sqlite batch failed; records dropped");
-            metrics
-                .persist_dropped
-                .with_label_values(&["write_error"])
-                .inc_by(batch.len() as u64);
-        }
-        let mut flushed = false;
-        for rec in batch.drain(..) {
-            if let Record::Flush(done) = rec {
-                let _ = done.send(());
-                flushed = true;
-            }
-        }
-        // A flush (shutdown, tests) is waited for: serve whatever follows it at once.
-        if !flushed {
-            std::thread::sleep(COALESCE);
-        }
+/// Holds the database from another thread (so the writer cannot commit) until dropped.
+#[cfg(test)]
+pub(crate) struct Hold(Option<std::sync::mpsc::Sender<()>>, Option<JoinHandle<()>>);
+
+#[cfg(test)]
+impl Store {
+    pub(crate) fn hold(&self) -> Hold {
+        let (locked, is_locked) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let conn = self.conn.clone();
+        let t = std::thread::spawn(move || {
+            let _held = conn.lock().unwrap();
+            locked.send(()).unwrap();
+            let _ = released.recv();
+        });
+        is_locked.recv().unwrap();
+        Hold(Some(release), Some(t))
     }
 }
 
-fn write_batch(
-    conn: &Mutex<Connection>,
-    batch: &mut [Record],
-    retain: u64,
-    metrics: &Metrics,
-) -> rusqlite::Result<()> {
-    let mut conn = conn.lock().expect("sqlite mutex");
-    let tx = conn.transaction()?;
-    let (mut msgs, mut cons, mut max_id) = (0u64, 0u64, 0u64);
-    {
-        let mut ins_m = tx.prepare_cached(
-            "INSERT OR REPLACE INTO messages (id, topic, payload, publisher, timestamp)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?;
-        let mut ins_c = tx.prepare_cached(
-            "INSERT INTO consumptions (message_id, client, timestamp) VALUES (?1, ?2, ?3)",
-        )?;
-        for rec in batch.iter() {
-            match rec {
-                Record::Message {
-                    id,
-                    topic,
-                    payload,
-                    publisher,
-                    timestamp,
-                } => {
-                    ins_m.execute(params![*id as i64, topic, payload, publisher, timestamp])?;
-                    msgs += 1;
-                    max_id = max_id.max(*id);
-                }
-                Record::Consumption {
-                    message_id,
-                    client,
-                    timestamp,
-                } => {
-                    ins_c.execute(params![*message_id as i64, client, timestamp])?;
-                    cons += 1;
-                }
-                Record::Flush(_) => {}
-            }
-        }
+#[cfg(test)]
+impl Drop for Hold {
+    fn drop(&mut self) {
+        drop(self.0.take());
+        self.1.take().unwrap().join().unwrap();
     }
-    // Retention: ids are dense, so "id <= newest - retain" keeps the newest `retain` messages.
-    if msgs > 0 && max_id > retain {
-        tx.execute(
-            "DELETE FROM messages WHERE id <= ?1",
-            params![(max_id - retain) as i64],
-        )?;
-    }
-    if cons > 0 {
-        tx.execute(
-            "DELETE FROM consumptions WHERE seq <= (SELECT MAX(seq) FROM consumptions) - ?1",
-            params![retain as i64],
-        )?;
-    }
-    tx.commit()?;
-    metrics
-        .persist_written
-        .with_label_values(&["message"])
-        .inc_by(msgs);
-    metrics
-        .persist_written
-        .with_label_values(&["consumption"])
-        .inc_by(cons);
-    metrics.persist_batch.observe((msgs + cons) as f64);
-    Ok(())
 }
 
 #[cfg(test)]
@@ -328,33 +362,42 @@ mod tests {
         }
     }
 
+    fn limits(queue: usize, retain: u64) -> Limits {
+        Limits {
+            queue,
+            queue_bytes: 1 << 20,
+            retain,
+            retain_bytes: None,
+        }
+    }
+
     #[tokio::test]
     async fn writes_in_batches_pages_and_prunes() {
         let m = Arc::new(Metrics::new());
-        let (store, _w) = Store::open(":memory:", 1000, 5, m.clone()).unwrap();
+        let (store, _w) = Store::open(":memory:", limits(1000, 5), m.clone()).unwrap();
         for id in 1..=8 {
             assert!(store.enqueue(msg(id, if id % 2 == 0 { "even" } else { "odd" })));
         }
-        store.flush().await;
-        let all = store.messages(None, None, 100).unwrap();
+        store.flush().await.unwrap();
+        let all = store.messages(None, None, 100).unwrap().0;
         // Retention of 5 keeps ids 4..=8, newest first.
         assert_eq!(
             all.iter().map(|m| m.id).collect::<Vec<_>>(),
             vec![8, 7, 6, 5, 4]
         );
         assert_eq!(all[0].payload.get(), "\"p8\"");
-        let page = store.messages(None, Some(6), 2).unwrap();
+        let page = store.messages(None, Some(6), 2).unwrap().0;
         assert_eq!(page.iter().map(|m| m.id).collect::<Vec<_>>(), vec![5, 4]);
-        let even = store.messages(Some("even"), None, 100).unwrap();
+        let even = store.messages(Some("even"), None, 100).unwrap().0;
         assert_eq!(even.iter().map(|m| m.id).collect::<Vec<_>>(), vec![8, 6, 4]);
-        assert_eq!(store.max_message_id().unwrap(), 8);
+        assert_eq!(store.id_floor().unwrap(), 9);
         assert_eq!(m.persist_queue_depth.get(), 0);
     }
 
     #[tokio::test]
     async fn full_queue_drops_and_counts_instead_of_blocking() {
         let m = Arc::new(Metrics::new());
-        let (store, _w) = Store::open(":memory:", 1, 100, m.clone()).unwrap();
+        let (store, _w) = Store::open(":memory:", limits(1, 100), m.clone()).unwrap();
         // Hold the database so the writer cannot drain while we overfill the queue.
         let guard = store.conn.lock().unwrap();
         let accepted = (1..=50).filter(|&id| store.enqueue(msg(id, "t"))).count();
@@ -365,7 +408,127 @@ mod tests {
         );
         let dropped = m.persist_dropped.with_label_values(&["message"]).get();
         assert_eq!(dropped as usize, 50 - accepted);
-        store.flush().await;
-        assert_eq!(store.messages(None, None, 100).unwrap().len(), accepted);
+        store.flush().await.unwrap();
+        assert_eq!(store.messages(None, None, 100).unwrap().0.len(), accepted);
+    }
+
+    #[tokio::test]
+    async fn a_failing_record_does_not_take_its_batch_down() {
+        let m = Arc::new(Metrics::new());
+        let (store, _w) = Store::open(":memory:", limits(1000, 100), m.clone()).unwrap();
+        store
+            .conn
+            .lock()
+            .unwrap()
+            .execute_batch(
+                "CREATE TRIGGER poison BEFORE INSERT ON messages WHEN NEW.topic = 'poison'
+                 BEGIN SELECT RAISE(ABORT, 'poisoned'); END;",
+            )
+            .unwrap();
+        // The writer is held off, so the poisoned record shares a batch with good ones.
+        let guard = store.hold();
+        let mut poisoned = None;
+        for id in 1..=5 {
+            if id == 4 {
+                poisoned = Some(store.enqueue_acked(msg(id, "poison")).await);
+            } else {
+                assert!(store.enqueue(msg(id, "t")));
+            }
+        }
+        drop(guard);
+        let err = store.flush().await.unwrap_err();
+        assert_eq!(err, "1 records could not be stored");
+        let answer = poisoned.unwrap().await.unwrap().unwrap_err();
+        assert!(answer.contains("poisoned"), "{answer}");
+        assert_eq!(m.persist_failed.with_label_values(&["message"]).get(), 1);
+        let stored = store.messages(None, None, 100).unwrap().0;
+        let ids: Vec<u64> = stored.iter().map(|m| m.id).collect();
+        assert_eq!(
+            ids,
+            vec![5, 3, 2, 1],
+            "the good records of the batch are kept"
+        );
+        store.flush().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn kept_messages_stay_within_the_byte_budget_oldest_evicted_first() {
+        let m = Arc::new(Metrics::new());
+        let budget = 10 * (1000 + ROW_OVERHEAD + 7);
+        let lim = Limits {
+            retain_bytes: Some(budget),
+            ..limits(1000, 100)
+        };
+        let (store, _w) = Store::open(":memory:", lim, m.clone()).unwrap();
+        let big = |id| Record::Message {
+            id,
+            topic: "t".into(),
+            payload: format!("\"{}\"", "x".repeat(998)),
+            publisher: None,
+            timestamp: 1,
+        };
+        for id in 1..=25 {
+            assert!(store.enqueue(big(id)));
+            if id % 7 == 0 {
+                store.flush().await.unwrap();
+            }
+        }
+        store.flush().await.unwrap();
+        let ids: Vec<u64> = store
+            .messages(None, None, 100)
+            .unwrap()
+            .0
+            .iter()
+            .map(|m| m.id)
+            .collect();
+        assert_eq!(
+            ids,
+            (16..=25).rev().collect::<Vec<_>>(),
+            "the newest that fit"
+        );
+        assert_eq!(m.evicted_messages.with_label_values(&["budget"]).get(), 15);
+        assert_eq!(m.evicted_messages.with_label_values(&["retain"]).get(), 0);
+        assert!(m.kept_message_bytes.get() as u64 <= budget);
+    }
+
+    #[tokio::test]
+    async fn an_acked_record_is_answered_only_after_its_commit() {
+        let m = Arc::new(Metrics::new());
+        let (store, _w) = Store::open(":memory:", limits(1000, 100), m.clone()).unwrap();
+        let guard = store.hold();
+        let mut wait = store.enqueue_acked(msg(1, "t")).await;
+        // The writer cannot commit while the database is held: no answer yet.
+        assert!(wait.try_recv().is_err());
+        drop(guard);
+        wait.await.unwrap().unwrap();
+        assert_eq!(store.messages(None, None, 1).unwrap().0[0].id, 1);
+    }
+
+    #[tokio::test]
+    async fn the_queue_is_bounded_in_bytes() {
+        let m = Arc::new(Metrics::new());
+        let lim = Limits {
+            queue_bytes: 3000,
+            ..limits(1000, 100)
+        };
+        let (store, _w) = Store::open(":memory:", lim, m.clone()).unwrap();
+        let guard = store.conn.lock().unwrap();
+        let big = |id| Record::Message {
+            id,
+            topic: "t".into(),
+            payload: "1".repeat(1000),
+            publisher: None,
+            timestamp: 1,
+        };
+        let accepted = (1..=10).filter(|&id| store.enqueue(big(id))).count();
+        drop(guard);
+        // 1065 bytes each: two fit the 3000-byte queue; a record the stuck writer holds still
+        // holds its bytes.
+        assert_eq!(accepted, 2, "records of 1065 bytes queued in 3000 bytes");
+        assert_eq!(
+            m.persist_dropped.with_label_values(&["message"]).get() as usize,
+            10 - accepted
+        );
+        store.flush().await.unwrap();
     }
 }

@@ -74,6 +74,28 @@ impl Server {
         format!("{}{}", self.base, path)
     }
 
+    /// Resident set size of the server process (VmRSS from /proc), in bytes.
+    pub fn rss_bytes(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("read /proc/<pid>/status");
+        let kb = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .expect("VmRSS line");
+        kb.trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse::<u64>()
+            .unwrap()
+            * 1024
+    }
+
+    /// SIGKILL (a crash: no flush, no shutdown), and reap it.
+    pub fn kill9(mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reap");
+    }
+
     /// SIGTERM, then wait (bounded) for a clean exit; returns the exit status code.
     pub fn terminate(mut self) -> Option<i32> {
         let pid = self.child.id().to_string();
@@ -117,6 +139,37 @@ pub async fn http(method: &str, url: &str, body: Option<&str>) -> (u16, Value) {
     let v = serde_json::from_slice(&bytes)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
     (status, v)
+}
+
+/// Like `http`, but a connection or protocol error is `None` instead of a panic (a server
+/// that is being killed, a refused connection).
+pub async fn try_http(method: &str, url: &str, body: Option<String>) -> Option<(u16, Value)> {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let req = hyper::Request::builder()
+        .method(method)
+        .uri(url)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.unwrap_or_default())))
+        .unwrap();
+    let res = tokio::time::timeout(Duration::from_secs(30), client.request(req))
+        .await
+        .ok()?
+        .ok()?;
+    let status = res.status().as_u16();
+    let bytes = res.into_body().collect().await.ok()?.to_bytes();
+    let v = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    Some((status, v))
+}
+
+/// The value of an unlabelled (or fully labelled) Prometheus sample in /metrics, 0 if absent.
+pub async fn metric(server: &Server, sample: &str) -> f64 {
+    let text = http("GET", &server.url("/metrics"), None).await.1;
+    text.as_str()
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix(sample)?.strip_prefix(' '))
+        .map_or(0.0, |v| v.trim().parse().unwrap())
 }
 
 pub async fn get(url: &str) -> Value {
