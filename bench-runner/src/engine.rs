@@ -82,6 +82,13 @@ pub fn validate(w: &Workload) -> anyhow::Result<()> {
     anyhow::bail!("invalid workload:\n{}", lines.join("\n"))
 }
 
+/// A standalone workload file (YAML or JSON), checked as admission would check it.
+pub fn parse_workload(text: &str) -> anyhow::Result<Workload> {
+    let w: Workload = serde_norway::from_str(text)?;
+    validate(&w)?;
+    Ok(w)
+}
+
 pub async fn run(w: Workload, target: &str, opts: RunOptions) -> anyhow::Result<RunnerResult> {
     validate(&w)?;
     let target = TargetUrl::parse(target).map_err(|e| anyhow::anyhow!("--target {e}"))?;
