@@ -9,6 +9,7 @@ use msgbench_crds::workload::Workload;
 use runner_api::histo::Histo;
 use runner_api::result::{self, ConnectionStats, Generator, PhaseStats, RunnerResult};
 use runner_api::target::TargetUrl;
+use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -43,7 +44,8 @@ pub async fn run(
             driver: &driver,
             held: &held,
             stats: &stats,
-            max_per_second: c.max_per_second,
+            // validate() refuses 0; were it to get here, it means no limit.
+            max_per_second: c.max_per_second.and_then(NonZeroU32::new),
         };
         opening.open(opened..level, step_start).await?;
         opened = level;
@@ -107,7 +109,8 @@ struct Opening<'a> {
     driver: &'a Arc<dyn Driver>,
     held: &'a Arc<Mutex<Vec<Box<dyn Send>>>>,
     stats: &'a Arc<Mutex<Tally>>,
-    max_per_second: Option<u32>,
+    /// Non-zero by type: the pacing divides by it.
+    max_per_second: Option<NonZeroU32>,
 }
 
 impl Opening<'_> {
@@ -118,7 +121,7 @@ impl Opening<'_> {
         let first = ids.start;
         for i in ids {
             if let Some(mps) = self.max_per_second {
-                let at = from_us + u64::from(i - first) * 1_000_000 / u64::from(mps);
+                let at = from_us + u64::from(i - first) * 1_000_000 / u64::from(mps.get());
                 tokio::time::sleep_until(clock::instant_at(at).into()).await;
             }
             let permit = self.sem.clone().acquire_owned().await?;
@@ -154,4 +157,56 @@ impl Opening<'_> {
 fn first_line(e: &anyhow::Error) -> String {
     let s = format!("{e:#}");
     s.lines().next().unwrap_or("").chars().take(80).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drivers::{Publisher, Stop};
+    use crate::recorder::ReceiveRecorder;
+    use futures::future::BoxFuture;
+
+    /// Connects at once to nothing: only the pacing is under test.
+    struct Instant;
+
+    impl Driver for Instant {
+        fn subscribe(
+            &self,
+            _: u32,
+            _: Vec<u32>,
+            _: ReceiveRecorder,
+            _: Stop,
+        ) -> BoxFuture<'_, anyhow::Result<tokio::task::JoinHandle<()>>> {
+            Box::pin(async { anyhow::bail!("not a messaging driver") })
+        }
+        fn publisher(
+            &self,
+            _: u32,
+            _: crate::recorder::Shared,
+            _: ReceiveRecorder,
+            _: Stop,
+        ) -> BoxFuture<'_, anyhow::Result<Box<dyn Publisher>>> {
+            Box::pin(async { anyhow::bail!("not a messaging driver") })
+        }
+        fn connect_idle(&self, _: u32) -> BoxFuture<'_, anyhow::Result<Box<dyn Send>>> {
+            Box::pin(async { Ok(Box::new(()) as Box<dyn Send>) })
+        }
+    }
+
+    /// A rate of 0 that got past validation must not divide by zero in the pacing (it did:
+    /// `1_000_000 / 0`); as the pacing's type it now means no limit.
+    #[tokio::test]
+    async fn pacing_never_divides_by_zero() {
+        let driver: Arc<dyn Driver> = Arc::new(Instant);
+        let (sem, held, stats) = (Arc::new(Semaphore::new(4)), Arc::default(), Arc::default());
+        let opening = Opening {
+            sem: &sem,
+            driver: &driver,
+            held: &held,
+            stats: &stats,
+            max_per_second: NonZeroU32::new(0),
+        };
+        opening.open(0..3, clock::now_us()).await.unwrap();
+        assert_eq!(held.lock().unwrap().len(), 3);
+    }
 }

@@ -67,12 +67,26 @@ pub enum SharedSetup {
 
 /// Checks a workload and returns every rule it breaks, one per line.
 pub fn validate(w: &Workload) -> anyhow::Result<()> {
-    let v = w.violations();
-    if v.is_empty() {
+    let mut lines: Vec<String> = w
+        .violations()
+        .iter()
+        .chain(&plan::violations(w))
+        .map(|v| format!("  {v}"))
+        .collect();
+    if lines.is_empty() {
         return Ok(());
     }
-    let lines: Vec<String> = v.iter().map(|v| format!("  {v}")).collect();
+    // A rule both lists check is said once.
+    let mut seen = std::collections::HashSet::new();
+    lines.retain(|l| seen.insert(l.clone()));
     anyhow::bail!("invalid workload:\n{}", lines.join("\n"))
+}
+
+/// A standalone workload file (YAML or JSON), checked as admission would check it.
+pub fn parse_workload(text: &str) -> anyhow::Result<Workload> {
+    let w: Workload = serde_norway::from_str(text)?;
+    validate(&w)?;
+    Ok(w)
 }
 
 pub async fn run(w: Workload, target: &str, opts: RunOptions) -> anyhow::Result<RunnerResult> {

@@ -3,7 +3,6 @@
 use anyhow::Context;
 use bench_runner::{agent, engine, report, termination, RunOptions};
 use clap::{Parser, Subcommand};
-use msgbench_crds::workload::Workload;
 use runner_api::agent::{AgentConfig, ResultLine};
 use runner_api::result::RunnerResult;
 use runner_api::result_frames;
@@ -115,7 +114,7 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
         } => {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
-            let w: Workload = serde_norway::from_str(&text)
+            let w = engine::parse_workload(&text)
                 .with_context(|| format!("{}: not a valid workload", file.display()))?;
             let opts = RunOptions {
                 runner_id: runner_id.unwrap_or_else(random_id),

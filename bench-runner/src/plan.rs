@@ -1,6 +1,6 @@
 //! Turns a workload into phases. Phase 0 is always warm-up (possibly empty); measured phases
 //! follow, each with the header phase byte equal to its index.
-use msgbench_crds::workload::{StageDimension, StageShape, Workload};
+use msgbench_crds::workload::{StageDimension, StageShape, Violation, Workload};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Length {
@@ -216,6 +216,48 @@ pub fn phases(w: &Workload) -> Vec<PlanPhase> {
     out
 }
 
+/// Rules the runner checks on top of [`Workload::violations`]: values its own arithmetic
+/// cannot take (a connection rate of 0 divides by zero; a NaN ratio threshold compares false
+/// with every ratio, so the breaking-point search would never stop).
+pub fn violations(w: &Workload) -> Vec<Violation> {
+    let mut v = Vec::new();
+    let mut bad = |field: &str, rule: &str| {
+        v.push(Violation {
+            field: format!("workload.{field}"),
+            rule: rule.into(),
+        })
+    };
+    let mps = w.connections.as_ref().and_then(|c| c.max_per_second);
+    if mps.is_some_and(|n| !(1..=1_000_000).contains(&n)) {
+        bad(
+            "connections.maxPerSecond",
+            "must be between 1 and 1000000 (omit it for no limit)",
+        );
+    }
+    if let Some(sw) = w.stages.as_ref().and_then(|s| s.stop_when.as_ref()) {
+        // `contains` is false for NaN.
+        if sw
+            .delivered_ratio_below
+            .is_some_and(|r| !(0.0..=1.0).contains(&r))
+        {
+            bad(
+                "stages.stopWhen.deliveredRatioBelow",
+                "must be a number between 0 and 1",
+            );
+        }
+        if sw
+            .p99_micros_above
+            .is_some_and(|l| !(1..=60_000_000).contains(&l))
+        {
+            bad(
+                "stages.stopWhen.p99MicrosAbove",
+                "must be between 1 and 60000000",
+            );
+        }
+    }
+    v
+}
+
 /// Publisher connections needed (the most any phase uses).
 pub fn max_publishers(phases: &[PlanPhase]) -> u32 {
     phases
@@ -315,5 +357,39 @@ mod tests {
         let p = phases(&w);
         assert_eq!(max_publishers(&p), 5);
         assert_eq!(p[2].publishers, 3);
+    }
+
+    fn rules_broken(yaml: &str) -> String {
+        let w: Workload = serde_norway::from_str(yaml).unwrap();
+        match crate::engine::validate(&w) {
+            Ok(()) => String::new(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_connection_rate_of_zero_is_refused_by_name() {
+        let e = rules_broken("protocol: nats\nconnections: {count: 10, maxPerSecond: 0}\n");
+        assert!(
+            e.contains("workload.connections.maxPerSecond: must be between 1 and 1000000"),
+            "{e:?}"
+        );
+        let ok = rules_broken("protocol: nats\nconnections: {count: 10, maxPerSecond: 1}\n");
+        assert_eq!(ok, "");
+    }
+
+    /// YAML can spell NaN (`.nan`): a NaN threshold compares false with every delivered ratio,
+    /// so the breaking-point search would silently never stop.
+    #[test]
+    fn a_nan_or_out_of_range_ratio_threshold_is_refused() {
+        for r in [".nan", ".inf", "-0.5", "1.5"] {
+            let e = rules_broken(&format!(
+                "protocol: nats\nstages: {{dimension: rate, start: 1, step: 1, count: 2, stageSeconds: 1, stopWhen: {{deliveredRatioBelow: {r}}}}}\n"
+            ));
+            assert!(
+                e.contains("workload.stages.stopWhen.deliveredRatioBelow: must be a number between 0 and 1"),
+                "{r}: {e:?}"
+            );
+        }
     }
 }

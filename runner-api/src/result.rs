@@ -101,18 +101,17 @@ impl PhaseStats {
         if self.ramp_to.is_none() {
             self.ramp_to = o.ramp_to;
         }
-        self.publishers += o.publishers;
-        self.scheduled += o.scheduled;
-        self.published += o.published;
+        // Saturating: counters come from other processes and are not trusted to fit.
+        self.publishers = self.publishers.saturating_add(o.publishers);
+        self.scheduled = self.scheduled.saturating_add(o.scheduled);
+        self.published = self.published.saturating_add(o.published);
         add_vec(&mut self.published_by_topic, &o.published_by_topic);
         add_vec(&mut self.subscribers_by_topic, &o.subscribers_by_topic);
-        self.received += o.received;
-        self.duplicates += o.duplicates;
-        self.out_of_order += o.out_of_order;
-        self.received_remote += o.received_remote;
-        for (k, v) in &o.errors {
-            *self.errors.entry(k.clone()).or_default() += v;
-        }
+        self.received = self.received.saturating_add(o.received);
+        self.duplicates = self.duplicates.saturating_add(o.duplicates);
+        self.out_of_order = self.out_of_order.saturating_add(o.out_of_order);
+        self.received_remote = self.received_remote.saturating_add(o.received_remote);
+        add_errors(&mut self.errors, &o.errors);
         self.publish_seconds = self.publish_seconds.max(o.publish_seconds);
         self.receive_seconds = self.receive_seconds.max(o.receive_seconds);
         self.delivery_seconds = self.delivery_seconds.max(o.delivery_seconds);
@@ -122,7 +121,8 @@ impl PhaseStats {
     }
 
     pub fn error(&mut self, kind: &str) {
-        *self.errors.entry(kind.to_string()).or_default() += 1;
+        let n = self.errors.entry(kind.to_string()).or_default();
+        *n = n.saturating_add(1);
     }
 
     pub fn finalize(&mut self) {
@@ -132,10 +132,11 @@ impl PhaseStats {
                 .published_by_topic
                 .iter()
                 .zip(&self.subscribers_by_topic)
-                .map(|(p, s)| p * s)
-                .sum(),
+                .map(|(p, s)| p.saturating_mul(*s))
+                .fold(0, u64::saturating_add),
         };
-        let unique = self.received - self.duplicates;
+        // More duplicates than deliveries only comes from an inconsistent record.
+        let unique = self.received.saturating_sub(self.duplicates);
         let rate = |n: u64, s: f64| if s > 0.0 { round1(n as f64 / s) } else { 0.0 };
         self.summary = PhaseSummary {
             expected,
@@ -148,7 +149,7 @@ impl PhaseStats {
             publish_rate: rate(self.published, self.publish_seconds),
             receive_rate: rate(self.received, self.receive_seconds),
             delivery_rate: rate(unique, self.delivery_seconds),
-            errors: self.errors.values().sum(),
+            errors: self.errors.values().fold(0, |a, b| a.saturating_add(*b)),
             latency: self.latency.summary(),
             ack_latency: self.ack_latency.summary(),
             send_lag: self.send_lag.summary(),
@@ -161,7 +162,14 @@ fn add_vec(a: &mut Vec<u64>, b: &[u64]) {
         a.resize(b.len(), 0);
     }
     for (x, y) in a.iter_mut().zip(b) {
-        *x += y;
+        *x = x.saturating_add(*y);
+    }
+}
+
+fn add_errors(a: &mut BTreeMap<String, u64>, b: &BTreeMap<String, u64>) {
+    for (k, v) in b {
+        let n = a.entry(k.clone()).or_default();
+        *n = n.saturating_add(*v);
     }
 }
 fn round1(x: f64) -> f64 {
@@ -198,15 +206,13 @@ pub struct ConnectionStats {
 
 impl ConnectionStats {
     pub fn add(&mut self, o: &ConnectionStats) {
-        self.attempted += o.attempted;
-        self.connected += o.connected;
-        self.failed += o.failed;
+        self.attempted = self.attempted.saturating_add(o.attempted);
+        self.connected = self.connected.saturating_add(o.connected);
+        self.failed = self.failed.saturating_add(o.failed);
         self.connect_seconds = self.connect_seconds.max(o.connect_seconds);
         self.held_seconds = self.held_seconds.max(o.held_seconds);
         self.connect_time.add(&o.connect_time);
-        for (k, v) in &o.errors {
-            *self.errors.entry(k.clone()).or_default() += v;
-        }
+        add_errors(&mut self.errors, &o.errors);
     }
     pub fn finalize(&mut self) {
         self.connections_per_second = if self.connect_seconds > 0.0 {
@@ -299,10 +305,15 @@ impl RunnerResult {
             c.finalize();
         }
         let g = &mut self.generator;
-        let msgs = (self.measured.published
-            + self.measured.received
-            + self.warmup.as_ref().map_or(0, |w| w.published + w.received))
-            as f64;
+        let warm = self
+            .warmup
+            .as_ref()
+            .map_or(0, |w| w.published.saturating_add(w.received));
+        let msgs = self
+            .measured
+            .published
+            .saturating_add(self.measured.received)
+            .saturating_add(warm) as f64;
         g.cpu_seconds_per_million_messages = if msgs > 0.0 {
             (g.cpu_seconds / msgs * 1e6 * 1000.0).round() / 1000.0
         } else {
@@ -384,8 +395,8 @@ impl ResultMerger {
             for b in &p.rest {
                 match out.rest.iter_mut().find(|a| a.path == b.path) {
                     Some(a) => {
-                        a.requests += b.requests;
-                        a.errors += b.errors;
+                        a.requests = a.requests.saturating_add(b.requests);
+                        a.errors = a.errors.saturating_add(b.errors);
                         a.latency.add(&b.latency);
                         a.summary = a.latency.summary();
                     }
@@ -395,8 +406,8 @@ impl ResultMerger {
             for t in &p.timeline {
                 match out.timeline.iter_mut().find(|x| x.second == t.second) {
                     Some(x) => {
-                        x.published += t.published;
-                        x.received += t.received;
+                        x.published = x.published.saturating_add(t.published);
+                        x.received = x.received.saturating_add(t.received);
                     }
                     None => out.timeline.push(t.clone()),
                 }
@@ -455,4 +466,31 @@ pub fn aggregate_measured<P: Borrow<PhaseStats>>(phases: &[P]) -> PhaseStats {
     m.delivery_seconds = ds;
     m.rate_per_publisher = first.rate_per_publisher;
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counters from another process are not trusted to be consistent: more duplicates than
+    /// deliveries, or products and sums past u64, panicked (debug) or wrapped (release).
+    #[test]
+    fn inconsistent_or_huge_counters_never_panic() {
+        let mut p = PhaseStats::new("measured", 1, Delivery::FanOut);
+        p.received = 1;
+        p.duplicates = 5;
+        p.published = u64::MAX;
+        p.published_by_topic = vec![u64::MAX];
+        p.subscribers_by_topic = vec![3];
+        p.errors.insert("x".into(), u64::MAX);
+        p.error("x");
+        p.publish_seconds = 1.0;
+        let mut q = p.clone();
+        q.add(&p);
+        q.finalize();
+        assert_eq!(q.summary.expected, u64::MAX);
+        assert_eq!(q.summary.delivered_unique, 0);
+        assert_eq!(q.published, u64::MAX);
+        assert_eq!(q.errors["x"], u64::MAX);
+    }
 }

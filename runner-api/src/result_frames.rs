@@ -17,6 +17,14 @@ pub const FRAME_PREFIX: &str = "MSGBENCH-FRAME ";
 pub const FRAME_VERSION: &str = "v2";
 /// Payload bytes per frame: well under the runtimes' 16 KiB split with room for the header.
 pub const FRAME_DATA_BYTES: usize = 8 * 1024;
+/// Most frames of one record, checked on each frame before anything is gathered for it.
+pub const MAX_PARTS: usize = 4096;
+/// Largest record written or read (compact JSON): [`MAX_PARTS`] full frames, 32 MiB, far
+/// above a real record (a day of timeline and 100 stages stay under a few MiB), so a log
+/// cannot make the reader join more than this for one record.
+pub const MAX_RECORD_BYTES: usize = MAX_PARTS * FRAME_DATA_BYTES;
+/// Missing frame numbers named in a damage report (the rest are counted).
+const MISSING_NAMED: usize = 8;
 
 fn digest(record: &str) -> String {
     let d = Sha256::digest(record.as_bytes());
@@ -43,6 +51,12 @@ fn split_at_chars(s: &str, max: usize) -> Vec<&str> {
 pub fn frames(line: &ResultLine) -> serde_json::Result<Vec<String>> {
     // Compact JSON never contains a raw newline, so every frame stays one log line.
     let record = serde_json::to_string(line)?;
+    if record.len() > MAX_RECORD_BYTES {
+        return Err(serde::ser::Error::custom(format!(
+            "result record of {} bytes, more than the {MAX_RECORD_BYTES} the log frames carry",
+            record.len()
+        )));
+    }
     let sum = digest(&record);
     let parts = split_at_chars(&record, FRAME_DATA_BYTES);
     let n = parts.len();
@@ -84,7 +98,9 @@ fn parse_frame(line: &str) -> Option<Frame<'_>> {
     let (part, parts) = (part.parse().ok()?, parts.parse().ok()?);
     let sum = it.next()?;
     let data = it.next().unwrap_or("");
-    (part >= 1 && part <= parts && parts <= 4096).then_some(Frame {
+    // Nothing the writer would not write: bounds every record at MAX_RECORD_BYTES.
+    let fits = parts <= MAX_PARTS && data.len() <= FRAME_DATA_BYTES;
+    (part >= 1 && part <= parts && fits).then_some(Frame {
         runner,
         trial,
         part,
@@ -192,15 +208,9 @@ fn join(
     sum: &str,
     got: &BTreeMap<usize, String>,
 ) -> Result<RawResultLine, String> {
-    let missing: Vec<String> = (1..=parts)
-        .filter(|p| !got.contains_key(p))
-        .map(|p| p.to_string())
-        .collect();
+    let missing: Vec<usize> = (1..=parts).filter(|p| !got.contains_key(p)).collect();
     if !missing.is_empty() {
-        return Err(format!(
-            "frames {} of {parts} missing from the log",
-            missing.join(",")
-        ));
+        return Err(missing_report(&missing, parts));
     }
     let record: String = got.values().map(String::as_str).collect();
     if digest(&record) != sum {
@@ -217,6 +227,24 @@ fn join(
         ));
     }
     Ok(line)
+}
+
+/// Names the missing frames, or counts them when there are many: a report never grows with
+/// the parts a (possibly hostile) frame claims.
+fn missing_report(missing: &[usize], parts: usize) -> String {
+    let named: Vec<String> = missing
+        .iter()
+        .take(MISSING_NAMED)
+        .map(|p| p.to_string())
+        .collect();
+    if missing.len() <= MISSING_NAMED {
+        return format!("frames {} of {parts} missing from the log", named.join(","));
+    }
+    format!(
+        "{} of {parts} frames missing from the log (first: {})",
+        missing.len(),
+        named.join(",")
+    )
 }
 
 #[cfg(test)]
@@ -259,5 +287,46 @@ mod tests {
         assert_eq!(f.data, "{\"x\": 1}");
         assert!(parse_frame("MSGBENCH-FRAME v2 3 7 6/5 abcd x").is_none());
         assert!(parse_frame("MSGBENCH-FRAME v1 3 7 1/5 abcd x").is_none());
+    }
+
+    /// Each damaged trial's report stays short: it named every missing part, so a 60-byte line
+    /// claiming 4096 parts grew into a 20 KB report (and a log of such lines into GBs).
+    #[test]
+    fn damage_reports_stay_small() {
+        let log: String = (0..200)
+            .map(|t| format!("MSGBENCH-FRAME v2 1 {t} 1/4096 abcd x\n"))
+            .collect();
+        let r = reassemble(&log, 1);
+        assert_eq!(r.damaged.len(), 200);
+        let report: usize = r.damaged.values().map(String::len).sum();
+        assert!(
+            report <= 4 * log.len(),
+            "{report} bytes of report for {}",
+            log.len()
+        );
+        assert!(
+            r.damaged[&0].contains("4095 of 4096 frames missing"),
+            "{}",
+            r.damaged[&0]
+        );
+    }
+
+    /// No frame holds more than the writer puts in one, so no record exceeds MAX_RECORD_BYTES
+    /// whatever a log holds.
+    #[test]
+    fn a_frame_longer_than_the_writer_writes_is_not_a_frame() {
+        let data = "x".repeat(FRAME_DATA_BYTES);
+        assert!(parse_frame(&format!("MSGBENCH-FRAME v2 1 1 1/1 abcd {data}")).is_some());
+        let over = format!("MSGBENCH-FRAME v2 1 1 1/1 abcd {data}x");
+        assert!(parse_frame(&over).is_none());
+    }
+
+    /// A record too long for the reader is refused by the writer too, not silently lost.
+    #[test]
+    fn the_writer_refuses_a_record_the_reader_would() {
+        let mut line = crate::testing::record(1, 1, &[10], 1, 0);
+        line.result.target = "x".repeat(MAX_RECORD_BYTES);
+        let e = frames(&line).unwrap_err().to_string();
+        assert!(e.contains("more than"), "{e}");
     }
 }

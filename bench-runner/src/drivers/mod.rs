@@ -18,6 +18,8 @@ pub mod nats;
 pub mod nats_wire;
 pub mod socketio;
 pub mod websocket;
+#[cfg(test)]
+mod wire_props;
 
 /// One message to send: its topic index and measurement header.
 #[derive(Clone, Copy, Debug)]

@@ -12,7 +12,7 @@ use runner_api::target::TargetUrl;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
@@ -63,31 +63,117 @@ pub fn put_publish(out: &mut Vec<u8>, topic: &[u8], qos: u8, pkid: u16, payload:
     out.extend_from_slice(payload);
 }
 
-/// One packet read from the broker: (type nibble, body), or None when more bytes are needed.
-pub fn parse(buf: &mut BytesMut) -> Option<(u8, BytesMut)> {
-    let (mut len, mut mult, mut i) = (0usize, 1usize, 1usize);
-    loop {
-        let b = *buf.get(i)?;
-        len += usize::from(b & 0x7f) * mult;
-        mult *= 128;
-        i += 1;
+/// Largest remaining length accepted from the broker. A publisher only ever receives CONNACK,
+/// PUBACK and PINGRESP (2 to 4 bytes of body); 64 KiB leaves room for whatever a broker adds,
+/// while MQTT's own limit (268,435,455 bytes) would let a hostile broker make the runner
+/// buffer 256 MiB per connection.
+pub const MAX_PACKET_BYTES: usize = 64 * 1024;
+
+/// Why bytes from the broker are not an MQTT packet; the stream cannot be read past them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Malformed {
+    /// The remaining length continued past the 4 bytes MQTT 3.1.1 allows.
+    LengthOverFourBytes,
+    /// A remaining length above [`MAX_PACKET_BYTES`].
+    TooLarge(usize),
+    /// Packet type 0, which MQTT reserves.
+    ReservedType,
+}
+
+impl std::fmt::Display for Malformed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Malformed::LengthOverFourBytes => {
+                f.write_str("remaining length continues past 4 bytes")
+            }
+            Malformed::TooLarge(n) => write!(
+                f,
+                "packet of {n} bytes, more than the {MAX_PACKET_BYTES} a publisher accepts"
+            ),
+            Malformed::ReservedType => f.write_str("reserved packet type 0"),
+        }
+    }
+}
+
+impl std::error::Error for Malformed {}
+
+/// The remaining length after the fixed header's first byte and the bytes the varint took, or
+/// None when more bytes are needed.
+fn remaining_length(buf: &[u8]) -> Result<Option<(usize, usize)>, Malformed> {
+    let mut len = 0usize;
+    for k in 0..4 {
+        let Some(&b) = buf.get(1 + k) else {
+            return Ok(None);
+        };
+        len |= usize::from(b & 0x7f) << (7 * k);
         if b & 0x80 == 0 {
-            break;
-        }
-        if i > 4 {
-            return Some((0, BytesMut::new())); // malformed: reported as type 0
+            return Ok(Some((len, k + 1)));
         }
     }
-    if buf.len() < i + len {
-        return None;
-    }
+    Err(Malformed::LengthOverFourBytes)
+}
+
+/// One packet read from the broker: (type nibble, body), or None when more bytes are needed.
+/// Nothing is consumed on an error: the connection is unusable past it.
+pub fn parse(buf: &mut BytesMut) -> Result<Option<(u8, BytesMut)>, Malformed> {
+    let Some((len, varint)) = remaining_length(buf)? else {
+        return Ok(None);
+    };
     let kind = buf[0] >> 4;
-    buf.advance(i);
-    Some((kind, buf.split_to(len)))
+    if kind == 0 {
+        return Err(Malformed::ReservedType);
+    }
+    if len > MAX_PACKET_BYTES {
+        return Err(Malformed::TooLarge(len));
+    }
+    if buf.len() < 1 + varint + len {
+        return Ok(None);
+    }
+    buf.advance(1 + varint);
+    Ok(Some((kind, buf.split_to(len))))
 }
 
 /// (phase, intended µs) per packet id in flight.
 type InFlight = Vec<Option<(u8, u64)>>;
+
+/// What the reader needs to match PUBACKs to publishes in flight.
+struct Acks {
+    window: Arc<Semaphore>,
+    in_flight: Arc<Mutex<InFlight>>,
+    stats: Shared,
+}
+
+impl Acks {
+    /// Reads packets until the connection ends (Ok) or a packet is malformed (Err).
+    async fn read(&self, r: &mut OwnedReadHalf, mut buf: BytesMut) -> Result<(), Malformed> {
+        loop {
+            while let Some((kind, body)) = parse(&mut buf)? {
+                // PUBACK; PINGRESP and anything else need nothing.
+                if kind == 4 && body.len() >= 2 {
+                    self.on_puback(u16::from_be_bytes([body[0], body[1]]));
+                }
+            }
+            if buf.capacity() - buf.len() < 4096 {
+                buf.reserve(64 * 1024);
+            }
+            match r.read_buf(&mut buf).await {
+                Ok(0) | Err(_) => return Ok(()),
+                Ok(_) => {}
+            }
+        }
+    }
+
+    fn on_puback(&self, id: u16) {
+        let sent = self.in_flight.lock().expect("in-flight lock")[usize::from(id)].take();
+        match sent {
+            Some((phase, intended)) => {
+                record_ack(&self.stats, phase, intended);
+                self.window.add_permits(1);
+            }
+            None => record_error(&self.stats, u8::MAX, "pubackUnknownId"),
+        }
+    }
+}
 
 pub struct WirePublisher {
     writer: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
@@ -123,7 +209,7 @@ impl WirePublisher {
             w.write_all(&connect_packet(client_id, keep_alive)).await?;
             let mut buf = BytesMut::with_capacity(64 * 1024);
             let (kind, body) = loop {
-                if let Some(p) = parse(&mut buf) {
+                if let Some(p) = parse(&mut buf)? {
                     break p;
                 }
                 if r.read_buf(&mut buf).await? == 0 {
@@ -138,46 +224,29 @@ impl WirePublisher {
             }
             Ok((r, w, buf))
         };
-        let (mut r, writer, mut buf) = tokio::time::timeout(Duration::from_secs(10), f)
+        let (mut r, writer, buf) = tokio::time::timeout(Duration::from_secs(10), f)
             .await
             .map_err(|_| anyhow::anyhow!("connect to {}: no CONNACK within 10 s", target.raw))?
             .map_err(|e: anyhow::Error| anyhow::anyhow!("connect to {}: {e}", target.raw))?;
         let window = Arc::new(Semaphore::new(usize::from(max_in_flight)));
         let in_flight: Arc<Mutex<InFlight>> = Arc::new(Mutex::new(vec![None; 65_536]));
-        let (win, fl, st) = (window.clone(), in_flight.clone(), stats.clone());
-        let reader = tokio::spawn(async move {
-            loop {
-                while let Some((kind, body)) = parse(&mut buf) {
-                    match kind {
-                        4 if body.len() >= 2 => {
-                            let id = u16::from_be_bytes([body[0], body[1]]);
-                            let sent = fl.lock().expect("in-flight lock")[usize::from(id)].take();
-                            match sent {
-                                Some((phase, intended)) => {
-                                    record_ack(&st, phase, intended);
-                                    win.add_permits(1);
-                                }
-                                None => record_error(&st, u8::MAX, "pubackUnknownId"),
-                            }
-                        }
-                        0 => record_error(&st, u8::MAX, "malformedPacket"),
-                        _ => {} // PINGRESP and anything else
-                    }
-                }
-                if buf.capacity() - buf.len() < 4096 {
-                    buf.reserve(64 * 1024);
-                }
-                match r.read_buf(&mut buf).await {
-                    Ok(0) | Err(_) => {
-                        // Unblocks a publisher waiting for window slots that can never return.
-                        win.close();
-                        return;
-                    }
-                    Ok(_) => {}
-                }
-            }
-        });
         let writer = Arc::new(tokio::sync::Mutex::new(writer));
+        let acks = Acks {
+            window: window.clone(),
+            in_flight: in_flight.clone(),
+            stats: stats.clone(),
+        };
+        let w = writer.clone();
+        let reader = tokio::spawn(async move {
+            if let Err(e) = acks.read(&mut r, buf).await {
+                // Past a malformed packet the stream cannot be read: count it and close the
+                // connection, so later publishes fail as errors instead of going unanswered.
+                record_error(&acks.stats, u8::MAX, &format!("malformedPacket: {e}"));
+                let _ = w.lock().await.shutdown().await;
+            }
+            // Unblocks a publisher waiting for window slots that can never return.
+            acks.window.close();
+        });
         // Keep-alive: a PINGREQ every half period, so pauses between sessions never let the
         // broker drop the connection (publishes alone would stop during a pause).
         let (w, period) = (
@@ -327,10 +396,100 @@ mod tests {
         let mut got = Vec::new();
         for chunk in wire.chunks(3) {
             buf.extend_from_slice(chunk);
-            while let Some((k, b)) = parse(&mut buf) {
+            while let Some((k, b)) = parse(&mut buf).unwrap() {
                 got.push((k, b.to_vec()));
             }
         }
         assert_eq!(got, [(2, vec![0, 0]), (4, vec![0x12, 0x34]), (13, vec![])]);
+    }
+
+    #[test]
+    fn lengths_past_the_limits_are_refused_and_nothing_is_consumed() {
+        let parse_all = |bytes: &[u8]| {
+            let mut buf = BytesMut::from(bytes);
+            let r = parse(&mut buf).map(|p| p.map(|(k, b)| (k, b.len())));
+            (r, buf.len())
+        };
+        // 5 bytes of length: refused at the 4th continuation, before a 5th byte arrives.
+        let five = [0x40, 0xFF, 0xFF, 0xFF, 0xFF];
+        assert_eq!(parse_all(&five), (Err(Malformed::LengthOverFourBytes), 5));
+        assert_eq!(
+            parse_all(&[0x40, 0xFF, 0xFF, 0xFF, 0x7F]),
+            (Err(Malformed::TooLarge(268_435_455)), 5)
+        );
+        assert_eq!(parse_all(&[0x40, 0xFF, 0xFF]), (Ok(None), 3));
+        assert_eq!(parse_all(&[0x00, 0x00]), (Err(Malformed::ReservedType), 2));
+        // The largest accepted packet parses; one byte more is refused.
+        let mut max = vec![0x30];
+        put_len(&mut max, MAX_PACKET_BYTES);
+        max.resize(max.len() + MAX_PACKET_BYTES, 0);
+        assert_eq!(parse_all(&max), (Ok(Some((3, MAX_PACKET_BYTES))), 0));
+        let mut over = vec![0x30];
+        put_len(&mut over, MAX_PACKET_BYTES + 1);
+        let too_large = Err(Malformed::TooLarge(MAX_PACKET_BYTES + 1));
+        assert_eq!(parse_all(&over), (too_large, over.len()));
+    }
+
+    /// A broker that accepts one client, answers its CONNECT with CONNACK, sends `then`, and
+    /// keeps the connection open (so only the runner can end it).
+    async fn broker_sending(then: &'static [u8]) -> TargetUrl {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = l.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut scratch = [0u8; 1024];
+            let _ = s.read(&mut scratch).await;
+            s.write_all(&[&[0x20, 0x02, 0x00, 0x00][..], then].concat())
+                .await
+                .unwrap();
+            while s.read(&mut scratch).await.is_ok_and(|n| n > 0) {}
+        });
+        TargetUrl::parse(&format!("mqtt://127.0.0.1:{port}")).unwrap()
+    }
+
+    fn test_stats() -> Shared {
+        let names = ["warmup".to_string(), "measured".to_string()];
+        let s = crate::recorder::TaskStats::new(&names, 1, Default::default(), 0);
+        Arc::new(Mutex::new(s))
+    }
+
+    /// A remaining length longer than 4 bytes, or one announcing a packet far beyond anything
+    /// a broker sends a publisher, ends the connection with a counted error: before, the first
+    /// made the reader spin on the same bytes forever and the second made it wait (buffering)
+    /// for up to 256 MiB, and either way a QoS 1 publisher waited forever for its window.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_malformed_length_ends_the_connection() {
+        let cases: [&'static [u8]; 2] = [
+            &[0x40, 0xFF, 0xFF, 0xFF, 0xFF, 0x01],
+            &[0x40, 0xFF, 0xFF, 0xFF, 0x7F],
+        ];
+        for junk in cases {
+            let target = broker_sending(junk).await;
+            let stats = test_stats();
+            let topics = vec![b"t".to_vec()];
+            let mut p = WirePublisher::connect(&target, "t", 30, 1, 1, topics, 16, stats.clone())
+                .await
+                .unwrap();
+            let header = crate::payload::Header {
+                runner: 1,
+                phase: 1,
+                publisher: 0,
+                seq: 0,
+                intended_us: 0,
+            };
+            let batch = [Outgoing { topic: 0, header }; 2];
+            // One window slot: the second publish needs a PUBACK that can never come, so only
+            // the reader giving up on the connection lets the batch end.
+            let sent = tokio::time::timeout(Duration::from_secs(10), p.send_batch(&batch))
+                .await
+                .unwrap_or_else(|_| panic!("{junk:02x?}: the reader neither ended nor gave up"));
+            // The first may go out before the reader sees the junk; the second never can.
+            assert!(sent < 2, "{junk:02x?}: {sent} sent");
+            let errors = stats.lock().unwrap().phases[1].errors.clone();
+            assert!(
+                errors.keys().any(|k| k.starts_with("malformedPacket")),
+                "{junk:02x?}: {errors:?}"
+            );
+        }
     }
 }

@@ -203,6 +203,7 @@ impl NatsDriver {
             let read = wire::read_frames(
                 c.reader,
                 c.buf,
+                c.max_payload,
                 writer,
                 p,
                 |payload| rec.on_payload(Header::decode(&payload), clock::now_us()),
@@ -216,7 +217,7 @@ impl NatsDriver {
             );
             tokio::select! {
                 // No reconnect: the server closing the connection is counted, not hidden.
-                _ = read => record_error(&errs, u8::MAX, DISCONNECTED),
+                r = read => connection_lost(&errs, r),
                 _ = stop.changed() => {}
             }
         });
@@ -234,9 +235,10 @@ impl NatsDriver {
         let (writer, p, errs) = (c.writer.clone(), pong.clone(), stats.clone());
         let reader = tokio::spawn(async move {
             let server_errs = errs.clone();
-            wire::read_frames(
+            let r = wire::read_frames(
                 c.reader,
                 c.buf,
+                c.max_payload,
                 writer,
                 p,
                 |_| {},
@@ -250,7 +252,7 @@ impl NatsDriver {
             )
             .await;
             // Aborted when the publisher is dropped; ending by itself means the server closed.
-            record_error(&errs, u8::MAX, DISCONNECTED);
+            connection_lost(&errs, r);
         });
         Ok(Box::new(WirePublisher {
             writer: c.writer,
@@ -334,6 +336,15 @@ impl Drop for WirePublisher {
     }
 }
 
+/// Counts a wire connection that ended by itself, and why when the server broke the protocol.
+fn connection_lost(stats: &Shared, read: Result<(), wire::ProtocolError>) {
+    if let Err(e) = read {
+        tracing::warn!(error = %e, "NATS server broke the protocol; connection closed");
+        record_error(stats, u8::MAX, &format!("protocol: {e}"));
+    }
+    record_error(stats, u8::MAX, DISCONNECTED);
+}
+
 fn rec_stats(rec: &ReceiveRecorder) -> &Shared {
     rec.stats()
 }
@@ -396,5 +407,66 @@ impl Publisher for NatsPublisher {
                 record_error(&self.stats, u8::MAX, "flush");
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    /// A fake server: INFO with max_payload 1024, PONG to every PING, and `then` after the
+    /// second PONG (the one that confirms the subscriptions).
+    async fn server_sending(then: &'static [u8]) -> TargetUrl {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = l.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            s.write_all(b"INFO {\"max_payload\":1024}\r\n")
+                .await
+                .unwrap();
+            let (mut seen, mut pongs) = (Vec::new(), 0);
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = s.read(&mut chunk).await {
+                seen.extend_from_slice(&chunk[..n]);
+                let pings = seen.windows(6).filter(|w| w == b"PING\r\n").count();
+                while pongs < pings {
+                    pongs += 1;
+                    s.write_all(b"PONG\r\n").await.unwrap();
+                    if pongs == 2 {
+                        s.write_all(then).await.unwrap();
+                    }
+                }
+            }
+        });
+        TargetUrl::parse(&format!("nats://127.0.0.1:{port}")).unwrap()
+    }
+
+    /// A MSG longer than the server's max_payload ends the subscriber's connection with an
+    /// error that says so (before: an arithmetic overflow panic for a count near usize::MAX).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_oversized_msg_ends_the_connection_with_the_reason() {
+        let target = server_sending(b"MSG t.0 1 18446744073709551615\r\n").await;
+        let w: Workload = serde_norway::from_str("protocol: nats\ndurationSeconds: 1").unwrap();
+        let driver = NatsDriver::new(Arc::new(w), target);
+        let names = ["warmup".to_string(), "measured".to_string()];
+        let stats: Shared = Arc::new(std::sync::Mutex::new(crate::recorder::TaskStats::new(
+            &names,
+            1,
+            Delivery::FanOut,
+            0,
+        )));
+        let rec = ReceiveRecorder::new(1, stats.clone());
+        let (_stop_tx, stop) = tokio::sync::watch::channel(false);
+        let task = driver.subscribe(0, vec![0], rec, stop).await.unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(10), task)
+            .await
+            .expect("the connection ends by itself")
+            .expect("no panic");
+        let errors = stats.lock().unwrap().phases[1].errors.clone();
+        let want =
+            "protocol: MSG payload of 18446744073709551615 bytes, more than max_payload 1024";
+        assert_eq!(errors.get(want), Some(&1), "{errors:?}");
+        assert_eq!(errors.get(DISCONNECTED), Some(&1), "{errors:?}");
     }
 }

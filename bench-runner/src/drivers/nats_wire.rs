@@ -11,12 +11,62 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{Mutex, Notify};
 
+/// Largest MSG payload accepted when the server's INFO names no `max_payload`: the most a
+/// nats-server can be configured to (64 MB), so a hostile length cannot size a buffer in GBs.
+pub const DEFAULT_MAX_PAYLOAD: usize = 64 * 1024 * 1024;
+/// Longest protocol line (INFO, MSG, -ERR ...) accepted: well above the server's own 4 KiB
+/// control line and the INFO of a large cluster, so a stream without CRLF cannot grow forever.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
 /// One NATS connection after the CONNECT handshake.
 pub struct Conn {
     pub reader: OwnedReadHalf,
     pub writer: Arc<Mutex<OwnedWriteHalf>>,
     /// Bytes read past the handshake.
     pub buf: BytesMut,
+    /// Largest MSG payload the server may send: its INFO `max_payload`, capped at
+    /// [`DEFAULT_MAX_PAYLOAD`].
+    pub max_payload: usize,
+}
+
+/// Why the server's bytes are not the NATS protocol; the stream cannot be read past them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProtocolError {
+    /// No CRLF within [`MAX_LINE_BYTES`].
+    LineTooLong,
+    /// A MSG line whose last field is not a byte count (the line, shortened).
+    BadMsgLine(String),
+    /// A MSG payload length (as sent) above the limit.
+    PayloadTooLarge { len: String, max: usize },
+    /// The bytes after a MSG payload are not CRLF: the length was wrong.
+    NoCrlfAfterPayload,
+}
+
+impl std::fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProtocolError::LineTooLong => {
+                write!(f, "no line end within {MAX_LINE_BYTES} bytes")
+            }
+            ProtocolError::BadMsgLine(l) => write!(f, "MSG line without a byte count: {l:?}"),
+            ProtocolError::PayloadTooLarge { len, max } => {
+                write!(f, "MSG payload of {len} bytes, more than max_payload {max}")
+            }
+            ProtocolError::NoCrlfAfterPayload => f.write_str("MSG payload not followed by CRLF"),
+        }
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+/// `max_payload` from an INFO line, capped at [`DEFAULT_MAX_PAYLOAD`] (which it is without).
+pub fn info_max_payload(info: &str) -> usize {
+    let json = info.strip_prefix("INFO ").unwrap_or(info);
+    serde_json::from_str::<serde_json::Value>(json)
+        .ok()
+        .and_then(|v| v.get("max_payload")?.as_u64())
+        .and_then(|n| usize::try_from(n).ok())
+        .map_or(DEFAULT_MAX_PAYLOAD, |n| n.min(DEFAULT_MAX_PAYLOAD))
 }
 
 pub async fn connect(target: &TargetUrl, name: &str) -> anyhow::Result<Conn> {
@@ -29,6 +79,7 @@ pub async fn connect(target: &TargetUrl, name: &str) -> anyhow::Result<Conn> {
         if !info.starts_with("INFO ") {
             anyhow::bail!("expected INFO, got {info:?}");
         }
+        let max_payload = info_max_payload(&info);
         let connect = format!(
             "CONNECT {{\"verbose\":false,\"pedantic\":false,\"name\":\"{name}\",\"lang\":\"rust-msgbench\",\"version\":\"0.1.0\",\"protocol\":1,\"echo\":true}}\r\nPING\r\n"
         );
@@ -46,6 +97,7 @@ pub async fn connect(target: &TargetUrl, name: &str) -> anyhow::Result<Conn> {
             reader: r,
             writer: Arc::new(Mutex::new(w)),
             buf,
+            max_payload,
         })
     };
     tokio::time::timeout(Duration::from_secs(10), f)
@@ -56,7 +108,7 @@ pub async fn connect(target: &TargetUrl, name: &str) -> anyhow::Result<Conn> {
 
 async fn read_line(r: &mut OwnedReadHalf, buf: &mut BytesMut) -> anyhow::Result<String> {
     loop {
-        if let Some(i) = find_crlf(buf) {
+        if let Some(i) = line_end(buf)? {
             let line = String::from_utf8_lossy(&buf[..i]).into_owned();
             buf.advance(i + 2);
             return Ok(line);
@@ -69,6 +121,15 @@ async fn read_line(r: &mut OwnedReadHalf, buf: &mut BytesMut) -> anyhow::Result<
 
 fn find_crlf(b: &[u8]) -> Option<usize> {
     b.windows(2).position(|w| w == b"\r\n")
+}
+
+/// Where the first line ends (its CRLF), None while more bytes may complete it.
+fn line_end(b: &[u8]) -> Result<Option<usize>, ProtocolError> {
+    match find_crlf(&b[..b.len().min(MAX_LINE_BYTES + 2)]) {
+        Some(i) => Ok(Some(i)),
+        None if b.len() >= MAX_LINE_BYTES + 2 => Err(ProtocolError::LineTooLong),
+        None => Ok(None),
+    }
 }
 
 /// Appends `PUB <subject> <len>\r\n<payload>\r\n`.
@@ -111,23 +172,26 @@ pub enum Frame {
     Other,
 }
 
-/// Parses one frame from the front of `buf`, or None when more bytes are needed.
-pub fn parse(buf: &mut BytesMut) -> Option<Frame> {
-    let i = find_crlf(buf)?;
+/// Parses one frame from the front of `buf`, or None when more bytes are needed. MSG
+/// payloads above `max_payload` are refused before anything is buffered for them.
+pub fn parse(buf: &mut BytesMut, max_payload: usize) -> Result<Option<Frame>, ProtocolError> {
+    let Some(i) = line_end(buf)? else {
+        return Ok(None);
+    };
     let line = &buf[..i];
     if line.starts_with(b"MSG ") {
-        // MSG <subject> <sid> [reply-to] <#bytes>
-        let len: usize = std::str::from_utf8(line.rsplit(|&c| c == b' ').next()?)
-            .ok()?
-            .parse()
-            .ok()?;
+        let len = msg_len(line, max_payload)?;
+        // len <= max_payload <= 64 MiB: no overflow.
         if buf.len() < i + 2 + len + 2 {
-            return None;
+            return Ok(None);
+        }
+        if &buf[i + 2 + len..i + 2 + len + 2] != b"\r\n" {
+            return Err(ProtocolError::NoCrlfAfterPayload);
         }
         buf.advance(i + 2);
         let payload = buf.split_to(len).freeze();
         buf.advance(2);
-        return Some(Frame::Msg(payload));
+        return Ok(Some(Frame::Msg(payload)));
     }
     let f = match line {
         b"PING" => Frame::Ping,
@@ -136,36 +200,68 @@ pub fn parse(buf: &mut BytesMut) -> Option<Frame> {
         _ => Frame::Other,
     };
     buf.advance(i + 2);
-    Some(f)
+    Ok(Some(f))
 }
 
-/// Reads frames until the connection closes, answering PINGs and signalling PONGs.
+/// The byte count of `MSG <subject> <sid> [reply-to] <#bytes>`, at most `max_payload`.
+fn msg_len(line: &[u8], max_payload: usize) -> Result<usize, ProtocolError> {
+    let field = line.rsplit(|&c| c == b' ').next().unwrap_or_default();
+    if field.is_empty() || !field.iter().all(u8::is_ascii_digit) {
+        let shown = String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
+        return Err(ProtocolError::BadMsgLine(shown));
+    }
+    let too_large = || ProtocolError::PayloadTooLarge {
+        len: String::from_utf8_lossy(&field[..field.len().min(24)]).into_owned(),
+        max: max_payload,
+    };
+    // All digits: parsing fails only on overflow, which is too large as well.
+    let len: usize = std::str::from_utf8(field)
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(too_large)?;
+    if len > max_payload {
+        return Err(too_large());
+    }
+    Ok(len)
+}
+
+/// Reads frames until the connection closes (Ok), answering PINGs and signalling PONGs. Bytes
+/// that are not the protocol end the connection: the write half is shut, so publishes fail as
+/// errors, and the error says why.
 pub async fn read_frames(
     mut conn_reader: OwnedReadHalf,
     mut buf: BytesMut,
+    max_payload: usize,
     writer: Arc<Mutex<OwnedWriteHalf>>,
     pong: Arc<Notify>,
     mut on_msg: impl FnMut(bytes::Bytes),
     mut on_err: impl FnMut(String),
-) {
+) -> Result<(), ProtocolError> {
     loop {
-        while let Some(f) = parse(&mut buf) {
-            match f {
-                Frame::Msg(p) => on_msg(p),
-                Frame::Ping => {
-                    let _ = writer.lock().await.write_all(b"PONG\r\n").await;
-                }
-                Frame::Pong => pong.notify_one(),
-                Frame::Err(e) => on_err(e),
-                Frame::Other => {}
+        let frame = match parse(&mut buf, max_payload) {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = writer.lock().await.shutdown().await;
+                return Err(e);
             }
-        }
-        if buf.capacity() - buf.len() < 16 * 1024 {
-            buf.reserve(64 * 1024);
-        }
-        match conn_reader.read_buf(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
+        };
+        let Some(f) = frame else {
+            if buf.capacity() - buf.len() < 16 * 1024 {
+                buf.reserve(64 * 1024);
+            }
+            match conn_reader.read_buf(&mut buf).await {
+                Ok(0) | Err(_) => return Ok(()),
+                Ok(_) => continue,
+            }
+        };
+        match f {
+            Frame::Msg(p) => on_msg(p),
+            Frame::Ping => {
+                let _ = writer.lock().await.write_all(b"PONG\r\n").await;
+            }
+            Frame::Pong => pong.notify_one(),
+            Frame::Err(e) => on_err(e),
+            Frame::Other => {}
         }
     }
 }
@@ -184,7 +280,7 @@ mod tests {
         let mut got = Vec::new();
         for chunk in wire.chunks(7) {
             buf.extend_from_slice(chunk);
-            while let Some(f) = parse(&mut buf) {
+            while let Some(f) = parse(&mut buf, DEFAULT_MAX_PAYLOAD).unwrap() {
                 got.push(match f {
                     Frame::Msg(p) => String::from_utf8(p.to_vec()).unwrap(),
                     Frame::Ping => "PING".into(),
@@ -196,5 +292,77 @@ mod tests {
         }
         assert_eq!(got, ["PING", "hello", "abc", "-ERR 'x'"]);
         assert!(buf.is_empty());
+    }
+
+    fn parse_one(bytes: &[u8], max: usize) -> Result<Option<usize>, ProtocolError> {
+        let mut buf = BytesMut::from(bytes);
+        parse(&mut buf, max).map(|f| {
+            f.map(|f| match f {
+                Frame::Msg(p) => p.len(),
+                _ => 0,
+            })
+        })
+    }
+
+    /// A byte count past the limit is an error, not a panic: `i + 2 + len + 2` overflowed for
+    /// a length near usize::MAX (and split_to panicked in release), and a merely huge one made
+    /// the reader buffer that much.
+    #[test]
+    fn a_huge_msg_length_is_an_error_not_a_panic() {
+        for len in [
+            "18446744073709551615",
+            "99999999999999999999999",
+            "1000000000000",
+        ] {
+            let line = format!("MSG a 1 {len}\r\n");
+            let err = ProtocolError::PayloadTooLarge {
+                len: len.chars().take(24).collect(),
+                max: DEFAULT_MAX_PAYLOAD,
+            };
+            assert_eq!(parse_one(line.as_bytes(), DEFAULT_MAX_PAYLOAD), Err(err));
+        }
+        // The server's own max_payload is the limit when it gave one.
+        let err = ProtocolError::PayloadTooLarge {
+            len: "1025".into(),
+            max: 1024,
+        };
+        assert_eq!(parse_one(b"MSG a 1 1025\r\n", 1024), Err(err.clone()));
+        assert_eq!(
+            err.to_string(),
+            "MSG payload of 1025 bytes, more than max_payload 1024"
+        );
+        let mut at_max = b"MSG a 1 1024\r\n".to_vec();
+        at_max.extend_from_slice(&[b'x'; 1024]);
+        assert_eq!(parse_one(&at_max, 1024), Ok(None), "waits for the CRLF");
+        at_max.extend_from_slice(b"\r\n");
+        assert_eq!(parse_one(&at_max, 1024), Ok(Some(1024)));
+    }
+
+    /// Lines that cannot be framed end the connection instead of stalling it: a MSG line
+    /// without a count used to read as "need more bytes" forever, as did a line without CRLF.
+    #[test]
+    fn unframeable_input_is_an_error() {
+        let bad = |l: &str| Err(ProtocolError::BadMsgLine(l.into()));
+        assert_eq!(parse_one(b"MSG a 1 x\r\n", 10), bad("MSG a 1 x"));
+        assert_eq!(parse_one(b"MSG \r\n", 10), bad("MSG "));
+        assert_eq!(parse_one(b"MSG a 1 -3\r\n", 10), bad("MSG a 1 -3"));
+        let no_crlf = Err(ProtocolError::NoCrlfAfterPayload);
+        assert_eq!(parse_one(b"MSG a 1 2\r\nabcd\r\n", 10), no_crlf);
+        let long = vec![b'+'; MAX_LINE_BYTES + 1];
+        assert_eq!(parse_one(&long, 10), Ok(None), "could still end in CRLF");
+        let longer = vec![b'+'; MAX_LINE_BYTES + 2];
+        assert_eq!(parse_one(&longer, 10), Err(ProtocolError::LineTooLong));
+    }
+
+    #[test]
+    fn max_payload_comes_from_info_capped() {
+        assert_eq!(
+            info_max_payload(r#"INFO {"max_payload":1048576}"#),
+            1_048_576
+        );
+        let huge = r#"INFO {"max_payload":99999999999}"#;
+        assert_eq!(info_max_payload(huge), DEFAULT_MAX_PAYLOAD);
+        assert_eq!(info_max_payload("INFO {}"), DEFAULT_MAX_PAYLOAD);
+        assert_eq!(info_max_payload("INFO nonsense"), DEFAULT_MAX_PAYLOAD);
     }
 }
