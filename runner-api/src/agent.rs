@@ -135,6 +135,32 @@ pub struct ResultLine {
     pub result: crate::result::RunnerResult,
 }
 
+/// Most sessions, stages and REST paths in one record: what the workload rules allow
+/// (sessions 1..=32, stages.count 1..=32, socketio.rest.paths 1..=8).
+pub const MAX_RECORD_SESSIONS: usize = 32;
+pub const MAX_RECORD_STAGES: usize = msgbench_crds::workload::MAX_STAGES as usize;
+pub const MAX_RECORD_REST_PATHS: usize = 8;
+
+/// Why a held record does not decode.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error("record shape: {0}")]
+    Shape(String),
+}
+
+/// The lists of a record, counted without decoding what they hold.
+#[derive(Deserialize)]
+struct RecordShape {
+    #[serde(default)]
+    sessions: Vec<serde::de::IgnoredAny>,
+    #[serde(default)]
+    stages: Vec<serde::de::IgnoredAny>,
+    #[serde(default)]
+    rest: Vec<serde::de::IgnoredAny>,
+}
+
 /// A [`ResultLine`] whose result is kept as its JSON text: the operator holds every record of
 /// a run until all are in, and a decoded record holds three 139 KB histograms per phase, so it
 /// decodes each one only when merging it ([`RawResultLine::decode`]).
@@ -167,9 +193,23 @@ impl PartialEq for RawResultLine {
 }
 
 impl RawResultLine {
-    /// The result, decoded (histograms included).
-    pub fn decode(&self) -> serde_json::Result<crate::result::RunnerResult> {
-        serde_json::from_str(self.result.get())
+    /// The result, decoded (histograms included) once its shape is checked: each decoded
+    /// histogram takes 139 KB however short its text, so a record (from a user-chosen runner
+    /// image) listing more phases or REST paths than any workload makes is refused first.
+    pub fn decode(&self) -> Result<crate::result::RunnerResult, RecordError> {
+        let shape: RecordShape = serde_json::from_str(self.result.get())?;
+        for (what, n, max) in [
+            ("sessions", shape.sessions.len(), MAX_RECORD_SESSIONS),
+            ("stages", shape.stages.len(), MAX_RECORD_STAGES),
+            ("rest", shape.rest.len(), MAX_RECORD_REST_PATHS),
+        ] {
+            if n > max {
+                return Err(RecordError::Shape(format!(
+                    "{what}: {n} entries, a workload makes at most {max}"
+                )));
+            }
+        }
+        Ok(serde_json::from_str(self.result.get())?)
     }
     /// Bytes of JSON this record holds.
     pub fn json_bytes(&self) -> usize {

@@ -280,3 +280,18 @@ proptest! {
         prop_assert_eq!(left.summary(), histo_of(&all).summary());
     }
 }
+
+/// A record listing more stages than any workload makes is refused before its histograms are
+/// decoded (each takes 139 KB however short its text).
+#[test]
+fn a_record_with_more_phases_than_a_workload_makes_is_refused_before_decoding() {
+    let mut line = runner_api::testing::record(1, 1, &[10], 1, 0);
+    let stage = line.result.measured.clone();
+    line.result.stages = vec![stage; 33];
+    let raw = RawResultLine::from_line(&line).unwrap();
+    let e = raw.decode().unwrap_err().to_string();
+    assert!(e.contains("stages: 33 entries"), "{e}");
+    line.result.stages.truncate(32);
+    let raw = RawResultLine::from_line(&line).unwrap();
+    assert_eq!(raw.decode().unwrap(), line.result);
+}
