@@ -409,13 +409,7 @@ fn collect_timeline(stats: &[Shared]) -> Vec<TimelinePoint> {
             }
         }
     }
-    (0..pubs.len().max(recv.len()))
-        .map(|i| TimelinePoint {
-            second: i as u32,
-            published: pubs.get(i).copied().unwrap_or(0),
-            received: recv.get(i).copied().unwrap_or(0),
-        })
-        .collect()
+    result::timeline_points(&pubs, &recv)
 }
 
 /// Quiet time after this runner's own messages have all arrived, for other runners' last

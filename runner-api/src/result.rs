@@ -179,13 +179,41 @@ fn round6(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
 }
 
-/// Messages per second since the start of the measured part.
+/// Messages counted from `second` (since the start of the measured part) for `seconds`
+/// seconds: one point a second, coarser for long runs so a record never holds more than
+/// [`MAX_TIMELINE_POINTS`] of them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TimelinePoint {
     pub second: u32,
+    #[serde(default = "one_second")]
+    pub seconds: u32,
     pub published: u64,
     pub received: u64,
+}
+
+fn one_second() -> u32 {
+    1
+}
+
+/// Most timeline points in one record (a day-long run gets 144-second points).
+pub const MAX_TIMELINE_POINTS: usize = 600;
+
+/// Per-second counts as timeline points, summed into equal buckets of whole seconds when there
+/// are more than [`MAX_TIMELINE_POINTS`] seconds.
+pub fn timeline_points(published: &[u64], received: &[u64]) -> Vec<TimelinePoint> {
+    let n = published.len().max(received.len());
+    let width = n.div_ceil(MAX_TIMELINE_POINTS).max(1);
+    let sum = |v: &[u64], from: usize| v.iter().skip(from).take(width).sum::<u64>();
+    (0..n)
+        .step_by(width)
+        .map(|from| TimelinePoint {
+            second: from as u32,
+            seconds: width.min(n - from) as u32,
+            published: sum(published, from),
+            received: sum(received, from),
+        })
+        .collect()
 }
 
 /// Connection workload figures.
@@ -471,6 +499,23 @@ pub fn aggregate_measured<P: Borrow<PhaseStats>>(phases: &[P]) -> PhaseStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_timeline_is_summed_into_at_most_600_points_losing_no_message() {
+        let pubs: Vec<u64> = (0..86_400).map(|s| s % 7).collect();
+        let recv: Vec<u64> = (0..86_399).map(|s| s % 5).collect();
+        let t = timeline_points(&pubs, &recv);
+        assert!(t.len() <= MAX_TIMELINE_POINTS, "{}", t.len());
+        assert_eq!((t[1].second, t[1].seconds), (144, 144));
+        let total = |f: fn(&TimelinePoint) -> u64| t.iter().map(f).sum::<u64>();
+        assert_eq!(total(|p| p.published), pubs.iter().sum::<u64>());
+        assert_eq!(total(|p| p.received), recv.iter().sum::<u64>());
+        // Short runs keep one point a second.
+        let short = timeline_points(&[1, 2, 3], &[1]);
+        assert_eq!(short.len(), 3);
+        assert!(short.iter().all(|p| p.seconds == 1));
+        assert_eq!(short[2].received, 0);
+    }
 
     /// Counters from another process are not trusted to be consistent: more duplicates than
     /// deliveries, or products and sums past u64, panicked (debug) or wrapped (release).
