@@ -17,6 +17,7 @@ pub mod placement;
 pub mod pod_http;
 pub mod pod_observer;
 pub mod pubsub;
+pub mod quantity;
 pub mod rbac;
 pub mod reconciler;
 pub mod security;
