@@ -1,6 +1,7 @@
 //! What the server pods say: readiness, QoS class, sysctls, and kubelet refusals.
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// Pod-level failures where the kubelet rejected the pod at admission. Workload controllers
 /// replace such pods immediately, so they would storm: the operator scales to 0 instead.
@@ -13,6 +14,20 @@ pub const REJECTION_REASONS: &[&str] = &[
     "NodeAffinity",
     "NodeSelectorMismatching",
 ];
+
+/// Refusals a change in the cluster lifts without a spec change (CPU or memory freed, a node
+/// relabelled, a device plugin back): retried after a pause instead of held until the spec
+/// changes. The rest (a sysctl the kubelet does not allow, a topology it cannot meet) stay.
+pub const TRANSIENT_REJECTIONS: &[&str] = &[
+    "OutOfcpu",
+    "OutOfmemory",
+    "UnexpectedAdmissionError",
+    "NodeAffinity",
+];
+
+pub fn is_transient_rejection(reason: &str) -> bool {
+    TRANSIENT_REJECTIONS.contains(&reason)
+}
 
 /// Container waiting reasons that will not fix themselves (the kubelet backs off by itself).
 const STUCK_WAITING_REASONS: &[&str] = &[
@@ -42,12 +57,21 @@ pub struct PodProblem {
     pub message: String,
     /// The kubelet refused the pod: retrying unchanged would only create more pods.
     pub rejected: bool,
+    /// When the refused pod was created (a transient refusal is retried a pause after it).
+    pub refused_at: Option<Time>,
 }
 
 /// `template_hash`: the current pod template's hash; failed pods of another template are stale
 /// (left behind by an old ReplicaSet) and ignored. `None` considers every pod.
 pub fn observe_pods(pods: &[Pod], template_hash: Option<&str>) -> PodObservation {
     let mut obs = PodObservation::default();
+    // A transient refusal followed by a pod the kubelet took (or has yet to judge) is history.
+    let newest_live = pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Failed"))
+        .filter_map(|p| p.metadata.creation_timestamp.clone())
+        .max_by_key(|t| t.0);
     for pod in pods
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
@@ -70,6 +94,14 @@ pub fn observe_pods(pods: &[Pod], template_hash: Option<&str>) -> PodObservation
         if status.phase.as_deref() == Some("Failed") {
             let reason = status.reason.clone().unwrap_or_else(|| "PodFailed".into());
             let rejected = REJECTION_REASONS.contains(&reason.as_str());
+            let created = pod.metadata.creation_timestamp.clone();
+            let superseded = match (&created, &newest_live) {
+                (Some(c), Some(live)) => c.0 <= live.0,
+                _ => false,
+            };
+            if is_transient_rejection(&reason) && superseded {
+                continue;
+            }
             let message = format!(
                 "pod {name}: {}",
                 status.message.as_deref().unwrap_or(&reason)
@@ -80,6 +112,7 @@ pub fn observe_pods(pods: &[Pod], template_hash: Option<&str>) -> PodObservation
                     reason,
                     message,
                     rejected,
+                    refused_at: created.filter(|_| rejected),
                 },
             );
             continue;
@@ -114,6 +147,7 @@ pub fn observe_pods(pods: &[Pod], template_hash: Option<&str>) -> PodObservation
                     reason,
                     message,
                     rejected: false,
+                    refused_at: None,
                 },
             );
         }
@@ -141,6 +175,7 @@ pub fn observe_pods(pods: &[Pod], template_hash: Option<&str>) -> PodObservation
                         reason: reason.into(),
                         message,
                         rejected: false,
+                        refused_at: None,
                     },
                 );
             }
@@ -149,10 +184,16 @@ pub fn observe_pods(pods: &[Pod], template_hash: Option<&str>) -> PodObservation
     obs
 }
 
-/// Keep the most severe problem: a rejection wins over anything else.
+/// Keep the most severe problem: a rejection wins over anything else, the newest rejection
+/// over older ones.
 fn set_problem(obs: &mut PodObservation, p: PodProblem) {
+    let newer = |a: &PodProblem, b: &PodProblem| match (&a.refused_at, &b.refused_at) {
+        (Some(a), Some(b)) => a.0 > b.0,
+        _ => false,
+    };
     match &obs.problem {
-        Some(existing) if existing.rejected || !p.rejected => {}
+        Some(existing) if existing.rejected && !(p.rejected && newer(&p, existing)) => {}
+        Some(existing) if !existing.rejected && !p.rejected => {}
         _ => obs.problem = Some(p),
     }
 }
@@ -181,6 +222,39 @@ mod tests {
             observe_pods(&[failed], Some("h2")).problem.is_none(),
             "stale template"
         );
+    }
+
+    #[test]
+    fn a_transient_refusal_followed_by_a_newer_pod_is_history() {
+        let refused = |name: &str, created: &str| {
+            pod(
+                json!({"metadata": {"name": name, "creationTimestamp": created},
+                "status": {"phase": "Failed", "reason": "OutOfcpu", "message": "no cpu"}}),
+            )
+        };
+        let pending = pod(
+            json!({"metadata": {"name": "p3", "creationTimestamp": "2026-11-24T00:01:00Z"},
+            "status": {"phase": "Pending"}}),
+        );
+        let old = refused("p1", "2026-11-24T00:00:00Z");
+        let newer = refused("p2", "2026-11-24T00:00:30Z");
+        // Two refusals: the newest times the retry.
+        let obs = observe_pods(&[old.clone(), newer.clone()], None);
+        let p = obs.problem.unwrap();
+        assert!(p.rejected);
+        assert_eq!(p.message, "pod p2: no cpu");
+        // A pod after them (being scheduled or running) makes them history.
+        assert_eq!(observe_pods(&[old, newer, pending], None).problem, None);
+        // A permanent refusal is not history because a later pod exists.
+        let forbidden = pod(
+            json!({"metadata": {"name": "f", "creationTimestamp": "2026-11-24T00:00:00Z"},
+            "status": {"phase": "Failed", "reason": "SysctlForbidden", "message": "no"}}),
+        );
+        let later = pod(
+            json!({"metadata": {"name": "g", "creationTimestamp": "2026-11-24T00:01:00Z"},
+            "status": {"phase": "Pending"}}),
+        );
+        assert!(observe_pods(&[forbidden, later], None).problem.is_some());
     }
 
     #[test]

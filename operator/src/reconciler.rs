@@ -61,8 +61,9 @@ pub async fn reconcile<K: ManagedServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> 
         .then(|| obj.build(&owner, obj.desired_replicas()));
     let template_hash = desired.as_ref().and_then(Children::template_hash);
     let observed = observe_pods(&pod_list, template_hash.as_deref());
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
     let hold = if violations.is_empty() {
-        status::hold_for(previous, generation, &observed)
+        status::hold_for(previous, generation, &observed, &now)
     } else {
         None
     };
@@ -109,7 +110,7 @@ pub async fn reconcile<K: ManagedServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> 
         resources: obj.resources(),
         configured_threads: obj.configured_threads(),
         server_report: report,
-        now: Time(k8s_openapi::jiff::Timestamp::now()),
+        now: now.clone(),
     };
     let new_status = status::compute(&input);
     if previous != Some(&new_status) {
@@ -126,11 +127,17 @@ pub async fn reconcile<K: ManagedServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> 
         .any(|c| c.type_ == "Progressing" && c.status == "True");
     // Watches on the CR, children and pods wake us; requeues only catch what they cannot
     // (e.g. nats /varz), and a held or invalid object waits for a spec change.
-    Ok(Action::requeue(if progressing {
+    let mut after = if progressing {
         ctx.requeue.converging
     } else {
         ctx.requeue.stable
-    }))
+    };
+    // A transient kubelet refusal is retried at its time (no watch event says when).
+    if let Some(at) = hold.as_ref().and_then(|h| h.retry_at.as_ref()) {
+        let wait = at.0.duration_since(now.0).unsigned_abs();
+        after = after.min(wait + std::time::Duration::from_secs(1));
+    }
+    Ok(Action::requeue(after))
 }
 
 fn backoff_key<K: ManagedServerKind>(obj: &K) -> String {

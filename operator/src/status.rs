@@ -1,7 +1,7 @@
 //! Status from observations: Ready/Progressing/Degraded with reasons, and the tuning that took
 //! effect. Pure, so every branch is unit-tested; `lastTransitionTime` only moves on a change.
 
-use crate::pod_observer::{PodObservation, REJECTION_REASONS};
+use crate::pod_observer::{is_transient_rejection, PodObservation, REJECTION_REASONS};
 use crate::status_text::set_condition;
 use crate::tuning::is_integer_cpu;
 use crate::validate::SpecViolation;
@@ -14,6 +14,19 @@ use msgbench_crds::conditions::{self, ConditionStatus, ConditionUpdate, DEGRADED
 pub struct Hold {
     pub reason: String,
     pub message: String,
+    /// A transient refusal: when the workload is scaled up again to retry. `None`: held until
+    /// the spec changes.
+    pub retry_at: Option<Time>,
+}
+
+/// Pause after a transient kubelet refusal (OutOfcpu, ...) before the workload is scaled up
+/// again: at most one refused pod per pause, never a storm, and a server that starts by itself
+/// once the node has room.
+pub const REFUSAL_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
+
+fn retry_after(t: &Time) -> Option<Time> {
+    let pause = k8s_openapi::jiff::SignedDuration::try_from(REFUSAL_RETRY).ok()?;
+    Some(Time(t.0.checked_add(pause).ok()?))
 }
 
 /// The server's own report of its CPU view (nats `/varz`: `cores`, `gomaxprocs`).
@@ -41,27 +54,47 @@ pub struct StatusInput<'a> {
 }
 
 /// Keep the workload at 0 replicas when the kubelet refused its pods for this very generation
-/// (a refusal seen now, or recorded in Degraded for the current generation). A spec change
-/// (new generation) lifts the hold and tries again.
+/// (a refusal seen now, or recorded in Degraded for the current generation). A permanent
+/// refusal lasts until a spec change (new generation); a transient one until
+/// [`REFUSAL_RETRY`] after it, then the workload is scaled up to try again.
 pub fn hold_for(
     previous: Option<&ServerStatus>,
     generation: Option<i64>,
     pods: &PodObservation,
+    now: &Time,
 ) -> Option<Hold> {
+    let transient_until = |since: Option<&Time>| -> Option<Option<Time>> {
+        let until = retry_after(since?)?;
+        (now.0 < until.0).then_some(Some(until))
+    };
     if let Some(p) = pods.problem.as_ref().filter(|p| p.rejected) {
+        let retry_at = match is_transient_rejection(&p.reason) {
+            true => transient_until(p.refused_at.as_ref())?,
+            false => None,
+        };
         return Some(Hold {
             reason: p.reason.clone(),
             message: p.message.clone(),
+            retry_at,
         });
     }
     let degraded = conditions::get(&previous?.conditions, DEGRADED)?;
-    (ConditionStatus::of(degraded) == Some(ConditionStatus::True)
+    let held = ConditionStatus::of(degraded) == Some(ConditionStatus::True)
         && REJECTION_REASONS.contains(&degraded.reason.as_str())
-        && degraded.observed_generation == generation)
-        .then(|| Hold {
-            reason: degraded.reason.clone(),
-            message: degraded.message.clone(),
-        })
+        && degraded.observed_generation == generation;
+    if !held {
+        return None;
+    }
+    // The refused pods may be gone (a StatefulSet at 0 deletes them): the record times it.
+    let retry_at = match is_transient_rejection(&degraded.reason) {
+        true => transient_until(Some(&degraded.last_transition_time))?,
+        false => None,
+    };
+    Some(Hold {
+        reason: degraded.reason.clone(),
+        message: degraded.message.clone(),
+        retry_at,
+    })
 }
 
 pub fn compute(input: &StatusInput<'_>) -> ServerStatus {
@@ -92,13 +125,13 @@ pub fn compute(input: &StatusInput<'_>) -> ServerStatus {
             (true, reason.to_string(), msg),
         )
     } else if let Some(hold) = input.hold {
-        let msg = if hold.message.contains("scaled to 0") {
-            hold.message.clone()
-        } else {
-            format!(
-                "{}; scaled to 0 replicas until the spec changes",
-                hold.message
-            )
+        let base = match hold.message.find("; scaled to 0") {
+            Some(i) => &hold.message[..i],
+            None => &hold.message,
+        };
+        let msg = match &hold.retry_at {
+            Some(t) => format!("{base}; scaled to 0 replicas, retrying at {}", t.0),
+            None => format!("{base}; scaled to 0 replicas until the spec changes"),
         };
         (
             (false, hold.reason.clone(), msg.clone()),
@@ -392,10 +425,11 @@ mod tests {
                 reason: "ImagePullBackOff".into(),
                 message: "pod x: back-off pulling image".into(),
                 rejected: false,
+                refused_at: None,
             }),
             ..PodObservation::default()
         };
-        assert!(hold_for(None, Some(3), &pods).is_none());
+        assert!(hold_for(None, Some(3), &pods, &now()).is_none());
         let tuning = Tuning::default();
         let res = Resources::default();
         let s = compute(&input(&pods, &tuning, &res, None));
@@ -413,16 +447,54 @@ mod tests {
         let hold = Hold {
             reason: "SysctlForbidden".into(),
             message: "pod x: forbidden".into(),
+            retry_at: None,
         };
         let mut i = input(&pods, &tuning, &res, None);
         i.hold = Some(&hold);
         let held = compute(&i);
         assert!(cond(&held, "Degraded").message.contains("scaled to 0"));
-        assert!(hold_for(Some(&held), Some(3), &pods).is_some());
+        assert!(hold_for(Some(&held), Some(3), &pods, &now()).is_some());
         assert!(
-            hold_for(Some(&held), Some(4), &pods).is_none(),
+            hold_for(Some(&held), Some(4), &pods, &now()).is_none(),
             "a new generation retries"
         );
+    }
+
+    #[test]
+    fn a_transient_refusal_is_held_for_the_pause_then_retried() {
+        let at = |s: i64| Time(k8s_openapi::jiff::Timestamp::from_second(s).unwrap());
+        let refused = |reason: &str| PodObservation {
+            problem: Some(PodProblem {
+                reason: reason.into(),
+                message: "pod x: Node didn't have enough resource: cpu".into(),
+                rejected: true,
+                refused_at: Some(at(1_000)),
+            }),
+            ..PodObservation::default()
+        };
+        let pods = refused("OutOfcpu");
+        let hold = hold_for(None, Some(3), &pods, &at(1_010)).expect("held");
+        assert_eq!(hold.retry_at, Some(at(1_030)));
+        assert!(
+            hold_for(None, Some(3), &pods, &at(1_030)).is_none(),
+            "retried"
+        );
+        // A permanent refusal is held whatever the time.
+        let forbidden = refused("SysctlForbidden");
+        let h = hold_for(None, Some(3), &forbidden, &at(9_999)).expect("held");
+        assert_eq!(h.retry_at, None);
+
+        // The refused pods gone (a StatefulSet at 0 deletes them): the Degraded record times it.
+        let (tuning, res) = (Tuning::default(), Resources::default());
+        let mut i = input(&pods, &tuning, &res, None);
+        i.hold = Some(&hold);
+        i.now = at(1_010);
+        let held = compute(&i);
+        let msg = &cond(&held, "Degraded").message;
+        assert!(msg.contains("retrying at"), "{msg}");
+        let gone = PodObservation::default();
+        assert!(hold_for(Some(&held), Some(3), &gone, &at(1_020)).is_some());
+        assert!(hold_for(Some(&held), Some(3), &gone, &at(1_040)).is_none());
     }
 
     #[test]
@@ -460,6 +532,7 @@ mod tests {
                 reason: "CrashLoopBackOff".into(),
                 message: "pod x: \u{1b}[31mfatal\u{1b}[0m\nexit 1".into(),
                 rejected: false,
+                refused_at: None,
             }),
             ..PodObservation::default()
         };
