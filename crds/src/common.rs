@@ -175,11 +175,14 @@ pub enum AntiAffinity {
     None,
 }
 
-/// A toleration, as in a pod spec (bounded subset).
-#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+/// A toleration, as in a pod spec (bounded subset). A key is required: a key-less `Exists`
+/// tolerates every taint, control-plane and NoExecute ones included, which a user who may
+/// create benchmarks should not be able to give pods (see operator/RBAC.md, trust model).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, KubeSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.key) && self.key != ''").message("placement.tolerations[].key: required (a toleration without a key tolerates every taint)").field_path(".key"))]
 pub struct Toleration {
-    /// Taint key; empty with operator Exists tolerates everything.
+    /// Taint key (required).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 253))]
     pub key: Option<String>,

@@ -50,6 +50,9 @@ pub fn pod_placement(p: Option<&Placement>, selector: &BTreeMap<String, String>)
         tolerations: (!p.tolerations.is_empty()).then(|| {
             p.tolerations
                 .iter()
+                // Admission requires a key; one stored before that rule is not given to pods
+                // (a key-less Exists would tolerate every taint).
+                .filter(|t| t.key.as_deref().is_some_and(|k| !k.is_empty()))
                 .map(|t| Toleration {
                     key: t.key.clone(),
                     operator: t.operator.as_ref().and_then(enum_str),

@@ -127,8 +127,38 @@ pub fn render_markdown() -> String {
          `/health` on the pod IPs),\n`list`, `watch`, `update` or `delete` on leases (the \
          operator reads and patches its own Lease by name).\n",
     );
+    s.push_str(TRUST_MODEL);
     s
 }
+
+/// Who can make the operator do what: appended to RBAC.md.
+const TRUST_MODEL: &str = "
+## Trust model
+
+Creating a msgbench object means running pods: whoever may create a `BenchmarkRun` or a server
+kind in a namespace can run its image there with the resources, sysctls and placement the spec
+allows. So treat `create` on `msgbench.dev` resources like `create` on Deployments and Jobs in
+that namespace, and grant it to the same people. What bounds it:
+
+- **Namespace.** Children go only into the object's own namespace. With `watchNamespace`
+  (chart value) the operator gets a Role in that one namespace instead of the ClusterRole.
+- **Pods.** Every pod is non-root, read-only root filesystem, seccomp RuntimeDefault, all
+  capabilities dropped, never privileged. Runner pods get no API token and a NetworkPolicy
+  that lets only the operator reach their control port. Unsafe sysctls need
+  `tuning.allowUnsafeSysctls: true` and the node's kubelet allow-list.
+- **Placement.** A toleration needs a key (admission): no key-less `Exists` that tolerates
+  every taint, control-plane and NoExecute taints included. Node selectors and tolerations
+  are capped at 16 entries.
+- **Images.** `spec.runners.image` and `spec.image` are the user's choice. To bound them,
+  apply `config/policies/allowed-images.yaml`, a ValidatingAdmissionPolicy the API server
+  enforces for every client (edit its list of prefixes; `e2e/tests/image_policy.rs` proves it).
+- **What a runner image can do to the operator.** Nothing beyond its own run: the operator
+  reads at most 32 MiB of records per run, checks every histogram header and record shape
+  before decoding, and a record it cannot read fails that run as `ResultsLost`.
+- **Secrets.** The operator can `get` (never `list`) Secrets: the JetStream auth Secret a spec
+  names and each run's runner token, which it creates. It reads pod logs (`pods/log`) only of
+  its own runner pods, as the fallback path for results.
+";
 
 #[cfg(test)]
 mod tests {
