@@ -93,6 +93,30 @@ pub async fn create(client: &Client, ns: &str, manifest: &str) -> Result<Dynamic
     }
 }
 
+/// Server-side dry run of `manifest` in `ns` with strict field validation (like `kubectl
+/// apply`): `Ok(Err(message))` when admission refuses it (schema, CEL, an admission policy).
+pub async fn dry_run(
+    client: &Client,
+    ns: &str,
+    manifest: &str,
+) -> Result<std::result::Result<(), String>> {
+    let (kind, mut obj) = parse(manifest)?;
+    obj.metadata.namespace = Some(ns.into());
+    let uri = format!(
+        "/apis/{GROUP}/v1alpha1/namespaces/{ns}/{}?dryRun=All&fieldValidation=Strict",
+        kind.plural()
+    );
+    let req = http::Request::post(&uri)
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(&obj)?)?;
+    match client.request::<Value>(req).await {
+        Ok(_) => Ok(Ok(())),
+        // 422: schema/CEL; 400: strict decoding; 403: an admission policy.
+        Err(kube::Error::Api(s)) if [400, 403, 422].contains(&s.code) => Ok(Err(s.message)),
+        Err(e) => anyhow::bail!("dry run failed for another reason than admission: {e}"),
+    }
+}
+
 /// `status.conditions[type]` of a dynamic object.
 pub fn condition<'a>(obj: &'a DynamicObject, type_: &str) -> Option<&'a Value> {
     obj.data

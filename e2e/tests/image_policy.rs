@@ -68,14 +68,7 @@ async fn checks(ctx: &TestContext) -> Result<()> {
         Duration::from_secs(60),
         Duration::from_millis(500),
         "the policy refuses a foreign runner image",
-        || async {
-            Ok(
-                match dry_run(ctx, &run_with("evil.example/miner:1")).await? {
-                    Ok(()) => None,
-                    Err(msg) => Some(msg),
-                },
-            )
-        },
+        || async { Ok(dry_run(ctx, &run_with("evil.example/miner:1")).await?.err()) },
     )
     .await?;
     eprintln!("refused: {refused}");
@@ -103,23 +96,6 @@ fn shipped_policy() -> Result<(ValidatingAdmissionPolicy, ValidatingAdmissionPol
     Ok((policy, binding))
 }
 
-/// Server-side dry run of `manifest` in the test namespace: `Err(message)` when refused.
 async fn dry_run(ctx: &TestContext, manifest: &str) -> Result<std::result::Result<(), String>> {
-    let (kind, mut obj) = kinds::parse(manifest)?;
-    obj.metadata.namespace = Some(ctx.ns.clone());
-    let uri = format!(
-        "/apis/msgbench.dev/v1alpha1/namespaces/{}/{}?dryRun=All",
-        ctx.ns,
-        kind.plural()
-    );
-    let req = http::Request::post(&uri)
-        .header("content-type", "application/json")
-        .body(serde_json::to_vec(&obj)?)?;
-    match ctx.client.request::<serde_json::Value>(req).await {
-        Ok(_) => Ok(Ok(())),
-        Err(kube::Error::Api(status)) if (400..500).contains(&status.code) => {
-            Ok(Err(status.message))
-        }
-        Err(e) => bail!("dry run failed for another reason than admission: {e}"),
-    }
+    kinds::dry_run(&ctx.client, &ctx.ns, manifest).await
 }

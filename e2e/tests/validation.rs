@@ -74,25 +74,7 @@ async fn bad_specs_are_rejected_naming_the_field() {
 }
 
 async fn dry_run(ctx: &TestContext, manifest: &str) -> Result<std::result::Result<(), String>> {
-    let (kind, mut obj) = kinds::parse(manifest)?;
-    obj.metadata.namespace = Some(ctx.ns.clone());
-    // Strict field validation, like `kubectl apply` (unknown fields are errors, not pruned).
-    let uri = format!(
-        "/apis/msgbench.dev/v1alpha1/namespaces/{}/{}?dryRun=All&fieldValidation=Strict",
-        ctx.ns,
-        kind.plural()
-    );
-    let req = http::Request::post(&uri)
-        .header("content-type", "application/json")
-        .body(serde_json::to_vec(&obj)?)?;
-    match ctx.client.request::<serde_json::Value>(req).await {
-        Ok(_) => Ok(Ok(())),
-        // 422: schema/CEL; 400: strict decoding (unknown or duplicate fields).
-        Err(kube::Error::Api(status)) if status.code == 422 || status.code == 400 => {
-            Ok(Err(status.message))
-        }
-        Err(e) => bail!("dry run failed for another reason than validation: {e}"),
-    }
+    kinds::dry_run(&ctx.client, &ctx.ns, manifest).await
 }
 
 async fn body(ctx: TestContext) -> Result<()> {
