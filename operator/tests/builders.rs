@@ -206,6 +206,8 @@ fn pubsub_server_contract_env() {
     assert_eq!(env["DATABASE_FILE"], "/data/pubsub.db");
     assert_eq!(env["CACHE_TTL_SECONDS"], "5");
     assert_eq!(env["WORKER_THREADS"], "2");
+    // 3/8 of the fixture's 256Mi memory limit.
+    assert_eq!(env["MEMORY_BUDGET_BYTES"], (96u64 << 20).to_string());
     assert!(!env.contains_key("WS_MODE"));
     insta::assert_yaml_snapshot!("pss_basic", c);
 }
