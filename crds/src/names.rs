@@ -15,7 +15,8 @@ pub fn name_rule(max: usize) -> Rule {
             "metadata.name: must be at most {max} characters (names of its children and labels \
              derive from it and have Kubernetes' 63-character limits)"
         )))
-        .field_path(".metadata.name")
+    // No fieldPath: the API server allows none outside the schema's own fields (metadata is
+    // not one); the message names the field.
 }
 
 /// The same rule, for objects stored before it existed: what is wrong with `metadata.name`.
