@@ -10,11 +10,10 @@ pub const MAX_SERVER_NAME: usize = 52;
 
 /// CEL on the object root: `metadata.name` at most `max` characters.
 pub fn name_rule(max: usize) -> Rule {
-    Rule::new(format!("size(self.metadata.name) <= {max}"))
-        .message(Message::Message(format!(
-            "metadata.name: must be at most {max} characters (names of its children and labels \
+    Rule::new(format!("size(self.metadata.name) <= {max}")).message(Message::Message(format!(
+        "metadata.name: must be at most {max} characters (names of its children and labels \
              derive from it and have Kubernetes' 63-character limits)"
-        )))
+    )))
     // No fieldPath: the API server allows none outside the schema's own fields (metadata is
     // not one); the message names the field.
 }

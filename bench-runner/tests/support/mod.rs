@@ -142,17 +142,45 @@ pub fn nats_cluster() -> Vec<Server> {
             }
         })
         .collect();
+    // Healthy and agreeing on a meta leader with all three peers: a stream with replicas 3
+    // created before that fails with "no suitable peers for placement". A loaded machine (the
+    // e2e suite alongside) takes well over 30 s to get there.
     let t = Instant::now();
     for &(_, _, monitor) in &ports {
-        while http_status(monitor, "/healthz") != Some(200) {
+        while !(http_status(monitor, "/healthz") == Some(200) && meta_formed(monitor, 3)) {
             assert!(
-                t.elapsed() < Duration::from_secs(30),
-                "JetStream cluster not healthy after 30 s (monitor port {monitor})"
+                t.elapsed() < Duration::from_secs(120),
+                "JetStream cluster not formed after 120 s (monitor port {monitor})"
             );
-            std::thread::sleep(Duration::from_millis(100));
+            std::thread::sleep(Duration::from_millis(200));
         }
     }
     servers
+}
+
+/// `/jsz` names a meta leader and `peers` cluster members.
+fn meta_formed(monitor: u16, peers: usize) -> bool {
+    let Some(body) = http_body(monitor, "/jsz") else {
+        return false;
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&body) else {
+        return false;
+    };
+    let meta = &v["meta_cluster"];
+    meta["leader"].as_str().is_some_and(|l| !l.is_empty())
+        && meta["cluster_size"].as_u64() == Some(peers as u64)
+}
+
+/// Body of a plain HTTP GET on loopback, None when nothing answers.
+fn http_body(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    Some(text.split_once("\r\n\r\n")?.1.to_string())
 }
 
 /// Status code of a plain HTTP GET on loopback, None when nothing answers.
