@@ -52,20 +52,15 @@ fn record(runner: u16, trial: u32, stages: usize) -> RawResultLine {
 fn measure(runners: u16, trials: u32, stages: usize) -> (usize, usize) {
     let one = record(1, 1, stages);
     let json = one.json_bytes();
-    let text = serde_json::to_string(&serde_json::json!({
-        "format": one.format, "runnerId": 1, "trial": 1, "startedUnixMs": 1_700_000_000_000u64,
-        "result": serde_json::from_str::<serde_json::Value>(one.result.get()).unwrap(),
-    }))
-    .unwrap();
-    drop(one);
     let lines: Vec<RawResultLine> = (1..=trials)
         .flat_map(|t| (1..=runners).map(move |r| (r, t)))
         .map(|(r, t)| {
-            let mut l: RawResultLine = serde_json::from_str(&text).unwrap();
+            let mut l = one.clone();
             (l.runner_id, l.trial) = (r, t);
             l
         })
         .collect();
+    drop(one);
     let records: Vec<TrialRecord> = lines.iter().map(|l| (l.trial, l)).collect();
     let held = HEAP.current_usage();
     HEAP.reset_peak_usage();

@@ -117,10 +117,11 @@ pub struct AgentProgress {
     pub trial_start_unix_ms: u64,
 }
 
-/// One trial's result of one runner.
+/// One trial's result of one runner. `R` is the decoded result; the operator holds records
+/// as [`RawResultLine`] (their result kept as JSON text) until it merges them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ResultLine {
+pub struct ResultLine<R = crate::result::RunnerResult> {
     pub format: String,
     pub runner_id: u16,
     /// 1-based position in the run (with variants: in the schedule).
@@ -132,8 +133,24 @@ pub struct ResultLine {
     pub round: Option<u32>,
     /// Wall clock when the trial's load started, ms since the epoch.
     pub started_unix_ms: u64,
-    pub result: crate::result::RunnerResult,
+    pub result: R,
 }
+
+/// A result kept as its JSON text, compared by that text.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RawJson(pub Box<serde_json::value::RawValue>);
+
+impl PartialEq for RawJson {
+    fn eq(&self, o: &Self) -> bool {
+        self.0.get() == o.0.get()
+    }
+}
+
+/// A record whose result is kept as JSON text: the operator holds every record of a run until
+/// all are in, and a decoded record holds three 139 KB histograms per phase, so it decodes each
+/// one only when merging it ([`ResultLine::decode`]).
+pub type RawResultLine = ResultLine<RawJson>;
 
 /// Most sessions, stages and REST paths in one record: what the workload rules allow
 /// (sessions 1..=32, stages.count 1..=32, socketio.rest.paths 1..=8).
@@ -161,43 +178,13 @@ struct RecordShape {
     rest: Vec<serde::de::IgnoredAny>,
 }
 
-/// A [`ResultLine`] whose result is kept as its JSON text: the operator holds every record of
-/// a run until all are in, and a decoded record holds three 139 KB histograms per phase, so it
-/// decodes each one only when merging it ([`RawResultLine::decode`]).
-#[derive(Clone, Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RawResultLine {
-    pub format: String,
-    pub runner_id: u16,
-    pub trial: u32,
-    #[serde(default)]
-    pub variant: Option<String>,
-    #[serde(default)]
-    pub round: Option<u32>,
-    pub started_unix_ms: u64,
-    pub result: Box<serde_json::value::RawValue>,
-}
-
-impl PartialEq for RawResultLine {
-    fn eq(&self, o: &Self) -> bool {
-        (
-            &self.format,
-            self.runner_id,
-            self.trial,
-            &self.variant,
-            self.round,
-        ) == (&o.format, o.runner_id, o.trial, &o.variant, o.round)
-            && self.started_unix_ms == o.started_unix_ms
-            && self.result.get() == o.result.get()
-    }
-}
-
 impl RawResultLine {
     /// The result, decoded (histograms included) once its shape is checked: each decoded
     /// histogram takes 139 KB however short its text, so a record (from a user-chosen runner
     /// image) listing more phases or REST paths than any workload makes is refused first.
     pub fn decode(&self) -> Result<crate::result::RunnerResult, RecordError> {
-        let shape: RecordShape = serde_json::from_str(self.result.get())?;
+        let text = self.result.0.get();
+        let shape: RecordShape = serde_json::from_str(text)?;
         for (what, n, max) in [
             ("sessions", shape.sessions.len(), MAX_RECORD_SESSIONS),
             ("stages", shape.stages.len(), MAX_RECORD_STAGES),
@@ -209,11 +196,11 @@ impl RawResultLine {
                 )));
             }
         }
-        Ok(serde_json::from_str(self.result.get())?)
+        Ok(serde_json::from_str(text)?)
     }
     /// Bytes of JSON this record holds.
     pub fn json_bytes(&self) -> usize {
-        self.result.get().len()
+        self.result.0.get().len()
     }
     /// The same record, as its JSON text would be read back (for tests and tools).
     pub fn from_line(l: &ResultLine) -> serde_json::Result<Self> {
@@ -221,26 +208,17 @@ impl RawResultLine {
     }
 }
 
-/// `GET /results` as the operator reads it: records kept as JSON until merged.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RawAgentResults {
-    pub runner_id: u16,
-    pub trials: u32,
-    pub finished: bool,
-    pub records: Vec<RawResultLine>,
-}
-
-/// `GET /results`: every finished trial's record so far.
+/// `GET /results`: every finished trial's record so far (the operator reads the records as
+/// [`RawResultLine`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AgentResults {
+pub struct AgentResults<R = crate::result::RunnerResult> {
     pub runner_id: u16,
     /// Trials this agent runs in all.
     pub trials: u32,
     /// All of them finished.
     pub finished: bool,
-    pub records: Vec<ResultLine>,
+    pub records: Vec<ResultLine<R>>,
 }
 
 /// `POST /results/ack`: the operator has stored this many records; the agent may exit.

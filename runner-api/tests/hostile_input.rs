@@ -5,9 +5,8 @@
 //! crate's tests, needed to implement `GlobalAlloc` (the library itself forbids unsafe code).
 use base64::Engine as _;
 use proptest::prelude::*;
-use runner_api::agent::{RawResultLine, ResultLine, LINE_FORMAT};
+use runner_api::agent::{RawResultLine, ResultLine};
 use runner_api::histo::{Histo, MAX_MICROS};
-use runner_api::result::{Generator, PhaseStats, RunnerResult, FORMAT};
 use runner_api::result_frames::{frames, reassemble};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -128,40 +127,11 @@ fn values() -> impl Strategy<Value = Vec<u64>> {
     proptest::collection::vec(0u64..=70_000_000, 0..100)
 }
 
-/// A one-phase record of `runner`'s `trial` with these latencies.
+/// A one-phase record of `runner`'s `trial` with these latencies, against `target`.
 fn record(runner: u16, trial: u32, latencies: &[u64], target: String) -> ResultLine {
-    let mut m = PhaseStats::new("measured", 1, Default::default());
-    m.published = latencies.len() as u64;
-    m.published_by_topic = vec![m.published];
-    m.subscribers_by_topic = vec![1];
-    m.received = m.published;
-    m.latency = histo_of(latencies);
-    let workload = serde_json::json!({"protocol": "nats", "durationSeconds": 1});
-    let mut r = RunnerResult {
-        format: FORMAT.into(),
-        target,
-        runner_ids: vec![runner],
-        workload: serde_json::from_value(workload).unwrap(),
-        generator: Generator::default(),
-        warmup: None,
-        measured: m,
-        sessions: vec![],
-        stages: vec![],
-        breaking_stage: None,
-        connections: None,
-        timeline: vec![],
-        rest: vec![],
-    };
-    r.finalize();
-    ResultLine {
-        format: LINE_FORMAT.into(),
-        runner_id: runner,
-        trial,
-        variant: None,
-        round: None,
-        started_unix_ms: 0,
-        result: r,
-    }
+    let mut l = runner_api::testing::record(runner, trial, latencies, latencies.len() as u64, 0);
+    l.result.target = target;
+    l
 }
 
 proptest! {

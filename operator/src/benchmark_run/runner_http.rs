@@ -3,7 +3,7 @@
 //! Each call takes the agent's address (pod IP and port, see [`agent_addr`]; the port is
 //! `AGENT_PORT` outside tests), so tests can run fake agents on any local port.
 use crate::pod_http::{self, Options};
-use runner_api::agent::{AgentProgress, RawAgentResults, ResultsAck, StartRequest};
+use runner_api::agent::{AgentProgress, AgentResults, RawJson, ResultsAck, StartRequest};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
@@ -48,7 +48,7 @@ pub async fn results(
     addr: SocketAddr,
     token: &str,
     max_bytes: usize,
-) -> anyhow::Result<RawAgentResults> {
+) -> anyhow::Result<AgentResults<RawJson>> {
     let opts = Options::new(Duration::from_secs(20), max_bytes).bearer(token);
     let reply = pod_http::get(addr, "/results", opts).await?;
     Ok(reply.json()?)
