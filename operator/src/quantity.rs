@@ -1,14 +1,6 @@
-//! Kubernetes quantities compared by value: the API server stores `1000m` as `1`, `0.5Gi` as
-//! `512Mi` and `1e3` as `1k`, so comparing the text we applied with the text it returns would
-//! re-apply unchanged children on every reconcile.
-
-/// Exact value of a quantity as `digits x multiplier / 10^scale` in nano-units.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Exact {
-    digits: i128,
-    multiplier: i128,
-    scale: u32,
-}
+//! Kubernetes quantities (`500m`, `0.5Gi`, `1e3`) read exactly, as integers of nano-units: the
+//! one parser for CPU and memory figures and for comparing what we applied with what the API
+//! server returns (it stores `1000m` as `1` and `0.5Gi` as `512Mi`).
 
 fn suffix_multiplier(suffix: &str) -> Option<i128> {
     const NANO: i128 = 1_000_000_000;
@@ -41,7 +33,9 @@ fn exponent_multiplier(suffix: &str) -> Option<i128> {
     10i128.checked_pow(nano_exp)
 }
 
-fn parse(q: &str) -> Option<Exact> {
+/// The value of `q` in nano-units (10^-9; the finest a quantity can say), `None` when it is
+/// not a quantity or too large.
+pub fn nanos(q: &str) -> Option<i128> {
     let q = q.trim();
     let split = q
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
@@ -57,23 +51,13 @@ fn parse(q: &str) -> Option<Exact> {
         return None;
     }
     let digits: i128 = format!("{int}{frac}").parse().ok()?;
-    Some(Exact {
-        digits: if negative { -digits } else { digits },
-        multiplier: suffix_multiplier(suffix)?,
-        scale: frac.len() as u32,
-    })
+    let scaled = digits.checked_mul(suffix_multiplier(suffix)?)? / 10i128.pow(frac.len() as u32);
+    Some(if negative { -scaled } else { scaled })
 }
 
-/// `a` and `b` are quantities of the same value (`None` if either is not a quantity or the
-/// comparison would overflow).
+/// `a` and `b` are quantities of the same value (`None` if either is not a quantity).
 pub fn same_value(a: &str, b: &str) -> Option<bool> {
-    let (a, b) = (parse(a)?, parse(b)?);
-    let side = |x: Exact, other_scale: u32| {
-        x.digits
-            .checked_mul(x.multiplier)?
-            .checked_mul(10i128.checked_pow(other_scale)?)
-    };
-    Some(side(a, b.scale)? == side(b, a.scale)?)
+    Some(nanos(a)? == nanos(b)?)
 }
 
 #[cfg(test)]

@@ -56,43 +56,16 @@ pub fn threads(tuning: &Tuning, res: &Resources) -> Option<u16> {
     Some(millis.div_ceil(1000).clamp(1, 256) as u16)
 }
 
-/// Parse a CPU quantity (`2`, `500m`, `1.5`, `2k`) to millicores; `None` if unparseable.
+/// Parse a CPU quantity (`2`, `500m`, `1.5`) to millicores, rounded up; `None` if unparseable.
 pub fn cpu_millis(q: &Quantity) -> Option<u64> {
-    let s = q.0.trim();
-    let (num, scale) = match s.strip_suffix('m') {
-        Some(n) => (n, 1.0),
-        None => match s.strip_suffix('k') {
-            Some(n) => (n, 1_000_000.0),
-            None => (s, 1000.0),
-        },
-    };
-    let v: f64 = num.parse().ok()?;
-    (v.is_finite() && v >= 0.0).then(|| (v * scale).ceil() as u64)
+    let n = crate::quantity::nanos(&q.0)?;
+    u64::try_from(n).ok().map(|n| n.div_ceil(1_000_000))
 }
 
 /// Parse a memory/storage quantity (`512Mi`, `1G`, `1e9`, `1000`) to bytes; `None` if unparseable.
 pub fn bytes(q: &Quantity) -> Option<u64> {
-    const SUFFIXES: &[(&str, f64)] = &[
-        ("Ki", 1024.0),
-        ("Mi", 1048576.0),
-        ("Gi", 1073741824.0),
-        ("Ti", 1099511627776.0),
-        ("Pi", 1125899906842624.0),
-        ("k", 1e3),
-        ("K", 1e3),
-        ("M", 1e6),
-        ("G", 1e9),
-        ("T", 1e12),
-        ("P", 1e15),
-        ("m", 1e-3),
-    ];
-    let s = q.0.trim();
-    let (num, scale) = SUFFIXES
-        .iter()
-        .find_map(|(suf, f)| s.strip_suffix(suf).map(|n| (n, *f)))
-        .unwrap_or((s, 1.0));
-    let v: f64 = num.parse().ok()?;
-    (v.is_finite() && v >= 0.0).then(|| (v * scale).floor() as u64)
+    let n = crate::quantity::nanos(&q.0)?;
+    u64::try_from(n / 1_000_000_000).ok().filter(|_| n >= 0)
 }
 
 /// True when `q` is a whole number of CPUs (what the static CPU manager needs).
