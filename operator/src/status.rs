@@ -63,36 +63,32 @@ pub fn hold_for(
     pods: &PodObservation,
     now: &Time,
 ) -> Option<Hold> {
-    let transient_until = |since: Option<&Time>| -> Option<Option<Time>> {
-        let until = retry_after(since?)?;
-        (now.0 < until.0).then_some(Some(until))
+    let (reason, message, since) = match pods.problem.as_ref().filter(|p| p.rejected) {
+        Some(p) => (&p.reason, &p.message, p.refused_at.as_ref()),
+        None => {
+            let d = conditions::get(&previous?.conditions, DEGRADED)?;
+            let held = ConditionStatus::of(d) == Some(ConditionStatus::True)
+                && REJECTION_REASONS.contains(&d.reason.as_str())
+                && d.observed_generation == generation;
+            if !held {
+                return None;
+            }
+            // The refused pods may be gone (a StatefulSet at 0 deletes them): the record times it.
+            (&d.reason, &d.message, Some(&d.last_transition_time))
+        }
     };
-    if let Some(p) = pods.problem.as_ref().filter(|p| p.rejected) {
-        let retry_at = match is_transient_rejection(&p.reason) {
-            true => transient_until(p.refused_at.as_ref())?,
-            false => None,
-        };
-        return Some(Hold {
-            reason: p.reason.clone(),
-            message: p.message.clone(),
-            retry_at,
-        });
-    }
-    let degraded = conditions::get(&previous?.conditions, DEGRADED)?;
-    let held = ConditionStatus::of(degraded) == Some(ConditionStatus::True)
-        && REJECTION_REASONS.contains(&degraded.reason.as_str())
-        && degraded.observed_generation == generation;
-    if !held {
-        return None;
-    }
-    // The refused pods may be gone (a StatefulSet at 0 deletes them): the record times it.
-    let retry_at = match is_transient_rejection(&degraded.reason) {
-        true => transient_until(Some(&degraded.last_transition_time))?,
-        false => None,
+    let retry_at = if is_transient_rejection(reason) {
+        let until = retry_after(since?)?;
+        if now.0 >= until.0 {
+            return None; // the pause is over: scale up and try again
+        }
+        Some(until)
+    } else {
+        None
     };
     Some(Hold {
-        reason: degraded.reason.clone(),
-        message: degraded.message.clone(),
+        reason: reason.clone(),
+        message: message.clone(),
         retry_at,
     })
 }
