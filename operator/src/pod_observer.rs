@@ -187,14 +187,9 @@ pub fn observe_pods(pods: &[Pod], template_hash: Option<&str>) -> PodObservation
 /// Keep the most severe problem: a rejection wins over anything else, the newest rejection
 /// over older ones.
 fn set_problem(obs: &mut PodObservation, p: PodProblem) {
-    let newer = |a: &PodProblem, b: &PodProblem| match (&a.refused_at, &b.refused_at) {
-        (Some(a), Some(b)) => a.0 > b.0,
-        _ => false,
-    };
-    match &obs.problem {
-        Some(existing) if existing.rejected && !(p.rejected && newer(&p, existing)) => {}
-        Some(existing) if !existing.rejected && !p.rejected => {}
-        _ => obs.problem = Some(p),
+    let rank = |p: &PodProblem| (p.rejected, p.refused_at.as_ref().map(|t| t.0));
+    if obs.problem.as_ref().is_none_or(|e| rank(&p) > rank(e)) {
+        obs.problem = Some(p);
     }
 }
 
