@@ -1,6 +1,7 @@
-//! Prometheus metrics for `/metrics`: reconcile count, duration and errors per kind.
+//! Prometheus metrics for `/metrics`: reconcile count, duration and errors per kind, child and
+//! status writes, and the process's own memory (peak included: the limit it must stay under).
 
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry};
 use std::time::Instant;
 
 #[derive(Clone)]
@@ -11,6 +12,8 @@ pub struct Metrics {
     duration: HistogramVec,
     writes: IntCounterVec,
     status_writes: IntCounterVec,
+    resident: IntGauge,
+    peak_resident: IntGauge,
 }
 
 impl Default for Metrics {
@@ -61,6 +64,21 @@ impl Default for Metrics {
         registry
             .register(Box::new(duration.clone()))
             .expect("unique metric");
+        let resident = IntGauge::new(
+            "process_resident_memory_bytes",
+            "Resident set size of the operator process (VmRSS), read at each scrape",
+        )
+        .expect("static metric");
+        let peak_resident = IntGauge::new(
+            "process_peak_resident_memory_bytes",
+            "Largest resident set size of the operator process since it started (VmHWM)",
+        )
+        .expect("static metric");
+        for g in [&resident, &peak_resident] {
+            registry
+                .register(Box::new(g.clone()))
+                .expect("unique metric");
+        }
         Self {
             registry,
             reconciles,
@@ -68,6 +86,8 @@ impl Default for Metrics {
             duration,
             writes,
             status_writes,
+            resident,
+            peak_resident,
         }
     }
 }
@@ -94,12 +114,36 @@ impl Metrics {
     }
 
     pub fn render(&self) -> String {
+        if let Ok(text) = std::fs::read_to_string("/proc/self/status") {
+            let (rss, peak) = resident_bytes(&text);
+            if let Some(b) = rss {
+                self.resident.set(b);
+            }
+            if let Some(b) = peak {
+                self.peak_resident.set(b);
+            }
+        }
         let mut out = String::new();
         prometheus::TextEncoder::new()
             .encode_utf8(&self.registry.gather(), &mut out)
             .expect("text encoding of gathered metrics");
         out
     }
+}
+
+/// (VmRSS, VmHWM) in bytes from the text of `/proc/<pid>/status` (the kernel writes kB).
+fn resident_bytes(status: &str) -> (Option<i64>, Option<i64>) {
+    let field = |name: &str| {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        let kb: i64 = line[name.len()..]
+            .trim()
+            .strip_suffix("kB")?
+            .trim()
+            .parse()
+            .ok()?;
+        kb.checked_mul(1024)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
 }
 
 /// Observes the reconcile duration when dropped, so early returns are counted too.
@@ -111,5 +155,31 @@ pub struct ReconcileTimer {
 impl Drop for ReconcileTimer {
     fn drop(&mut self) {
         self.hist.observe(self.start.elapsed().as_secs_f64());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resident_bytes_reads_rss_and_peak_in_bytes() {
+        let status = "Name:\tmsgbench-operator\nVmPeak:\t  99999 kB\nVmHWM:\t   21504 kB\n\
+                      VmRSS:\t   20480 kB\nThreads:\t8\n";
+        assert_eq!(
+            resident_bytes(status),
+            (Some(20480 * 1024), Some(21504 * 1024))
+        );
+        assert_eq!(resident_bytes("Name:\tx\n"), (None, None));
+    }
+
+    #[test]
+    fn the_scrape_carries_this_process_peak_memory() {
+        let text = Metrics::default().render();
+        let peak = text
+            .lines()
+            .find_map(|l| l.strip_prefix("msgbench_process_peak_resident_memory_bytes "))
+            .expect("peak gauge in the scrape");
+        assert!(peak.parse::<i64>().unwrap() > 1 << 20, "{peak}");
     }
 }
