@@ -2,7 +2,7 @@
 # effect without manual cleanup). Sourced after lib.sh.
 
 write_configs() {
-  mkdir -p "$CONF/cni" "$LOGS"
+  mkdir -p "$CONF/cni" "$LOGS" "$STATIC_POD_DIR"
 
   # containerd 1.6 (Debian). This sandbox refuses oom_score_adj < 0, so runc must not try it.
   cat > "$CONF/containerd.toml" <<EOF
@@ -108,7 +108,7 @@ serializeImagePulls: false
 maxPods: 110
 podPidsLimit: 4096
 rotateCertificates: false
-staticPodPath: ""
+staticPodPath: $STATIC_POD_DIR
 EOF
 
   cat > "$CONF/kube-proxy.yaml" <<EOF

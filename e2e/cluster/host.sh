@@ -66,6 +66,7 @@ kill_leftover_pods() {
 # the image store in /var/lib/containerd is kept (images cannot be pulled again here).
 clean_state() {
   kill_leftover_pods
+  rm -f "$STATIC_POD_DIR"/*  # a test's static pod must not outlive its cluster
   local m ns
   # Volume mounts of old pods, and rootfs/shm mounts of containers whose shims are gone (only
   # called while containerd is stopped).

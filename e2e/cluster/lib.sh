@@ -13,6 +13,9 @@ PKI="$STATE/pki"
 CONF="$STATE/conf"
 LOGS="$STATE/logs"
 PIDS="$STATE/pids"
+# The kubelet's static pod directory. Empty in normal use; e2e tests that need the kubelet to hold
+# resources the scheduler cannot see (kubelet_refusal's OutOfcpu case) drop a manifest here.
+STATIC_POD_DIR="$STATE/static-pods"
 RUNTIME_DIR="/dev/shm/msgbench-cluster"   # per boot: etcd data (tmpfs, fast fsync)
 KUBELET_DIR="/var/lib/kubelet"
 CONTAINERD_SOCK="/run/containerd/containerd.sock"   # default, so plain `ctr -n k8s.io` works
