@@ -11,6 +11,7 @@
 
 pub mod chart;
 pub mod cluster;
+pub mod cpu_hog;
 pub mod diagnostics;
 pub mod harness;
 pub mod kinds;

@@ -5,6 +5,8 @@
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use kube::api::{Api, DynamicObject, ListParams};
+use msgbench_e2e::cpu_hog::{self, CpuHog};
+use msgbench_e2e::harness::remove_leftover_namespaces;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::{run, servers, wait, TestContext};
 use std::time::Duration;
@@ -100,6 +102,88 @@ async fn body(ctx: TestContext) -> Result<()> {
             == Some("SysctlForbidden"),
         "Degraded did not stick: {}",
         kinds::conditions_summary(&again)
+    );
+    Ok(())
+}
+
+/// A pod the kubelet refuses with OutOfcpu (a transient refusal) is retried after the hold, and
+/// the server becomes Ready once the CPU is free — no spec change needed.
+#[tokio::test]
+async fn out_of_cpu_is_retried_and_recovers_once_cpu_is_free() {
+    run("kubelet-outofcpu", out_of_cpu).await;
+}
+
+const STARVED: &str = "starved";
+const STARVED_MANIFEST: &str = r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: JetStreamCluster
+metadata:
+  name: starved
+spec:
+  replicas: 1
+  jetstream:
+    storage:
+      type: memory
+    maxMemoryStore: 32Mi
+  resources:
+    requests: {cpu: 10m, memory: 64Mi}
+    limits: {memory: 128Mi}
+"#;
+
+async fn out_of_cpu(ctx: TestContext) -> Result<()> {
+    let Some(dir) = cpu_hog::static_pod_dir() else {
+        eprintln!("skipped: the OutOfcpu case needs the local cluster's static pod directory");
+        return Ok(());
+    };
+    // Pods of earlier tests' namespaces still being deleted would free CPU after the hog took it.
+    remove_leftover_namespaces(&ctx.client, &ctx.ns, Duration::from_secs(240)).await?;
+    let hog = CpuHog::take_all(&ctx.client, dir).await?;
+    eprintln!(
+        "the kubelet runs a {}m CPU hog the scheduler cannot see",
+        hog.millis
+    );
+    kinds::create(&ctx.client, &ctx.ns, STARVED_MANIFEST).await?;
+    let api = Kind::JetStreamCluster.api(&ctx.client, &ctx.ns);
+    let cr = wait::until(
+        &api,
+        STARVED,
+        Duration::from_secs(120),
+        "Degraded=True reason OutOfcpu, retrying",
+        |o: &DynamicObject| {
+            kinds::condition(o, "Degraded").is_some_and(|c| {
+                c["status"] == "True"
+                    && c["reason"] == "OutOfcpu"
+                    && c["message"]
+                        .as_str()
+                        .is_some_and(|m| m.contains("retrying at"))
+            })
+        },
+    )
+    .await?;
+    eprintln!(
+        "Degraded: {}",
+        kinds::condition(&cr, "Degraded").map_or(String::new(), |c| c["message"].to_string())
+    );
+    ensure!(
+        kinds::condition(&cr, "Ready").is_some_and(|c| c["status"] == "False"),
+        "a refused server must not be Ready: {}",
+        kinds::conditions_summary(&cr)
+    );
+
+    hog.release().await?;
+    // The hold lasts 30 s from the refusal; then the operator scales up and the pod is admitted.
+    let ready = wait::until(
+        &api,
+        STARVED,
+        Duration::from_secs(180),
+        "Ready=True once the CPU is free",
+        |o: &DynamicObject| kinds::condition(o, "Ready").is_some_and(|c| c["status"] == "True"),
+    )
+    .await?;
+    ensure!(
+        !kinds::condition(&ready, "Degraded").is_some_and(|c| c["status"] == "True"),
+        "Ready but still Degraded: {}",
+        kinds::conditions_summary(&ready)
     );
     Ok(())
 }
