@@ -8,8 +8,8 @@ export PATH := $(CACHE)/bin:/usr/local/go/bin:$(HOME)/.cargo/bin:$(PATH)
 export CLUSTER ?= local
 export KUBECONFIG := $(CACHE)/kubeconfig-$(CLUSTER)
 
-.PHONY: test tools lint fmt-check clippy unit crds crds-check chart-test gitops-test cluster-up cluster-down \
-        cluster-status images e2e demo bench
+.PHONY: test tools lint fmt-check clippy unit crds crds-check chart-test gitops-test cluster-up \
+        cluster-down cluster-status images e2e demo bench
 
 ## test: everything CI runs — lint, unit tests, CRD freshness, chart checks, GitOps checks, e2e on
 ## a real cluster.

@@ -17,8 +17,9 @@ failed=0
 pass() { echo "ok   - $*"; }
 fail() { echo "FAIL - $*" >&2; failed=$((failed + 1)); }
 
-# kubectl's embedded kustomize when there is a kubectl; else the pinned standalone one.
-if command -v kubectl >/dev/null; then
+# kubectl's embedded kustomize when there is a kubectl; else (or with KUSTOMIZE_STANDALONE=1) the
+# pinned standalone one.
+if [ "${KUSTOMIZE_STANDALONE:-0}" != 1 ] && command -v kubectl >/dev/null; then
   build() { kubectl kustomize "$1"; }
 else
   e2e/tools/ensure kustomize
