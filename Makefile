@@ -8,11 +8,12 @@ export PATH := $(CACHE)/bin:/usr/local/go/bin:$(HOME)/.cargo/bin:$(PATH)
 export CLUSTER ?= local
 export KUBECONFIG := $(CACHE)/kubeconfig-$(CLUSTER)
 
-.PHONY: test tools lint fmt-check clippy unit crds crds-check chart-test cluster-up cluster-down \
-        cluster-status images e2e demo bench
+.PHONY: test tools lint fmt-check clippy unit crds crds-check chart-test gitops-test cluster-up \
+        cluster-down cluster-status images e2e demo bench
 
-## test: everything CI runs — lint, unit tests, CRD freshness, chart checks, e2e on a real cluster.
-test: lint unit crds-check chart-test e2e
+## test: everything CI runs — lint, unit tests, CRD freshness, chart checks, GitOps checks, e2e on
+## a real cluster.
+test: lint unit crds-check chart-test gitops-test e2e
 
 lint: fmt-check clippy
 fmt-check:
@@ -36,6 +37,10 @@ crds-check:
 chart-test:
 	e2e/tools/ensure helm
 	charts/test.sh
+
+## gitops-test: Argo CD health scripts (Lua) against fixtures, kustomize tree fresh and rendered.
+gitops-test:
+	config/gitops/test.sh
 
 cluster-up:
 	e2e/cluster/up

@@ -30,7 +30,8 @@ helm lint --strict --kube-version "$KUBE_VERSION" "$CHART" -f "$NONDEFAULT" >/de
 
 # 2. Render and assert. Nothing below means anything when rendering fails, so stop there.
 if ! render "$work/default.yaml" || ! render "$work/nondefault.yaml" -f "$NONDEFAULT" \
-  || ! render "$work/single.yaml" --set leaderElection.enabled=false; then
+  || ! render "$work/single.yaml" --set leaderElection.enabled=false \
+  || ! render "$work/dashboard.yaml" --set grafana.dashboard.enabled=true; then
   echo "FAIL - helm template failed; chart tests stopped" >&2
   exit 1
 fi
@@ -42,6 +43,12 @@ python3 "$CHECK" no-leader-election "$work/single.yaml" "$CHART" && pass "leader
   || fail "leaderElection.enabled=false render assertions"
 helm lint --strict --kube-version "$KUBE_VERSION" "$CHART" --set leaderElection.enabled=false >/dev/null \
   && pass "helm lint --strict (leader election off)" || fail "helm lint --strict (leader election off)"
+python3 "$CHECK" dashboard "$work/dashboard.yaml" "$CHART" && pass "grafana.dashboard.enabled=true render assertions" \
+  || fail "grafana.dashboard.enabled=true render assertions"
+# helm reads no file outside the chart: the dashboard ships as a copy, which must be current.
+cmp -s config/dashboards/msgbench-operator.json "$CHART/dashboards/msgbench-operator.json" \
+  && pass "chart's dashboard copy equals config/dashboards/msgbench-operator.json" \
+  || fail "$CHART/dashboards/msgbench-operator.json is stale: cp config/dashboards/msgbench-operator.json $CHART/dashboards/"
 crd_count=$(grep -c '^kind: CustomResourceDefinition' "$work/nondefault.yaml" || true)
 [ "$crd_count" = 0 ] && pass "crds.install=false renders no CRD" || fail "crds.install=false rendered $crd_count CRDs"
 
@@ -70,6 +77,8 @@ reject "replicaCount 4" "replicaCount" --set replicaCount=4
 reject "replicaCount 0" "replicaCount" --set replicaCount=0
 reject "2 replicas without leader election" "replicaCount" --set replicaCount=2 --set leaderElection.enabled=false
 reject "leaderElection.enabled as a string" "enabled" --set-string leaderElection.enabled=yes
+reject "grafana.dashboard.enabled as a string" "enabled" --set-string grafana.dashboard.enabled=yes
+reject "grafana.dashboard.namespace not a DNS label" "namespace" --set grafana.dashboard.namespace=Mon_itoring
 
 # 4. Mutations: the assertions must catch a regressed chart (otherwise they assert nothing).
 mutate() { # mutate <what> <python expression editing docs> ; expects the checker to fail
@@ -112,6 +121,25 @@ mutate "lease Role missing" 'docs.remove(lease_role)'
 mutate "PDB with one replica" 'docs.append({"kind": "PodDisruptionBudget", "metadata": {"name": "x", "labels": dep["metadata"]["labels"]}, "spec": {"minAvailable": 1}})'
 mutate "readiness probe path" 'c["readinessProbe"]["httpGet"]["path"] = "/"'
 mutate "extra CRD rendered" 'docs.append({"kind": "CustomResourceDefinition", "metadata": {"name": "x.msgbench.dev", "annotations": {}}, "spec": {"group": "msgbench.dev"}})'
+
+# The dashboard assertions, on the grafana.dashboard.enabled=true render.
+mutate_dashboard() { # mutate_dashboard <what> <python expression editing cm>
+  python3 - "$work/dashboard.yaml" "$work/mutant.yaml" "$2" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+cm = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["labels"].get("grafana_dashboard"))
+exec(sys.argv[3])
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+PY
+  if python3 "$CHECK" dashboard "$work/mutant.yaml" "$CHART" 2>/dev/null; then
+    fail "assertions missed a mutant: $1"
+  else
+    pass "assertions catch: $1"
+  fi
+}
+mutate_dashboard "dashboard without the sidecar label" 'del cm["metadata"]["labels"]["grafana_dashboard"]'
+mutate_dashboard "dashboard content differs" 'cm["data"]["msgbench-operator.json"] = cm["data"]["msgbench-operator.json"].replace("msgbench_reconcile_total", "msgbench_reconciles", 1)'
+mutate_dashboard "dashboard in another namespace" 'cm["metadata"]["namespace"] = "default"'
 
 if [ "$failed" -gt 0 ]; then
   echo "chart tests: $failed failed" >&2

@@ -3,6 +3,7 @@
 
 Each check appends to FAILURES with the object and the rule it broke; exit status 1 when any failed.
 """
+import json
 import os
 import sys
 
@@ -173,6 +174,30 @@ def check_rbac(docs, repo):
               f"{b['kind']} {b['metadata']['name']}: binds only the operator's ServiceAccount")
 
 
+def dashboards(docs):
+    return [d for d in by_kind(docs, "ConfigMap")
+            if d.get("metadata", {}).get("labels", {}).get("grafana_dashboard") == "1"]
+
+
+def check_dashboard(docs, repo, namespace):
+    """One ConfigMap for the Grafana sidecar carrying exactly config/dashboards/msgbench-operator.json."""
+    found = dashboards(docs)
+    check(len(found) == 1, f"one ConfigMap labelled grafana_dashboard=1, found {len(found)}")
+    if not found:
+        return
+    cm = found[0]
+    check(cm["metadata"].get("namespace") == namespace, f"dashboard ConfigMap in {namespace}, got {cm['metadata'].get('namespace')}")
+    data = cm.get("data") or {}
+    check(list(data) == ["msgbench-operator.json"], f"dashboard ConfigMap data keys {list(data)}")
+    with open(os.path.join(repo, "config", "dashboards", "msgbench-operator.json")) as f:
+        source = json.load(f)
+    try:
+        shipped = json.loads(data.get("msgbench-operator.json", ""))
+    except ValueError as e:
+        shipped = f"not JSON: {e}"
+    check(shipped == source, "the dashboard ConfigMap differs from config/dashboards/msgbench-operator.json")
+
+
 def crd_files(chart):
     d = os.path.join(chart, "templates", "crds")
     return sorted(f for f in os.listdir(d) if f.endswith(".yaml")) if os.path.isdir(d) else []
@@ -230,7 +255,7 @@ def main():
     check(bool(peer) and all(pod_labels.get(k) == v for k, v in peer.items()),
           f"OPERATOR_POD_LABELS {peer} must select the operator pod ({pod_labels})")
 
-    if case in ("default", "no-leader-election"):
+    if case in ("default", "no-leader-election", "dashboard"):
         check(replicas == 1, "default: one operator replica")
         check(container.get("image") == "ghcr.io/msgbench/operator:0.1.0", f"default image, got {container.get('image')}")
         check(container.get("imagePullPolicy") == "IfNotPresent", "default pullPolicy IfNotPresent")
@@ -246,6 +271,10 @@ def main():
                   f"CRD {c['metadata']['name']}: helm.sh/resource-policy keep")
             check(c.get("spec", {}).get("group") == "msgbench.dev", f"CRD {c['metadata']['name']}: group msgbench.dev")
         check(not by_kind(docs, "ServiceMonitor"), "ServiceMonitor off by default")
+        if case == "dashboard":
+            check_dashboard(docs, repo, "msgbench-system")
+        else:
+            check(not dashboards(docs), "Grafana dashboard ConfigMap off by default")
         check(not by_kind(docs, "NetworkPolicy"), "NetworkPolicy off by default")
     elif case == "nondefault":
         check(container.get("image") == "registry.example.com/msgbench/operator:0.1.0-dev", "custom image and tag")
@@ -265,6 +294,12 @@ def main():
         sm = one(docs, "ServiceMonitor")
         check(sm.get("spec", {}).get("endpoints", [{}])[0].get("port") == "http-metrics", "ServiceMonitor scrapes http-metrics")
         check(sm.get("metadata", {}).get("labels", {}).get("release") == "prometheus", "ServiceMonitor labels")
+        check(sm.get("spec", {}).get("endpoints", [{}])[0].get("honorLabels") is True,
+              "ServiceMonitor honorLabels: the run gauges' own namespace label must survive the scrape")
+        check_dashboard(docs, repo, "monitoring")
+        dash = (dashboards(docs) or [{}])[0].get("metadata", {})
+        check(dash.get("labels", {}).get("release") == "prometheus", "grafana.dashboard.labels honoured")
+        check(dash.get("annotations", {}).get("grafana_folder") == "msgbench", "grafana.dashboard.annotations honoured")
         np = one(docs, "NetworkPolicy")
         ingress = np.get("spec", {}).get("ingress", [{}])
         check(len(ingress) == 1 and ingress[0].get("ports", [{}])[0].get("port") == "http-metrics",
