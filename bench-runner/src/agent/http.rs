@@ -8,7 +8,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use runner_api::agent::{AgentProgress, AgentResults, ResultsAck, StartRequest};
+use runner_api::agent::{AgentProgress, AgentResults, RawJson, ResultsAck, StartRequest};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -77,7 +77,7 @@ async fn progress(State(s): State<Arc<AgentState>>) -> Json<AgentProgress> {
     Json(s.progress())
 }
 
-async fn results(State(s): State<Arc<AgentState>>) -> Json<AgentResults> {
+async fn results(State(s): State<Arc<AgentState>>) -> Json<AgentResults<RawJson>> {
     Json(s.results())
 }
 

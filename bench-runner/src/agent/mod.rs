@@ -14,7 +14,8 @@ use crate::recorder::Shared;
 use crate::termination::BarrierTimedOut;
 use futures::future::BoxFuture;
 use runner_api::agent::{
-    AgentConfig, AgentProgress, AgentResults, ResultLine, ScheduledTrial, LINE_FORMAT,
+    AgentConfig, AgentProgress, AgentResults, RawJson, RawResultLine, ResultLine, ScheduledTrial,
+    LINE_FORMAT,
 };
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -39,7 +40,9 @@ pub struct AgentState {
     runner_id: AtomicU32,
     planned: AtomicU32,
     finished: AtomicBool,
-    records: Mutex<Vec<ResultLine>>,
+    /// Kept as JSON text: a decoded record holds three 139 KB histograms per phase (14 MB with
+    /// 32 stages), and every trial's is kept until the operator confirms.
+    records: Mutex<Vec<RawResultLine>>,
     /// Set when the operator confirmed it stored every record.
     acked: watch::Sender<bool>,
 }
@@ -60,7 +63,7 @@ impl AgentState {
         })
     }
 
-    fn results(&self) -> AgentResults {
+    fn results(&self) -> AgentResults<RawJson> {
         AgentResults {
             runner_id: self.runner_id.load(Ordering::SeqCst) as u16,
             trials: self.planned.load(Ordering::SeqCst),
@@ -291,7 +294,9 @@ pub async fn run(
             "trial finished"
         );
         emit(&line)?;
-        state.records.lock().expect("records").push(line);
+        let raw = RawResultLine::from_line(&line)?;
+        drop(line);
+        state.records.lock().expect("records").push(raw);
     }
     state.finished.store(true, Ordering::SeqCst);
     Ok(())
