@@ -21,7 +21,17 @@ pub fn classify(exit_code: i32, kubelet_reason: &str, message: &str) -> (&'stati
             format!("exit code {exit_code}: {}", t.message),
         );
     }
-    let tail: Vec<&str> = message.lines().rev().take(3).collect();
+    if kubelet_reason == "OOMKilled" {
+        // The log tail of a killed process is whatever it was printing (result frames): noise.
+        return (
+            "RunnerFailed",
+            format!(
+                "exit code {exit_code} (OOMKilled): the runner went over its memory limit \
+                 (spec.runners.resources.limits.memory)"
+            ),
+        );
+    }
+    let tail: Vec<String> = message.lines().rev().take(3).map(clip).collect();
     let tail = tail.into_iter().rev().collect::<Vec<_>>().join(" | ");
     // Trial 1's barrier, or a later trial's with several runners.
     let reason = if message.contains("start barrier timed out") {
@@ -36,6 +46,16 @@ pub fn classify(exit_code: i32, kubelet_reason: &str, message: &str) -> (&'stati
         format!("exit code {exit_code} ({kubelet_reason}): {tail}"),
     )
 }
+
+/// A log line cut to [`MAX_TAIL_LINE`] characters (a result frame is a line of kilobytes).
+fn clip(line: &str) -> String {
+    match line.char_indices().nth(MAX_TAIL_LINE) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_string(),
+    }
+}
+
+const MAX_TAIL_LINE: usize = 240;
 
 #[cfg(test)]
 mod tests {
@@ -79,6 +99,16 @@ mod tests {
         assert_eq!(
             text,
             "exit code 2 (Error): b | c | d: connect to nats://x: refused"
+        );
+        // A frame-sized log line is cut; an OOM kill says which limit, not what was printed.
+        let long = format!("short\n{}", "é".repeat(5000));
+        let (_, text) = classify(1, "Error", &long);
+        assert!(text.chars().count() < 300 && text.ends_with('…'), "{text}");
+        let (reason, text) = classify(137, "OOMKilled", &"{\"frame\":1}".repeat(400));
+        assert_eq!(reason, "RunnerFailed");
+        assert!(
+            text.contains("spec.runners.resources.limits.memory") && !text.contains("frame"),
+            "{text}"
         );
         // Malformed JSON is log text, not a structured message.
         assert_eq!(classify(1, "Error", "{\"reason\":").0, "RunnerFailed");
