@@ -1,0 +1,190 @@
+//! The largest results admission allows are merged by an operator that stays under its memory
+//! limit. The run below sits at both corners at once: 32 step-load stages (the most a record may
+//! carry, each with its own histograms) and 2550 phase records (runners x trials x phases, the
+//! bound is 2560). The operator is restarted first so its peak resident memory (VmHWM, exported
+//! as `msgbench_process_peak_resident_memory_bytes`) is this run's; the test fails if the peak
+//! reaches the container's limit, if the operator restarted (OOM-killed), or if any stage is
+//! missing from the merged result.
+use anyhow::{ensure, Context, Result};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams};
+use msgbench_e2e::chart::{NAMESPACE, OPERATOR_DEPLOYMENT, OPERATOR_SELECTOR};
+use msgbench_e2e::harness::scale_operator;
+use msgbench_e2e::kinds::{self, Kind};
+use msgbench_e2e::{probe, run, runs, servers, TestContext};
+use std::time::Duration;
+
+const RUNNERS: i64 = 15;
+const TRIALS: i64 = 5;
+const STAGES: i64 = 32;
+
+const SERVER: &str = r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: JetStreamCluster
+metadata:
+  name: limits
+spec:
+  replicas: 1
+  jetstream: {storage: {type: memory}, maxMemoryStore: 64Mi}
+  resources:
+    requests: {cpu: 10m, memory: 64Mi}
+    limits: {memory: 256Mi}
+  placement: {podAntiAffinity: none}
+"#;
+
+fn run_manifest() -> String {
+    format!(
+        r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: BenchmarkRun
+metadata:
+  name: largest
+spec:
+  target: {{serverRef: {{kind: JetStreamCluster, name: limits}}}}
+  workload:
+    protocol: nats
+    publishers: 1
+    subscribers: 1
+    payloadBytes: 64
+    warmupSeconds: 1
+    stages: {{dimension: rate, start: 20, step: 5, count: {STAGES}, stageSeconds: 1}}
+  runners:
+    count: {RUNNERS}
+    resources:
+      requests: {{cpu: 5m, memory: 16Mi}}
+      limits: {{memory: 128Mi}}
+  trials: {TRIALS}
+  settleSeconds: 0
+  barrierTimeoutSeconds: 300
+"#
+    )
+}
+
+#[tokio::test]
+async fn the_largest_admitted_results_merge_under_the_operator_memory_limit() {
+    run("results-limits", body).await;
+}
+
+async fn body(ctx: TestContext) -> Result<()> {
+    // 15 x 5 records x (measured + warm-up + 32 stages) = 2550 of the 2560 admission allows.
+    ensure!(RUNNERS * TRIALS * (2 + STAGES) <= 2560 && RUNNERS * TRIALS * (2 + STAGES) > 2500);
+    let limit = operator_memory_limit(&ctx).await?;
+    let replicas = operator_replicas(&ctx).await?;
+    scale_operator(&ctx.client, 0, Duration::from_secs(180)).await?;
+    scale_operator(&ctx.client, replicas, Duration::from_secs(180)).await?;
+    let restarts_before = operator_restarts(&ctx).await?;
+
+    kinds::create(&ctx.client, &ctx.ns, SERVER).await?;
+    servers::wait_ready(
+        &ctx,
+        Kind::JetStreamCluster,
+        "limits",
+        Duration::from_secs(240),
+    )
+    .await?;
+    kinds::create(&ctx.client, &ctx.ns, &run_manifest()).await?;
+    let done = runs::finished(&ctx, "largest", Duration::from_secs(900)).await?;
+
+    let peak = operator_peak_bytes(&ctx).await?;
+    eprintln!(
+        "operator peak resident memory: {:.1} MiB of its {:.0} MiB limit",
+        peak as f64 / 1048576.0,
+        limit as f64 / 1048576.0
+    );
+    ensure!(
+        runs::field(&done, "/status/phase") == "Succeeded",
+        "the run did not succeed: {}",
+        kinds::conditions_summary(&done)
+    );
+    let stages = runs::field(&done, "/status/result/stages")
+        .as_array()
+        .map_or(0, Vec::len);
+    ensure!(
+        stages as i64 == STAGES,
+        "{stages} of {STAGES} stages in the merged result"
+    );
+    ensure!(
+        !runs::field(&done, "/status/result/warmup").is_null(),
+        "no warm-up in the merged result"
+    );
+    ensure!(
+        operator_restarts(&ctx).await? == restarts_before,
+        "the operator restarted while merging (OOM-killed?)"
+    );
+    ensure!(
+        peak < limit,
+        "operator peak {peak} B reached its {limit} B memory limit"
+    );
+    Ok(())
+}
+
+async fn operator(ctx: &TestContext) -> Result<Deployment> {
+    Api::<Deployment>::namespaced(ctx.client.clone(), NAMESPACE)
+        .get(OPERATOR_DEPLOYMENT)
+        .await
+        .context("reading the operator Deployment")
+}
+
+async fn operator_replicas(ctx: &TestContext) -> Result<i32> {
+    Ok(operator(ctx)
+        .await?
+        .spec
+        .and_then(|s| s.replicas)
+        .unwrap_or(1)
+        .max(1))
+}
+
+async fn operator_memory_limit(ctx: &TestContext) -> Result<i64> {
+    let d = operator(ctx).await?;
+    let q = d
+        .spec
+        .and_then(|s| s.template.spec)
+        .and_then(|s| s.containers.into_iter().next())
+        .and_then(|c| c.resources?.limits?.get("memory").cloned())
+        .context("the operator has no memory limit")?;
+    // The chart writes Mi.
+    let mib: i64 =
+        q.0.strip_suffix("Mi")
+            .context("memory limit not in Mi")?
+            .parse()?;
+    Ok(mib * 1048576)
+}
+
+async fn operator_pods(ctx: &TestContext) -> Result<Vec<Pod>> {
+    Ok(Api::<Pod>::namespaced(ctx.client.clone(), NAMESPACE)
+        .list(&ListParams::default().labels(OPERATOR_SELECTOR))
+        .await?
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect())
+}
+
+async fn operator_restarts(ctx: &TestContext) -> Result<i32> {
+    Ok(operator_pods(ctx)
+        .await?
+        .iter()
+        .flat_map(|p| {
+            p.status
+                .iter()
+                .flat_map(|s| s.container_statuses.iter().flatten())
+        })
+        .map(|c| c.restart_count)
+        .sum())
+}
+
+/// The largest peak over the operator pods (only the leader merges results).
+async fn operator_peak_bytes(ctx: &TestContext) -> Result<i64> {
+    let mut peak = 0;
+    for pod in operator_pods(ctx).await? {
+        let name = pod.metadata.name.unwrap_or_default();
+        let text = probe::pod_get(&ctx.client, NAMESPACE, &name, 8080, "/metrics").await?;
+        let value = text
+            .lines()
+            .find_map(|l| l.strip_prefix("msgbench_process_peak_resident_memory_bytes "))
+            .with_context(|| format!("{name} exports no peak memory gauge"))?;
+        peak = peak.max(value.trim().parse::<f64>()? as i64);
+    }
+    Ok(peak)
+}
