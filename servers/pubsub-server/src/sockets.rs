@@ -3,6 +3,7 @@
 //! `{"ok": false, "error": "topic: <rule>"}`.
 use serde_json::{json, Value};
 use socketioxide::extract::{AckSender, SocketRef, TryData};
+use socketioxide::handler::ConnectHandler;
 use socketioxide::SocketIo;
 
 use crate::app::{now_ms, ClientInfo, SharedApp, MAX_TOPICS_PER_CLIENT, MAX_TOPIC_LEN};
@@ -33,10 +34,18 @@ pub fn topics_of(arg: &Value) -> Result<Vec<String>, String> {
 }
 
 pub fn register(io: &SocketIo, app: SharedApp) {
-    io.ns("/", move |s: SocketRef| {
+    // socketioxide sends the CONNECT packet and only then spawns the connect handler: a client
+    // that emits `subscribe` as soon as it is connected could reach a socket with no handler
+    // yet on a loaded machine (the event dropped, its ack never sent; seen in CI). A connect
+    // middleware runs before CONNECT is sent, so the handlers are registered there.
+    let register_handlers = move |s: SocketRef| {
         let app = app.clone();
-        async move { on_connect(s, app) }
-    });
+        async move {
+            on_connect(s, app);
+            Ok::<(), std::convert::Infallible>(())
+        }
+    };
+    io.ns("/", (async |_: SocketRef| {}).with(register_handlers));
 }
 
 fn on_connect(s: SocketRef, app: SharedApp) {
@@ -60,6 +69,7 @@ fn on_connect(s: SocketRef, app: SharedApp) {
                 Ok(topics) => {
                     let mut clients = app.clients.lock().expect("clients mutex");
                     let Some(info) = clients.get_mut(&s.id.to_string()) else {
+                        let _ = ack.send(&json!({ "ok": false, "error": "not connected" }));
                         return;
                     };
                     let fresh: Vec<String> =
