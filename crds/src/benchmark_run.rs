@@ -383,6 +383,8 @@ pub enum Metric {
     LatencyP50Ms,
     /// 90th percentile end-to-end latency (ms).
     LatencyP90Ms,
+    /// 95th percentile end-to-end latency (ms).
+    LatencyP95Ms,
     /// 99th percentile end-to-end latency (ms).
     LatencyP99Ms,
     /// 99.9th percentile end-to-end latency (ms).
@@ -397,6 +399,10 @@ pub enum Metric {
     Duplicates,
     /// Deliveries out of publish order per publisher.
     OutOfOrder,
+    /// Connections opened per second (connection workloads).
+    ConnectRate,
+    /// 99th percentile time to open a connection (ms; connection workloads).
+    ConnectP99Ms,
 }
 
 /// Threshold comparison.

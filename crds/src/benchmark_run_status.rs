@@ -4,6 +4,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 use crate::benchmark_run::{Metric, Severity, ThresholdOp};
 use crate::common::Sysctl;
@@ -198,6 +199,16 @@ pub struct RunResult {
     /// No rate was set: closed loop, latency is service time and may hide queueing.
     #[serde(default)]
     pub closed_loop: bool,
+    /// Connections opened and held (connection workloads, and every run's connect phase).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<ConnectionsResult>,
+    /// A step or ramp run stopped at `stopWhen`: the first stage that broke it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breaking_stage: Option<String>,
+    /// Sampled REST endpoint latency (Socket.IO `rest`), one row per path.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    pub rest: Vec<RestResult>,
     /// Server resource use during the measured phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_usage: Option<ServerUsage>,
@@ -214,10 +225,16 @@ pub struct RunResult {
 pub struct LatencySummary {
     /// Samples.
     pub count: u64,
+    /// Minimum.
+    #[serde(default)]
+    pub min_ms: f64,
     /// Median.
     pub p50_ms: f64,
     /// 90th percentile.
     pub p90_ms: f64,
+    /// 95th percentile.
+    #[serde(default)]
+    pub p95_ms: f64,
     /// 99th percentile.
     pub p99_ms: f64,
     /// 99.9th percentile.
@@ -228,6 +245,43 @@ pub struct LatencySummary {
     pub mean_ms: f64,
     /// Standard deviation.
     pub stddev_ms: f64,
+}
+
+/// Connections of the run, summed over runners (trials: the first trial's).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionsResult {
+    /// Connections attempted.
+    pub attempted: u64,
+    /// Connections opened.
+    pub connected: u64,
+    /// Connections that failed (counted in `errors` too).
+    pub failed: u64,
+    /// Connections opened per second, over the longest time a runner took to open its own.
+    pub connect_rate: f64,
+    /// Longest time a runner took to open all its connections (seconds).
+    pub connect_seconds: f64,
+    /// Time from starting a connection to its being usable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_time: Option<LatencySummary>,
+    /// Failures by kind (e.g. `refused`, `timeout`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub errors: BTreeMap<String, u64>,
+}
+
+/// Latency of one REST path, sampled during the run from the intended request time.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RestResult {
+    /// Path requested.
+    pub path: String,
+    /// Requests sent.
+    pub requests: u64,
+    /// Failed, non-2xx or timed-out requests.
+    pub errors: u64,
+    /// Request latency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencySummary>,
 }
 
 /// One row of a segmented workload (warm-up, session, stage).

@@ -103,8 +103,10 @@ impl Histo {
         let h = &self.0;
         Some(LatencyPercentiles {
             count: h.len(),
+            min_us: h.min(),
             p50_us: h.value_at_quantile(0.50),
             p90_us: h.value_at_quantile(0.90),
+            p95_us: h.value_at_quantile(0.95),
             p99_us: h.value_at_quantile(0.99),
             p999_us: h.value_at_quantile(0.999),
             max_us: h.max(),
@@ -119,8 +121,14 @@ impl Histo {
 #[serde(rename_all = "camelCase")]
 pub struct LatencyPercentiles {
     pub count: u64,
+    /// Absent from records of runners older than the field (the operator recomputes every
+    /// summary from the merged histograms anyway).
+    #[serde(default)]
+    pub min_us: u64,
     pub p50_us: u64,
     pub p90_us: u64,
+    #[serde(default)]
+    pub p95_us: u64,
     pub p99_us: u64,
     pub p999_us: u64,
     pub max_us: u64,

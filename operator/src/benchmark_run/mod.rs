@@ -9,6 +9,7 @@ pub mod conditions;
 pub mod controller;
 pub mod decide;
 pub mod endpoints;
+pub mod figures;
 pub mod gather;
 pub mod metrics;
 pub mod observe;

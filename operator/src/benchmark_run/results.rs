@@ -1,14 +1,14 @@
 //! Runner result lines → status: merged exactly with bench-runner's merge (histograms added,
 //! never percentiles averaged), per-trial figures, trial statistics and thresholds.
+use super::figures::{self, us_to_ms};
 use super::stats;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{
-    Headline, LatencySummary, Metric, RunResult, ScheduledRound, SegmentResult, Threshold,
-    ThresholdOp, ThresholdResult, TrialFigures, TrialStatistics,
+    Headline, Metric, RunResult, ScheduledRound, Threshold, ThresholdOp, ThresholdResult,
+    TrialFigures, TrialStatistics,
 };
 use runner_api::agent::RawResultLine;
-use runner_api::histo::LatencyPercentiles;
-use runner_api::result::{PhaseStats, ResultMerger, RunnerResult, SATURATION_LAG_P99_US};
+use runner_api::result::{ResultMerger, RunnerResult};
 
 /// Everything the results give the status.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,7 +30,7 @@ pub fn collect(lines: &[TrialRecord], runners: usize, trials: usize) -> anyhow::
     let mut total = ResultMerger::default();
     let mut trial_figs = Vec::with_capacity(trials);
     let mut first: Option<FirstTrial> = None;
-    let (mut pub_s, mut recv_s, mut deliver_s) = (0.0, 0.0, 0.0);
+    let (mut pub_s, mut recv_s, mut deliver_s, mut connect_s) = (0.0, 0.0, 0.0, 0.0);
     for t in 1..=trials as u32 {
         let merged = merge_trial(lines, t, runners)?;
         let started = lines
@@ -42,6 +42,10 @@ pub fn collect(lines: &[TrialRecord], runners: usize, trials: usize) -> anyhow::
         pub_s += merged.measured.publish_seconds;
         recv_s += merged.measured.receive_seconds;
         deliver_s += merged.measured.delivery_seconds;
+        connect_s += merged
+            .connections
+            .as_ref()
+            .map_or(0.0, |c| c.connect_seconds);
         first.get_or_insert_with(|| FirstTrial::of(&merged));
         total.absorb(&format!("trial {t}"), merged)?;
     }
@@ -55,6 +59,11 @@ pub fn collect(lines: &[TrialRecord], runners: usize, trials: usize) -> anyhow::
     total.measured.receive_seconds = recv_s;
     total.measured.delivery_seconds = deliver_s;
     total.measured.finalize();
+    if let Some(c) = &mut total.connections {
+        // Trials open their connections one after another, like their measured phases.
+        c.connect_seconds = connect_s;
+        c.finalize();
+    }
     let result = to_status(&total);
 
     let col = |f: fn(&TrialFigures) -> f64| trial_figs.iter().map(f).collect::<Vec<f64>>();
@@ -190,10 +199,6 @@ fn trial_figures(trial: i32, r: &RunnerResult, started_ms: Option<u64>) -> Trial
     }
 }
 
-fn us_to_ms(us: f64) -> f64 {
-    (us / 1000.0 * 1000.0).round() / 1000.0
-}
-
 pub fn format_ms(ms: f64) -> String {
     if ms >= 100.0 {
         format!("{ms:.0}ms")
@@ -201,35 +206,6 @@ pub fn format_ms(ms: f64) -> String {
         format!("{ms:.2}ms")
     } else {
         format!("{:.0}us", ms * 1000.0)
-    }
-}
-
-fn latency(l: Option<&LatencyPercentiles>) -> Option<LatencySummary> {
-    l.map(|l| LatencySummary {
-        count: l.count,
-        p50_ms: us_to_ms(l.p50_us as f64),
-        p90_ms: us_to_ms(l.p90_us as f64),
-        p99_ms: us_to_ms(l.p99_us as f64),
-        p999_ms: us_to_ms(l.p999_us as f64),
-        max_ms: us_to_ms(l.max_us as f64),
-        mean_ms: us_to_ms(l.mean_us),
-        stddev_ms: us_to_ms(l.stddev_us),
-    })
-}
-
-fn segment(p: &PhaseStats) -> SegmentResult {
-    SegmentResult {
-        name: p.name.clone(),
-        offered: p.rate_per_publisher.map(f64::from),
-        published: p.published,
-        received: p.received,
-        receive_rate: p.summary.receive_rate,
-        latency: latency(p.summary.latency.as_ref()),
-        generator_saturated: p
-            .summary
-            .send_lag
-            .as_ref()
-            .is_some_and(|l| l.p99_us > SATURATION_LAG_P99_US),
     }
 }
 
@@ -246,16 +222,24 @@ pub fn to_status(r: &RunnerResult) -> RunResult {
         delivered_ratio: s.delivered_ratio,
         duplicates: m.duplicates,
         out_of_order: m.out_of_order,
-        errors: s.errors,
+        // A connection that failed is an error, so `errors le 0` gates connection workloads.
+        errors: s
+            .errors
+            .saturating_add(r.connections.as_ref().map_or(0, |c| c.failed)),
         duration_seconds: (m.receive_seconds.max(m.publish_seconds) * 1000.0).round() / 1000.0,
-        latency: latency(s.latency.as_ref()),
-        publish_ack_latency: latency(s.ack_latency.as_ref()),
-        warmup: r.warmup.as_ref().map(segment),
-        sessions: r.sessions.iter().take(32).map(segment).collect(),
-        stages: r.stages.iter().take(100).map(segment).collect(),
+        latency: figures::latency(s.latency.as_ref()),
+        publish_ack_latency: figures::latency(s.ack_latency.as_ref()),
+        warmup: r.warmup.as_ref().map(figures::segment),
+        sessions: r.sessions.iter().take(32).map(figures::segment).collect(),
+        stages: (r.stages.iter().take(100).enumerate())
+            .map(|(i, p)| figures::stage(p, r.workload.stages.as_ref(), i))
+            .collect(),
         generator_saturated: r.generator.saturated,
         max_generator_lag_ms: s.send_lag.as_ref().map(|l| us_to_ms(l.max_us as f64)),
         closed_loop: r.generator.closed_loop,
+        connections: r.connections.as_ref().map(figures::connections),
+        breaking_stage: r.breaking_stage.clone(),
+        rest: r.rest.iter().take(8).map(figures::rest).collect(),
         server_usage: None,
         histogram: serde_json::to_value(&m.latency)
             .ok()
@@ -273,6 +257,7 @@ pub fn observed(r: &RunResult, m: Metric) -> Option<f64> {
         Metric::DeliveredRatio => r.delivered_ratio,
         Metric::LatencyP50Ms => lat?.p50_ms,
         Metric::LatencyP90Ms => lat?.p90_ms,
+        Metric::LatencyP95Ms => lat?.p95_ms,
         Metric::LatencyP99Ms => lat?.p99_ms,
         Metric::LatencyP999Ms => lat?.p999_ms,
         Metric::LatencyMaxMs => lat?.max_ms,
@@ -280,6 +265,8 @@ pub fn observed(r: &RunResult, m: Metric) -> Option<f64> {
         Metric::Errors => r.errors as f64,
         Metric::Duplicates => r.duplicates as f64,
         Metric::OutOfOrder => r.out_of_order as f64,
+        Metric::ConnectRate => r.connections.as_ref()?.connect_rate,
+        Metric::ConnectP99Ms => r.connections.as_ref()?.connect_time.as_ref()?.p99_ms,
     })
 }
 
