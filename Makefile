@@ -28,9 +28,10 @@ tools:
 unit: tools
 	cargo test --workspace --exclude msgbench-e2e
 
-## crds: regenerate the committed CRD YAML (crds/yaml and the chart) from the Rust types.
+## crds: regenerate the committed CRD YAML (crds/yaml, the chart, the kustomize base) from the Rust types.
 crds:
 	cargo run -q -p msgbench-crds --bin crdgen -- --write
+	config/gitops/kustomize/generate  # the kustomize base carries the chart's CRDs
 crds-check:
 	cargo run -q -p msgbench-crds --bin crdgen -- --check
 
