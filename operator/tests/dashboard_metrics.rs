@@ -40,7 +40,7 @@ fn exported() -> &'static BTreeSet<String> {
             reason: "Succeeded".into(),
             message: None,
         };
-        run_metrics::observe(&metrics.registry, "ns", "run", &result, Some(&verdict));
+        run_metrics::observe(&metrics.registry, "ns", "run", "", &result, Some(&verdict));
         let mut names = BTreeSet::new();
         for family in metrics.registry.gather() {
             let name = family.name();

@@ -1,6 +1,7 @@
-//! Gauges of each run's latest result on the operator's `/metrics`. Runs that no longer exist
-//! are pruned (`prune`, driven by the controller's store), so deleted runs leave no series.
-use msgbench_crds::benchmark_run::{Outcome, RunResult, Verdict};
+//! Gauges of each run's latest result on the operator's `/metrics`, one series per variant of a
+//! run with `spec.variants` (label `variant`, empty for a run without). Runs that no longer
+//! exist are pruned (`prune`, driven by the controller's store), so deleted runs leave no series.
+use msgbench_crds::benchmark_run::{BenchmarkRunStatus, Outcome, RunResult, Verdict};
 use prometheus::core::Collector;
 use prometheus::{GaugeVec, Opts, Registry};
 use std::collections::BTreeSet;
@@ -16,8 +17,8 @@ struct Gauges {
 }
 
 static GAUGES: OnceLock<Option<Gauges>> = OnceLock::new();
-/// (namespace, name) of every run with series exported.
-static EXPORTED: Mutex<BTreeSet<(String, String)>> = Mutex::new(BTreeSet::new());
+/// (namespace, name, variant) of every series set exported.
+static EXPORTED: Mutex<BTreeSet<(String, String, String)>> = Mutex::new(BTreeSet::new());
 
 impl Gauges {
     fn all(&self) -> [&GaugeVec; 6] {
@@ -36,8 +37,11 @@ fn gauges(registry: &Registry) -> Option<&'static Gauges> {
     GAUGES
         .get_or_init(|| {
             let g = |name: &str, help: &str| -> Option<GaugeVec> {
-                let v =
-                    GaugeVec::new(Opts::new(name, help), &["namespace", "benchmarkrun"]).ok()?;
+                let v = GaugeVec::new(
+                    Opts::new(name, help),
+                    &["namespace", "benchmarkrun", "variant"],
+                )
+                .ok()?;
                 registry.register(Box::new(v.clone())).ok()?;
                 Some(v)
             };
@@ -68,13 +72,33 @@ fn gauges(registry: &Registry) -> Option<&'static Gauges> {
         .as_ref()
 }
 
-pub fn observe(registry: &Registry, ns: &str, name: &str, r: &RunResult, v: Option<&Verdict>) {
+/// Exports the run's merged result, or each variant's, with the run's verdict.
+pub fn observe_status(registry: &Registry, ns: &str, name: &str, status: &BenchmarkRunStatus) {
+    let v = status.verdict.as_ref();
+    if let Some(r) = &status.result {
+        observe(registry, ns, name, "", r, v);
+    }
+    for variant in &status.variants {
+        if let Some(r) = &variant.result {
+            observe(registry, ns, name, &variant.name, r, v);
+        }
+    }
+}
+
+pub fn observe(
+    registry: &Registry,
+    ns: &str,
+    name: &str,
+    variant: &str,
+    r: &RunResult,
+    v: Option<&Verdict>,
+) {
     let Some(g) = gauges(registry) else {
         return;
     };
-    let l = [ns, name];
+    let l = [ns, name, variant];
     if let Ok(mut e) = EXPORTED.lock() {
-        e.insert((ns.to_string(), name.to_string()));
+        e.insert((ns.to_string(), name.to_string(), variant.to_string()));
     }
     g.receive_rate.with_label_values(&l).set(r.receive_rate);
     g.publish_rate.with_label_values(&l).set(r.publish_rate);
@@ -100,19 +124,20 @@ pub fn prune(exists: impl Fn(&str, &str) -> bool) -> usize {
     let Ok(mut exported) = EXPORTED.lock() else {
         return 0;
     };
-    let gone: Vec<(String, String)> = exported
+    let gone: Vec<(String, String, String)> = exported
         .iter()
-        .filter(|(ns, name)| !exists(ns, name))
+        .filter(|(ns, name, _)| !exists(ns, name))
         .cloned()
         .collect();
-    for (ns, name) in &gone {
+    for key @ (ns, name, variant) in &gone {
         for v in g.all() {
             // Absent series (e.g. no latency yet) are fine to skip.
-            let _ = v.remove_label_values(&[ns, name]);
+            let _ = v.remove_label_values(&[ns, name, variant]);
         }
-        exported.remove(&(ns.clone(), name.clone()));
+        exported.remove(key);
     }
-    gone.len()
+    let runs: BTreeSet<(&String, &String)> = gone.iter().map(|(ns, n, _)| (ns, n)).collect();
+    runs.len()
 }
 
 /// (namespace, benchmarkrun) label pairs currently exported by any of the gauges.
@@ -143,6 +168,46 @@ mod tests {
     use super::*;
     use msgbench_crds::benchmark_run::LatencySummary;
 
+    /// The gauges' series as scraped (they live in the first registry any test gave them).
+    fn render(_reg: &Registry) -> String {
+        let g = GAUGES.get().and_then(Option::as_ref).expect("gauges");
+        let families: Vec<_> = g.all().iter().flat_map(|v| v.collect()).collect();
+        let mut out = String::new();
+        prometheus::TextEncoder::new()
+            .encode_utf8(&families, &mut out)
+            .unwrap();
+        out
+    }
+
+    /// A run with variants exports each variant's figures (it has no run-wide result).
+    #[test]
+    fn variant_runs_export_one_series_per_variant() {
+        use msgbench_crds::benchmark_run::VariantResult;
+        let reg = Registry::new();
+        let result = |rate: f64| RunResult {
+            receive_rate: rate,
+            ..RunResult::default()
+        };
+        let status = BenchmarkRunStatus {
+            variants: [("r1", 200.0), ("r2", 150.0)]
+                .map(|(name, rate)| VariantResult {
+                    name: name.into(),
+                    result: Some(result(rate)),
+                    ..VariantResult::default()
+                })
+                .into(),
+            ..BenchmarkRunStatus::default()
+        };
+        observe_status(&reg, "ns-variants", "js", &status);
+        let text = render(&reg);
+        for (variant, rate) in [("r1", 200), ("r2", 150)] {
+            let line = format!(
+                "benchmark_receive_rate{{benchmarkrun=\"js\",namespace=\"ns-variants\",variant=\"{variant}\"}} {rate}"
+            );
+            assert!(text.contains(&line), "missing {line} in\n{text}");
+        }
+    }
+
     #[test]
     fn deleted_runs_lose_their_series_and_others_keep_them() {
         let reg = Registry::new();
@@ -154,8 +219,9 @@ mod tests {
             }),
             ..RunResult::default()
         };
-        observe(&reg, "ns-prune", "kept", &r, None);
-        observe(&reg, "ns-prune", "deleted", &r, None);
+        observe(&reg, "ns-prune", "kept", "", &r, None);
+        observe(&reg, "ns-prune", "deleted", "", &r, None);
+        observe(&reg, "ns-prune", "deleted", "r2", &r, None);
         let key = |n: &str| ("ns-prune".to_string(), n.to_string());
         assert!(exported_series().contains(&key("deleted")));
         let pruned = prune(|ns, name| ns != "ns-prune" || name == "kept");
@@ -163,6 +229,10 @@ mod tests {
         let left = exported_series();
         assert!(!left.contains(&key("deleted")), "{left:?}");
         assert!(left.contains(&key("kept")), "{left:?}");
+        assert!(
+            !render(&reg).contains(r#"benchmarkrun="deleted""#),
+            "a deleted run's variant series stayed"
+        );
         // Idempotent: nothing more to prune.
         assert_eq!(prune(|ns, name| ns != "ns-prune" || name == "kept"), 0);
     }

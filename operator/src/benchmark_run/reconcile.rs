@@ -26,10 +26,7 @@ pub async fn reconcile(br: Arc<BenchmarkRun>, ctx: Arc<Context>) -> Result<Actio
         act::write_status(&ctx, &br, &id, &d.status).await?;
         act::announce(&ctx, &br, &prev, &d.status).await;
     }
-    if let Some(r) = &d.status.result {
-        let v = d.status.verdict.as_ref();
-        super::metrics::observe(&ctx.metrics.registry, &id.namespace, &id.name, r, v);
-    }
+    super::metrics::observe_status(&ctx.metrics.registry, &id.namespace, &id.name, &d.status);
     ctx.backoff.succeeded(&backoff_key(&br));
     Ok(d.requeue.map_or_else(Action::await_change, Action::requeue))
 }
