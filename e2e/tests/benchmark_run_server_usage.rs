@@ -150,6 +150,7 @@ async fn body(ctx: TestContext) -> Result<()> {
     println!("connections serverUsage: {cu}");
     check_memory_per_connection(&cu)
         .map_err(|e| e.context(format!("verdict {}", s(&c, "/status/verdict"))))?;
+    check_connection_figures(&c)?;
 
     kinds::create(&ctx.client, &ctx.ns, RUN).await?;
     let api = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
@@ -279,6 +280,30 @@ fn check_memory_per_connection(cu: &Value) -> Result<()> {
     ensure!(
         per.is_some_and(|p| (2_000.0..500_000.0).contains(&p)),
         "memory per connection {per:?}: {fit}"
+    );
+    Ok(())
+}
+
+/// The connection figures the runner measured reach status: 500 connections opened (a failed
+/// one would be an error too), their rate and connect-time percentiles.
+fn check_connection_figures(run: &DynamicObject) -> Result<()> {
+    let c = s(run, "/status/result/connections");
+    println!("connections: {c}");
+    let n = |p: &str| c.pointer(p).and_then(Value::as_f64).unwrap_or(-1.0);
+    anyhow::ensure!(
+        n("/attempted") == 500.0 && n("/connected") + n("/failed") == 500.0,
+        "status.result.connections does not account for the 500 connections: {c}"
+    );
+    anyhow::ensure!(
+        s(run, "/status/result/errors").as_f64() >= Some(n("/failed")),
+        "failed connections are not counted in errors"
+    );
+    anyhow::ensure!(
+        n("/connectRate") > 0.0
+            && n("/connectTime/count") == n("/connected")
+            && n("/connectTime/p99Ms") >= n("/connectTime/p50Ms")
+            && n("/connectTime/p95Ms") >= n("/connectTime/p50Ms"),
+        "connection rate or connect-time percentiles missing: {c}"
     );
     Ok(())
 }

@@ -191,6 +191,19 @@ spec:
         );
     }
 
+    // Each variant's figures on the operator's /metrics (a variant run has no run-wide result).
+    let metrics = msgbench_e2e::probe::operator_metrics(&ctx.client).await?;
+    for v in ["r1", "r2"] {
+        let series = format!(
+            "msgbench_benchmark_receive_rate{{benchmarkrun=\"js-r1-vs-r2\",namespace=\"{}\",variant=\"{v}\"}}",
+            ctx.ns
+        );
+        ensure!(
+            metrics.contains(&series),
+            "no {series} on the operator's /metrics"
+        );
+    }
+
     // What the runners were told: the schedule in the recorded order, each entry with its
     // variant's stream replicas (the agent runs exactly that: bench-runner tests/agent.rs).
     let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ctx.ns);
