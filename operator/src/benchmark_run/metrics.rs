@@ -169,7 +169,7 @@ mod tests {
     use msgbench_crds::benchmark_run::LatencySummary;
 
     /// The gauges' series as scraped (they live in the first registry any test gave them).
-    fn render(_reg: &Registry) -> String {
+    fn render() -> String {
         let g = GAUGES.get().and_then(Option::as_ref).expect("gauges");
         let families: Vec<_> = g.all().iter().flat_map(|v| v.collect()).collect();
         let mut out = String::new();
@@ -199,7 +199,7 @@ mod tests {
             ..BenchmarkRunStatus::default()
         };
         observe_status(&reg, "ns-variants", "js", &status);
-        let text = render(&reg);
+        let text = render();
         for (variant, rate) in [("r1", 200), ("r2", 150)] {
             let line = format!(
                 "benchmark_receive_rate{{benchmarkrun=\"js\",namespace=\"ns-variants\",variant=\"{variant}\"}} {rate}"
@@ -230,7 +230,7 @@ mod tests {
         assert!(!left.contains(&key("deleted")), "{left:?}");
         assert!(left.contains(&key("kept")), "{left:?}");
         assert!(
-            !render(&reg).contains(r#"benchmarkrun="deleted""#),
+            !render().contains(r#"benchmarkrun="deleted""#),
             "a deleted run's variant series stayed"
         );
         // Idempotent: nothing more to prune.
