@@ -10,11 +10,15 @@ pub fn kubeconfig_path() -> PathBuf {
     if let Some(p) = std::env::var_os("KUBECONFIG").filter(|p| !p.is_empty()) {
         return PathBuf::from(p);
     }
-    let cache = std::env::var_os("MSGBENCH_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| home().join(".cache/msgbench"));
     let cluster = std::env::var("CLUSTER").unwrap_or_else(|_| "local".into());
-    cache.join(format!("kubeconfig-{cluster}"))
+    cache_dir().join(format!("kubeconfig-{cluster}"))
+}
+
+/// `${MSGBENCH_CACHE:-~/.cache/msgbench}`: the project's cache (cluster state, images, tools).
+pub fn cache_dir() -> PathBuf {
+    std::env::var_os("MSGBENCH_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home().join(".cache/msgbench"))
 }
 
 fn home() -> PathBuf {

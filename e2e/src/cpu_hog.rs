@@ -5,7 +5,7 @@
 //! kubelet's admission, but its mirror pod is refused by the API server: the scheduler never
 //! sees it, still binds pods to the node, and the kubelet rejects them. That is the real
 //! `OutOfcpu` of a node whose allocations the scheduler's view missed (a static pod, a race).
-use crate::node::millicores;
+use crate::node::{millicores, pod_cpu_request};
 use crate::wait;
 use anyhow::{bail, Context, Result};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -23,12 +23,7 @@ pub fn static_pod_dir() -> Option<PathBuf> {
     if std::env::var("CLUSTER").is_ok_and(|c| c != "local") {
         return None;
     }
-    let cache = match std::env::var_os("MSGBENCH_CACHE") {
-        Some(c) => PathBuf::from(c),
-        None => PathBuf::from(std::env::var_os("HOME").unwrap_or("/root".into()))
-            .join(".cache/msgbench"),
-    };
-    Some(cache.join("cluster/static-pods"))
+    Some(crate::cluster::cache_dir().join("cluster/static-pods"))
 }
 
 /// A running hog; dropping it removes its manifest (the kubelet then stops it).
@@ -174,30 +169,4 @@ async fn kubelet_cpu(client: &Client, node: &str) -> Result<(i64, i64)> {
         used += pod_cpu_request(&pod)?;
     }
     Ok((millicores(&allocatable)?, used))
-}
-
-/// What the kubelet's admission counts: the containers' sum or the largest init container.
-fn pod_cpu_request(pod: &Pod) -> Result<i64> {
-    let Some(spec) = pod.spec.as_ref() else {
-        return Ok(0);
-    };
-    let cpu = |c: &k8s_openapi::api::core::v1::Container| -> Result<i64> {
-        match c
-            .resources
-            .as_ref()
-            .and_then(|r| r.requests.as_ref()?.get("cpu"))
-        {
-            Some(q) => millicores(&q.0),
-            None => Ok(0),
-        }
-    };
-    let mut sum = 0;
-    for c in &spec.containers {
-        sum += cpu(c)?;
-    }
-    let mut init = 0;
-    for c in spec.init_containers.iter().flatten() {
-        init = init.max(cpu(c)?);
-    }
-    Ok(sum.max(init))
 }

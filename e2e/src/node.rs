@@ -50,21 +50,7 @@ pub async fn free_cpu(client: &Client) -> Result<(i64, Vec<String>)> {
             {
                 continue;
             }
-            let req: i64 = spec
-                .map(|s| s.containers.iter())
-                .into_iter()
-                .flatten()
-                .filter_map(|c| {
-                    c.resources
-                        .as_ref()?
-                        .requests
-                        .as_ref()?
-                        .get("cpu")
-                        .map(|q| millicores(&q.0))
-                })
-                .collect::<Result<Vec<_>>>()?
-                .into_iter()
-                .sum();
+            let req = pod_cpu_request(pod)?;
             if req > 0 {
                 used += req;
                 holders.push(format!(
@@ -80,6 +66,32 @@ pub async fn free_cpu(client: &Client) -> Result<(i64, Vec<String>)> {
         }
     }
     best.context("the cluster has no nodes")
+}
+
+/// What the kubelet's admission counts: the containers' sum or the largest init container.
+pub fn pod_cpu_request(pod: &Pod) -> Result<i64> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Ok(0);
+    };
+    let cpu = |c: &k8s_openapi::api::core::v1::Container| -> Result<i64> {
+        match c
+            .resources
+            .as_ref()
+            .and_then(|r| r.requests.as_ref()?.get("cpu"))
+        {
+            Some(q) => millicores(&q.0),
+            None => Ok(0),
+        }
+    };
+    let mut sum = 0;
+    for c in &spec.containers {
+        sum += cpu(c)?;
+    }
+    let mut init = 0;
+    for c in spec.init_containers.iter().flatten() {
+        init = init.max(cpu(c)?);
+    }
+    Ok(sum.max(init))
 }
 
 /// Wait until some node has `millis` of unrequested allocatable CPU; the error names the holders.

@@ -4,10 +4,8 @@
 //! (the fake API of the unit tests returns what it was given, so only a real one shows this).
 use anyhow::{Context, Result};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::{ListParams, Patch, PatchParams};
+use kube::api::{Patch, PatchParams};
 use kube::Api;
-use msgbench_e2e::chart::{NAMESPACE, OPERATOR_SELECTOR};
 use msgbench_e2e::kinds::Kind;
 use msgbench_e2e::{probe, run, servers, wait, TestContext};
 use serde_json::json;
@@ -83,32 +81,19 @@ struct Counters {
 
 /// PubSubServer reconciles and child applies, summed over the running operator pods.
 async fn counters(ctx: &TestContext) -> Result<Counters> {
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), NAMESPACE);
-    let mut c = Counters {
-        reconciles: 0,
-        applies: 0,
-    };
-    let running = pods
-        .list(&ListParams::default().labels(OPERATOR_SELECTOR))
-        .await?
-        .items
-        .into_iter()
-        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"));
-    for pod in running {
-        let name = pod.metadata.name.clone().unwrap_or_default();
-        let text = probe::pod_get(&ctx.client, NAMESPACE, &name, 8080, "/metrics").await?;
-        c.reconciles += sample(
+    let text = probe::operator_metrics(&ctx.client).await?;
+    Ok(Counters {
+        reconciles: sample(
             &text,
             "msgbench_reconcile_total",
             &[r#"kind="pubsubserver""#],
-        );
-        c.applies += sample(
+        ),
+        applies: sample(
             &text,
             "msgbench_child_writes_total",
             &[r#"kind="pubsubserver""#, r#"verb="apply""#],
-        );
-    }
-    Ok(c)
+        ),
+    })
 }
 
 /// The value of metric `name` on the line holding every one of `labels` (0 when absent).

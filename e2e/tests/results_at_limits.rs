@@ -176,15 +176,14 @@ async fn operator_restarts(ctx: &TestContext) -> Result<i32> {
 
 /// The largest peak over the operator pods (only the leader merges results).
 async fn operator_peak_bytes(ctx: &TestContext) -> Result<i64> {
-    let mut peak = 0;
-    for pod in operator_pods(ctx).await? {
-        let name = pod.metadata.name.unwrap_or_default();
-        let text = probe::pod_get(&ctx.client, NAMESPACE, &name, 8080, "/metrics").await?;
-        let value = text
-            .lines()
-            .find_map(|l| l.strip_prefix("msgbench_process_peak_resident_memory_bytes "))
-            .with_context(|| format!("{name} exports no peak memory gauge"))?;
-        peak = peak.max(value.trim().parse::<f64>()? as i64);
-    }
-    Ok(peak)
+    let text = probe::operator_metrics(&ctx.client).await?;
+    let peaks = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("msgbench_process_peak_resident_memory_bytes "))
+        .map(|v| v.trim().parse::<f64>().map(|b| b as i64))
+        .collect::<Result<Vec<_>, _>>()?;
+    peaks
+        .into_iter()
+        .max()
+        .context("the operator exports no peak memory gauge")
 }
