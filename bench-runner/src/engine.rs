@@ -8,6 +8,7 @@ use crate::recorder::{ReceiveRecorder, Shared, TaskStats};
 use crate::{connect, connections, cpu, progress};
 use futures::future::BoxFuture;
 use msgbench_crds::workload::{Protocol, Workload};
+use runner_api::coarse::CoarseLatency;
 use runner_api::result::{
     self, Delivery, Generator, PhaseStats, RunnerResult, TimelinePoint, SATURATION_CPU,
     SATURATION_LAG_P99_US,
@@ -395,6 +396,7 @@ fn collect_phase(stats: &[Shared], k: usize) -> PhaseStats {
 fn collect_timeline(stats: &[Shared]) -> Vec<TimelinePoint> {
     let mut pubs: Vec<u64> = Vec::new();
     let mut recv: Vec<u64> = Vec::new();
+    let mut latency: Vec<CoarseLatency> = Vec::new();
     for s in stats {
         let s = s.lock().expect("stats lock");
         for (v, src) in [
@@ -408,8 +410,14 @@ fn collect_timeline(stats: &[Shared]) -> Vec<TimelinePoint> {
                 *a += b;
             }
         }
+        if latency.len() < s.timeline_latency.len() {
+            latency.resize(s.timeline_latency.len(), CoarseLatency::default());
+        }
+        for (a, b) in latency.iter_mut().zip(&s.timeline_latency) {
+            a.add(b);
+        }
     }
-    result::timeline_points(&pubs, &recv)
+    result::timeline_points(&pubs, &recv, &latency)
 }
 
 /// Quiet time after this runner's own messages have all arrived, for other runners' last

@@ -2,6 +2,7 @@
 //! mutex so the engine can read a stage's figures mid-run); nothing is shared on the hot path.
 use crate::clock;
 use crate::payload::Header;
+use runner_api::coarse::CoarseLatency;
 use runner_api::result::{Delivery, PhaseStats};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,6 +13,8 @@ pub struct TaskStats {
     pub phases: Vec<PhaseStats>,
     pub timeline_published: Vec<u64>,
     pub timeline_received: Vec<u64>,
+    /// Per second: latency of this task's own-runner deliveries (coarse, for the timeline).
+    pub timeline_latency: Vec<CoarseLatency>,
     /// Process-clock µs of the measured start (timeline second 0).
     pub timeline_origin_us: u64,
     first_recv_us: Vec<Option<u64>>,
@@ -30,6 +33,7 @@ impl TaskStats {
                 .collect(),
             timeline_published: Vec::new(),
             timeline_received: Vec::new(),
+            timeline_latency: Vec::new(),
             timeline_origin_us: origin_us,
             first_recv_us: vec![None; phase_names.len()],
             phase_start_us: vec![None; phase_names.len()],
@@ -49,9 +53,16 @@ impl TaskStats {
         }
     }
 
-    fn count_received(&mut self, now_us: u64) {
+    fn count_received(&mut self, now_us: u64, latency_us: Option<u64>) {
         if let Some(s) = self.second(now_us) {
             bump(&mut self.timeline_received, s, 1);
+            if let Some(us) = latency_us {
+                if self.timeline_latency.len() <= s {
+                    self.timeline_latency
+                        .resize(s + 1, CoarseLatency::default());
+                }
+                self.timeline_latency[s].record(us);
+            }
         }
     }
 }
@@ -130,7 +141,10 @@ impl ReceiveRecorder {
             .entry((h.runner, h.publisher))
             .or_default()
             .observe(h.seq);
-        s.count_received(now_us);
+        // One clock per sample: only this runner's own messages carry a latency.
+        let own_latency =
+            (h.runner == self.runner && !dup).then(|| now_us.saturating_sub(h.intended_us));
+        s.count_received(now_us, own_latency);
         let first = *s.first_recv_us[phase].get_or_insert(now_us);
         s.last_recv_us[phase] = s.last_recv_us[phase].max(now_us);
         let p = &mut s.phases[phase];
@@ -143,8 +157,8 @@ impl ReceiveRecorder {
         }
         if h.runner != self.runner {
             p.received_remote += 1;
-        } else if !dup {
-            p.latency.record(now_us.saturating_sub(h.intended_us));
+        } else if let Some(us) = own_latency {
+            p.latency.record(us);
         }
     }
 

@@ -212,11 +212,40 @@ pub struct RunResult {
     /// Server resource use during the measured phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_usage: Option<ServerUsage>,
+    /// The measured phase second by second (coarser buckets for runs past 600 s), merged over
+    /// runners; with several trials or rounds, second `s` of each is merged into one point.
+    /// Kept for reports and dashboards after the runners are gone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 600))]
+    pub timeline: Vec<TimelineSample>,
     /// The merged end-to-end latency histogram (HdrHistogram V2 + deflate, base64), so
     /// percentiles can be recomputed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 262144))]
     pub histogram: Option<String>,
+}
+
+/// One point of the measured phase's timeline: from `second` (since the measured start) for
+/// `seconds` seconds.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelineSample {
+    /// Start, in seconds since the measured phase began.
+    pub second: u32,
+    /// Width in seconds (1 for runs up to 600 s).
+    pub seconds: u32,
+    /// Messages sent per second in this window, summed over runners, mean over trials/rounds.
+    pub publish_rate: f64,
+    /// Messages delivered per second in this window (all subscribers), summed over runners,
+    /// mean over trials/rounds.
+    pub receive_rate: f64,
+    /// Median end-to-end latency of the deliveries in this window, from a coarse histogram
+    /// (bucket midpoints, within 6 % of the exact value) merged over runners and trials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ms: Option<f64>,
+    /// 99th percentile latency of the deliveries in this window (same coarse histogram).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ms: Option<f64>,
 }
 
 /// Latency distribution in milliseconds.

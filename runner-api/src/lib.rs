@@ -5,9 +5,11 @@
 #![forbid(unsafe_code)]
 
 pub mod agent;
+pub mod coarse;
 pub mod histo;
 pub mod result;
 pub mod result_frames;
+pub mod status_form;
 pub mod target;
 pub mod termination;
 #[cfg(any(test, feature = "testing"))]

@@ -1,6 +1,7 @@
 //! The versioned, mergeable result. Raw counters and histograms are the truth; every derived
 //! figure (rates, percentiles, delivered ratio) is recomputed from them by `finalize`, so
 //! `merge(parts)` gives exactly what one process measuring everything would report.
+use crate::coarse::CoarseLatency;
 use crate::histo::{Histo, LatencyPercentiles};
 use msgbench_crds::workload::Workload;
 use serde::{Deserialize, Serialize};
@@ -190,6 +191,17 @@ pub struct TimelinePoint {
     pub seconds: u32,
     pub published: u64,
     pub received: u64,
+    /// End-to-end latency of this window's own-runner deliveries (as `measured.latency`).
+    #[serde(default, skip_serializing_if = "CoarseLatency::is_empty")]
+    pub latency: CoarseLatency,
+}
+
+impl TimelinePoint {
+    fn add(&mut self, o: &TimelinePoint) {
+        self.published = self.published.saturating_add(o.published);
+        self.received = self.received.saturating_add(o.received);
+        self.latency.add(&o.latency);
+    }
 }
 
 fn one_second() -> u32 {
@@ -199,10 +211,14 @@ fn one_second() -> u32 {
 /// Most timeline points in one record (a day-long run gets 144-second points).
 pub const MAX_TIMELINE_POINTS: usize = 600;
 
-/// Per-second counts as timeline points, summed into equal buckets of whole seconds when there
-/// are more than [`MAX_TIMELINE_POINTS`] seconds.
-pub fn timeline_points(published: &[u64], received: &[u64]) -> Vec<TimelinePoint> {
-    let n = published.len().max(received.len());
+/// Per-second counts and latencies as timeline points, summed into equal buckets of whole
+/// seconds when there are more than [`MAX_TIMELINE_POINTS`] seconds.
+pub fn timeline_points(
+    published: &[u64],
+    received: &[u64],
+    latency: &[CoarseLatency],
+) -> Vec<TimelinePoint> {
+    let n = published.len().max(received.len()).max(latency.len());
     let width = n.div_ceil(MAX_TIMELINE_POINTS).max(1);
     let sum = |v: &[u64], from: usize| v.iter().skip(from).take(width).sum::<u64>();
     (0..n)
@@ -212,8 +228,39 @@ pub fn timeline_points(published: &[u64], received: &[u64]) -> Vec<TimelinePoint
             seconds: width.min(n - from) as u32,
             published: sum(published, from),
             received: sum(received, from),
+            latency: latency.iter().skip(from).take(width).fold(
+                CoarseLatency::default(),
+                |mut a, l| {
+                    a.add(l);
+                    a
+                },
+            ),
         })
         .collect()
+}
+
+/// Adds `more` into `into`, both sorted by second: points of the same second merge, others are
+/// kept (linear, so merging many long timelines stays cheap).
+pub fn merge_timelines(into: &mut Vec<TimelinePoint>, more: &[TimelinePoint]) {
+    let mut out = Vec::with_capacity(into.len().max(more.len()));
+    let (mut a, mut b) = (
+        std::mem::take(into).into_iter().peekable(),
+        more.iter().peekable(),
+    );
+    loop {
+        match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if x.second == y.second => {
+                let mut x = a.next().expect("peeked");
+                x.add(b.next().expect("peeked"));
+                out.push(x);
+            }
+            (Some(x), Some(y)) if x.second < y.second => out.push(a.next().expect("peeked")),
+            (_, Some(_)) => out.push(b.next().expect("peeked").clone()),
+            (Some(_), None) => out.push(a.next().expect("peeked")),
+            (None, None) => break,
+        }
+    }
+    *into = out;
 }
 
 /// Connection workload figures.
@@ -374,6 +421,8 @@ impl ResultMerger {
             return Err(MergeError::Format(name.into(), p.format.clone()));
         }
         let Some(out) = &mut self.out else {
+            let mut p = p;
+            p.timeline.sort_by_key(|t| t.second);
             self.out = Some(p);
             return Ok(());
         };
@@ -431,15 +480,10 @@ impl ResultMerger {
                     None => out.rest.push(b.clone()),
                 }
             }
-            for t in &p.timeline {
-                match out.timeline.iter_mut().find(|x| x.second == t.second) {
-                    Some(x) => {
-                        x.published = x.published.saturating_add(t.published);
-                        x.received = x.received.saturating_add(t.received);
-                    }
-                    None => out.timeline.push(t.clone()),
-                }
-            }
+            // Records are not trusted to be sorted: sort a copy before the linear merge.
+            let mut more = p.timeline.clone();
+            more.sort_by_key(|t| t.second);
+            merge_timelines(&mut out.timeline, &more);
         }
         Ok(())
     }
@@ -504,17 +548,42 @@ mod tests {
     fn a_long_timeline_is_summed_into_at_most_600_points_losing_no_message() {
         let pubs: Vec<u64> = (0..86_400).map(|s| s % 7).collect();
         let recv: Vec<u64> = (0..86_399).map(|s| s % 5).collect();
-        let t = timeline_points(&pubs, &recv);
+        let t = timeline_points(&pubs, &recv, &[]);
         assert!(t.len() <= MAX_TIMELINE_POINTS, "{}", t.len());
         assert_eq!((t[1].second, t[1].seconds), (144, 144));
         let total = |f: fn(&TimelinePoint) -> u64| t.iter().map(f).sum::<u64>();
         assert_eq!(total(|p| p.published), pubs.iter().sum::<u64>());
         assert_eq!(total(|p| p.received), recv.iter().sum::<u64>());
         // Short runs keep one point a second.
-        let short = timeline_points(&[1, 2, 3], &[1]);
+        let short = timeline_points(&[1, 2, 3], &[1], &[]);
         assert_eq!(short.len(), 3);
         assert!(short.iter().all(|p| p.seconds == 1));
         assert_eq!(short[2].received, 0);
+    }
+
+    #[test]
+    fn timelines_merge_by_second_adding_counts_and_latency() {
+        let point = |second, n, us| {
+            let mut latency = CoarseLatency::default();
+            (0..n).for_each(|_| latency.record(us));
+            TimelinePoint {
+                second,
+                seconds: 1,
+                published: n,
+                received: n,
+                latency,
+            }
+        };
+        let mut a = vec![point(0, 1, 1_000), point(2, 2, 1_000)];
+        merge_timelines(
+            &mut a,
+            &[point(1, 3, 9_000), point(2, 4, 9_000), point(5, 1, 10)],
+        );
+        let seconds: Vec<u32> = a.iter().map(|p| p.second).collect();
+        assert_eq!(seconds, [0, 1, 2, 5]);
+        assert_eq!((a[2].published, a[2].latency.count()), (6, 6));
+        let p99 = a[2].latency.quantile_us(0.99).unwrap();
+        assert!((p99 / 9_000.0 - 1.0).abs() < 0.06, "{p99}");
     }
 
     /// Counters from another process are not trusted to be consistent: more duplicates than

@@ -9,7 +9,8 @@ pub mod conditions;
 pub mod controller;
 pub mod decide;
 pub mod endpoints;
-pub mod figures;
+#[cfg(test)]
+mod figures_tests;
 pub mod gather;
 pub mod metrics;
 pub mod observe;

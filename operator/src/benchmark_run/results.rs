@@ -1,6 +1,5 @@
 //! Runner result lines → status: merged exactly with bench-runner's merge (histograms added,
 //! never percentiles averaged), per-trial figures, trial statistics and thresholds.
-use super::figures::{self, us_to_ms};
 use super::stats;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{
@@ -9,6 +8,7 @@ use msgbench_crds::benchmark_run::{
 };
 use runner_api::agent::RawResultLine;
 use runner_api::result::{ResultMerger, RunnerResult};
+use runner_api::status_form::{format_ms, to_status, us_to_ms};
 
 /// Everything the results give the status.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,7 +64,7 @@ pub fn collect(lines: &[TrialRecord], runners: usize, trials: usize) -> anyhow::
         c.connect_seconds = connect_s;
         c.finalize();
     }
-    let result = to_status(&total);
+    let result = to_status(&total, trials as u32);
 
     let col = |f: fn(&TrialFigures) -> f64| trial_figs.iter().map(f).collect::<Vec<f64>>();
     let statistics = match (
@@ -196,55 +196,6 @@ fn trial_figures(trial: i32, r: &RunnerResult, started_ms: Option<u64>) -> Trial
         p99_ms: lat.map_or(0.0, |l| us_to_ms(l.p99_us as f64)),
         delivered_ratio: s.delivered_ratio,
         generator_saturated: r.generator.saturated,
-    }
-}
-
-pub fn format_ms(ms: f64) -> String {
-    if ms >= 100.0 {
-        format!("{ms:.0}ms")
-    } else if ms >= 1.0 {
-        format!("{ms:.2}ms")
-    } else {
-        format!("{:.0}us", ms * 1000.0)
-    }
-}
-
-/// The status form of a merged runner result, with the encoded merged histogram.
-pub fn to_status(r: &RunnerResult) -> RunResult {
-    let m = &r.measured;
-    let s = &m.summary;
-    RunResult {
-        published: m.published,
-        received: m.received,
-        expected: s.expected,
-        publish_rate: s.publish_rate,
-        receive_rate: s.receive_rate,
-        delivered_ratio: s.delivered_ratio,
-        duplicates: m.duplicates,
-        out_of_order: m.out_of_order,
-        // A connection that failed is an error, so `errors le 0` gates connection workloads.
-        errors: s
-            .errors
-            .saturating_add(r.connections.as_ref().map_or(0, |c| c.failed)),
-        duration_seconds: (m.receive_seconds.max(m.publish_seconds) * 1000.0).round() / 1000.0,
-        latency: figures::latency(s.latency.as_ref()),
-        publish_ack_latency: figures::latency(s.ack_latency.as_ref()),
-        warmup: r.warmup.as_ref().map(figures::segment),
-        sessions: r.sessions.iter().take(32).map(figures::segment).collect(),
-        stages: (r.stages.iter().take(100).enumerate())
-            .map(|(i, p)| figures::stage(p, r.workload.stages.as_ref(), i))
-            .collect(),
-        generator_saturated: r.generator.saturated,
-        max_generator_lag_ms: s.send_lag.as_ref().map(|l| us_to_ms(l.max_us as f64)),
-        closed_loop: r.generator.closed_loop,
-        connections: r.connections.as_ref().map(figures::connections),
-        breaking_stage: r.breaking_stage.clone(),
-        rest: r.rest.iter().take(8).map(figures::rest).collect(),
-        server_usage: None,
-        histogram: serde_json::to_value(&m.latency)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .filter(|h| h.len() <= 262_144),
     }
 }
 

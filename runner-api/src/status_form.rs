@@ -1,0 +1,212 @@
+//! A merged runner result in BenchmarkRun status form: latency summaries (from merged
+//! histograms), the warm-up/session/stage rows with the load each stage offered, connections,
+//! REST paths and the timeline. The operator writes it to status; `kubectl msgbench` builds the
+//! same figures from a standalone `bench-runner run` result file.
+use crate::histo::LatencyPercentiles;
+use crate::result::{
+    ConnectionStats, PhaseStats, RestLatency, RunnerResult, TimelinePoint, MAX_TIMELINE_POINTS,
+    SATURATION_LAG_P99_US,
+};
+use msgbench_crds::benchmark_run::{
+    ConnectionsResult, LatencySummary, RestResult, RunResult, SegmentResult, TimelineSample,
+};
+use msgbench_crds::workload::Stages;
+
+pub fn us_to_ms(us: f64) -> f64 {
+    (us / 1000.0 * 1000.0).round() / 1000.0
+}
+
+pub fn latency(l: Option<&LatencyPercentiles>) -> Option<LatencySummary> {
+    l.map(|l| LatencySummary {
+        count: l.count,
+        min_ms: us_to_ms(l.min_us as f64),
+        p50_ms: us_to_ms(l.p50_us as f64),
+        p90_ms: us_to_ms(l.p90_us as f64),
+        p95_ms: us_to_ms(l.p95_us as f64),
+        p99_ms: us_to_ms(l.p99_us as f64),
+        p999_ms: us_to_ms(l.p999_us as f64),
+        max_ms: us_to_ms(l.max_us as f64),
+        mean_ms: us_to_ms(l.mean_us),
+        stddev_ms: us_to_ms(l.stddev_us),
+    })
+}
+
+/// A warm-up or session row: its offered load is the rate per publisher (none when closed loop).
+pub fn segment(p: &PhaseStats) -> SegmentResult {
+    segment_offering(p, p.rate_per_publisher.map(f64::from))
+}
+
+/// Stage `index` (0-based) of `stages`: it offered `start + index x step` of its dimension —
+/// messages/s per publisher, or connections (publishers) per runner.
+pub fn stage(p: &PhaseStats, stages: Option<&Stages>, index: usize) -> SegmentResult {
+    let offered = match stages {
+        Some(st) => {
+            let v = u64::from(st.start) + index as u64 * u64::from(st.step);
+            Some(v as f64)
+        }
+        None => p.rate_per_publisher.map(f64::from),
+    };
+    segment_offering(p, offered)
+}
+
+fn segment_offering(p: &PhaseStats, offered: Option<f64>) -> SegmentResult {
+    SegmentResult {
+        name: p.name.clone(),
+        offered,
+        published: p.published,
+        received: p.received,
+        receive_rate: p.summary.receive_rate,
+        latency: latency(p.summary.latency.as_ref()),
+        generator_saturated: p
+            .summary
+            .send_lag
+            .as_ref()
+            .is_some_and(|l| l.p99_us > SATURATION_LAG_P99_US),
+    }
+}
+
+pub fn connections(c: &ConnectionStats) -> ConnectionsResult {
+    ConnectionsResult {
+        attempted: c.attempted,
+        connected: c.connected,
+        failed: c.failed,
+        connect_rate: c.connections_per_second,
+        connect_seconds: (c.connect_seconds * 1000.0).round() / 1000.0,
+        connect_time: latency(c.connect_time.summary().as_ref()),
+        errors: c.errors.clone(),
+    }
+}
+
+pub fn rest(r: &RestLatency) -> RestResult {
+    RestResult {
+        path: r.path.clone(),
+        requests: r.requests,
+        errors: r.errors,
+        latency: latency(r.latency.summary().as_ref()),
+    }
+}
+
+pub fn format_ms(ms: f64) -> String {
+    if ms >= 100.0 {
+        format!("{ms:.0}ms")
+    } else if ms >= 1.0 {
+        format!("{ms:.2}ms")
+    } else {
+        format!("{:.0}us", ms * 1000.0)
+    }
+}
+
+/// The status form of a merged runner result, with the encoded merged histogram; `trials` is
+/// how many trials (or rounds) were merged into it, for the timeline's per-trial rates.
+pub fn to_status(r: &RunnerResult, trials: u32) -> RunResult {
+    let m = &r.measured;
+    let s = &m.summary;
+    RunResult {
+        published: m.published,
+        received: m.received,
+        expected: s.expected,
+        publish_rate: s.publish_rate,
+        receive_rate: s.receive_rate,
+        delivered_ratio: s.delivered_ratio,
+        duplicates: m.duplicates,
+        out_of_order: m.out_of_order,
+        // A connection that failed is an error, so `errors le 0` gates connection workloads.
+        errors: s
+            .errors
+            .saturating_add(r.connections.as_ref().map_or(0, |c| c.failed)),
+        duration_seconds: (m.receive_seconds.max(m.publish_seconds) * 1000.0).round() / 1000.0,
+        latency: latency(s.latency.as_ref()),
+        publish_ack_latency: latency(s.ack_latency.as_ref()),
+        warmup: r.warmup.as_ref().map(segment),
+        sessions: r.sessions.iter().take(32).map(segment).collect(),
+        stages: (r.stages.iter().take(100).enumerate())
+            .map(|(i, p)| stage(p, r.workload.stages.as_ref(), i))
+            .collect(),
+        generator_saturated: r.generator.saturated,
+        max_generator_lag_ms: s.send_lag.as_ref().map(|l| us_to_ms(l.max_us as f64)),
+        closed_loop: r.generator.closed_loop,
+        connections: r.connections.as_ref().map(connections),
+        breaking_stage: r.breaking_stage.clone(),
+        rest: r.rest.iter().take(8).map(rest).collect(),
+        server_usage: None,
+        timeline: timeline(&r.timeline, trials),
+        histogram: serde_json::to_value(&m.latency)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .filter(|h| h.len() <= 262_144),
+    }
+}
+
+/// The timeline in status form: rates per second of each window, mean over the `trials` merged
+/// into it (second `s` of every trial adds up), percentiles from the merged coarse histograms.
+pub fn timeline(points: &[TimelinePoint], trials: u32) -> Vec<TimelineSample> {
+    let per = f64::from(trials.max(1));
+    // Records from other processes may carry more points than one record holds: wider windows.
+    let width = points.len().div_ceil(MAX_TIMELINE_POINTS).max(1);
+    points
+        .chunks(width)
+        .map(|c| {
+            let mut p = c[0].clone();
+            for q in &c[1..] {
+                p.published = p.published.saturating_add(q.published);
+                p.received = p.received.saturating_add(q.received);
+                p.latency.add(&q.latency);
+            }
+            let last = &c[c.len() - 1];
+            p.seconds = (last.second.saturating_add(last.seconds)).saturating_sub(p.second);
+            let secs = f64::from(p.seconds.max(1)) * per;
+            let rate = |n: u64| (n as f64 / secs * 10.0).round() / 10.0;
+            TimelineSample {
+                second: p.second,
+                seconds: p.seconds,
+                publish_rate: rate(p.published),
+                receive_rate: rate(p.received),
+                p50_ms: p.latency.quantile_us(0.5).map(us_to_ms),
+                p99_ms: p.latency.quantile_us(0.99).map(us_to_ms),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coarse::CoarseLatency;
+
+    fn point(second: u32, received: u64, us: u64) -> TimelinePoint {
+        let mut latency = CoarseLatency::default();
+        (0..received).for_each(|_| latency.record(us));
+        TimelinePoint {
+            second,
+            seconds: 1,
+            published: received,
+            received,
+            latency,
+        }
+    }
+
+    #[test]
+    fn timeline_rates_are_per_trial_and_percentiles_come_from_the_merged_buckets() {
+        // Two trials merged: 200 deliveries in second 0 are 100/s per trial.
+        let t = timeline(&[point(0, 200, 2_000), point(1, 0, 0)], 2);
+        assert_eq!(t.len(), 2);
+        assert_eq!((t[0].receive_rate, t[0].publish_rate), (100.0, 100.0));
+        let p99 = t[0].p99_ms.unwrap();
+        assert!((p99 / 2.0 - 1.0).abs() < 0.06, "{p99}");
+        // A second with no deliveries has no latency, not a latency of 0.
+        assert_eq!((t[1].p50_ms, t[1].p99_ms), (None, None));
+    }
+
+    #[test]
+    fn an_overlong_merged_timeline_is_widened_to_600_points_losing_nothing() {
+        let points: Vec<TimelinePoint> = (0..1_500).map(|s| point(s, 3, 1_000)).collect();
+        let t = timeline(&points, 1);
+        assert!(t.len() <= MAX_TIMELINE_POINTS, "{}", t.len());
+        assert_eq!((t[1].second, t[1].seconds), (3, 3));
+        let total: f64 = t
+            .iter()
+            .map(|p| p.receive_rate * f64::from(p.seconds))
+            .sum();
+        assert_eq!(total, 4_500.0);
+    }
+}
