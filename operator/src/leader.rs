@@ -151,14 +151,16 @@ pub fn lease_client(config: &kube::Config, timing: &Timing) -> kube::Result<Clie
     Client::try_from(config)
 }
 
+/// `msgbench_leader` and `msgbench_leader_election_errors_total` (public so the dashboard
+/// test sees every series the running operator exports).
 #[derive(Clone)]
-struct ElectionMetrics {
+pub struct ElectionMetrics {
     leader: IntGauge,
     errors: IntCounter,
 }
 
 impl ElectionMetrics {
-    fn register(metrics: &Metrics) -> Self {
+    pub fn register(metrics: &Metrics) -> Self {
         let leader = IntGauge::new("leader", "1 while this replica holds the leader Lease")
             .expect("static metric");
         let errors = IntCounter::new(

@@ -26,6 +26,7 @@ fn exported() -> &'static BTreeSet<String> {
         metrics.reconcile_failed("JetStreamCluster", "Kube");
         metrics.child_written("StatefulSet", "apply");
         metrics.status_written("JetStreamCluster");
+        msgbench_operator::leader::ElectionMetrics::register(&metrics);
         let result = RunResult {
             receive_rate: 1000.0,
             latency: Some(LatencySummary {
