@@ -1,11 +1,26 @@
-# Component configuration files, rewritten on every `up` (cheap, and a changed script takes
+# Component configuration files, regenerated on every `up` (cheap, and a changed script takes
 # effect without manual cleanup). Sourced after lib.sh.
+
+# put FILE < content: replace FILE only when the content differs, and list it in
+# CHANGED_CONFIGS. A component that watches its config file (kube-proxy exits when the file is
+# rewritten, even with the same bytes) is then touched only when it must restart anyway.
+CHANGED_CONFIGS=()
+put() {
+  local tmp="$1.tmp.$$"
+  cat > "$tmp"
+  if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else mv -f "$tmp" "$1"; CHANGED_CONFIGS+=("$1"); fi
+}
+config_changed() {  # config_changed FILE: whether the last write_configs replaced it
+  local f
+  for f in "${CHANGED_CONFIGS[@]}"; do [ "$f" = "$1" ] && return 0; done
+  return 1
+}
 
 write_configs() {
   mkdir -p "$CONF/cni" "$LOGS" "$STATIC_POD_DIR"
 
   # containerd 1.6 (Debian). This sandbox refuses oom_score_adj < 0, so runc must not try it.
-  cat > "$CONF/containerd.toml" <<EOF
+  put "$CONF/containerd.toml" <<EOF
 version = 2
 root = "/var/lib/containerd"
 state = "/run/containerd"
@@ -28,7 +43,7 @@ state = "/run/containerd"
 EOF
 
   # Pods live on lcpod0 with no masquerade: they reach the node and each other, nothing else.
-  cat > "$CONF/cni/10-msgbench.conflist" <<EOF
+  put "$CONF/cni/10-msgbench.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "msgbench",
@@ -53,7 +68,7 @@ EOF
 
   # Pod Security admission: enforce nothing by default (like upstream and kind), warn/audit on
   # restricted so non-compliant pods are visible; a namespace may label itself stricter.
-  cat > "$CONF/admission.yaml" <<EOF
+  put "$CONF/admission.yaml" <<EOF
 apiVersion: apiserver.config.k8s.io/v1
 kind: AdmissionConfiguration
 plugins:
@@ -74,7 +89,7 @@ EOF
   # Pods with dnsPolicy Default get only the cluster DNS, never the host's resolvers.
   echo "nameserver $DNS_IP" > "$CONF/resolv.conf"
 
-  cat > "$CONF/kubelet.yaml" <<EOF
+  put "$CONF/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
@@ -111,7 +126,7 @@ rotateCertificates: false
 staticPodPath: $STATIC_POD_DIR
 EOF
 
-  cat > "$CONF/kube-proxy.yaml" <<EOF
+  put "$CONF/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: iptables
@@ -129,7 +144,7 @@ EOF
 
   # CoreDNS as a host process on the DNS address. No forwarder: names outside the cluster are
   # not resolved, so pods never query resolvers beyond this machine.
-  cat > "$CONF/Corefile" <<EOF
+  put "$CONF/Corefile" <<EOF
 .:53 {
     bind $DNS_IP
     errors
@@ -146,7 +161,7 @@ EOF
 EOF
 
   # Least privilege for CoreDNS's client certificate (user msgbench:coredns).
-  cat > "$CONF/coredns-rbac.yaml" <<EOF
+  put "$CONF/coredns-rbac.yaml" <<EOF
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: "msgbench:coredns"}
