@@ -233,5 +233,12 @@ mod tests {
         );
         assert_eq!(p.latency.len(), 6, "latency only for own, unique messages");
         assert_eq!(p.latency.0.max(), 100);
+        // The timeline's second 0 counts every delivery, and its coarse latency the same 6
+        // samples as the exact histogram.
+        assert_eq!(s.timeline_received, [9]);
+        assert_eq!(s.timeline_latency.len(), 1);
+        assert_eq!(s.timeline_latency[0].count(), 6);
+        let p99 = s.timeline_latency[0].quantile_us(0.99).unwrap();
+        assert!((p99 / 100.0 - 1.0).abs() < 0.06, "{p99}");
     }
 }

@@ -1,7 +1,8 @@
 //! Variants interleaved within one BenchmarkRun on the local cluster: the R1-vs-R2 sample
 //! (config/samples, shortened) ends Succeeded with each round's randomised order recorded, the
 //! trials run in that order with each variant's own stream replicas, and a paired comparison with
-//! intervals. A variant whose merged workload breaks a rule fails the run before any pod.
+//! intervals, and a per-second timeline per variant that accounts for every delivery. A variant
+//! whose merged workload breaks a rule fails the run before any pod.
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -159,6 +160,7 @@ spec:
             "{}: result {r}",
             v["name"]
         );
+        timeline_accounts_for_every_delivery(v, 4)?;
         let trials = v["trials"].as_array().context("trials")?;
         ensure!(trials.len() == 4, "{}: trials {trials:?}", v["name"]);
         for t in trials {
@@ -288,5 +290,40 @@ spec:
         "headline.comparison {summary:?}"
     );
     eprintln!("variants: {summary}; {}", serde_json::to_string(c)?);
+    Ok(())
+}
+
+/// A variant's timeline (kept in status for reports): one point a second of the 2 s rounds
+/// (plus the drain), rates per round that add back up to every delivery, and a p99 where
+/// messages arrived, bounded by the run's own maximum.
+fn timeline_accounts_for_every_delivery(v: &Value, rounds: u32) -> Result<()> {
+    let r = &v["result"];
+    let points = r["timeline"].as_array().context("result.timeline")?;
+    ensure!(
+        (2..=6).contains(&points.len()) && points.iter().all(|p| p["seconds"] == 1),
+        "{}: timeline {points:?}",
+        v["name"]
+    );
+    let per_round: f64 = points
+        .iter()
+        .map(|p| p["receiveRate"].as_f64().unwrap_or(f64::NAN))
+        .sum();
+    let counted = per_round * f64::from(rounds);
+    let received = r["received"].as_f64().context("received")?;
+    // Rates are rounded to 0.1 msg/s per point and round.
+    let slack = 0.05 * f64::from(rounds) * points.len() as f64 + 1.0;
+    ensure!(
+        (counted - received).abs() <= slack,
+        "{}: timeline counts {counted} deliveries, result {received}",
+        v["name"]
+    );
+    let max_ms = r["latency"]["maxMs"].as_f64().context("latency.maxMs")?;
+    let p99s: Vec<f64> = points.iter().filter_map(|p| p["p99Ms"].as_f64()).collect();
+    // Coarse buckets: a midpoint is within 6 % of the value it stands for.
+    ensure!(
+        !p99s.is_empty() && p99s.iter().all(|&p| p > 0.0 && p <= max_ms * 1.06),
+        "{}: timeline p99 {p99s:?} vs max {max_ms} ms",
+        v["name"]
+    );
     Ok(())
 }
