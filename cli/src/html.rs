@@ -11,11 +11,11 @@ pub fn esc(s: &str) -> String {
 }
 
 const CSS: &str = "
-body{font-family:sans-serif;margin:24px auto;max-width:1000px;color:#222}
+body{font-family:sans-serif;margin:24px auto;max-width:1100px;color:#222}
 h1{font-size:24px;margin-bottom:4px}h2{font-size:19px;margin-top:32px;border-bottom:1px solid #ccc}
 .meta{color:#555;margin:2px 0}
-table{border-collapse:collapse;margin:8px 0 16px;font-size:14px}
-th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
+table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
+th,td{border:1px solid #ccc;padding:3px 8px;text-align:right;white-space:nowrap}
 th:first-child,td:first-child{text-align:left}th{background:#f2f2f2}
 .na{color:#a00;font-style:italic}
 figure.chart{margin:12px 0}figcaption{color:#555;font-size:13px;margin-top:2px}

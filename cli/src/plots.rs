@@ -96,6 +96,8 @@ pub fn percentile_chart(lines: &[Line], decades: u32) -> Result<String> {
         }
         chart
             .configure_mesh()
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 15))
             .disable_x_mesh()
             .x_labels(0)
             .y_label_formatter(&|y| number_label(*y))
@@ -128,6 +130,8 @@ pub fn timeline_chart(title: &str, y_desc: &str, lines: &[Line]) -> Result<Strin
             .map_err(plot_err)?;
         chart
             .configure_mesh()
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 15))
             .x_label_formatter(&|x| number_label(*x))
             .y_label_formatter(&|y| number_label(*y))
             .x_desc("second of the measured phase")
@@ -218,6 +222,8 @@ pub fn ratio_chart(rows: &[RatioRow], colours: &[RGBColor]) -> Result<String> {
         }
         chart
             .configure_mesh()
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 15))
             .disable_y_mesh()
             .y_labels(0)
             .x_label_formatter(&|x| number_label(*x))

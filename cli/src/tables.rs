@@ -115,7 +115,7 @@ fn result_row(name: &str, r: Option<&RunResult>) -> Vec<Cell> {
     let g = if r.generator_saturated {
         "saturated"
     } else {
-        "kept schedule"
+        "ok"
     };
     row.push(Cell::text(g));
     row
