@@ -34,7 +34,7 @@ enum Command {
     /// One self-contained HTML file: latency percentiles, throughput and p99 over time, paired
     /// ratios, and the tables.
     Report {
-        /// BenchmarkRun name (with --file, only a label).
+        /// BenchmarkRun name (with --file: the name of a bench-runner result; a BenchmarkRun keeps its own).
         run: String,
         #[command(flatten)]
         from: From,
@@ -44,6 +44,7 @@ enum Command {
     },
     /// The raw figures on standard output.
     Export {
+        /// BenchmarkRun name (with --file: the name of a bench-runner result; a BenchmarkRun keeps its own).
         run: String,
         #[command(flatten)]
         from: From,
@@ -52,7 +53,9 @@ enum Command {
     },
     /// Two runs' headline figures side by side with B/A (separate runs: indicative only).
     Compare {
+        /// Run A: a BenchmarkRun name (with --file-a, as for report).
         run_a: String,
+        /// Run B.
         run_b: String,
         /// Namespace of both runs.
         #[arg(short, long)]
@@ -72,9 +75,21 @@ enum Format {
     Csv,
 }
 
+/// Errors as one line of causes (`a: b: c`), without the backtrace anyhow would print when
+/// RUST_BACKTRACE is set: a plugin's user needs the reason, not the stack.
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<()> {
-    match Cli::parse().command {
+async fn main() -> std::process::ExitCode {
+    match run(Cli::parse()).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    match cli.command {
         Command::Report { run, from, output } => {
             let run = source::load(&run, from.namespace.as_deref(), from.file.as_deref()).await?;
             let html = report::render(&run)?;

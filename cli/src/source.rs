@@ -11,7 +11,7 @@ use crate::model::Run;
 /// Reads `name` from the cluster, or from `file` when given.
 pub async fn load(name: &str, namespace: Option<&str>, file: Option<&Path>) -> Result<Run> {
     let run = match file {
-        Some(path) => from_file(path)?,
+        Some(path) => from_file_named(path, name)?,
         None => from_cluster(name, namespace).await?,
     };
     run.require_results()?;
@@ -35,14 +35,20 @@ async fn from_cluster(name: &str, namespace: Option<&str>) -> Result<Run> {
     Ok(Run::from_benchmark_run(br))
 }
 
-/// Reads a file and decides what it holds from its content, not its name.
+/// Reads a file and decides what it holds from its content, not its name; a bench-runner
+/// result is named after the file.
 pub fn from_file(path: &Path) -> Result<Run> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let stem = path
         .file_stem()
         .map_or("run".into(), |s| s.to_string_lossy().into_owned());
-    parse(&text, &stem).with_context(|| format!("reading {}", path.display()))
+    from_file_named(path, &stem)
+}
+
+/// As [`from_file`], naming a bench-runner result `name` (a BenchmarkRun keeps its own name).
+pub fn from_file_named(path: &Path, name: &str) -> Result<Run> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    parse(&text, name).with_context(|| format!("reading {}", path.display()))
 }
 
 /// `text` as a BenchmarkRun or a RunnerResult (YAML is a superset of JSON, so one parser reads
