@@ -33,6 +33,9 @@ fn header(page: &mut Page, run: &Run) {
     if let Some(v) = &s.verdict {
         page.meta("Verdict", &format!("{:?} ({})", v.outcome, v.reason));
     }
+    if !run.has_variants() {
+        page.meta("Target", &run.series()[0].target);
+    }
     if let Some(w) = &run.workload {
         page.meta("Workload", w);
     }

@@ -145,6 +145,7 @@ fn a_run_without_variants_is_one_series_with_its_trials() {
         assert_eq!(tagged(fig, "polyline", "nats-plain").len(), 1, "{kind}");
     }
     assert!(!html.contains("data-chart=\"paired-ratios\""));
+    assert!(html.contains("<b>Target:</b> JetStreamCluster/js3"));
     for t in &run.status.trials {
         assert!(html.contains(&format!("<td>{}</td>", t.receive_rate)));
     }
