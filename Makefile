@@ -21,9 +21,10 @@ fmt-check:
 clippy:
 	cargo clippy --workspace --all-targets -- -D warnings
 
-## tools: the real peers the integration tests talk to (cached; apt and the Go module proxy).
+## tools: the real peers the integration tests talk to (cached; apt and the Go module proxy), and
+## the headless Chromium that renders kubectl msgbench's report in its test.
 tools:
-	e2e/tools/ensure nats-server mosquitto helm
+	e2e/tools/ensure nats-server mosquitto helm apt:chromium
 
 unit: tools
 	cargo test --workspace --exclude msgbench-e2e

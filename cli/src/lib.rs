@@ -1,0 +1,14 @@
+//! `kubectl msgbench`: reports, exports and comparisons of msgbench BenchmarkRuns, read from
+//! the cluster or from files. A library so the tests drive exactly what the binary runs.
+#![forbid(unsafe_code)]
+
+pub mod compare;
+pub mod export;
+pub mod html;
+pub mod model;
+pub mod paired;
+pub mod plots;
+pub mod report;
+pub mod source;
+mod tables;
+pub mod tagging;

@@ -1,0 +1,122 @@
+//! `kubectl msgbench` (krew naming: the binary `kubectl-msgbench` on PATH is the plugin).
+#![forbid(unsafe_code)]
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use kubectl_msgbench::{compare, export, report, source};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "kubectl msgbench",
+    version,
+    about = "Reports, exports and comparisons of msgbench BenchmarkRuns"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Where a run is read from.
+#[derive(Args)]
+struct From {
+    /// Namespace of the BenchmarkRun (default: the kubeconfig context's namespace).
+    #[arg(short, long)]
+    namespace: Option<String>,
+    /// Read the run from this file instead of the cluster: a BenchmarkRun (YAML or JSON, as
+    /// `kubectl get benchmarkrun X -o yaml` prints it) or a `bench-runner run --output` result.
+    #[arg(long)]
+    file: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// One self-contained HTML file: latency percentiles, throughput and p99 over time, paired
+    /// ratios, and the tables.
+    Report {
+        /// BenchmarkRun name (with --file: the name of a bench-runner result; a BenchmarkRun keeps its own).
+        run: String,
+        #[command(flatten)]
+        from: From,
+        /// Where to write the HTML.
+        #[arg(short, long, default_value = "report.html")]
+        output: PathBuf,
+    },
+    /// The raw figures on standard output.
+    Export {
+        /// BenchmarkRun name (with --file: the name of a bench-runner result; a BenchmarkRun keeps its own).
+        run: String,
+        #[command(flatten)]
+        from: From,
+        #[arg(long, value_enum)]
+        format: Format,
+    },
+    /// Two runs' headline figures side by side with B/A (separate runs: indicative only).
+    Compare {
+        /// Run A: a BenchmarkRun name (with --file-a, as for report).
+        run_a: String,
+        /// Run B.
+        run_b: String,
+        /// Namespace of both runs.
+        #[arg(short, long)]
+        namespace: Option<String>,
+        /// Read run A from this file.
+        #[arg(long)]
+        file_a: Option<PathBuf>,
+        /// Read run B from this file.
+        #[arg(long)]
+        file_b: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Json,
+    Csv,
+}
+
+/// Errors as one line of causes (`a: b: c`), without the backtrace anyhow would print when
+/// RUST_BACKTRACE is set: a plugin's user needs the reason, not the stack.
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> std::process::ExitCode {
+    match run(Cli::parse()).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Report { run, from, output } => {
+            let run = source::load(&run, from.namespace.as_deref(), from.file.as_deref()).await?;
+            let html = report::render(&run)?;
+            std::fs::write(&output, html)
+                .with_context(|| format!("writing {}", output.display()))?;
+            eprintln!("wrote {}", output.display());
+        }
+        Command::Export { run, from, format } => {
+            let run = source::load(&run, from.namespace.as_deref(), from.file.as_deref()).await?;
+            let text = match format {
+                Format::Json => export::to_json(&run)?,
+                Format::Csv => export::to_csv(&run)?,
+            };
+            print!("{text}");
+        }
+        Command::Compare {
+            run_a,
+            run_b,
+            namespace,
+            file_a,
+            file_b,
+        } => {
+            let ns = namespace.as_deref();
+            let a = source::load(&run_a, ns, file_a.as_deref()).await?;
+            let b = source::load(&run_b, ns, file_b.as_deref()).await?;
+            print!("{}", compare::render(&a, &b)?);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,135 @@
+//! `kubectl msgbench report`: the run's charts and tables as one HTML file.
+use anyhow::Result;
+use msgbench_crds::benchmark_run::TimelineSample;
+
+use crate::html::Page;
+use crate::model::{self, Run, Series};
+use crate::paired::ratio_rows;
+use crate::plots::{self, colour, Line};
+use crate::tables;
+
+pub fn render(run: &Run) -> Result<String> {
+    let title = format!("msgbench report: {}", run.name);
+    let mut page = Page::new(&title);
+    header(&mut page, run);
+    let series = run.series();
+    page.heading("Latency distribution");
+    percentiles(&mut page, &series)?;
+    page.heading("Over time");
+    timelines(&mut page, &series)?;
+    if run.has_variants() {
+        page.heading("Paired comparison");
+        ratios(&mut page, run)?;
+    }
+    page.heading("Figures");
+    tables::figures(&mut page, run);
+    Ok(page.finish(&title))
+}
+
+fn header(page: &mut Page, run: &Run) {
+    let s = &run.status;
+    page.meta("Run", &format!("{} ({})", run.name, run.origin));
+    page.meta("Phase", &run.phase());
+    if let Some(v) = &s.verdict {
+        page.meta("Verdict", &format!("{:?} ({})", v.outcome, v.reason));
+    }
+    if !run.has_variants() {
+        page.meta("Target", &run.series()[0].target);
+    }
+    if let Some(w) = &run.workload {
+        page.meta("Workload", w);
+    }
+    if !s.schedule.is_empty() {
+        let order: Vec<String> = (s.schedule.iter())
+            .map(|r| format!("{}: {}", r.round, r.order.join(" ")))
+            .collect();
+        page.meta("Order per round", &order.join(" | "));
+    }
+}
+
+fn names(lines: &[Line]) -> Vec<String> {
+    lines.iter().map(|l| l.name.clone()).collect()
+}
+
+fn percentiles(page: &mut Page, series: &[Series]) -> Result<()> {
+    let mut lines = vec![];
+    for (i, s) in series.iter().enumerate() {
+        let Some(h) = s.result.and_then(|r| r.histogram.as_deref()) else {
+            page.note(&format!(
+                "{}: no merged histogram in status: no curve",
+                s.name
+            ));
+            continue;
+        };
+        let curve = model::percentile_curve(h)?;
+        lines.push(Line {
+            name: s.name.to_string(),
+            colour: colour(i, 0),
+            segments: vec![curve],
+        });
+    }
+    let curves: Vec<_> = lines
+        .iter()
+        .map(|l| (l.name.clone(), l.segments[0].clone()))
+        .collect();
+    let decades = model::percentile_decades(&curves);
+    let svg = plots::percentile_chart(&lines, decades)?;
+    let caption = format!(
+        "Each line is one merged histogram (all runners, trials or rounds), read at steps of {} decades of 1/(1−q) up to the level one sample reaches.",
+        model::PERCENTILE_STEP
+    );
+    page.chart("latency-percentiles", &names(&lines), &svg, &caption);
+    Ok(())
+}
+
+fn timelines(page: &mut Page, series: &[Series]) -> Result<()> {
+    if series.iter().all(|s| timeline(s).is_empty()) {
+        page.note("No timeline in status (written by operators from this version on).");
+        return Ok(());
+    }
+    let line = |i: usize, s: &Series, segments| Line {
+        name: s.name.to_string(),
+        colour: colour(i, 0),
+        segments,
+    };
+    let rates: Vec<Line> = (series.iter().enumerate())
+        .map(|(i, s)| line(i, s, vec![model::receive_rates(timeline(s))]))
+        .collect();
+    let svg = plots::timeline_chart("Throughput per second", "received msg/s", &rates)?;
+    page.chart("throughput-timeline", &names(&rates), &svg,
+        "Deliveries per second of the measured phase, all subscribers; with several rounds, the mean over rounds.");
+    let p99: Vec<Line> = (series.iter().enumerate())
+        .map(|(i, s)| line(i, s, model::p99_segments(timeline(s))))
+        .collect();
+    let svg = plots::timeline_chart("p99 latency per second", "p99 latency (ms)", &p99)?;
+    page.chart("p99-timeline", &names(&p99), &svg,
+        "p99 of each second's deliveries from a coarse histogram merged over runners and rounds (within 6 %). A gap: no deliveries that second, so no p99.");
+    Ok(())
+}
+
+fn timeline<'a>(s: &Series<'a>) -> &'a [TimelineSample] {
+    s.result.map_or(&[][..], |r| &r.timeline[..])
+}
+
+fn ratios(page: &mut Page, run: &Run) -> Result<()> {
+    let rows = ratio_rows(&run.status);
+    if rows.is_empty() {
+        page.note("No paired comparison in status.");
+        return Ok(());
+    }
+    let index = |name: &str| {
+        run.status
+            .variants
+            .iter()
+            .position(|v| v.name == name)
+            .unwrap_or(0)
+    };
+    let colours: Vec<_> = (rows.iter().enumerate())
+        .map(|(k, r)| colour(index(&r.figure.variant), k as u8))
+        .collect();
+    let svg = plots::ratio_chart(&rows, &colours)?;
+    let labels: Vec<String> = rows.iter().map(|r| r.label()).collect();
+    page.chart("paired-ratios", &labels, &svg,
+        "Each round's ratio against the baseline variant's same round; the estimate is the geometric mean of the rounds' ratios, the bar its 95 % interval (Student t over rounds). Throughput above 1 and latency below 1 are better.");
+    Ok(())
+}

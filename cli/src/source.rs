@@ -1,0 +1,86 @@
+//! Where a run comes from: the cluster (current kubeconfig) or a file holding a BenchmarkRun
+//! (YAML or JSON) or a standalone `bench-runner run --output` result. Every path ends in the
+//! same [`Run`], so the report, export and compare read one set of figures.
+use anyhow::{bail, Context, Result};
+use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus};
+use runner_api::result::{RunnerResult, FORMAT};
+use std::path::Path;
+
+use crate::model::Run;
+
+/// Reads `name` from the cluster, or from `file` when given.
+pub async fn load(name: &str, namespace: Option<&str>, file: Option<&Path>) -> Result<Run> {
+    let run = match file {
+        Some(path) => from_file_named(path, name)?,
+        None => from_cluster(name, namespace).await?,
+    };
+    run.require_results()?;
+    Ok(run)
+}
+
+async fn from_cluster(name: &str, namespace: Option<&str>) -> Result<Run> {
+    // kube's TLS (rustls) needs a process-wide crypto provider; another one installed first is fine.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = kube::Client::try_default()
+        .await
+        .context("connecting with the current kubeconfig")?;
+    let api: kube::Api<BenchmarkRun> = match namespace {
+        Some(ns) => kube::Api::namespaced(client, ns),
+        None => kube::Api::default_namespaced(client),
+    };
+    let br = api
+        .get(name)
+        .await
+        .with_context(|| format!("reading BenchmarkRun {name}"))?;
+    Ok(Run::from_benchmark_run(br))
+}
+
+/// Reads a file and decides what it holds from its content, not its name; a bench-runner
+/// result is named after the file.
+pub fn from_file(path: &Path) -> Result<Run> {
+    let stem = path
+        .file_stem()
+        .map_or("run".into(), |s| s.to_string_lossy().into_owned());
+    from_file_named(path, &stem)
+}
+
+/// As [`from_file`], naming a bench-runner result `name` (a BenchmarkRun keeps its own name).
+pub fn from_file_named(path: &Path, name: &str) -> Result<Run> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    parse(&text, name).with_context(|| format!("reading {}", path.display()))
+}
+
+/// `text` as a BenchmarkRun or a RunnerResult (YAML is a superset of JSON, so one parser reads
+/// both); `fallback_name` names a RunnerResult, which carries no name of its own.
+pub fn parse(text: &str, fallback_name: &str) -> Result<Run> {
+    let value: serde_json::Value = serde_norway::from_str(text).context("neither YAML nor JSON")?;
+    if value.get("kind").and_then(|k| k.as_str()) == Some("BenchmarkRun") {
+        let br: BenchmarkRun = serde_json::from_value(value).context("not a valid BenchmarkRun")?;
+        return Ok(Run::from_benchmark_run(br));
+    }
+    match value.get("format").and_then(|f| f.as_str()) {
+        Some(FORMAT) => {
+            let r: RunnerResult =
+                serde_json::from_value(value).context("not a valid bench-runner result")?;
+            Ok(from_runner_result(&r, fallback_name))
+        }
+        Some(other) => bail!("bench-runner result format {other:?} is not supported (expected {FORMAT})"),
+        None => bail!("neither a BenchmarkRun (kind: BenchmarkRun) nor a bench-runner result (format: {FORMAT})"),
+    }
+}
+
+/// A standalone runner result in status form, exactly as the operator would write it.
+fn from_runner_result(r: &RunnerResult, name: &str) -> Run {
+    let status = BenchmarkRunStatus {
+        target_name: Some(r.target.clone()),
+        result: Some(runner_api::status_form::to_status(r, 1)),
+        ..Default::default()
+    };
+    Run {
+        name: name.to_string(),
+        origin: "bench-runner result file".into(),
+        workload: Some(crate::model::workload_shape(&r.workload)),
+        status,
+    }
+}
