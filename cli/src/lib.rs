@@ -2,6 +2,7 @@
 //! the cluster or from files. A library so the tests drive exactly what the binary runs.
 #![forbid(unsafe_code)]
 
+pub mod browser;
 pub mod compare;
 pub mod export;
 pub mod html;

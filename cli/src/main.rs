@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use kubectl_msgbench::{compare, export, report, source};
+use kubectl_msgbench::{browser, compare, export, report, source};
 use std::path::PathBuf;
 
 #[derive(Parser)]
@@ -41,6 +41,10 @@ enum Command {
         /// Where to write the HTML.
         #[arg(short, long, default_value = "report.html")]
         output: PathBuf,
+        /// Also render the page in headless Chromium and write a PNG here (e.g. a CI artifact);
+        /// fails when the page logs an error or comes out blank.
+        #[arg(long)]
+        screenshot: Option<PathBuf>,
     },
     /// The raw figures on standard output.
     Export {
@@ -90,12 +94,23 @@ async fn main() -> std::process::ExitCode {
 
 async fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Report { run, from, output } => {
+        Command::Report {
+            run,
+            from,
+            output,
+            screenshot,
+        } => {
             let run = source::load(&run, from.namespace.as_deref(), from.file.as_deref()).await?;
             let html = report::render(&run)?;
-            std::fs::write(&output, html)
+            std::fs::write(&output, &html)
                 .with_context(|| format!("writing {}", output.display()))?;
             eprintln!("wrote {}", output.display());
+            if let Some(png) = screenshot {
+                let bytes = browser::screenshot_checked(&html, browser::SCREENSHOT_SIZE)?;
+                std::fs::write(&png, bytes)
+                    .with_context(|| format!("writing {}", png.display()))?;
+                eprintln!("wrote {}", png.display());
+            }
         }
         Command::Export { run, from, format } => {
             let run = source::load(&run, from.namespace.as_deref(), from.file.as_deref()).await?;
