@@ -62,7 +62,7 @@ e2e: cluster-up images
 	@# ... and the CPU request of an operator installed with other values (by hand, or by a
 	@# demo from before it used the suite's values): install the suite's values (only those,
 	@# not the old ones), as its own install does anyway.
-	e2e/tools/ensure helm
+	e2e/tools/ensure helm apt:chromium  # chromium: tests/variants.rs screenshots a real report
 	if [ -n "$$(kubectl -n msgbench-system get deployment msgbench-operator --ignore-not-found \
 	      -o jsonpath='{.spec.template.spec.containers[*].resources.requests.cpu}')" ]; then \
 	  helm upgrade msgbench charts/msgbench -n msgbench-system \
