@@ -1,8 +1,10 @@
 //! Variants interleaved within one BenchmarkRun on the local cluster: the R1-vs-R2 sample
 //! (config/samples, shortened) ends Succeeded with each round's randomised order recorded, the
 //! trials run in that order with each variant's own stream replicas, and a paired comparison with
-//! intervals, and a per-second timeline per variant that accounts for every delivery. A variant
-//! whose merged workload breaks a rule fails the run before any pod.
+//! intervals, and a per-second timeline per variant that accounts for every delivery; its
+//! `kubectl msgbench` report draws both variants and renders in headless Chromium, and its CSV
+//! export reads back the exact status figures. A variant whose merged workload breaks a rule
+//! fails the run before any pod.
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -301,7 +303,9 @@ spec:
 fn report_shows_both_variants(br: &DynamicObject) -> Result<()> {
     use kubectl_msgbench::{browser, model::Run, report};
     let typed: msgbench_crds::BenchmarkRun = serde_json::from_value(serde_json::to_value(br)?)?;
-    let html = report::render(&Run::from_benchmark_run(typed))?;
+    let run = Run::from_benchmark_run(typed);
+    csv_export_round_trips(&run, br)?;
+    let html = report::render(&run)?;
     for chart in ["latency-percentiles", "throughput-timeline", "p99-timeline"] {
         let fig = figure(&html, chart).with_context(|| format!("no chart {chart}"))?;
         ensure!(
@@ -328,6 +332,42 @@ fn report_shows_both_variants(br: &DynamicObject) -> Result<()> {
     let dir = msgbench_e2e::cluster::cache_dir().join("e2e-artifacts");
     std::fs::create_dir_all(&dir)?;
     std::fs::write(dir.join("variants-report.png"), png)?;
+    Ok(())
+}
+
+/// `kubectl msgbench export --format csv` of this run: each variant's row reads back the exact
+/// figures of its status (floats compared bit for bit).
+fn csv_export_round_trips(run: &kubectl_msgbench::model::Run, br: &DynamicObject) -> Result<()> {
+    let text = kubectl_msgbench::export::to_csv(run)?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().context("csv header")?.split(',').collect();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    ensure!(rows.len() == 2, "csv rows {rows:?}");
+    for row in rows {
+        let v = s(br, "/status/variants")
+            .as_array()
+            .and_then(|vs| vs.iter().find(|x| x["name"] == row[0]))
+            .with_context(|| format!("csv row {row:?} names no variant"))?;
+        for (column, field) in [
+            ("receiveRate", "/receiveRate"),
+            ("publishRate", "/publishRate"),
+            ("published", "/published"),
+            ("received", "/received"),
+            ("deliveredRatio", "/deliveredRatio"),
+            ("p50Ms", "/latency/p50Ms"),
+            ("p99Ms", "/latency/p99Ms"),
+            ("maxMs", "/latency/maxMs"),
+        ] {
+            let i = header.iter().position(|h| *h == column).context(column)?;
+            let want = v["result"].pointer(field).and_then(Value::as_f64);
+            let got = row.get(i).and_then(|c| c.parse::<f64>().ok());
+            ensure!(
+                got.is_some() && got.map(f64::to_bits) == want.map(f64::to_bits),
+                "{}: csv {column} {got:?}, status {want:?}",
+                row[0]
+            );
+        }
+    }
     Ok(())
 }
 
