@@ -97,7 +97,7 @@ fn timelines(page: &mut Page, series: &[Series]) -> Result<()> {
         .collect();
     let svg = plots::timeline_chart("Throughput per second", "received msg/s", &rates)?;
     page.chart("throughput-timeline", &names(&rates), &svg,
-        "Deliveries per second of the measured phase, all subscribers; with several rounds, the mean over rounds.");
+        "Deliveries per second of the measured phase, all subscribers; with several rounds, the mean over rounds. Points after publishing stopped are the drain: the deliveries still arriving then, so the line falls there.");
     let p99: Vec<Line> = (series.iter().enumerate())
         .map(|(i, s)| line(i, s, model::p99_segments(timeline(s))))
         .collect();
