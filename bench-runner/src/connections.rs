@@ -4,7 +4,7 @@
 use crate::clock;
 use crate::cpu;
 use crate::drivers::Driver;
-use crate::engine::RunOptions;
+use crate::options::RunOptions;
 use msgbench_crds::workload::Workload;
 use runner_api::histo::Histo;
 use runner_api::result::{self, ConnectionStats, Generator, PhaseStats, RunnerResult};

@@ -9,6 +9,7 @@ pub mod connections;
 pub mod cpu;
 pub mod drivers;
 pub mod engine;
+pub mod options;
 pub mod payload;
 pub mod plan;
 pub mod progress;
@@ -16,4 +17,5 @@ pub mod recorder;
 pub mod report;
 pub mod termination;
 
-pub use engine::{run, RunOptions, SharedSetup, StartGate};
+pub use engine::run;
+pub use options::{RunOptions, SharedSetup, StartGate};

@@ -9,7 +9,8 @@ mod http;
 
 pub use http::{router, serve};
 
-use crate::engine::{self, RunOptions, SharedSetup, StartGate};
+use crate::engine;
+use crate::options::{RunOptions, SharedSetup, StartGate};
 use crate::recorder::Shared;
 use crate::termination::BarrierTimedOut;
 use futures::future::BoxFuture;

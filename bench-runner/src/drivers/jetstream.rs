@@ -4,7 +4,7 @@
 use super::nats::{connect, subjects};
 use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop};
 use crate::clock;
-use crate::engine::SharedSetup;
+use crate::options::SharedSetup;
 use crate::payload::Header;
 use crate::recorder::{record_ack, register_subscription, ReceiveRecorder, Shared};
 use async_nats::jetstream::{self, consumer, context::PublishAckFuture, stream};

@@ -85,7 +85,7 @@ pub fn for_workload(
     w: &Arc<Workload>,
     target: &TargetUrl,
     runner: u16,
-    setup: &crate::engine::SharedSetup,
+    setup: &crate::options::SharedSetup,
 ) -> anyhow::Result<Arc<dyn Driver>> {
     let want: &[&str] = match w.protocol {
         Protocol::Nats | Protocol::Jetstream => &["nats"],

@@ -1,10 +1,10 @@
 //! Pure builders for a run's children: the agent ConfigMap and the Indexed Job of runner pods.
 //! Runners need no API access (no service-account token), run Pod Security "restricted", and keep off the
 //! target's server nodes where the cluster allows it.
+// Re-exported: most of the run controller names them through the builders.
+pub use super::identity::{RunIdentity, KIND_LABEL, LABEL_GENERATION};
 use super::runner_access::{secret_name, TOKEN_DIR, TOKEN_KEY};
-use crate::meta::{
-    LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, MANAGED_BY,
-};
+use crate::meta::{LABEL_COMPONENT, LABEL_INSTANCE, LABEL_NAME};
 use crate::placement::pod_placement;
 use crate::security::container_security_context;
 use crate::tuning::container_resources;
@@ -14,68 +14,17 @@ use k8s_openapi::api::core::v1::{
     PodAffinityTerm, PodAntiAffinity, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
     SeccompProfile, SecretVolumeSource, Volume, VolumeMount, WeightedPodAffinityTerm,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use msgbench_crds::benchmark_run::{BenchmarkRunSpec, ServerKind};
 use msgbench_crds::common::Tuning;
 use runner_api::agent::{AgentConfig, AGENT_PORT};
 use std::collections::BTreeMap;
 
-pub const KIND_LABEL: &str = "benchmarkrun";
-/// Spec generation a child belongs to (a changed spec gets fresh children).
-pub const LABEL_GENERATION: &str = "msgbench.dev/generation";
 pub const CONFIG_FILE: &str = "agent.yaml";
 const CONFIG_DIR: &str = "/etc/msgbench";
 /// The distroless nonroot user of the bench-runner image.
 const RUNNER_UID: i64 = 65532;
-
-/// Who the children belong to.
-#[derive(Clone, Debug)]
-pub struct RunIdentity {
-    pub name: String,
-    pub namespace: String,
-    pub generation: i64,
-    pub owner_ref: OwnerReference,
-}
-
-impl RunIdentity {
-    /// Job (and ConfigMap) name: one per generation; short enough for the job-name pod label.
-    pub fn job_name(&self) -> String {
-        let suffix = format!("-g{}", self.generation);
-        let keep = 63 - suffix.len();
-        let base: String = self.name.chars().take(keep).collect();
-        format!("{}{suffix}", base.trim_end_matches(['-', '.']))
-    }
-
-    pub fn labels(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([
-            (LABEL_NAME.into(), KIND_LABEL.into()),
-            (LABEL_INSTANCE.into(), self.name.clone()),
-            (LABEL_COMPONENT.into(), "runner".into()),
-            (LABEL_MANAGED_BY.into(), MANAGED_BY.into()),
-            (LABEL_PART_OF.into(), "msgbench".into()),
-            (LABEL_GENERATION.into(), self.generation.to_string()),
-        ])
-    }
-
-    /// Selects this generation's runner pods.
-    pub fn pod_selector(&self) -> String {
-        format!(
-            "{LABEL_NAME}={KIND_LABEL},{LABEL_INSTANCE}={},{LABEL_GENERATION}={}",
-            self.name, self.generation
-        )
-    }
-
-    fn meta(&self) -> ObjectMeta {
-        ObjectMeta {
-            name: Some(self.job_name()),
-            namespace: Some(self.namespace.clone()),
-            labels: Some(self.labels()),
-            owner_references: Some(vec![self.owner_ref.clone()]),
-            ..ObjectMeta::default()
-        }
-    }
-}
 
 pub fn agent_config(spec: &BenchmarkRunSpec, target_url: &str) -> AgentConfig {
     AgentConfig {

@@ -1,11 +1,9 @@
 //! This run against `spec.baselineRef`: ratio, difference and Welch significance per headline
 //! figure, from both runs' per-trial figures.
+use super::conditions::BASELINE_NOT_FINISHED;
 use super::observe::BaselineSeen;
 use super::stats;
 use msgbench_crds::benchmark_run::{BaselineComparison, FigureComparison, Outcome, TrialFigures};
-
-/// `comparison.reason` while the baseline has no verdict yet (a finished run looks again).
-pub const NOT_FINISHED: &str = "BaselineNotFinished";
 
 /// Pure: the comparison against the baseline as observed (`None`: it does not exist).
 pub fn with_baseline(
@@ -22,7 +20,7 @@ pub fn with_baseline(
         return out;
     };
     out.reason = match state.outcome {
-        None => Some(NOT_FINISHED.into()),
+        None => Some(BASELINE_NOT_FINISHED.into()),
         Some(Outcome::Failed) => Some("BaselineFailed".into()),
         Some(Outcome::Passed) if state.trials.is_empty() => Some("BaselineHasNoTrials".into()),
         Some(Outcome::Passed) => None,

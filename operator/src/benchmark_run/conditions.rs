@@ -31,6 +31,9 @@ pub use msgbench_crds::conditions::{
     TARGET_READY,
 };
 
+/// `comparison.reason` while the baseline has no verdict yet (a finished run looks again).
+pub const BASELINE_NOT_FINISHED: &str = "BaselineNotFinished";
+
 /// Sets a condition; the transition time moves only when the status flips. The message is made
 /// plain text (no escapes or control characters, bounded).
 pub fn set(

@@ -12,6 +12,7 @@ pub mod endpoints;
 #[cfg(test)]
 mod figures_tests;
 pub mod gather;
+pub mod identity;
 pub mod metrics;
 pub mod observe;
 pub mod paired;
@@ -21,6 +22,7 @@ pub mod runner_access;
 pub mod runner_failure;
 pub mod runner_http;
 pub mod runner_pods;
+pub mod runner_token;
 pub mod server_usage;
 pub mod stats;
 pub mod stop_runners;

@@ -6,7 +6,7 @@ use super::gather::{self, DoneRunner, Gathered};
 use super::runner_pods::{self, RunnerView};
 use super::server_usage::{self, UsageRead};
 use super::target::{self, Resolved};
-use super::{endpoints, runner_access, runner_http, timing};
+use super::{endpoints, runner_http, runner_token, timing};
 use crate::context::Context;
 use crate::error::Result;
 use k8s_openapi::api::batch::v1::Job;
@@ -135,7 +135,7 @@ pub async fn observe(
         let comparing = st
             .comparison
             .as_ref()
-            .is_some_and(|c| c.reason.as_deref() == Some(super::compare::NOT_FINISHED));
+            .is_some_and(|c| c.reason.as_deref() == Some(super::conditions::BASELINE_NOT_FINISHED));
         if comparing {
             obs.baseline = baseline(ctx, br, &id.namespace, &id.name).await?;
         }
@@ -149,7 +149,7 @@ pub async fn observe(
     if phase == Phase::Starting && st.start_time.is_none() {
         return Ok(obs); // nothing to ask the agents before the start is chosen
     }
-    let token = runner_access::ensure_token(ctx, id).await?;
+    let token = runner_token::ensure_token(ctx, id).await?;
     obs.agents = poll_agents(ctx, &view, &token).await;
     if phase == Phase::Starting {
         return Ok(obs);

@@ -5,9 +5,7 @@
 //!   the operator knows its own pods (in-cluster: `OPERATOR_NAMESPACE` and
 //!   `OPERATOR_POD_LABELS`, set by the chart). Clusters whose network plugin does not enforce
 //!   NetworkPolicy still have the token.
-use super::build::{RunIdentity, KIND_LABEL};
-use crate::context::Context;
-use crate::error::{Error, Result};
+use super::identity::{RunIdentity, KIND_LABEL, LABEL_GENERATION};
 use crate::meta::{LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::networking::v1::{
@@ -17,8 +15,6 @@ use k8s_openapi::api::networking::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::ByteString;
-use kube::api::PostParams;
-use kube::Api;
 use runner_api::agent::AGENT_PORT;
 use std::collections::BTreeMap;
 
@@ -102,10 +98,7 @@ pub fn token_secret(id: &RunIdentity, token: &str) -> Secret {
 pub fn network_policy(id: &RunIdentity, peer: &OperatorPeer) -> NetworkPolicy {
     let mut selector = run_labels(id);
     selector.remove(LABEL_MANAGED_BY);
-    selector.insert(
-        super::build::LABEL_GENERATION.into(),
-        id.generation.to_string(),
-    );
+    selector.insert(LABEL_GENERATION.into(), id.generation.to_string());
     let from = NetworkPolicyPeer {
         namespace_selector: Some(LabelSelector {
             match_labels: Some(BTreeMap::from([(
@@ -145,50 +138,6 @@ pub fn network_policy(id: &RunIdentity, peer: &OperatorPeer) -> NetworkPolicy {
             ..NetworkPolicySpec::default()
         }),
     }
-}
-
-/// The run's token: from the cache, else its Secret, else a new Secret. A Secret of that name
-/// owned by something else is never used (it would hand our runners a foreign credential).
-pub async fn ensure_token(ctx: &Context, id: &RunIdentity) -> Result<String> {
-    let uid = id.owner_ref.uid.clone();
-    if let Some(t) = ctx.runner_tokens.lock().expect("tokens").get(&uid) {
-        return Ok(t.clone());
-    }
-    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &id.namespace);
-    let name = secret_name(&id.name);
-    let secret = match api.get_opt(&name).await? {
-        Some(s) => s,
-        None => match api
-            .create(&PostParams::default(), &token_secret(id, &new_token()))
-            .await
-        {
-            Ok(s) => s,
-            Err(kube::Error::Api(e)) if e.code == 409 => api.get(&name).await?,
-            Err(e) => return Err(e.into()),
-        },
-    };
-    let owned = secret
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|o| o.uid == uid);
-    let token = secret
-        .data
-        .as_ref()
-        .and_then(|d| d.get(TOKEN_KEY))
-        .and_then(|b| String::from_utf8(b.0.clone()).ok())
-        .filter(|t| owned && !t.is_empty())
-        .ok_or_else(|| {
-            Error::Build(format!(
-                "Secret {name} exists but is not this run's runner token (owner or key `{TOKEN_KEY}` differs)"
-            ))
-        })?;
-    ctx.runner_tokens
-        .lock()
-        .expect("tokens")
-        .insert(uid, token.clone());
-    Ok(token)
 }
 
 #[cfg(test)]
@@ -241,7 +190,7 @@ mod tests {
         let np = network_policy(&id(), &peer);
         let spec = np.spec.unwrap();
         let sel = spec.pod_selector.unwrap().match_labels.unwrap();
-        assert_eq!(sel[super::super::build::LABEL_GENERATION], "3");
+        assert_eq!(sel[LABEL_GENERATION], "3");
         assert_eq!(sel[LABEL_INSTANCE], "js-r1");
         assert_eq!(spec.policy_types.unwrap(), ["Ingress"]);
         let rule = &spec.ingress.unwrap()[0];

@@ -2,8 +2,9 @@
 //! small in-memory views (connected clients, publisher→topic graph) the REST endpoints read.
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use axum::body::Bytes;
 use socketioxide::SocketIo;
 use tokio::sync::{broadcast, watch};
 
@@ -65,7 +66,7 @@ pub struct App {
     pub clients: Mutex<HashMap<String, ClientInfo>>,
     pub graph: Mutex<PublishGraph>,
     /// Rendered JSON of the read endpoints for CACHE_TTL_SECONDS, bounded in bytes.
-    pub cache: crate::rest::PageCache,
+    pub cache: PageCache,
     /// /ws broadcast mode fan-out (bounded: lagging receivers skip, counted).
     pub ws_tx: broadcast::Sender<axum::extract::ws::Message>,
     /// Flips to true on SIGTERM; long-lived connections watch it and close.
@@ -98,4 +99,16 @@ mod tests {
         assert_eq!(g.edge_count, MAX_GRAPH_EDGES);
         assert_eq!(g.untracked, 7);
     }
+}
+
+/// Rendered JSON of the read endpoints, keyed by path and normalised parameters.
+pub type PageCache = moka::future::Cache<String, Bytes>;
+
+/// Bounded in bytes, not entries: a thousand 2 MiB pages would not fit a small container.
+pub fn page_cache(budget: u64, ttl: Duration) -> PageCache {
+    moka::future::Cache::builder()
+        .max_capacity(budget)
+        .weigher(|k: &String, v: &Bytes| u32::try_from(k.len() + v.len()).unwrap_or(u32::MAX))
+        .time_to_live(ttl.max(Duration::from_millis(1)))
+        .build()
 }

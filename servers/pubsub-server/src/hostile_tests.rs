@@ -143,7 +143,7 @@ fn arbitrary_publish_and_read_inputs_get_2xx_or_4xx() {
 
 #[tokio::test]
 async fn the_page_cache_is_bounded_in_bytes() {
-    let cache = crate::rest::page_cache(4 << 20, Duration::from_secs(3600));
+    let cache = crate::app::page_cache(4 << 20, Duration::from_secs(3600));
     for i in 0..100 {
         let page = bytes::Bytes::from(vec![b'x'; 1 << 20]);
         cache.insert(format!("/messages?x={i}"), page).await;

@@ -63,7 +63,7 @@ impl Ids {
 mod tests {
     use super::*;
     use crate::metrics::Metrics;
-    use crate::store::Limits;
+    use crate::records::Limits;
     use std::sync::Arc;
 
     fn open(path: &str) -> Store {

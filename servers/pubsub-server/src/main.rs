@@ -9,6 +9,7 @@ mod cpu;
 mod ids;
 mod metrics;
 mod publish;
+mod records;
 mod rest;
 mod sockets;
 mod store;
@@ -73,7 +74,7 @@ pub struct Built {
 
 pub fn build(cfg: Config, runtime: Runtime) -> anyhow::Result<Built> {
     let metrics = Arc::new(Metrics::new());
-    let limits = store::Limits {
+    let limits = records::Limits {
         queue: cfg.persist_queue,
         queue_bytes: cfg.queue_budget(),
         retain: cfg.retain_messages,
@@ -86,7 +87,7 @@ pub fn build(cfg: Config, runtime: Runtime) -> anyhow::Result<Built> {
         .build_layer();
     let (stop, stop_rx) = watch::channel(false);
     let app = Arc::new(App {
-        cache: rest::page_cache(cfg.cache_budget(), cfg.cache_ttl),
+        cache: app::page_cache(cfg.cache_budget(), cfg.cache_ttl),
         ws_tx: broadcast::channel(ws::BROADCAST_CAPACITY).0,
         io: io.clone(),
         store,

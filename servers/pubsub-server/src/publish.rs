@@ -21,7 +21,7 @@ use socketioxide::{BroadcastError, SocketError};
 use crate::app::{now_ms, SharedApp, MAX_PUBLISHER_LEN, MAX_TOPIC_LEN};
 use crate::config::{AckMode, EmitMode};
 use crate::metrics::Metrics;
-use crate::store::{Record, Stored};
+use crate::records::{Record, Stored};
 
 pub const WILDCARD: &str = "__all__";
 pub const EVENT: &str = "message";

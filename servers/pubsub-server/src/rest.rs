@@ -9,7 +9,6 @@
 //! nor break clients that add them; `limit=0100` and `limit=100` are the same page. The cache
 //! is bounded in bytes (key + rendered body), a quarter of MEMORY_BUDGET_BYTES.
 use std::collections::{BTreeMap, HashMap};
-use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
@@ -42,18 +41,6 @@ fn bad(field: &'static str, rule: &'static str) -> Response {
 
 fn json_bytes(b: Bytes) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], b).into_response()
-}
-
-/// Rendered JSON of the read endpoints, keyed by path and normalised parameters.
-pub type PageCache = moka::future::Cache<String, Bytes>;
-
-/// Bounded in bytes, not entries: a thousand 2 MiB pages would not fit a small container.
-pub fn page_cache(budget: u64, ttl: Duration) -> PageCache {
-    moka::future::Cache::builder()
-        .max_capacity(budget)
-        .weigher(|k: &String, v: &Bytes| u32::try_from(k.len() + v.len()).unwrap_or(u32::MAX))
-        .time_to_live(ttl.max(Duration::from_millis(1)))
-        .build()
 }
 
 /// An empty value (`?before=`, as forms send) counts as absent.

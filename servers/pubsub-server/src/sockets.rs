@@ -7,7 +7,7 @@ use socketioxide::handler::ConnectHandler;
 use socketioxide::SocketIo;
 
 use crate::app::{now_ms, ClientInfo, SharedApp, MAX_TOPICS_PER_CLIENT, MAX_TOPIC_LEN};
-use crate::store::Record;
+use crate::records::Record;
 
 /// Topics from a `subscribe`/`unsubscribe` argument: a string or an array of strings.
 pub fn topics_of(arg: &Value) -> Result<Vec<String>, String> {

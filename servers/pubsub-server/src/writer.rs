@@ -15,7 +15,7 @@ use rusqlite::{params, Connection, Transaction};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 
 use crate::metrics::Metrics;
-use crate::store::{Limits, Record, Stored, ROW_OVERHEAD};
+use crate::records::{Limits, Record, Stored, ROW_OVERHEAD};
 
 const BATCH: usize = 4096;
 /// Pause after a batch nobody waits for, so records accumulate: the writer wakes at most ~200

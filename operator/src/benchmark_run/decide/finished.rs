@@ -2,6 +2,7 @@
 //! let holding runners exit once the status has their records, finish a baseline comparison
 //! that waited for the baseline, and delete the children after `ttlSecondsAfterFinished`.
 use super::{seconds_between, Decision, Effect};
+use crate::benchmark_run::conditions as cond;
 use crate::benchmark_run::observe::Observed;
 use crate::benchmark_run::runner_pods::{ip, RunnerView};
 use crate::benchmark_run::stop_runners::has_active_runners;
@@ -44,14 +45,14 @@ fn compare_late(br: &BenchmarkRun, obs: &Observed, d: &mut Decision) {
     let (Some(b), Some(c)) = (&br.spec.baseline_ref, &st.comparison) else {
         return;
     };
-    if c.reason.as_deref() != Some(compare::NOT_FINISHED) || st.trials.is_empty() {
+    if c.reason.as_deref() != Some(cond::BASELINE_NOT_FINISHED) || st.trials.is_empty() {
         return;
     }
     let Some(seen) = &obs.baseline else {
         return;
     };
     let next = compare::with_baseline(&b.name, Some(seen), &st.trials);
-    let waiting = next.reason.as_deref() == Some(compare::NOT_FINISHED);
+    let waiting = next.reason.as_deref() == Some(cond::BASELINE_NOT_FINISHED);
     st.comparison = Some(next);
     if waiting {
         d.requeue = Some(BASELINE_POLL);

@@ -1,0 +1,52 @@
+//! How a run is started: its options, the start gate runners wait at, and who sets up state
+//! shared by the runners of one run. Apart from the engine so drivers and the connection
+//! workload depend on these, not on the engine that depends on them.
+use crate::connect;
+use crate::recorder::Shared;
+use futures::future::BoxFuture;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where runners wait until all are ready (the in-cluster barrier plugs in here).
+pub trait StartGate: Send + Sync {
+    /// Called once every connection is up; returns when the run may start.
+    fn wait(&self) -> BoxFuture<'_, anyhow::Result<()>>;
+    /// Called just before `wait` with the live per-task counters (for progress reports).
+    fn observe(&self, _stats: &[Shared]) {}
+}
+
+#[derive(Clone)]
+pub struct RunOptions {
+    pub runner_id: u16,
+    pub progress: bool,
+    pub gate: Option<Arc<dyn StartGate>>,
+    pub setup: SharedSetup,
+    /// How long connections made before the gate retry a target that is not reachable yet
+    /// (see [`crate::connect`]); default 30 s.
+    pub connect_timeout: Duration,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            runner_id: 0,
+            progress: false,
+            gate: None,
+            setup: SharedSetup::default(),
+            connect_timeout: connect::DEFAULT_CONNECT_TIMEOUT,
+        }
+    }
+}
+
+/// Who sets up server-side state shared by the runners of one run (a JetStream stream):
+/// one runner recreates it, so the others never delete it under each other.
+#[derive(Clone, Debug, Default)]
+pub enum SharedSetup {
+    /// The only runner: sets up and cleans up.
+    #[default]
+    Alone,
+    /// Runner 1 of a run: sets up (tagged with `token`, unique per trial) and cleans up.
+    Leader { token: String },
+    /// Any other runner: waits up to `wait` for the leader's setup tagged `token`; never changes it.
+    Follower { token: String, wait: Duration },
+}
