@@ -81,6 +81,18 @@ pub fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
+/// Rendered JSON of the read endpoints, keyed by path and normalised parameters.
+pub type PageCache = moka::future::Cache<String, Bytes>;
+
+/// Bounded in bytes, not entries: a thousand 2 MiB pages would not fit a small container.
+pub fn page_cache(budget: u64, ttl: Duration) -> PageCache {
+    moka::future::Cache::builder()
+        .max_capacity(budget)
+        .weigher(|k: &String, v: &Bytes| u32::try_from(k.len() + v.len()).unwrap_or(u32::MAX))
+        .time_to_live(ttl.max(Duration::from_millis(1)))
+        .build()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,16 +111,4 @@ mod tests {
         assert_eq!(g.edge_count, MAX_GRAPH_EDGES);
         assert_eq!(g.untracked, 7);
     }
-}
-
-/// Rendered JSON of the read endpoints, keyed by path and normalised parameters.
-pub type PageCache = moka::future::Cache<String, Bytes>;
-
-/// Bounded in bytes, not entries: a thousand 2 MiB pages would not fit a small container.
-pub fn page_cache(budget: u64, ttl: Duration) -> PageCache {
-    moka::future::Cache::builder()
-        .max_capacity(budget)
-        .weigher(|k: &String, v: &Bytes| u32::try_from(k.len() + v.len()).unwrap_or(u32::MAX))
-        .time_to_live(ttl.max(Duration::from_millis(1)))
-        .build()
 }
