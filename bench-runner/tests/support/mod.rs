@@ -155,6 +155,15 @@ pub fn nats_cluster() -> Vec<Server> {
             std::thread::sleep(Duration::from_millis(200));
         }
     }
+    // ... and the meta leader sees both other peers current and online: agreeing on a leader
+    // is not enough (a CI run failed with "no suitable peers for placement, peer offline").
+    while !ports.iter().any(|&(_, _, m)| peers_current(m, 2)) {
+        assert!(
+            t.elapsed() < Duration::from_secs(120),
+            "JetStream meta leader does not see its 2 peers current after 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     servers
 }
 
@@ -169,6 +178,21 @@ fn meta_formed(monitor: u16, peers: usize) -> bool {
     let meta = &v["meta_cluster"];
     meta["leader"].as_str().is_some_and(|l| !l.is_empty())
         && meta["cluster_size"].as_u64() == Some(peers as u64)
+}
+
+/// Whether this server is the meta leader and lists `others` peers, all current and online
+/// (only the leader's `/jsz` carries `meta_cluster.replicas`).
+fn peers_current(monitor: u16, others: usize) -> bool {
+    let Some(v) =
+        http_body(monitor, "/jsz").and_then(|b| serde_json::from_str::<serde_json::Value>(&b).ok())
+    else {
+        return false;
+    };
+    v["meta_cluster"]["replicas"].as_array().is_some_and(|r| {
+        r.len() == others
+            && r.iter()
+                .all(|p| p["current"] == true && p["offline"].as_bool() != Some(true))
+    })
 }
 
 /// Body of a plain HTTP GET on loopback, None when nothing answers.
