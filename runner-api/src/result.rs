@@ -197,7 +197,9 @@ pub struct TimelinePoint {
 }
 
 impl TimelinePoint {
-    fn add(&mut self, o: &TimelinePoint) {
+    /// Adds another window's counts and latencies (the same second of another runner or trial,
+    /// or the next second of a widened window).
+    pub fn add(&mut self, o: &TimelinePoint) {
         self.published = self.published.saturating_add(o.published);
         self.received = self.received.saturating_add(o.received);
         self.latency.add(&o.latency);
@@ -563,17 +565,7 @@ mod tests {
 
     #[test]
     fn timelines_merge_by_second_adding_counts_and_latency() {
-        let point = |second, n, us| {
-            let mut latency = CoarseLatency::default();
-            (0..n).for_each(|_| latency.record(us));
-            TimelinePoint {
-                second,
-                seconds: 1,
-                published: n,
-                received: n,
-                latency,
-            }
-        };
+        let point = |second, n, us| crate::testing::timeline_point(second, &vec![us; n as usize]);
         let mut a = vec![point(0, 1, 1_000), point(2, 2, 1_000)];
         merge_timelines(
             &mut a,

@@ -147,11 +147,7 @@ pub fn timeline(points: &[TimelinePoint], trials: u32) -> Vec<TimelineSample> {
         .chunks(width)
         .map(|c| {
             let mut p = c[0].clone();
-            for q in &c[1..] {
-                p.published = p.published.saturating_add(q.published);
-                p.received = p.received.saturating_add(q.received);
-                p.latency.add(&q.latency);
-            }
+            c[1..].iter().for_each(|q| p.add(q));
             let last = &c[c.len() - 1];
             p.seconds = (last.second.saturating_add(last.seconds)).saturating_sub(p.second);
             let secs = f64::from(p.seconds.max(1)) * per;
@@ -171,18 +167,9 @@ pub fn timeline(points: &[TimelinePoint], trials: u32) -> Vec<TimelineSample> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coarse::CoarseLatency;
 
     fn point(second: u32, received: u64, us: u64) -> TimelinePoint {
-        let mut latency = CoarseLatency::default();
-        (0..received).for_each(|_| latency.record(us));
-        TimelinePoint {
-            second,
-            seconds: 1,
-            published: received,
-            received,
-            latency,
-        }
+        crate::testing::timeline_point(second, &vec![us; received as usize])
     }
 
     #[test]

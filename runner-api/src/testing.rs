@@ -1,8 +1,9 @@
 //! Result records for tests on either side of the contract (feature `testing`): one runner's
 //! trial with the given latencies, as an agent would report it.
 use crate::agent::{ResultLine, LINE_FORMAT};
+use crate::coarse::CoarseLatency;
 use crate::histo::Histo;
-use crate::result::{Generator, PhaseStats, RunnerResult, FORMAT};
+use crate::result::{Generator, PhaseStats, RunnerResult, TimelinePoint, FORMAT};
 
 /// Runner `runner`'s record of `trial`: `published` messages over 1 s, one received per
 /// latency (µs), started at `started_unix_ms`.
@@ -50,5 +51,18 @@ pub fn record(
         round: None,
         started_unix_ms,
         result: r,
+    }
+}
+
+/// One second of a timeline: one message published and delivered per latency (µs).
+pub fn timeline_point(second: u32, latencies_us: &[u64]) -> TimelinePoint {
+    let mut latency = CoarseLatency::default();
+    latencies_us.iter().for_each(|&us| latency.record(us));
+    TimelinePoint {
+        second,
+        seconds: 1,
+        published: latencies_us.len() as u64,
+        received: latencies_us.len() as u64,
+        latency,
     }
 }

@@ -3,9 +3,8 @@
 //! byte for byte (tests/fixtures_fresh.rs checks they are).
 #![allow(dead_code)]
 use msgbench_crds::benchmark_run::*;
-use runner_api::coarse::CoarseLatency;
 use runner_api::histo::Histo;
-use runner_api::result::{RunnerResult, TimelinePoint};
+use runner_api::result::RunnerResult;
 use runner_api::status_form::{format_ms, latency};
 use std::path::PathBuf;
 
@@ -259,19 +258,7 @@ pub fn runner_result() -> RunnerResult {
     let latencies: Vec<u64> = (0..2000).map(|_| rng.latency_us(1_500.0)).collect();
     let mut r = runner_api::testing::record(1, 1, &latencies, 2000, 1_700_000_000_000).result;
     r.timeline = (0..TIMELINE_SECONDS)
-        .map(|s| {
-            let mut l = CoarseLatency::default();
-            latencies[s as usize * 100..][..100]
-                .iter()
-                .for_each(|&us| l.record(us));
-            TimelinePoint {
-                second: s,
-                seconds: 1,
-                published: 100,
-                received: 100,
-                latency: l,
-            }
-        })
+        .map(|s| runner_api::testing::timeline_point(s, &latencies[s as usize * 100..][..100]))
         .collect();
     r
 }
