@@ -45,6 +45,11 @@ helm lint --strict --kube-version "$KUBE_VERSION" "$CHART" --set leaderElection.
   && pass "helm lint --strict (leader election off)" || fail "helm lint --strict (leader election off)"
 python3 "$CHECK" dashboard "$work/dashboard.yaml" "$CHART" && pass "grafana.dashboard.enabled=true render assertions" \
   || fail "grafana.dashboard.enabled=true render assertions"
+render "$work/faults.yaml" --set faults.enabled=true
+python3 "$CHECK" faults "$work/faults.yaml" "$CHART" && pass "faults.enabled=true render assertions (delete on pods, ALLOW_FAULTS)" \
+  || fail "faults.enabled=true render assertions"
+python3 "$CHECK" default "$work/faults.yaml" "$CHART" 2>/dev/null && fail "assertions catch: delete on pods without faults.enabled" \
+  || pass "assertions catch: delete on pods without faults.enabled"
 # helm reads no file outside the chart: the dashboard ships as a copy, which must be current.
 cmp -s config/dashboards/msgbench-operator.json "$CHART/dashboards/msgbench-operator.json" \
   && pass "chart's dashboard copy equals config/dashboards/msgbench-operator.json" \

@@ -81,10 +81,13 @@ def rbac_md_lease_grants(repo):
     path = os.path.join(repo, "operator", "RBAC.md")
     if not os.path.exists(path):
         return None
-    grants = set()
+    grants, inside = set(), False
     for line in open(path):
+        if line.startswith("## "):
+            inside = line.strip() == "## Leader election"
+            continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 4 or cells[0] in ("apiGroup", "---") or set(cells[0]) <= {"-"}:
+        if not inside or len(cells) != 4 or cells[0] in ("apiGroup", "---") or set(cells[0]) <= {"-"}:
             continue
         by_name = not cells[2].startswith("(any")
         for r in cells[1].split(","):
@@ -130,7 +133,24 @@ def check_lease_rbac(docs, repo, dep, env, enabled):
         check(by_name or v == "create", f"lease Role: {v} on {r} must be limited to the Lease by name")
 
 
-def check_rbac(docs, repo):
+def rbac_md_fault_grants(repo):
+    """(group, resource, verb) from operator/RBAC.md's fault injection table (4 columns)."""
+    triples, inside = set(), False
+    for line in open(os.path.join(repo, "operator", "RBAC.md")):
+        if line.startswith("## "):
+            inside = line.strip() == "## Fault injection"
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not inside or len(cells) != 4 or cells[0] in ("apiGroup", "---") or set(cells[0]) <= {"-"}:
+            continue
+        group = "" if cells[0].startswith('""') else cells[0]
+        for r in cells[1].split(","):
+            for v in cells[2].split(","):
+                triples.add((group, r.strip(), v.strip()))
+    return triples
+
+
+def check_rbac(docs, repo, faults=False):
     roles = [d for d in by_kind(docs, "ClusterRole") + by_kind(docs, "Role") if not is_lease_role(d)]
     check(len(roles) == 1, f"one (Cluster)Role for the operator, found {len(roles)}")
     granted = {}
@@ -151,7 +171,11 @@ def check_rbac(docs, repo):
         check(not ({"escalate", "bind", "impersonate"} & verbs), f"RBAC grants escalate/bind/impersonate on {r}")
     # get (a named Secret) and create (a run's runner token); never list/watch/update/delete.
     check(granted.get(("", "secrets"), set()) <= {"get", "create"}, "secrets: at most get and create (never list/watch)")
-    check(granted.get(("", "pods"), set()) <= {"get", "list", "watch"}, "pods must be read-only")
+    pods_allowed = {"get", "list", "watch"} | ({"delete"} if faults else set())
+    check(granted.get(("", "pods"), set()) <= pods_allowed,
+          "pods must be read-only (delete only with faults.enabled)")
+    check(("delete" in granted.get(("", "pods"), set())) == faults,
+          f"delete on pods exactly when faults.enabled ({faults})")
     for kind in ("jetstreamclusters", "mqttbrokers", "pubsubservers"):
         check({"list", "watch"} <= granted.get(("msgbench.dev", kind), set()), f"RBAC: watch {kind}")
         check("patch" in granted.get(("msgbench.dev", f"{kind}/status"), set()), f"RBAC: patch {kind}/status")
@@ -163,6 +187,8 @@ def check_rbac(docs, repo):
     check({"create", "patch"} <= granted.get(("events.k8s.io", "events"), set()), "RBAC: emit events")
     # The chart grants exactly what the operator documents it uses.
     documented = rbac_md_grants(repo)
+    if documented is not None and faults:
+        documented = documented | rbac_md_fault_grants(repo)
     if documented is not None:
         rendered = {(g, r, v) for (g, r), verbs in granted.items() for v in verbs}
         check(rendered == documented,
@@ -214,7 +240,8 @@ def main():
     dep = one(docs, "Deployment")
     check_security(dep)
     repo = os.path.dirname(os.path.dirname(os.path.abspath(chart)))
-    check_rbac(docs, repo)
+    faults = case == "faults"
+    check_rbac(docs, repo, faults)
     sa = one(docs, "ServiceAccount")
     check(sa.get("automountServiceAccountToken") is False, "ServiceAccount must not automount tokens by default")
     check(dep.get("spec", {}).get("template", {}).get("spec", {}).get("serviceAccountName")
@@ -249,13 +276,14 @@ def main():
         check(pdb.get("spec", {}).get("selector", {}).get("matchLabels")
               == dep.get("spec", {}).get("selector", {}).get("matchLabels"), "PDB selects the operator pods")
     check(env.get("METRICS_ADDR") == "0.0.0.0:8080", "operator serves metrics/health on :8080")
+    check((env.get("ALLOW_FAULTS") == "true") == faults, f"ALLOW_FAULTS exactly when faults.enabled ({faults})")
     # Runner NetworkPolicies admit pods with these labels: they must be the operator pod's own.
     peer = dict(kv.split("=", 1) for kv in (env.get("OPERATOR_POD_LABELS") or "").split(",") if "=" in kv)
     pod_labels = dep.get("spec", {}).get("template", {}).get("metadata", {}).get("labels", {})
     check(bool(peer) and all(pod_labels.get(k) == v for k, v in peer.items()),
           f"OPERATOR_POD_LABELS {peer} must select the operator pod ({pod_labels})")
 
-    if case in ("default", "no-leader-election", "dashboard"):
+    if case in ("default", "no-leader-election", "dashboard", "faults"):
         check(replicas == 1, "default: one operator replica")
         check(container.get("image") == "ghcr.io/msgbench/operator:0.1.0", f"default image, got {container.get('image')}")
         check(container.get("imagePullPolicy") == "IfNotPresent", "default pullPolicy IfNotPresent")

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::benchmark_run_status::*;
 use crate::common::{Placement, Resources};
+pub use crate::fault::*;
 pub use crate::variant::*;
 use crate::workload::{Protocol, Workload};
 
@@ -71,6 +72,19 @@ pub const DEFAULT_RUNNER_IMAGE: &str = "ghcr.io/msgbench/bench-runner:0.1.0";
       (!has(v.workload.socketio) || self.workload.protocol == 'socketio') && \
       (!has(v.workload.websocket) || self.workload.protocol == 'websocket')))"
 ).message("variants[].workload: a protocol section (jetstream, mqtt, socketio, websocket) must match workload.protocol").field_path(".variants"))]
+#[x_kube(validation = Rule::new(
+    "!has(self.faults) || (has(self.target.serverRef) && self.target.serverRef.kind != 'PubSubServer' && \
+     (!has(self.variants) || self.variants.all(v, !has(v.target) || \
+       (has(v.target.serverRef) && v.target.serverRef.kind != 'PubSubServer'))))"
+).message("faults: only with a serverRef target of kind JetStreamCluster or MqttBroker (variant targets too): faults act on the target's own StatefulSet pods, never on an endpoint").field_path(".faults"))]
+#[x_kube(validation = Rule::new(
+    "!has(self.faults) || (has(self.workload.durationSeconds) && \
+     self.faults.all(f, f.afterSeconds < self.workload.durationSeconds))"
+).message("faults[].afterSeconds: faults need workload.durationSeconds, and each afterSeconds must be below it (a fault falls inside the measured phase)").field_path(".faults"))]
+#[x_kube(validation = Rule::new(
+    "!has(self.faults) || self.workload.protocol == 'jetstream' || self.faults.all(f, f.pod != 'streamLeader')"
+).message("faults[].pod: streamLeader needs workload.protocol jetstream").field_path(".faults"))]
+#[x_kube(validation = fault_records_rule())]
 pub struct BenchmarkRunSpec {
     /// What to benchmark: a msgbench server in this namespace or any endpoint.
     pub target: Target,
@@ -133,6 +147,12 @@ pub struct BenchmarkRunSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 32))]
     pub baseline_variant: Option<String>,
+    /// Faults injected into the target's own server pods while the load runs (at most 4), the
+    /// same in every trial, variant and round; each execution and what it did to delivery is
+    /// recorded in `status.faults`. Needs a `serverRef` target and `workload.durationSeconds`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 4))]
+    pub faults: Vec<Fault>,
 }
 
 /// Longest BenchmarkRun name: its Job is `<name>-g<generation>` and the Job's pods carry it in
@@ -160,6 +180,18 @@ fn result_size_rule() -> Rule {
          stages.count) must be at most {MAX_RESULT_PHASE_RECORDS}, the results one run may hold"
     )))
     .field_path(".runners.count")
+}
+
+fn fault_records_rule() -> Rule {
+    Rule::new(format!(
+        "!has(self.faults) || size(self.faults) * (has(self.trials) ? self.trials : 1) * \
+         (has(self.variants) ? size(self.variants) : 1) <= {MAX_FAULT_RECORDS}"
+    ))
+    .message(Message::Message(format!(
+        "faults: faults x trials x variants must be at most {MAX_FAULT_RECORDS}, the fault \
+         executions one run records"
+    )))
+    .field_path(".faults")
 }
 
 impl BenchmarkRunSpec {

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::benchmark_run::{Metric, Severity, ThresholdOp};
 use crate::common::Sysctl;
+use crate::fault::FaultRecord;
 pub use crate::variant_status::*;
 
 /// Most history entries kept in status.
@@ -29,7 +30,7 @@ pub struct BenchmarkRunStatus {
     /// report the stages before the load. CI gate: `kubectl wait --for=condition=Complete`, then
     /// `kubectl wait --for=condition=Succeeded --timeout=0`. Reasons such as TargetNotFound,
     /// BarrierTimeout, RunnerFailed, RunnersStartedApart, BaselineCycle, DeadlineExceeded,
-    /// ResultsLost, ThresholdsNotMet.
+    /// ResultsLost, ThresholdsNotMet, FaultsNotAllowed, FaultsNotInjected.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 8))]
     pub conditions: Vec<Condition>,
@@ -93,6 +94,11 @@ pub struct BenchmarkRunStatus {
     /// With `spec.variants`: every variant against the baseline variant, paired by round.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant_comparison: Option<VariantComparison>,
+    /// Every fault execution of `spec.faults`: when it was due, when and on which pod it was
+    /// carried out, and what it did to delivery.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 60))]
+    pub faults: Vec<FaultRecord>,
 }
 
 /// Lifecycle of a run.

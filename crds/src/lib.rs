@@ -7,6 +7,7 @@ pub mod benchmark_run;
 mod benchmark_run_status;
 pub mod common;
 pub mod conditions;
+mod fault;
 pub mod generate;
 pub mod jetstream_cluster;
 pub mod mqtt_broker;

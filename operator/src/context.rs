@@ -18,6 +18,9 @@ pub struct Context {
     pub readiness: Arc<Readiness>,
     /// Whether to query nats-server `/varz` on the pod IP (needs pod network reachability).
     pub observe_varz: bool,
+    /// BenchmarkRun `spec.faults` may delete server pods (the chart grants `delete` on pods
+    /// only with `faults.enabled`).
+    pub allow_faults: bool,
     pub requeue: Requeue,
     pub backoff: Backoff,
     /// Runner control tokens by run uid (each also in its run's Secret).
@@ -92,6 +95,7 @@ impl Context {
             metrics: Metrics::default(),
             readiness,
             observe_varz,
+            allow_faults: false,
             requeue: Requeue::default(),
             backoff: Backoff::default(),
             runner_tokens: Mutex::default(),

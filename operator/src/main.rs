@@ -42,6 +42,9 @@ struct Args {
     /// Do not read nats-server /varz on pod IPs (when the operator cannot reach pod IPs).
     #[arg(long, env = "NO_VARZ")]
     no_varz: bool,
+    /// Carry out BenchmarkRun `spec.faults` (needs `delete` on pods: chart `faults.enabled`).
+    #[arg(long, env = "ALLOW_FAULTS")]
+    allow_faults: bool,
     /// Reconcile only while holding a Lease, so several replicas can run (needs POD_NAME and
     /// OPERATOR_NAMESPACE). Leave off for a local `cargo run` of a single operator.
     #[arg(long, env = "LEADER_ELECTION")]
@@ -98,7 +101,9 @@ async fn main() -> anyhow::Result<()> {
     let kube_config = kube::Config::infer().await?;
     let client = kube::Client::try_from(kube_config.clone())?;
     let readiness = Arc::new(Readiness::new(4));
-    let ctx = Arc::new(Context::new(client, readiness.clone(), !args.no_varz));
+    let mut ctx = Context::new(client, readiness.clone(), !args.no_varz);
+    ctx.allow_faults = args.allow_faults;
+    let ctx = Arc::new(ctx);
 
     let listener = tokio::net::TcpListener::bind(args.metrics_addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "serving /metrics /healthz /readyz");

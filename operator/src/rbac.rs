@@ -68,6 +68,11 @@ pub const RULES: &[(&str, &[&str], &[&str])] = &[
     ("discovery.k8s.io", &["endpointslices"], &["list"]),
 ];
 
+/// Fault injection (`--allow-faults`; chart value `faults.enabled`, off by default): delete (or
+/// kill, grace 0) one server pod of a run's target, only a pod whose StatefulSet that server
+/// owns, and only while the run measures.
+pub const FAULT_RULES: &[(&str, &[&str], &[&str])] = &[("", &["pods"], &["delete"])];
+
 /// Leader election (`--leader-election`, on in the chart): a Role in the operator's own namespace.
 /// (API group, resources, verbs, limited by `resourceNames` to the Lease). kube-lease-manager
 /// reads the Lease (`get`), creates it once when missing and changes it only by patches
@@ -118,6 +123,24 @@ pub fn render_markdown() -> String {
         ));
     }
     s.push_str(
+        "\n## Fault injection\n\n\
+         Only with `--allow-faults` (chart value `faults.enabled`, off by default), for \
+         BenchmarkRun `spec.faults`.\n\n\
+         | apiGroup | resources | verbs | used for |\n|---|---|---|---|\n",
+    );
+    for (group, resources, verbs) in FAULT_RULES {
+        let group = if group.is_empty() {
+            "\"\" (core)"
+        } else {
+            group
+        };
+        s.push_str(&format!(
+            "| {group} | {} | {} | deleting one server pod of the run's own target |\n",
+            resources.join(", "),
+            verbs.join(", ")
+        ));
+    }
+    s.push_str(
         "\nNot needed: `get` on children (the operator lists by label), `update` (server-side \
          apply only),\n`pods/proxy` or `pods/exec` (nats `/varz` is read from the pod IP), \
          `persistentvolumeclaims`\n(created by the StatefulSet controller, deleted with it: \
@@ -158,6 +181,13 @@ that namespace, and grant it to the same people. What bounds it:
 - **Secrets.** The operator can `get` (never `list`) Secrets: the JetStream auth Secret a spec
   names and each run's runner token, which it creates. It reads pod logs (`pods/log`) only of
   its own runner pods, as the fallback path for results.
+- **Pods deleted.** `delete` on pods is granted only with `faults.enabled`, for
+  `BenchmarkRun.spec.faults`; without it a run with faults ends `FaultsNotAllowed`. The operator
+  deletes a pod only while that run measures, only a pod whose StatefulSet is controlled by the
+  run's target server object (checked by owner uid, then deleted with a uid precondition), and
+  records every deletion in the run's status and as an Event. Admission refuses faults on an
+  `endpoint` target. RBAC cannot narrow `delete` by label: whoever runs the operator grants it
+  for every pod the operator can see.
 ";
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 /// ends the run (decided by the pure `decide::check_echoes`).
 pub async fn carry_out(
     ctx: &Context,
+    br: &BenchmarkRun,
     id: &RunIdentity,
     obs: &Observed,
     d: &mut Decision,
@@ -59,10 +60,70 @@ pub async fn carry_out(
             }
             Effect::SuspendJob { name } => suspend(ctx, &id.namespace, name).await?,
             Effect::DeleteChildren => delete_children(ctx, id, |_| true).await?,
+            Effect::InjectFault { index } => inject_fault(ctx, br, id, d, *index).await,
         }
         d.effects.push(effect);
     }
     Ok(())
+}
+
+/// Carries out one due fault and records it (pod, time, how chosen) in status and an Event.
+async fn inject_fault(
+    ctx: &Context,
+    br: &BenchmarkRun,
+    id: &RunIdentity,
+    d: &mut Decision,
+    i: usize,
+) {
+    let Some(rec) = d.status.faults.get(i).cloned() else {
+        return;
+    };
+    let out = super::fault_inject::inject(ctx, br, &id.namespace, &rec).await;
+    let now = super::observe::now();
+    let rec = &mut d.status.faults[i];
+    let due = rec.planned_time.as_ref().map_or(0, decide::millis) as f64;
+    let after = br
+        .spec
+        .faults
+        .get(rec.fault as usize)
+        .map_or(0, |f| f.after_seconds);
+    if out.pod.is_some() {
+        rec.executed_time = Some(now.clone());
+        let late_s = (decide::millis(&now) as f64 - due) / 1000.0;
+        rec.offset_seconds = Some(((f64::from(after) + late_s) * 1000.0).round() / 1000.0);
+    }
+    rec.pod = out.pod.clone();
+    rec.message = Some(out.message.clone());
+    let (ty, reason) = if out.pod.is_some() {
+        (EventType::Normal, "FaultInjected")
+    } else {
+        (EventType::Warning, "FaultNotInjected")
+    };
+    let where_ = rec
+        .variant
+        .as_ref()
+        .map_or(format!("trial {}", rec.trial), |v| {
+            format!("round {} variant {v}", rec.round.unwrap_or(0))
+        });
+    let note = format!(
+        "fault {} ({where_}) on {}: {}",
+        rec.fault, rec.server, out.message
+    );
+    tracing::info!(run = %id.name, %note, "fault");
+    publish(ctx, br, ty, reason, note).await;
+}
+
+async fn publish(ctx: &Context, br: &BenchmarkRun, type_: EventType, reason: &str, note: String) {
+    let ev = Event {
+        type_,
+        reason: reason.into(),
+        note: Some(note.chars().take(1000).collect()),
+        action: "Fault".into(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&ev, &br.object_ref(&())).await {
+        tracing::warn!(error = %e, "could not publish event");
+    }
 }
 
 /// The token Secret first (the pods mount it), the NetworkPolicy, the ConfigMap, the Job.

@@ -9,6 +9,9 @@ pub mod conditions;
 pub mod controller;
 pub mod decide;
 pub mod endpoints;
+pub mod fault_effect;
+pub mod fault_inject;
+pub mod faults;
 #[cfg(test)]
 mod figures_tests;
 pub mod gather;

@@ -43,6 +43,8 @@ pub struct Observed {
     pub server_usage: Option<UsageRead>,
     /// The run's servers, for the environment report (read with the results).
     pub server_pods: Vec<ObservedPod>,
+    /// This operator may delete server pods for `spec.faults` (its `--allow-faults`).
+    pub faults_allowed: bool,
 }
 
 impl Observed {
@@ -58,6 +60,7 @@ impl Observed {
             results: None,
             server_usage: None,
             server_pods: Vec::new(),
+            faults_allowed: false,
         }
     }
 }
@@ -111,6 +114,7 @@ pub async fn observe(
     st: &BenchmarkRunStatus,
 ) -> Result<Observed> {
     let mut obs = Observed::at(now());
+    obs.faults_allowed = ctx.allow_faults;
     if st.observed_generation != Some(id.generation) {
         return Ok(obs); // a new generation starts over: nothing to read
     }

@@ -21,7 +21,7 @@ pub async fn reconcile(br: Arc<BenchmarkRun>, ctx: Arc<Context>) -> Result<Actio
     let prev = br.status.clone().unwrap_or_default();
     let obs = observe::observe(&ctx, &br, &id, &prev).await?;
     let mut d = decide::decide(&br, &id, &prev, &obs);
-    act::carry_out(&ctx, &id, &obs, &mut d).await?;
+    act::carry_out(&ctx, &br, &id, &obs, &mut d).await?;
     if d.status != prev {
         act::write_status(&ctx, &br, &id, &d.status).await?;
         act::announce(&ctx, &br, &prev, &d.status).await;

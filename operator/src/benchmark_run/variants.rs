@@ -97,6 +97,13 @@ impl SplitMix {
     }
 }
 
+/// The `round`-th draw (1-based) from `seed`: the same every time, so a restarted operator
+/// makes the same random choice, and every variant of a round gets the same one.
+pub fn draw(seed: u64, round: u32) -> u64 {
+    let mut rng = SplitMix(seed);
+    (0..round.max(1)).map(|_| rng.next()).last().unwrap_or(0)
+}
+
 /// Each round's order: rows of a Latin square (rotations of a shuffled order) dealt to the
 /// rounds in a shuffled sequence. Every variant holds every position equally often when
 /// `rounds` is a multiple of the variant count, so "always runs second" (warm caches, a

@@ -12,7 +12,8 @@
 //!
 //! A run ends Failed with one reason: InvalidSpec, TargetNotFound, TargetNotReady,
 //! TargetUnreachable, BaselineCycle, BarrierTimeout, RunnerFailed, RunnersStartedApart,
-//! DeadlineExceeded, ResultsLost or ThresholdsNotMet.
+//! DeadlineExceeded, ResultsLost, ThresholdsNotMet, FaultsNotAllowed (the operator may not
+//! delete pods) or FaultsNotInjected (a fault in `spec.faults` was not carried out).
 mod barrier;
 mod finished;
 mod prepare;
@@ -22,7 +23,7 @@ mod verdict;
 #[cfg(test)]
 mod tests;
 
-pub use barrier::check_echoes;
+pub use barrier::{check_echoes, time_at};
 
 use super::build::RunIdentity;
 use super::conditions as cond;
@@ -71,6 +72,8 @@ pub enum Effect {
     SuspendJob { name: String },
     /// The TTL passed: delete the run's Jobs, pods, ConfigMaps and NetworkPolicies.
     DeleteChildren,
+    /// Carry out `status.faults[index]`, which is due (`act` records what was done).
+    InjectFault { index: usize },
 }
 
 impl Decision {
@@ -159,7 +162,7 @@ pub(crate) fn seconds_between(from: &Time, to: &Time) -> i64 {
     (to.0.as_second() - from.0.as_second()).max(0)
 }
 
-pub(crate) fn millis(t: &Time) -> u64 {
+pub fn millis(t: &Time) -> u64 {
     t.0.as_millisecond().max(0) as u64
 }
 

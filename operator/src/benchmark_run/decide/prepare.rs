@@ -31,6 +31,12 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
         fail(&mut d.status, "InvalidSpec", &msg, g, &obs.now);
         return;
     }
+    if !br.spec.faults.is_empty() && !obs.faults_allowed {
+        let msg = "spec.faults: this operator does not inject faults: it was installed without \
+                   the permission to delete pods (Helm value faults.enabled=true grants it)";
+        fail(&mut d.status, "FaultsNotAllowed", msg, g, &obs.now);
+        return;
+    }
     let planned = match variants::plan(&br.spec) {
         Ok(p) => p,
         Err(msg) => {

@@ -7,7 +7,7 @@ use crate::benchmark_run::gather::Gathered;
 use crate::benchmark_run::observe::{AgentSeen, Observed};
 use crate::benchmark_run::runner_pods::{job_complete, RunnerView};
 use crate::benchmark_run::server_usage::{self, UsageRead};
-use crate::benchmark_run::timing;
+use crate::benchmark_run::{faults, timing};
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Phase, Progress};
 use std::time::Duration;
 
@@ -71,11 +71,34 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
     // A server sample is a status write anyway: the progress goes with it.
     update_progress(br, &mut d.status, &obs.agents, obs, sampled);
     let at_barrier = obs.agents.iter().any(|a| a.progress.waiting_for > 0);
-    d.requeue = Some(if at_barrier || !d.effects.is_empty() {
+    let poll = if at_barrier || !d.effects.is_empty() {
         BARRIER_POLL
     } else {
         POLL
-    });
+    };
+    d.requeue = Some(schedule_faults(br, obs, d).map_or(poll, |next| next.min(poll)));
+}
+
+/// Plans the faults of trials that started, marks due ones for `act` (or records why a late
+/// one is not done) and says when the next one is due, so it is carried out on time.
+fn schedule_faults(br: &BenchmarkRun, obs: &Observed, d: &mut Decision) -> Option<Duration> {
+    let st = &mut d.status;
+    faults::plan(br, &mut st.faults, &st.schedule, &obs.agents);
+    let now = millis(&obs.now);
+    for i in faults::due(&st.faults, &obs.now) {
+        let planned = st.faults[i].planned_time.as_ref().map_or(now, millis);
+        let late = now.saturating_sub(planned);
+        if late > faults::LATE_LIMIT_MS {
+            st.faults[i].message = Some(format!(
+                "not done: the operator reached it {late} ms after it was due (more than {} ms \
+                 late would put it outside its place in the measured phase)",
+                faults::LATE_LIMIT_MS
+            ));
+        } else {
+            d.effects.push(Effect::InjectFault { index: i });
+        }
+    }
+    faults::next_due_in(&st.faults, &obs.now).map(|d| d.max(Duration::from_millis(20)))
 }
 
 /// Sums the agents' counts into `status.progress`, at most every few seconds.

@@ -5,7 +5,9 @@ use super::{fail, pass, Decision};
 use crate::benchmark_run::build::RunIdentity;
 use crate::benchmark_run::observe::Observed;
 use crate::benchmark_run::runner_pods::observed_pod;
-use crate::benchmark_run::{compare, results, server_usage, timing, variant_results, variants};
+use crate::benchmark_run::{
+    compare, fault_effect, faults, results, server_usage, timing, variant_results, variants,
+};
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, ObservedEnvironment, Phase, Severity,
 };
@@ -35,6 +37,13 @@ pub fn decide(
     };
     if let Err(e) = merged {
         return fail(st, "ResultsLost", &format!("{e:#}"), g, &obs.now);
+    }
+    if let Some(seconds) = br.spec.workload.duration_seconds {
+        fault_effect::attach(lines, seconds, &mut st.faults);
+    }
+    if let Some(msg) = faults::not_injected(br, &st.faults) {
+        // The figures are kept: they show the run without the fault it asked for.
+        return fail(st, "FaultsNotInjected", &msg, g, &obs.now);
     }
     st.environment = Some(environment(st.environment.take(), obs));
     if let Some(p) = &mut st.progress {

@@ -15,7 +15,7 @@
 --    - Failed: Degraded with "<reason>: <message>", for every failure reason alike
 --      (InvalidSpec, TargetNotFound, TargetNotReady, TargetUnreachable, BaselineCycle,
 --      BarrierTimeout, RunnerFailed, RunnersStartedApart, DeadlineExceeded, ResultsLost,
---      ThresholdsNotMet). It stays Degraded until the spec changes or the run is deleted: a
+--      ThresholdsNotMet, FaultsNotAllowed, FaultsNotInjected). It stays Degraded until the spec changes or the run is deleted: a
 --      failed benchmark is a result someone has to look at, not a transient state.
 -- 4. Anything else (Pending, WaitingForTarget, Starting, Running, Merging): Progressing, with
 --    the phase and where it is: the first of TargetReady and RunnersReady that is not True

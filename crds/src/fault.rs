@@ -1,0 +1,130 @@
+//! Faults injected into the target's own servers mid-run (`spec.faults`) and what each one did
+//! (`status.faults`): what replication buys is measured by killing a server while the load runs.
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::KubeSchema;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Most faults per run.
+pub const MAX_FAULTS: usize = 4;
+/// Most fault executions one run may record: faults × trials × variants (see the CEL rule on
+/// `spec.faults`), so `status.faults` stays small.
+pub const MAX_FAULT_RECORDS: i64 = 60;
+
+/// One fault: `action` on one of the target's own server pods, `afterSeconds` into the measured
+/// phase of every trial (with variants: of every variant in every round, at the same offset).
+/// Only pods the target server resource owns are ever touched, and only with a `serverRef`
+/// target. Pausing a process (SIGSTOP/SIGCONT) is not offered: it needs `pods/exec` or an
+/// ephemeral container in the server's pod, both far more power than deleting a pod, and an
+/// ephemeral container can never be removed from the pod again.
+#[derive(Clone, Debug, KubeSchema, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = kube::core::Rule::new("self.pod != 'ordinal' || has(self.ordinal)").message("faults[].ordinal: required when pod is ordinal").field_path(".ordinal"))]
+#[x_kube(validation = kube::core::Rule::new("self.pod == 'ordinal' || !has(self.ordinal)").message("faults[].ordinal: only with pod: ordinal").field_path(".ordinal"))]
+pub struct Fault {
+    /// Seconds into the measured phase (after any warm-up) at which the fault is injected.
+    #[schemars(range(min = 1, max = 86400))]
+    pub after_seconds: i32,
+    /// What is done to the chosen pod.
+    pub action: FaultAction,
+    /// Which of the target's server pods.
+    pub pod: FaultPod,
+    /// The server's ordinal (`<name>-<ordinal>`) with `pod: ordinal`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 15))]
+    pub ordinal: Option<i32>,
+    /// Seed of `pod: random` (each round draws from it; the pod drawn is recorded). Unset:
+    /// derived from the run's uid and generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 2147483647))]
+    pub seed: Option<i64>,
+}
+
+/// What a fault does to a server pod.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum FaultAction {
+    /// Delete the pod with its normal grace period: the server shuts down cleanly and its
+    /// StatefulSet starts a new one.
+    Delete,
+    /// Delete the pod with grace period 0: the server is killed without shutting down.
+    Kill,
+}
+
+/// How the pod is chosen, at the moment the fault is due.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum FaultPod {
+    /// The server with `ordinal`.
+    Ordinal,
+    /// One of the servers, drawn from `seed` (the same draw for every variant of a round).
+    Random,
+    /// JetStream only: the current leader of the benchmark stream, read from the servers'
+    /// monitoring endpoint (`/jsz`).
+    StreamLeader,
+}
+
+/// One fault execution: planned when its trial started, carried out when due.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FaultRecord {
+    /// Index into `spec.faults`, 0-based.
+    pub fault: i32,
+    /// The runner trial it belongs to, 1-based, in execution order.
+    pub trial: i32,
+    /// With variants: the round and the variant that ran in this trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    /// `<Kind>/<name>` of the server it acts on.
+    pub server: String,
+    pub action: Option<FaultAction>,
+    /// When it was due: the trial's start + warm-up + `afterSeconds`.
+    pub planned_time: Option<Time>,
+    /// When the pod was deleted (unset: not yet, or not done: see `message`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executed_time: Option<Time>,
+    /// Seconds into the measured phase at which it was carried out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_seconds: Option<f64>,
+    /// The pod acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    /// How the pod was chosen, or why nothing was done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// What the fault did to delivery, read from the trial's timeline once the run is merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<FaultEffect>,
+}
+
+impl FaultRecord {
+    /// Carried out (a pod was deleted).
+    pub fn executed(&self) -> bool {
+        self.executed_time.is_some()
+    }
+}
+
+/// Delivery around one fault, from the trial's per-second timeline merged over runners
+/// (one-second resolution).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FaultEffect {
+    /// Mean deliveries/s over the (up to) 10 whole seconds before the fault.
+    pub before_receive_rate: f64,
+    /// Lowest deliveries/s in a whole second after the fault.
+    pub lowest_receive_rate: f64,
+    /// Seconds from the fault to the start of the first whole second delivering ≥ 95 % of
+    /// `beforeReceiveRate`. Unset: not back within the measured phase (`recovery` says so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_seconds: Option<f64>,
+    /// How recovery went, in words (also why `recoverySeconds` is unset).
+    pub recovery: String,
+    /// Highest per-second p99 latency in the 10 s from the fault's second (ms; coarse, within
+    /// 6 %), and the same over the seconds before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_peak_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_before_ms: Option<f64>,
+}

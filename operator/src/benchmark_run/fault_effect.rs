@@ -1,0 +1,220 @@
+//! What one fault did to delivery, pure: read from its trial's per-second timeline (merged over
+//! the runners) around the second the pod was deleted. One-second resolution: a figure is never
+//! finer than the timeline it comes from.
+use msgbench_crds::benchmark_run::{FaultEffect, FaultRecord};
+use runner_api::agent::RawResultLine;
+use runner_api::coarse::CoarseLatency;
+use runner_api::result::{merge_timelines, TimelinePoint};
+
+/// Whole seconds before the fault that set the level recovery is measured against.
+pub const BEFORE_SECONDS: usize = 10;
+/// Recovered: a whole second delivering at least this share of the level before.
+pub const RECOVERED_SHARE: f64 = 0.95;
+/// Seconds from the fault's second in which the p99 peak is looked for.
+pub const PEAK_SECONDS: usize = 10;
+
+/// Only the timeline of a record (the rest stays undecoded).
+#[derive(serde::Deserialize)]
+struct TimelineOnly {
+    #[serde(default)]
+    timeline: Vec<TimelinePoint>,
+}
+
+/// Fills in what each carried-out fault did, from its trial's records merged over runners.
+/// `seconds`: the measured phase's length.
+pub fn attach(lines: &[RawResultLine], seconds: u32, faults: &mut [FaultRecord]) {
+    for f in faults.iter_mut() {
+        let Some(offset) = f.offset_seconds.filter(|_| f.executed()) else {
+            continue;
+        };
+        let mut timeline = Vec::new();
+        for l in lines
+            .iter()
+            .filter(|l| i64::from(l.trial) == i64::from(f.trial))
+        {
+            if let Ok(r) = serde_json::from_str::<TimelineOnly>(l.result.0.get()) {
+                merge_timelines(&mut timeline, &r.timeline);
+            }
+        }
+        f.effect = effect(&timeline, seconds, offset);
+    }
+}
+
+/// `timeline`: the trial's measured phase, 1-second points, `seconds` long; `offset`: seconds
+/// into it at which the fault was carried out.
+pub fn effect(timeline: &[TimelinePoint], seconds: u32, offset: f64) -> Option<FaultEffect> {
+    let received = dense(timeline, seconds, |p| p.received as f64);
+    let f = offset.max(0.0);
+    let fault_second = f.floor() as usize;
+    if fault_second >= received.len() {
+        return None;
+    }
+    let before = &received[fault_second.saturating_sub(BEFORE_SECONDS)..fault_second];
+    let after_start = f.ceil() as usize; // first whole second after the fault
+    let after = received.get(after_start..).unwrap_or(&[]);
+    let level = mean(before);
+    let lowest = after.iter().copied().fold(f64::INFINITY, f64::min);
+    let back = after
+        .iter()
+        .position(|r| level > 0.0 && *r >= RECOVERED_SHARE * level);
+    let (recovery_seconds, recovery) = describe(level, back, after_start, f, after.len());
+    Some(FaultEffect {
+        before_receive_rate: round1(level),
+        lowest_receive_rate: if lowest.is_finite() { lowest } else { 0.0 },
+        recovery_seconds,
+        recovery,
+        p99_peak_ms: p99_max(timeline, fault_second, fault_second + PEAK_SECONDS),
+        p99_before_ms: p99_max(
+            timeline,
+            fault_second.saturating_sub(BEFORE_SECONDS),
+            fault_second,
+        ),
+    })
+}
+
+fn describe(
+    level: f64,
+    back: Option<usize>,
+    after_start: usize,
+    f: f64,
+    left: usize,
+) -> (Option<f64>, String) {
+    if level <= 0.0 {
+        return (
+            None,
+            "nothing was delivered in the seconds before the fault: no level to recover to".into(),
+        );
+    }
+    match back {
+        Some(i) => {
+            let s = round1((after_start + i) as f64 - f);
+            (
+                Some(s),
+                format!(
+                    "back to ≥ {:.0} % of {level:.1} msg/s {s:.1} s after the fault",
+                    RECOVERED_SHARE * 100.0
+                ),
+            )
+        }
+        None => (
+            None,
+            format!(
+                "not back to {:.0} % of {level:.1} msg/s in the {left} s of the measured phase \
+                 after the fault",
+                RECOVERED_SHARE * 100.0
+            ),
+        ),
+    }
+}
+
+/// Values per whole second `0..seconds` (absent seconds delivered nothing).
+fn dense(timeline: &[TimelinePoint], seconds: u32, v: impl Fn(&TimelinePoint) -> f64) -> Vec<f64> {
+    let mut out = vec![0.0; seconds as usize];
+    for p in timeline {
+        if let Some(x) = out.get_mut(p.second as usize) {
+            *x += v(p);
+        }
+    }
+    out
+}
+
+/// Highest per-second p99 in `[from, to)`.
+fn p99_max(timeline: &[TimelinePoint], from: usize, to: usize) -> Option<f64> {
+    timeline
+        .iter()
+        .filter(|p| (from..to).contains(&(p.second as usize)))
+        .filter_map(|p| quantile_ms(&p.latency, 0.99))
+        .reduce(f64::max)
+}
+
+fn quantile_ms(l: &CoarseLatency, q: f64) -> Option<f64> {
+    l.quantile_us(q).map(|us| (us / 100.0).round() / 10.0)
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        0.0
+    } else {
+        xs.iter().sum::<f64>() / xs.len() as f64
+    }
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runner_api::testing::timeline_point;
+
+    fn flat(rates: &[u64]) -> Vec<TimelinePoint> {
+        rates
+            .iter()
+            .enumerate()
+            .map(|(s, r)| at(s as u32, *r))
+            .collect()
+    }
+
+    fn at(second: u32, received: u64) -> TimelinePoint {
+        TimelinePoint {
+            received,
+            ..timeline_point(second, &[])
+        }
+    }
+
+    #[test]
+    fn recovery_is_counted_from_the_fault_to_the_first_second_back_at_level() {
+        // 100/s, the fault at 10.4 s, nothing in seconds 11 and 12, 90 in 13, 97 from 14.
+        let mut r = vec![100; 10];
+        r.extend([60, 0, 0, 90, 97, 100, 100]);
+        let e = effect(&flat(&r), r.len() as u32, 10.4).unwrap();
+        assert_eq!(e.before_receive_rate, 100.0);
+        assert_eq!(e.lowest_receive_rate, 0.0);
+        assert_eq!(e.recovery_seconds, Some(3.6)); // 14.0 − 10.4
+        assert!(e.recovery.contains("3.6 s after"), "{}", e.recovery);
+    }
+
+    #[test]
+    fn a_run_that_never_gets_back_says_so_and_has_no_recovery_time() {
+        let mut r = vec![50; 5];
+        r.extend([0, 0, 10, 20]);
+        let e = effect(&flat(&r), r.len() as u32, 5.0).unwrap();
+        assert_eq!(e.recovery_seconds, None);
+        assert!(e.recovery.contains("not back"), "{}", e.recovery);
+        assert!(e.recovery.contains("in the 4 s"), "{}", e.recovery);
+    }
+
+    #[test]
+    fn seconds_missing_from_the_timeline_count_as_nothing_delivered() {
+        // Points for seconds 0–4 and 8–9 only: 5–7 delivered nothing.
+        let mut t = flat(&[10, 10, 10, 10, 10]);
+        t.extend([at(8, 10), at(9, 10)]);
+        let e = effect(&t, 10, 5.0).unwrap();
+        assert_eq!(e.lowest_receive_rate, 0.0);
+        assert_eq!(e.recovery_seconds, Some(3.0));
+    }
+
+    #[test]
+    fn nothing_before_the_fault_gives_no_level_and_a_fault_past_the_end_no_effect() {
+        let e = effect(&flat(&[0, 0, 5, 5]), 4, 1.0).unwrap();
+        assert_eq!(e.recovery_seconds, None);
+        assert!(e.recovery.contains("no level"), "{}", e.recovery);
+        assert!(effect(&flat(&[5, 5]), 2, 7.0).is_none());
+    }
+
+    #[test]
+    fn the_p99_peak_is_the_highest_second_after_the_fault_and_before_is_kept_apart() {
+        let t = vec![
+            timeline_point(0, &[1_000, 1_000, 2_000]),
+            timeline_point(1, &[1_000, 1_000, 2_000]),
+            timeline_point(2, &[400_000, 900_000]),
+            timeline_point(3, &[5_000, 5_000]),
+        ];
+        let e = effect(&t, 4, 2.2).unwrap();
+        let peak = e.p99_peak_ms.unwrap();
+        assert!((peak / 900.0 - 1.0).abs() < 0.06, "{peak}");
+        let before = e.p99_before_ms.unwrap();
+        assert!((before / 2.0 - 1.0).abs() < 0.06, "{before}");
+    }
+}

@@ -1,0 +1,249 @@
+//! Carries out one due fault: finds the target server's own pods (a pod counts only when its
+//! StatefulSet is owned by that very server object), chooses one (`faults::choose_pod`; the
+//! stream leader from the servers' `/jsz`), and deletes it with a uid precondition, so no other
+//! pod can ever be hit. The outcome goes into the fault's record and an Event.
+use super::faults::{self, choose_pod};
+use super::variants;
+use crate::context::Context;
+use crate::pod_http::{self, Options};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{DeleteParams, ListParams, Preconditions};
+use kube::{Api, Resource, ResourceExt};
+use msgbench_crds::benchmark_run::{
+    BenchmarkRun, FaultAction, FaultPod, FaultRecord, ServerKind, ServerRef,
+};
+use msgbench_crds::{JetStreamCluster, MqttBroker};
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+/// `/jsz` with stream details is a few kB per stream.
+const JSZ: Options<'static> = Options::new(Duration::from_secs(2), 4 << 20);
+const MONITOR_PORT: u16 = crate::jetstream::nats_conf::MONITOR_PORT as u16;
+
+/// What was done: the pod, or why nothing was.
+pub struct Outcome {
+    pub pod: Option<String>,
+    pub message: String,
+}
+
+pub async fn inject(ctx: &Context, br: &BenchmarkRun, ns: &str, rec: &FaultRecord) -> Outcome {
+    match try_inject(ctx, br, ns, rec).await {
+        Ok((pod, how)) => Outcome {
+            message: format!("{} {pod} ({how})", verb(rec.action)),
+            pod: Some(pod),
+        },
+        Err(e) => Outcome {
+            pod: None,
+            message: format!("not done: {e}"),
+        },
+    }
+}
+
+fn verb(a: Option<FaultAction>) -> &'static str {
+    match a {
+        Some(FaultAction::Kill) => "killed (grace 0)",
+        _ => "deleted",
+    }
+}
+
+async fn try_inject(
+    ctx: &Context,
+    br: &BenchmarkRun,
+    ns: &str,
+    rec: &FaultRecord,
+) -> Result<(String, String), String> {
+    let fault = br
+        .spec
+        .faults
+        .get(rec.fault as usize)
+        .ok_or("the fault is no longer in spec.faults")?;
+    let server = faults::server_of(br, rec.variant.as_deref())
+        .ok_or("the trial's target is not a serverRef")?;
+    let owned = owned_pods(ctx, server, ns).await?;
+    let by_ordinal: Vec<(i32, String)> = owned
+        .iter()
+        .filter_map(|p| Some((faults::ordinal(&server.name, &p.name_any())?, p.name_any())))
+        .collect();
+    let leader = match fault.pod {
+        FaultPod::StreamLeader => Some(stream_leader(br, rec, &owned).await),
+        _ => None,
+    };
+    let seed = variants::seed(
+        &br.uid().unwrap_or_default(),
+        br.meta().generation.unwrap_or(0),
+    );
+    let round = rec.round.unwrap_or(rec.trial).max(1) as u32;
+    let (name, how) = choose_pod(fault, &by_ordinal, round, seed, leader)?;
+    let pod = owned
+        .iter()
+        .find(|p| p.name_any() == name)
+        .ok_or("the chosen pod is gone")?;
+    delete(ctx, ns, pod, rec.action).await?;
+    Ok((name, how))
+}
+
+/// Running pods of `server` whose controlling StatefulSet is controlled by `server` itself.
+async fn owned_pods(ctx: &Context, server: &ServerRef, ns: &str) -> Result<Vec<Pod>, String> {
+    let uid = server_uid(ctx, server, ns).await?;
+    let sel = super::build::server_selector(server.kind, &server.name)
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let lp = ListParams::default().labels(&sel);
+    let sets = Api::<StatefulSet>::namespaced(ctx.client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| format!("listing StatefulSets: {e}"))?;
+    let owned_sets: Vec<String> = sets
+        .items
+        .iter()
+        .filter(|s| controller_uid(s.owner_references()) == Some(uid.as_str()))
+        .filter_map(|s| s.uid())
+        .collect();
+    let pods = Api::<Pod>::namespaced(ctx.client.clone(), ns)
+        .list(&lp)
+        .await
+        .map_err(|e| format!("listing the server's pods: {e}"))?;
+    let owned: Vec<Pod> = pods
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| {
+            controller_uid(p.owner_references()).is_some_and(|u| owned_sets.iter().any(|s| s == u))
+        })
+        .collect();
+    if owned.is_empty() {
+        return Err(format!(
+            "{} has no running pod it owns",
+            faults::server_display(server)
+        ));
+    }
+    Ok(owned)
+}
+
+fn controller_uid(
+    refs: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference],
+) -> Option<&str> {
+    refs.iter()
+        .find(|r| r.controller == Some(true))
+        .map(|r| r.uid.as_str())
+}
+
+async fn server_uid(ctx: &Context, s: &ServerRef, ns: &str) -> Result<String, String> {
+    let c = ctx.client.clone();
+    let uid = match s.kind {
+        ServerKind::JetStreamCluster => Api::<JetStreamCluster>::namespaced(c, ns)
+            .get(&s.name)
+            .await
+            .map(|o| o.uid()),
+        ServerKind::MqttBroker => Api::<MqttBroker>::namespaced(c, ns)
+            .get(&s.name)
+            .await
+            .map(|o| o.uid()),
+        ServerKind::PubSubServer => return Err("faults do not act on PubSubServer pods".into()),
+    };
+    uid.map_err(|e| format!("reading {}: {e}", faults::server_display(s)))?
+        .ok_or_else(|| "the server has no uid".into())
+}
+
+async fn delete(
+    ctx: &Context,
+    ns: &str,
+    pod: &Pod,
+    action: Option<FaultAction>,
+) -> Result<(), String> {
+    let dp = DeleteParams {
+        grace_period_seconds: matches!(action, Some(FaultAction::Kill)).then_some(0),
+        preconditions: Some(Preconditions {
+            uid: pod.uid(),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    Api::<Pod>::namespaced(ctx.client.clone(), ns)
+        .delete(&pod.name_any(), &dp)
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("deleting pod {}: {e}", pod.name_any()))
+}
+
+#[derive(serde::Deserialize)]
+struct Jsz {
+    #[serde(default)]
+    account_details: Vec<AccountDetail>,
+}
+#[derive(serde::Deserialize)]
+struct AccountDetail {
+    #[serde(default)]
+    stream_detail: Vec<StreamDetail>,
+}
+#[derive(serde::Deserialize)]
+struct StreamDetail {
+    name: String,
+    cluster: Option<StreamCluster>,
+}
+#[derive(serde::Deserialize)]
+struct StreamCluster {
+    leader: Option<String>,
+}
+
+/// The benchmark stream's leader as the servers report it (each server lists the streams it
+/// holds a replica of; any of them names the leader).
+async fn stream_leader(
+    br: &BenchmarkRun,
+    rec: &FaultRecord,
+    pods: &[Pod],
+) -> Result<String, String> {
+    let stream = stream_name(br, rec.variant.as_deref());
+    let asks = pods.iter().filter_map(|p| {
+        let ip: IpAddr = p.status.as_ref()?.pod_ip.as_ref()?.parse().ok()?;
+        Some(async move {
+            let r =
+                pod_http::get(SocketAddr::new(ip, MONITOR_PORT), "/jsz?streams=true", JSZ).await;
+            r.and_then(|r| r.json::<Jsz>()).ok()
+        })
+    });
+    let answers = futures::future::join_all(asks).await;
+    leader_of(&stream, answers.iter().flatten())
+        .ok_or_else(|| format!("no server reports a leader for stream {stream:?}"))
+}
+
+fn leader_of<'a>(stream: &str, answers: impl Iterator<Item = &'a Jsz>) -> Option<String> {
+    answers
+        .flat_map(|j| j.account_details.iter())
+        .flat_map(|a| a.stream_detail.iter())
+        .filter(|s| s.name == stream)
+        .find_map(|s| s.cluster.as_ref()?.leader.clone())
+}
+
+fn stream_name(br: &BenchmarkRun, _variant: Option<&str>) -> String {
+    // Variants override replicas and storage, never the stream's name.
+    br.spec
+        .workload
+        .jetstream
+        .as_ref()
+        .cloned()
+        .unwrap_or_default()
+        .stream
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_leader_is_read_from_any_server_holding_the_stream() {
+        let answers: Vec<Jsz> = [
+            r#"{"account_details":[{"stream_detail":[{"name":"OTHER","cluster":{"leader":"js-0"}}]}]}"#,
+            r#"{"account_details":[{"stream_detail":[{"name":"BENCH","cluster":{"leader":"js-2"}}]}]}"#,
+            r#"{}"#,
+        ]
+        .iter()
+        .map(|t| serde_json::from_str(t).unwrap())
+        .collect();
+        assert_eq!(leader_of("BENCH", answers.iter()), Some("js-2".into()));
+        assert_eq!(leader_of("NONE", answers.iter()), None);
+    }
+}

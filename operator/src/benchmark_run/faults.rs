@@ -1,0 +1,196 @@
+//! `spec.faults`, pure: which executions a started trial gets (planned in status as soon as the
+//! runners hold the trial's start, so a restarted operator still knows them), which are due,
+//! and which server and pod each acts on. Carried out by `fault_inject`; what each did to
+//! delivery is read afterwards by `fault_effect`.
+use super::decide::millis;
+use super::observe::AgentSeen;
+use super::variants;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use msgbench_crds::benchmark_run::{
+    BenchmarkRun, Fault, FaultPod, FaultRecord, ScheduledRound, ServerKind, ServerRef,
+};
+use std::time::Duration;
+
+/// A due fault later than this is not carried out: the measured window it belonged to may be
+/// over, and a pod killed outside it would hurt the next trial instead.
+pub const LATE_LIMIT_MS: u64 = 2_000;
+
+/// Trial `trial` (1-based, execution order) → its round and variant (variants only).
+pub fn slot(schedule: &[ScheduledRound], trial: u32) -> (Option<i32>, Option<String>) {
+    let per_round = schedule.first().map_or(0, |r| r.order.len());
+    if per_round == 0 {
+        return (None, None);
+    }
+    let i = trial.saturating_sub(1) as usize;
+    let round = schedule.get(i / per_round);
+    (
+        round.map(|r| r.round),
+        round.and_then(|r| r.order.get(i % per_round).cloned()),
+    )
+}
+
+/// The server a trial's faults act on: its variant's own `serverRef`, else `spec.target`'s.
+pub fn server_of<'a>(br: &'a BenchmarkRun, variant: Option<&str>) -> Option<&'a ServerRef> {
+    let own = variant
+        .and_then(|n| br.spec.variants.iter().find(|v| v.name == n))
+        .and_then(|v| v.target.as_ref());
+    own.unwrap_or(&br.spec.target).server_ref.as_ref()
+}
+
+pub fn server_display(s: &ServerRef) -> String {
+    let kind = match s.kind {
+        ServerKind::JetStreamCluster => "JetStreamCluster",
+        ServerKind::MqttBroker => "MqttBroker",
+        ServerKind::PubSubServer => "PubSubServer",
+    };
+    format!("{kind}/{}", s.name)
+}
+
+/// Adds the executions of every trial whose start the agents hold and that has none yet.
+pub fn plan(
+    br: &BenchmarkRun,
+    faults: &mut Vec<FaultRecord>,
+    schedule: &[ScheduledRound],
+    agents: &[AgentSeen],
+) {
+    if br.spec.faults.is_empty() {
+        return;
+    }
+    let warmup_ms = u64::from(br.spec.workload.warmup_seconds) * 1000;
+    for a in agents {
+        let (trial, start) = (a.progress.trial, a.progress.trial_start_unix_ms);
+        if trial == 0 || start == 0 || faults.iter().any(|f| f.trial == trial as i32) {
+            continue;
+        }
+        let (round, variant) = slot(schedule, trial);
+        let server = server_of(br, variant.as_deref()).map_or_else(String::new, server_display);
+        for (i, f) in br.spec.faults.iter().enumerate() {
+            let due = start + warmup_ms + u64::from(f.after_seconds.max(0) as u32) * 1000;
+            faults.push(FaultRecord {
+                fault: i as i32,
+                trial: trial as i32,
+                round,
+                variant: variant.clone(),
+                server: server.clone(),
+                action: Some(f.action),
+                planned_time: super::decide::time_at(due),
+                ..FaultRecord::default()
+            });
+        }
+    }
+}
+
+/// Indices of records due now and not yet carried out (or given up).
+pub fn due(faults: &[FaultRecord], now: &Time) -> Vec<usize> {
+    let now = millis(now);
+    faults
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| pending(f) && f.planned_time.as_ref().is_some_and(|t| millis(t) <= now))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Time until the next pending record is due.
+pub fn next_due_in(faults: &[FaultRecord], now: &Time) -> Option<Duration> {
+    let now = millis(now);
+    faults
+        .iter()
+        .filter(|f| pending(f))
+        .filter_map(|f| f.planned_time.as_ref().map(millis))
+        .min()
+        .map(|at| Duration::from_millis(at.saturating_sub(now)))
+}
+
+fn pending(f: &FaultRecord) -> bool {
+    f.executed_time.is_none() && f.message.is_none()
+}
+
+/// Every trial must have had every fault: a run that asked for a fault and ran without it
+/// does not answer its question. `None` when all were carried out.
+pub fn not_injected(br: &BenchmarkRun, faults: &[FaultRecord]) -> Option<String> {
+    if br.spec.faults.is_empty() {
+        return None;
+    }
+    let trials = super::timing::total_trials(br).max(1);
+    let mut missing = Vec::new();
+    for trial in 1..=trials {
+        for i in 0..br.spec.faults.len() as i32 {
+            match faults.iter().find(|f| f.trial == trial && f.fault == i) {
+                Some(f) if f.executed() => {}
+                Some(f) => missing.push(format!(
+                    "fault {i} in trial {trial}: {}",
+                    f.message.as_deref().unwrap_or("not carried out")
+                )),
+                None => missing.push(format!("fault {i} in trial {trial}: never planned")),
+            }
+        }
+    }
+    (!missing.is_empty()).then(|| {
+        format!(
+            "{} of {} fault executions were not carried out: {}",
+            missing.len(),
+            trials as usize * br.spec.faults.len(),
+            missing.join("; ")
+        )
+    })
+}
+
+/// How the pod of `fault` is chosen in `round`, given the server's pods by ordinal (sorted)
+/// and, for `streamLeader`, the leader's name as the servers report it.
+pub fn choose_pod(
+    fault: &Fault,
+    pods: &[(i32, String)],
+    round: u32,
+    default_seed: u64,
+    leader: Option<Result<String, String>>,
+) -> Result<(String, String), String> {
+    match fault.pod {
+        FaultPod::Ordinal => {
+            let want = fault.ordinal.unwrap_or(0);
+            pods.iter()
+                .find(|(o, _)| *o == want)
+                .map(|(_, p)| (p.clone(), format!("ordinal {want}")))
+                .ok_or_else(|| format!("no server pod with ordinal {want} (pods: {})", names(pods)))
+        }
+        FaultPod::Random => {
+            if pods.is_empty() {
+                return Err("the server has no pods".into());
+            }
+            let seed = fault.seed.map_or(default_seed, |s| s as u64);
+            let draw = variants::draw(seed, round) % pods.len() as u64;
+            let (o, p) = &pods[draw as usize];
+            Ok((
+                p.clone(),
+                format!("random, seed {seed}, round {round}: ordinal {o}"),
+            ))
+        }
+        FaultPod::StreamLeader => match leader {
+            Some(Ok(name)) if pods.iter().any(|(_, p)| *p == name) => {
+                Ok((name, "leader of the benchmark stream (from /jsz)".into()))
+            }
+            Some(Ok(name)) => Err(format!(
+                "the stream leader {name} is not one of this server's pods ({})",
+                names(pods)
+            )),
+            Some(Err(e)) => Err(format!("no stream leader found: {e}")),
+            None => Err("no stream leader found".into()),
+        },
+    }
+}
+
+fn names(pods: &[(i32, String)]) -> String {
+    pods.iter()
+        .map(|(_, p)| p.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A pod's ordinal, when it is `<server>-<n>` (StatefulSet naming).
+pub fn ordinal(server: &str, pod: &str) -> Option<i32> {
+    pod.strip_prefix(server)?.strip_prefix('-')?.parse().ok()
+}
+
+#[cfg(test)]
+#[path = "faults_tests.rs"]
+mod tests;

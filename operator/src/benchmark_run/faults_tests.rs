@@ -1,0 +1,191 @@
+use super::*;
+use crate::benchmark_run::decide::time_at;
+use msgbench_crds::benchmark_run::FaultAction;
+use runner_api::agent::AgentProgress;
+
+fn run(yaml_faults: &str, variants: bool) -> BenchmarkRun {
+    let v = if variants {
+        "  variants:\n    - {name: r1, workload: {jetstream: {replicas: 1}}}\n    - {name: r3, workload: {jetstream: {replicas: 3}}}\n"
+    } else {
+        ""
+    };
+    let y = format!(
+        "apiVersion: msgbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {{name: r, namespace: n}}\n\
+         spec:\n  target: {{serverRef: {{kind: JetStreamCluster, name: js3}}}}\n  \
+         workload: {{protocol: jetstream, durationSeconds: 30, warmupSeconds: 2}}\n{v}  faults:\n{yaml_faults}"
+    );
+    serde_norway::from_str(&y).unwrap()
+}
+
+fn agent(trial: u32, start: u64) -> AgentSeen {
+    AgentSeen {
+        pod: format!("p{trial}"),
+        ip: "10.0.0.1".into(),
+        progress: AgentProgress {
+            trial,
+            started: true,
+            trial_start_unix_ms: start,
+            ..AgentProgress::default()
+        },
+    }
+}
+
+fn rounds() -> Vec<ScheduledRound> {
+    vec![
+        ScheduledRound {
+            round: 1,
+            order: vec!["r3".into(), "r1".into()],
+        },
+        ScheduledRound {
+            round: 2,
+            order: vec!["r1".into(), "r3".into()],
+        },
+    ]
+}
+
+#[test]
+fn a_started_trial_gets_each_fault_once_due_after_warmup_plus_offset() {
+    let br = run("    - {afterSeconds: 10, action: kill, pod: streamLeader}\n    - {afterSeconds: 20, action: delete, pod: ordinal, ordinal: 1}\n", true);
+    let mut recs = Vec::new();
+    // Trial 3 is round 2's first: r1. A runner still waiting (no start) plans nothing.
+    plan(
+        &br,
+        &mut recs,
+        &rounds(),
+        &[agent(3, 1_000_000), agent(4, 0)],
+    );
+    assert_eq!(recs.len(), 2);
+    assert_eq!(
+        (recs[0].trial, recs[0].round, recs[0].variant.as_deref()),
+        (3, Some(2), Some("r1"))
+    );
+    assert_eq!(recs[0].planned_time, time_at(1_000_000 + 2_000 + 10_000));
+    assert_eq!(recs[1].planned_time, time_at(1_000_000 + 2_000 + 20_000));
+    assert_eq!(recs[1].action, Some(FaultAction::Delete));
+    assert_eq!(recs[0].server, "JetStreamCluster/js3");
+    // Seen again (every runner reports it, every pass): not planned twice.
+    plan(
+        &br,
+        &mut recs,
+        &rounds(),
+        &[agent(3, 1_000_000), agent(3, 1_000_000)],
+    );
+    assert_eq!(recs.len(), 2);
+}
+
+#[test]
+fn due_records_are_those_past_their_time_and_not_yet_done() {
+    let br = run(
+        "    - {afterSeconds: 5, action: kill, pod: random}\n",
+        false,
+    );
+    let mut recs = Vec::new();
+    plan(&br, &mut recs, &[], &[agent(1, 10_000)]);
+    let due_at = 10_000 + 2_000 + 5_000;
+    assert!(due(&recs, &time_at(due_at - 1).unwrap()).is_empty());
+    assert_eq!(
+        next_due_in(&recs, &time_at(due_at - 300).unwrap()),
+        Some(Duration::from_millis(300))
+    );
+    assert_eq!(due(&recs, &time_at(due_at).unwrap()), vec![0]);
+    recs[0].executed_time = time_at(due_at);
+    assert!(due(&recs, &time_at(due_at + 5).unwrap()).is_empty());
+    assert_eq!(next_due_in(&recs, &time_at(due_at + 5).unwrap()), None);
+}
+
+#[test]
+fn a_run_missing_a_fault_execution_says_which_and_why() {
+    let br = run("    - {afterSeconds: 5, action: kill, pod: random}\n", true);
+    // 2 variants × 1 trial = 2 executions expected.
+    let mut recs = Vec::new();
+    plan(
+        &br,
+        &mut recs,
+        &rounds()[..1],
+        &[agent(1, 1_000), agent(2, 50_000)],
+    );
+    assert_eq!(recs.len(), 2);
+    recs[0].executed_time = time_at(8_000);
+    recs[1].message = Some("not done: no server pod".into());
+    let msg = not_injected(&br, &recs).unwrap();
+    assert!(msg.starts_with("1 of 2 fault executions"), "{msg}");
+    assert!(
+        msg.contains("fault 0 in trial 2: not done: no server pod"),
+        "{msg}"
+    );
+    recs[1].executed_time = time_at(58_000);
+    assert_eq!(not_injected(&br, &recs), None);
+    recs.pop();
+    assert!(not_injected(&br, &recs)
+        .unwrap()
+        .contains("trial 2: never planned"));
+}
+
+#[test]
+fn trials_map_to_rounds_and_variants_in_schedule_order() {
+    assert_eq!(slot(&rounds(), 1), (Some(1), Some("r3".into())));
+    assert_eq!(slot(&rounds(), 2), (Some(1), Some("r1".into())));
+    assert_eq!(slot(&rounds(), 4), (Some(2), Some("r3".into())));
+    assert_eq!(slot(&[], 3), (None, None));
+}
+
+fn pods() -> Vec<(i32, String)> {
+    (0..3).map(|o| (o, format!("js3-{o}"))).collect()
+}
+
+#[test]
+fn an_ordinal_names_its_pod_or_says_it_does_not_exist() {
+    let br = run(
+        "    - {afterSeconds: 5, action: kill, pod: ordinal, ordinal: 2}\n",
+        false,
+    );
+    let f = &br.spec.faults[0];
+    assert_eq!(choose_pod(f, &pods(), 1, 7, None).unwrap().0, "js3-2");
+    let err = choose_pod(f, &pods()[..2], 1, 7, None).unwrap_err();
+    assert!(err.contains("no server pod with ordinal 2"), "{err}");
+}
+
+#[test]
+fn a_random_pod_is_the_same_for_a_seed_and_round_and_varies_over_rounds() {
+    let br = run(
+        "    - {afterSeconds: 5, action: kill, pod: random, seed: 42}\n",
+        false,
+    );
+    let f = &br.spec.faults[0];
+    let first = choose_pod(f, &pods(), 1, 7, None).unwrap();
+    assert_eq!(
+        first,
+        choose_pod(f, &pods(), 1, 99, None).unwrap(),
+        "spec seed wins"
+    );
+    assert!(first.1.contains("seed 42, round 1"), "{}", first.1);
+    let drawn: std::collections::BTreeSet<String> = (1..=20)
+        .map(|r| choose_pod(f, &pods(), r, 7, None).unwrap().0)
+        .collect();
+    assert_eq!(drawn.len(), 3, "20 rounds draw every pod: {drawn:?}");
+}
+
+#[test]
+fn the_stream_leader_must_be_one_of_the_servers_own_pods() {
+    let br = run(
+        "    - {afterSeconds: 5, action: kill, pod: streamLeader}\n",
+        false,
+    );
+    let f = &br.spec.faults[0];
+    let ok = choose_pod(f, &pods(), 1, 7, Some(Ok("js3-1".into()))).unwrap();
+    assert_eq!(ok.0, "js3-1");
+    let foreign = choose_pod(f, &pods(), 1, 7, Some(Ok("other-0".into()))).unwrap_err();
+    assert!(
+        foreign.contains("not one of this server's pods"),
+        "{foreign}"
+    );
+    let none = choose_pod(f, &pods(), 1, 7, Some(Err("no answer".into()))).unwrap_err();
+    assert!(none.contains("no stream leader found: no answer"), "{none}");
+}
+
+#[test]
+fn ordinals_are_read_only_from_statefulset_pod_names_of_that_server() {
+    assert_eq!(ordinal("js3", "js3-2"), Some(2));
+    assert_eq!(ordinal("js3", "js30-2"), None);
+    assert_eq!(ordinal("js3", "js3-x"), None);
+}
