@@ -154,6 +154,11 @@ pub fn is_transient(e: &anyhow::Error) -> bool {
         "network is unreachable",
         "host is unreachable",
         "unexpected eof",
+        // JetStream while a server restarts or a peer catches up (a stream created right after
+        // a JetStreamCluster turns Ready, or after a fault killed one of its servers).
+        "no suitable peers for placement",
+        "peer offline",
+        "jetstream system temporarily unavailable",
     ];
     PATTERNS.iter().any(|p| text.contains(p))
 }
@@ -175,6 +180,9 @@ mod tests {
             "connect to ws://pss.ns.svc:8080/ws: IO error: failed to lookup address information: Name or service not known",
             "connect to mqtt://b:1883: no CONNACK within 10 s",
             "connect to ws://x/: timed out",
+            "creating stream \"MSGBENCH\" (replicas 3, File): insufficient resources: \
+             no suitable peers for placement, peer offline",
+            "creating stream: jetstream system temporarily unavailable",
         ] {
             assert!(is_transient(&anyhow::anyhow!("{text}")), "{text}");
         }
