@@ -62,7 +62,9 @@ pub async fn run(w: Workload, target: &str, opts: RunOptions) -> anyhow::Result<
     }
     window.retry(|| driver.prepare()).await?;
     let out = run_messaging(&w, &target, driver.clone(), &opts, &window).await;
-    let cleaned = driver.cleanup().await;
+    // A server a fault restarted may still be coming back: wait for it like before the start.
+    let cleanup_window = connect::ConnectWindow::new(&target.raw, opts.connect_timeout);
+    let cleaned = cleanup_window.retry(|| driver.cleanup()).await;
     let out = out?;
     cleaned?;
     Ok(out)

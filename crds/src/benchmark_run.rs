@@ -438,6 +438,9 @@ pub enum Metric {
     ConnectRate,
     /// 99th percentile time to open a connection (ms; connection workloads).
     ConnectP99Ms,
+    /// Longest time from a fault (`spec.faults`) until delivery was back to 95 % of its level
+    /// before (s, 1 s resolution); unavailable, so failing, when a fault never recovered.
+    RecoverySeconds,
 }
 
 /// Threshold comparison.

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::benchmark_run::{Metric, Severity, ThresholdOp};
 use crate::common::Sysctl;
-use crate::fault::FaultRecord;
+use crate::fault::{FaultRecord, FaultSummary};
 pub use crate::variant_status::*;
 
 /// Most history entries kept in status.
@@ -224,6 +224,10 @@ pub struct RunResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 600))]
     pub timeline: Vec<TimelineSample>,
+    /// With `spec.faults`: how delivery recovered from this result's faults (each one is in
+    /// `status.faults`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<FaultSummary>,
     /// The merged end-to-end latency histogram (HdrHistogram V2 + deflate, base64), so
     /// percentiles can be recomputed.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -106,6 +106,27 @@ impl FaultRecord {
     }
 }
 
+/// The faults of one result (the run, or one variant over its rounds), for thresholds.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FaultSummary {
+    /// Faults carried out in this result's trials.
+    pub executed: u32,
+    /// Of those, how many were back to ≥ 95 % of the delivery rate before them within the
+    /// measured phase.
+    pub recovered: u32,
+    /// Longest time to recover (seconds). Unset when none recovered; threshold metric
+    /// `recoverySeconds` reads it only when every fault recovered (otherwise it fails).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub longest_recovery_seconds: Option<f64>,
+    /// Mean time to recover over those that recovered (seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_recovery_seconds: Option<f64>,
+    /// Highest per-second p99 in the 10 s after a fault (ms, coarse: within 6 %).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_peak_ms: Option<f64>,
+}
+
 /// Delivery around one fault, from the trial's per-second timeline merged over runners
 /// (one-second resolution).
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]

@@ -130,6 +130,8 @@ pub fn to_status(r: &RunnerResult, trials: u32) -> RunResult {
         rest: r.rest.iter().take(8).map(rest).collect(),
         server_usage: None,
         timeline: timeline(&r.timeline, trials),
+        // Filled in by the operator from status.faults.
+        faults: None,
         histogram: serde_json::to_value(&m.latency)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))

@@ -1,7 +1,7 @@
 //! What one fault did to delivery, pure: read from its trial's per-second timeline (merged over
 //! the runners) around the second the pod was deleted. One-second resolution: a figure is never
 //! finer than the timeline it comes from.
-use msgbench_crds::benchmark_run::{FaultEffect, FaultRecord};
+use msgbench_crds::benchmark_run::{FaultEffect, FaultRecord, FaultSummary};
 use runner_api::agent::RawResultLine;
 use runner_api::coarse::CoarseLatency;
 use runner_api::result::{merge_timelines, TimelinePoint};
@@ -38,6 +38,32 @@ pub fn attach(lines: &[RawResultLine], seconds: u32, faults: &mut [FaultRecord])
         }
         f.effect = effect(&timeline, seconds, offset);
     }
+}
+
+/// The summary of the faults carried out in `variant`'s trials (all trials: `None`).
+pub fn summary(faults: &[FaultRecord], variant: Option<&str>) -> Option<FaultSummary> {
+    let mine: Vec<&FaultRecord> = faults
+        .iter()
+        .filter(|f| f.executed() && (variant.is_none() || f.variant.as_deref() == variant))
+        .collect();
+    if mine.is_empty() {
+        return None;
+    }
+    let times: Vec<f64> = mine
+        .iter()
+        .filter_map(|f| f.effect.as_ref()?.recovery_seconds)
+        .collect();
+    Some(FaultSummary {
+        executed: mine.len() as u32,
+        recovered: times.len() as u32,
+        longest_recovery_seconds: times.iter().copied().reduce(f64::max),
+        mean_recovery_seconds: (!times.is_empty())
+            .then(|| round1(times.iter().sum::<f64>() / times.len() as f64)),
+        p99_peak_ms: mine
+            .iter()
+            .filter_map(|f| f.effect.as_ref()?.p99_peak_ms)
+            .reduce(f64::max),
+    })
 }
 
 /// `timeline`: the trial's measured phase, 1-second points, `seconds` long; `offset`: seconds
@@ -201,6 +227,66 @@ mod tests {
         assert_eq!(e.recovery_seconds, None);
         assert!(e.recovery.contains("no level"), "{}", e.recovery);
         assert!(effect(&flat(&[5, 5]), 2, 7.0).is_none());
+    }
+
+    fn executed(variant: &str, recovery: Option<f64>, peak: f64) -> FaultRecord {
+        FaultRecord {
+            variant: Some(variant.into()),
+            executed_time: crate::benchmark_run::decide::time_at(1),
+            effect: Some(FaultEffect {
+                recovery_seconds: recovery,
+                p99_peak_ms: Some(peak),
+                ..FaultEffect::default()
+            }),
+            ..FaultRecord::default()
+        }
+    }
+
+    #[test]
+    fn a_summary_counts_recoveries_per_variant_and_the_threshold_needs_every_one() {
+        use crate::benchmark_run::results;
+        use msgbench_crds::benchmark_run::{Metric, RunResult, Threshold, ThresholdOp};
+        let recs = vec![
+            executed("r1", None, 900.0),
+            executed("r3", Some(2.0), 40.0),
+            executed("r3", Some(4.5), 55.0),
+            FaultRecord {
+                variant: Some("r3".into()),
+                message: Some("not done: x".into()),
+                ..FaultRecord::default()
+            },
+        ];
+        let r3 = summary(&recs, Some("r3")).unwrap();
+        assert_eq!((r3.executed, r3.recovered), (2, 2));
+        assert_eq!(r3.longest_recovery_seconds, Some(4.5));
+        assert_eq!(r3.mean_recovery_seconds, Some(3.3));
+        assert_eq!(r3.p99_peak_ms, Some(55.0));
+        let r1 = summary(&recs, Some("r1")).unwrap();
+        assert_eq!(
+            (r1.executed, r1.recovered, r1.longest_recovery_seconds),
+            (1, 0, None)
+        );
+        assert_eq!(summary(&recs, Some("r2")), None);
+        assert_eq!(summary(&recs, None).unwrap().executed, 3);
+
+        let within_5s = Threshold {
+            metric: Metric::RecoverySeconds,
+            op: ThresholdOp::Le,
+            value: 5.0,
+            severity: Default::default(),
+        };
+        let judged = |s| {
+            let r = RunResult {
+                faults: s,
+                ..RunResult::default()
+            };
+            results::evaluate(&r, std::slice::from_ref(&within_5s))[0].clone()
+        };
+        let ok = judged(Some(r3));
+        assert!(ok.passed && ok.observed == Some(4.5), "{ok:?}");
+        let never = judged(Some(r1));
+        assert!(!never.passed && never.observed.is_none(), "{never:?}");
+        assert!(!judged(None).passed, "no fault: nothing proves it held");
     }
 
     #[test]

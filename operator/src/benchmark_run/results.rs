@@ -218,6 +218,12 @@ pub fn observed(r: &RunResult, m: Metric) -> Option<f64> {
         Metric::OutOfOrder => r.out_of_order as f64,
         Metric::ConnectRate => r.connections.as_ref()?.connect_rate,
         Metric::ConnectP99Ms => r.connections.as_ref()?.connect_time.as_ref()?.p99_ms,
+        Metric::RecoverySeconds => {
+            r.faults
+                .as_ref()
+                .filter(|f| f.executed > 0 && f.recovered == f.executed)?
+                .longest_recovery_seconds?
+        }
     })
 }
 

@@ -1,6 +1,6 @@
 //! Result lines of a variants run → status: each variant merged on its own, thresholds per
 //! variant, and the paired comparison against the baseline variant. Pure.
-use super::{paired, results, variants};
+use super::{fault_effect, paired, results, variants};
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, VariantResult};
 use runner_api::agent::RawResultLine;
 
@@ -19,7 +19,10 @@ pub fn apply(
         !st.schedule.is_empty(),
         "status.schedule is missing: the variants' order was never recorded"
     );
-    let merged = results::collect_variants(lines, runners, &st.schedule, &names)?;
+    let mut merged = results::collect_variants(lines, runners, &st.schedule, &names)?;
+    for (name, c) in merged.iter_mut() {
+        c.result.faults = fault_effect::summary(&st.faults, Some(name));
+    }
     st.thresholds = merged
         .iter()
         .flat_map(|(name, c)| {

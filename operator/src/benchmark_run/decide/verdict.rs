@@ -29,6 +29,10 @@ pub fn decide(
     if let Some(msg) = started_apart(lines) {
         return fail(st, "RunnersStartedApart", &msg, g, &obs.now);
     }
+    // Before the merge: thresholds read the faults' effects.
+    if let Some(seconds) = br.spec.workload.duration_seconds {
+        fault_effect::attach(lines, seconds, &mut st.faults);
+    }
     let merged = if br.spec.variants.is_empty() {
         single(br, st, lines, count, obs)
     } else {
@@ -37,9 +41,6 @@ pub fn decide(
     };
     if let Err(e) = merged {
         return fail(st, "ResultsLost", &format!("{e:#}"), g, &obs.now);
-    }
-    if let Some(seconds) = br.spec.workload.duration_seconds {
-        fault_effect::attach(lines, seconds, &mut st.faults);
     }
     if let Some(msg) = faults::not_injected(br, &st.faults) {
         // The figures are kept: they show the run without the fault it asked for.
@@ -109,7 +110,8 @@ fn single(
     obs: &Observed,
 ) -> anyhow::Result<()> {
     let records: Vec<results::TrialRecord> = lines.iter().map(|l| (l.trial, l)).collect();
-    let collected = results::collect(&records, count, br.spec.trials.max(1) as usize)?;
+    let mut collected = results::collect(&records, count, br.spec.trials.max(1) as usize)?;
+    collected.result.faults = fault_effect::summary(&st.faults, None);
     st.thresholds = results::evaluate(&collected.result, &br.spec.thresholds);
     st.comparison = br
         .spec
