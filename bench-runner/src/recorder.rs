@@ -1,5 +1,6 @@
 //! Per-task recorders. Each publisher and subscriber task owns one (behind an uncontended
 //! mutex so the engine can read a stage's figures mid-run); nothing is shared on the hot path.
+use crate::acks::AckBook;
 use crate::clock;
 use crate::payload::Header;
 use fixedbitset::FixedBitSet;
@@ -23,6 +24,10 @@ pub struct TaskStats {
     /// (process-clock µs; 0 = none). Together they give the first-send → last-delivery window.
     pub phase_start_us: Vec<Option<u64>>,
     pub last_recv_us: Vec<u64>,
+    /// Per second: publishes acknowledged (publisher tasks).
+    pub timeline_acked: Vec<u64>,
+    /// Publisher tasks: acknowledged sequences and stall clocks.
+    pub acks: AckBook,
     /// Sequences received per (runner, publisher) stream (subscriber tasks).
     streams: HashMap<(u16, u16), SeqTracker>,
 }
@@ -41,6 +46,8 @@ impl TaskStats {
             first_recv_us: vec![None; phase_names.len()],
             phase_start_us: vec![None; phase_names.len()],
             last_recv_us: vec![0; phase_names.len()],
+            timeline_acked: Vec::new(),
+            acks: AckBook::new(phase_names.len()),
             streams: HashMap::new(),
         }
     }
@@ -186,13 +193,34 @@ pub fn register_subscription(stats: &Shared, topics: &[u32]) {
     }
 }
 
-/// Publish-ack latency recorder usable from an ack-handling task.
-pub fn record_ack(stats: &Shared, phase: u8, intended_us: u64) {
+/// `n` publishes of `phase` were handed to the server and now wait for their acks. Drivers
+/// whose publishes are acknowledged call it before the acks can arrive.
+pub fn note_sent(stats: &Shared, phase: u8, n: u64) {
+    let now = clock::now_us();
+    stats.lock().expect("stats lock").acks.sent(phase, n, now);
+}
+
+/// Records the acknowledgement of the publish `h` (from an ack-handling task): its latency,
+/// its sequence, the second it arrived in.
+pub fn record_ack(stats: &Shared, h: &Header) {
     let now = clock::now_us();
     let mut s = stats.lock().expect("stats lock");
-    if let Some(p) = s.phases.get_mut(phase as usize) {
-        p.ack_latency.record(now.saturating_sub(intended_us));
+    let Some(p) = s.phases.get_mut(h.phase as usize) else {
+        return;
+    };
+    p.ack_latency.record(now.saturating_sub(h.intended_us));
+    s.acks.acked(h.phase, h.seq, now);
+    if let Some(i) = s.second(now) {
+        bump(&mut s.timeline_acked, i, 1);
     }
+}
+
+/// A publish noted with `note_sent` failed instead of being acknowledged: counted as an error
+/// of `kind`; it no longer holds a publish stall open.
+pub fn record_ack_error(stats: &Shared, phase: u8, kind: &str) {
+    let now = clock::now_us();
+    crate::drivers::record_error(stats, phase, kind);
+    stats.lock().expect("stats lock").acks.failed(phase, now);
 }
 
 #[cfg(test)]
