@@ -6,12 +6,12 @@ use crate::options::RunOptions;
 use crate::payload::Header;
 use crate::plan::{self, Length, PlanPhase, Ramp, Schedule};
 use crate::recorder::{ReceiveRecorder, Shared, TaskStats};
-use crate::{connect, connections, cpu, progress};
+use crate::{acks, connect, connections, cpu, progress};
 use msgbench_crds::workload::{Protocol, Workload};
 use runner_api::coarse::CoarseLatency;
 use runner_api::result::{
-    self, Delivery, Generator, PhaseStats, RunnerResult, TimelinePoint, SATURATION_CPU,
-    SATURATION_LAG_P99_US,
+    self, Delivery, Generator, PhaseStats, PublishStall, RunnerResult, TimelinePoint,
+    SATURATION_CPU, SATURATION_LAG_P99_US,
 };
 use runner_api::target::TargetUrl;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -203,6 +203,7 @@ async fn run_messaging(
             allowed: allowed.clone(),
             closed_batch: driver.closed_loop_batch(),
         };
+        st.lock().expect("stats lock").acks.stream = Some((ctx.idx as u16, ctx.topic));
         tasks.push(tokio::spawn(publish_all(ctx, p, st)));
     }
     // Publishers stay connected until the drain is over: round-trip replies arrive on them.
@@ -244,6 +245,9 @@ async fn run_messaging(
             Some(Ramp::Rate(v) | Ramp::Publishers(v)) => Some(v),
             None => None,
         };
+    }
+    if driver.publish_acks() {
+        ack_figures(&mut per_phase, &all_stats, opts.runner_id);
     }
     let timeline = collect_timeline(&all_stats);
     let warmup = (w.warmup_seconds > 0).then(|| per_phase[0].clone());
@@ -351,31 +355,48 @@ fn collect_phase(stats: &[Shared], k: usize) -> PhaseStats {
     out
 }
 
+/// `lostAcked` and the publish stall of each phase, from all of this runner's tasks at once
+/// (after the drain, so a message still missing is lost).
+fn ack_figures(per_phase: &mut [PhaseStats], stats: &[Shared], runner: u16) {
+    let guards: Vec<_> = stats
+        .iter()
+        .map(|s| s.lock().expect("stats lock"))
+        .collect();
+    let tasks: Vec<&TaskStats> = guards.iter().map(|g| &**g).collect();
+    for (k, p) in per_phase.iter_mut().enumerate() {
+        // Every driver with publish acks fans out (each JetStream subscriber has its own
+        // consumer; no MQTT shared subscriptions).
+        let lost = acks::lost_in_phase(&tasks, k, runner, acks::Expect::Every);
+        p.lost_acked = Some(lost.messages);
+        p.lost_acked_deliveries = Some(lost.deliveries);
+        let stall = tasks
+            .iter()
+            .filter_map(|t| t.acks.longest_stall(k))
+            .map(|(micros, start_us)| PublishStall {
+                micros,
+                started_unix_ms: clock::unix_ms(start_us),
+            })
+            .fold(PublishStall::default(), PublishStall::longest);
+        p.publish_stall = Some(stall);
+    }
+}
+
 fn collect_timeline(stats: &[Shared]) -> Vec<TimelinePoint> {
-    let mut pubs: Vec<u64> = Vec::new();
-    let mut recv: Vec<u64> = Vec::new();
-    let mut latency: Vec<CoarseLatency> = Vec::new();
+    let mut per = result::PerSecond::default();
     for s in stats {
         let s = s.lock().expect("stats lock");
-        for (v, src) in [
-            (&mut pubs, &s.timeline_published),
-            (&mut recv, &s.timeline_received),
-        ] {
-            if v.len() < src.len() {
-                v.resize(src.len(), 0);
-            }
-            for (a, b) in v.iter_mut().zip(src) {
-                *a += b;
-            }
+        add_into(&mut per.published, &s.timeline_published);
+        add_into(&mut per.received, &s.timeline_received);
+        add_into(&mut per.acked, &s.timeline_acked);
+        if per.latency.len() < s.timeline_latency.len() {
+            per.latency
+                .resize(s.timeline_latency.len(), CoarseLatency::default());
         }
-        if latency.len() < s.timeline_latency.len() {
-            latency.resize(s.timeline_latency.len(), CoarseLatency::default());
-        }
-        for (a, b) in latency.iter_mut().zip(&s.timeline_latency) {
+        for (a, b) in per.latency.iter_mut().zip(&s.timeline_latency) {
             a.add(b);
         }
     }
-    result::timeline_points(&pubs, &recv, &latency)
+    result::timeline_points(&per)
 }
 
 /// Quiet time after this runner's own messages have all arrived, for other runners' last
@@ -523,6 +544,8 @@ async fn publish_all(ctx: PubCtx, mut p: Box<dyn Publisher>, st: Shared) -> Box<
     }
     // The flush belongs to the last phase's publish time (what the server had to take in).
     p.finish().await;
+    // Acks still missing now never come: a stall still open ends here.
+    st.lock().expect("stats lock").acks.finish(clock::now_us());
     if let Some((k, s)) = last_phase {
         let took = (clock::now_us() - s) as f64 / 1e6;
         let mut g = st.lock().expect("stats lock");

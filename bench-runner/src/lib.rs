@@ -2,6 +2,7 @@
 //! whose latency is measured from the intended send time into HdrHistograms that merge exactly.
 #![forbid(unsafe_code)]
 
+pub mod acks;
 pub mod agent;
 pub mod clock;
 pub mod connect;

@@ -1,7 +1,9 @@
 //! Per-task recorders. Each publisher and subscriber task owns one (behind an uncontended
 //! mutex so the engine can read a stage's figures mid-run); nothing is shared on the hot path.
+use crate::acks::AckBook;
 use crate::clock;
 use crate::payload::Header;
+use fixedbitset::FixedBitSet;
 use runner_api::coarse::CoarseLatency;
 use runner_api::result::{Delivery, PhaseStats};
 use std::collections::HashMap;
@@ -22,6 +24,12 @@ pub struct TaskStats {
     /// (process-clock µs; 0 = none). Together they give the first-send → last-delivery window.
     pub phase_start_us: Vec<Option<u64>>,
     pub last_recv_us: Vec<u64>,
+    /// Per second: publishes acknowledged (publisher tasks).
+    pub timeline_acked: Vec<u64>,
+    /// Publisher tasks: acknowledged sequences and stall clocks.
+    pub acks: AckBook,
+    /// Sequences received per (runner, publisher) stream (subscriber tasks).
+    streams: HashMap<(u16, u16), SeqTracker>,
 }
 
 impl TaskStats {
@@ -38,7 +46,15 @@ impl TaskStats {
             first_recv_us: vec![None; phase_names.len()],
             phase_start_us: vec![None; phase_names.len()],
             last_recv_us: vec![0; phase_names.len()],
+            timeline_acked: Vec::new(),
+            acks: AckBook::new(phase_names.len()),
+            streams: HashMap::new(),
         }
+    }
+
+    /// Sequences this task received from `publisher` of `runner`.
+    pub fn seen(&self, runner: u16, publisher: u16) -> Option<&FixedBitSet> {
+        self.streams.get(&(runner, publisher)).map(|t| &t.seen)
     }
 
     fn second(&self, now_us: u64) -> Option<usize> {
@@ -82,22 +98,21 @@ pub fn unphased(phases: usize) -> usize {
 }
 
 /// Sequence bookkeeping for one (runner, publisher) stream: exact duplicate detection with a
-/// bitset, out-of-order = arrived below the highest sequence seen.
-#[derive(Default)]
+/// bitset (also what `lostAcked` checks acks against), out-of-order = arrived below the
+/// highest sequence seen.
+#[derive(Debug, Default)]
 struct SeqTracker {
-    seen: Vec<u64>,
+    seen: FixedBitSet,
     highest: Option<u64>,
 }
 
 impl SeqTracker {
     /// Returns (duplicate, out_of_order).
     fn observe(&mut self, seq: u64) -> (bool, bool) {
-        let (w, b) = ((seq / 64) as usize, seq % 64);
-        if self.seen.len() <= w {
-            self.seen.resize(w + 1, 0);
+        let dup = self.seen.contains(seq as usize);
+        if !dup {
+            self.seen.grow_and_insert(seq as usize);
         }
-        let dup = self.seen[w] & (1 << b) != 0;
-        self.seen[w] |= 1 << b;
         let ooo = !dup && self.highest.is_some_and(|h| seq < h);
         if self.highest.is_none_or(|h| seq > h) {
             self.highest = Some(seq);
@@ -110,16 +125,11 @@ impl SeqTracker {
 pub struct ReceiveRecorder {
     runner: u16,
     stats: Shared,
-    streams: HashMap<(u16, u16), SeqTracker>,
 }
 
 impl ReceiveRecorder {
     pub fn new(runner: u16, stats: Shared) -> Self {
-        ReceiveRecorder {
-            runner,
-            stats,
-            streams: HashMap::new(),
-        }
+        ReceiveRecorder { runner, stats }
     }
 
     /// Records one delivery; `now_us` is read by the caller right after the message arrived.
@@ -136,7 +146,7 @@ impl ReceiveRecorder {
             *s.phases[i].errors.entry("unknownPhase".into()).or_default() += 1;
             return;
         }
-        let (dup, ooo) = self
+        let (dup, ooo) = s
             .streams
             .entry((h.runner, h.publisher))
             .or_default()
@@ -183,13 +193,34 @@ pub fn register_subscription(stats: &Shared, topics: &[u32]) {
     }
 }
 
-/// Publish-ack latency recorder usable from an ack-handling task.
-pub fn record_ack(stats: &Shared, phase: u8, intended_us: u64) {
+/// `n` publishes of `phase` were handed to the server and now wait for their acks. Drivers
+/// whose publishes are acknowledged call it before the acks can arrive.
+pub fn note_sent(stats: &Shared, phase: u8, n: u64) {
+    let now = clock::now_us();
+    stats.lock().expect("stats lock").acks.sent(phase, n, now);
+}
+
+/// Records the acknowledgement of the publish `h` (from an ack-handling task): its latency,
+/// its sequence, the second it arrived in.
+pub fn record_ack(stats: &Shared, h: &Header) {
     let now = clock::now_us();
     let mut s = stats.lock().expect("stats lock");
-    if let Some(p) = s.phases.get_mut(phase as usize) {
-        p.ack_latency.record(now.saturating_sub(intended_us));
+    let Some(p) = s.phases.get_mut(h.phase as usize) else {
+        return;
+    };
+    p.ack_latency.record(now.saturating_sub(h.intended_us));
+    s.acks.acked(h.phase, h.seq, now);
+    if let Some(i) = s.second(now) {
+        bump(&mut s.timeline_acked, i, 1);
     }
+}
+
+/// A publish noted with `note_sent` failed instead of being acknowledged: counted as an error
+/// of `kind`; it no longer holds a publish stall open.
+pub fn record_ack_error(stats: &Shared, phase: u8, kind: &str) {
+    let now = clock::now_us();
+    crate::drivers::record_error(stats, phase, kind);
+    stats.lock().expect("stats lock").acks.failed(phase, now);
 }
 
 #[cfg(test)]

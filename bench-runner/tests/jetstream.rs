@@ -38,6 +38,11 @@ async fn publish_modes_and_consumers_deliver_exactly_with_ack_latency_apart() {
         assert_eq!(m.received, 1000, "{case}");
         assert_eq!(m.summary.delivered_ratio, 1.0, "{case}");
         assert_eq!(m.ack_latency.len(), 1000, "{case}: every publish acked");
+        assert_eq!(m.lost_acked, Some(0), "{case}: nothing acked went missing");
+        assert_eq!(m.lost_acked_deliveries, Some(0), "{case}");
+        // A healthy server: the longest wait for an ack is there, and short.
+        let stall = m.publish_stall.expect("JetStream acknowledges publishes");
+        assert!((1..2_000_000).contains(&stall.micros), "{case}: {stall:?}");
         assert_eq!(m.latency.len(), 1000, "{case}");
         assert!(m.errors.is_empty(), "{case}: {:?}", m.errors);
     }
@@ -218,4 +223,48 @@ async fn only_the_leader_recreates_the_stream_and_followers_wait_for_it() {
         format!("{e:#}").contains("runner 1 did not create it for trial-2"),
         "{e:#}"
     );
+}
+
+/// The server stops answering for 600 ms in the middle of publishing (SIGSTOP, then SIGCONT):
+/// the longest publish stall covers the pause and starts when it did, nothing acknowledged
+/// is lost (the server kept every message), and every ack lands in the timeline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_server_shows_as_a_publish_stall_and_loses_no_acknowledged_message() {
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    let s = nats_server(true);
+    let pid = s.pid();
+    // Publishing spans ~0.1–5.1 s (setup on loopback is far below a second); the pause lies
+    // well inside it.
+    let staller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        let at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+        signal(pid, "STOP");
+        std::thread::sleep(Duration::from_millis(600));
+        signal(pid, "CONT");
+        at.as_millis() as u64
+    });
+    let r = run_ok(
+        "protocol: jetstream\npublishers: 1\nsubscribers: 2\ntopics: 1\nratePerPublisher: 500\nmessagesPerPublisher: 2500\njetstream: {publish: async, storage: memory, maxInFlight: 1000}\n",
+        s.port,
+    )
+    .await;
+    let stopped_ms = staller.join().unwrap();
+    let m = &r.measured;
+    assert_eq!(m.published, 2500);
+    assert!(m.errors.is_empty(), "{:?}", m.errors);
+    assert_eq!(m.ack_latency.len(), 2500, "every publish acked");
+    assert_eq!((m.lost_acked, m.lost_acked_deliveries), (Some(0), Some(0)));
+    let stall = m.publish_stall.expect("JetStream acknowledges publishes");
+    assert!(
+        (500_000..3_000_000).contains(&stall.micros),
+        "a 600 ms pause: stall {} µs",
+        stall.micros
+    );
+    let lead = stopped_ms as i64 - stall.started_unix_ms as i64;
+    assert!(
+        (-50..300).contains(&lead),
+        "the stall starts with the pause: {lead} ms before it"
+    );
+    let acked: u64 = r.timeline.iter().map(|p| p.acked).sum();
+    assert_eq!(acked, 2500);
 }

@@ -39,6 +39,10 @@ async fn every_version_and_qos_delivers_exactly_at_a_modest_rate() {
         // PUBACK (QoS 1) / PUBCOMP (QoS 2) latency, apart from end-to-end.
         let acks = m.ack_latency.len();
         assert_eq!(acks, if qos == 0 { 0 } else { 1000 }, "{case}");
+        // QoS 0 is not acknowledged: lost-acked and the stall are unavailable, not 0.
+        let acked = qos > 0;
+        assert_eq!(m.lost_acked, acked.then_some(0), "{case}");
+        assert_eq!(m.publish_stall.is_some(), acked, "{case}");
         // Send lag depends on the machine's load (shared CI cores); the schedule itself held:
         assert_eq!(m.scheduled, m.published, "{case}");
     }
@@ -116,6 +120,11 @@ async fn a_broker_dying_mid_run_is_reported_not_waited_for() {
         m.published
     );
     assert!(!m.errors.is_empty(), "the lost connection is counted");
+    // PUBACKs stopped with the broker: the publisher waited from then until it gave up at
+    // the end (~2 s).
+    let stall = m.publish_stall.expect("QoS 1 is acknowledged");
+    assert!(stall.micros >= 1_500_000, "{stall:?}");
+    assert!(m.lost_acked.is_some());
     assert!(
         r.generator.reasons.iter().any(|x| x.contains("scheduled")),
         "{:?}",

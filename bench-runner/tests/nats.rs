@@ -40,6 +40,10 @@ async fn exact_counts_and_full_delivery_at_a_modest_rate() {
     assert_eq!((m.duplicates, m.out_of_order, m.received_remote), (0, 0, 0));
     assert_eq!(m.summary.delivered_ratio, 1.0);
     assert_eq!(m.latency.len(), 4000);
+    // Core NATS does not acknowledge publishes: nothing to say about acked messages.
+    assert_eq!((m.lost_acked, m.lost_acked_deliveries), (None, None));
+    assert_eq!(m.publish_stall, None);
+    assert!(r.timeline.iter().all(|p| p.acked == 0));
     // (Send lag depends on the load of the shared machine; the schedule itself held.)
     assert!(
         !r.generator.reasons.iter().any(|x| x.contains("scheduled")),

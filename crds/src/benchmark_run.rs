@@ -434,6 +434,11 @@ pub enum Metric {
     Duplicates,
     /// Deliveries out of publish order per publisher.
     OutOfOrder,
+    /// Acknowledged publishes an own-runner subscriber never received (`lostAcked`; only where
+    /// publishes are acknowledged, otherwise unavailable and the threshold fails).
+    LostAcked,
+    /// Longest publish stall (ms; only where publishes are acknowledged).
+    PublishStallMs,
     /// Connections opened per second (connection workloads).
     ConnectRate,
     /// 99th percentile time to open a connection (ms; connection workloads).

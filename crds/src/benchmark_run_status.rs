@@ -1,7 +1,7 @@
 //! BenchmarkRun status: phase and progress while running, the merged result, per-trial figures
 //! with confidence intervals, threshold outcomes, the baseline comparison, the environment
 //! actually observed, and a bounded history of earlier spec generations.
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, MicroTime, Time};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -185,6 +185,27 @@ pub struct RunResult {
     /// Publish-to-acknowledgement latency, where the protocol acknowledges.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publish_ack_latency: Option<LatencySummary>,
+    /// Messages whose publish the server acknowledged (JetStream ack, MQTT PUBACK/PUBCOMP,
+    /// HTTP publish 2xx) but that an own-runner subscriber of their topic never received by the
+    /// end of the run's drain; a message missed by several subscribers counts once.
+    /// Each runner checks its own publishers against its own subscribers only (exact with one
+    /// runner). Summed over runners and trials. Absent where publishes are not acknowledged
+    /// (core NATS, MQTT QoS 0, WebSocket): unavailable, not 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_acked: Option<u64>,
+    /// As `lostAcked`, counted per (message, subscriber) that missed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_acked_deliveries: Option<u64>,
+    /// Longest interval (ms) during which one publisher had publishes outstanding (sent, not
+    /// yet acknowledged or failed) and no acknowledgement arrived; the longest over publishers,
+    /// runners and trials. Absent where publishes are not acknowledged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publish_stall_ms: Option<f64>,
+    /// When the longest publish stall began (the runner's wall clock; RFC 3339 with
+    /// microseconds, millisecond precision), to line it up with a fault injected at a known
+    /// time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publish_stall_started_at: Option<MicroTime>,
     /// Warm-up figures, excluded from everything above.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup: Option<SegmentResult>,
@@ -249,6 +270,10 @@ pub struct TimelineSample {
     /// Messages delivered per second in this window (all subscribers), summed over runners,
     /// mean over trials/rounds.
     pub receive_rate: f64,
+    /// Publishes acknowledged per second in this window, summed over runners, mean over
+    /// trials/rounds (0, and omitted, where publishes are not acknowledged).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ack_rate: f64,
     /// Median end-to-end latency of the deliveries in this window, from a coarse histogram
     /// (bucket midpoints, within 6 % of the exact value) merged over runners and trials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -538,4 +563,8 @@ pub struct HistoryEntry {
     /// Its mean and confidence intervals, when it ran 2 or more trials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub statistics: Option<TrialStatistics>,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }

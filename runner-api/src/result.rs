@@ -59,7 +59,58 @@ pub struct PhaseStats {
     pub ack_latency: Histo,
     /// Actual − intended send time.
     pub send_lag: Histo,
+    /// Messages whose publish the server acknowledged (JetStream ack, MQTT PUBACK/PUBCOMP,
+    /// HTTP publish 2xx) but which an own-runner subscriber that should have received them
+    /// (fan-out: every own subscriber of the topic) never received by the end of the run's
+    /// drain; counted once per message. Each runner checks only its own publishers against its
+    /// own subscribers, so with several runners a message lost only to another runner's
+    /// subscribers is not counted; exact for one runner. Summed over runners, trials and
+    /// phases. `None` where publishes are not acknowledged (core NATS, MQTT QoS 0, WebSocket):
+    /// unavailable, not 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_acked: Option<u64>,
+    /// As `lost_acked`, counted per (message, subscriber): a message missed by two own
+    /// subscribers counts 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_acked_deliveries: Option<u64>,
+    /// Longest publish stall of any one publisher (the longest one over publishers, runners
+    /// and phases). `None` where publishes are not acknowledged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publish_stall: Option<PublishStall>,
     pub summary: PhaseSummary,
+}
+
+/// The longest interval during which a publisher had at least one publish outstanding (sent,
+/// neither acknowledged nor failed yet) and received no acknowledgement. An interval still
+/// open when the publisher finished (its final wait for acks ended) counts up to then.
+/// Zero (started at 0) when nothing was ever outstanding.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PublishStall {
+    pub micros: u64,
+    /// When it began, milliseconds since the Unix epoch (the runner's wall clock).
+    pub started_unix_ms: u64,
+}
+
+impl PublishStall {
+    /// The longer of the two; on a tie the earlier one, so merging does not depend on order.
+    pub fn longest(self, o: PublishStall) -> PublishStall {
+        if (o.micros, std::cmp::Reverse(o.started_unix_ms))
+            > (self.micros, std::cmp::Reverse(self.started_unix_ms))
+        {
+            o
+        } else {
+            self
+        }
+    }
+}
+
+/// Sums two optional counts: unavailable only when both are.
+fn add_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.saturating_add(y)),
+        (x, y) => x.or(y),
+    }
 }
 
 /// Derived figures, recomputed from the raw ones.
@@ -119,6 +170,12 @@ impl PhaseStats {
         self.latency.add(&o.latency);
         self.ack_latency.add(&o.ack_latency);
         self.send_lag.add(&o.send_lag);
+        self.lost_acked = add_opt(self.lost_acked, o.lost_acked);
+        self.lost_acked_deliveries = add_opt(self.lost_acked_deliveries, o.lost_acked_deliveries);
+        self.publish_stall = match (self.publish_stall, o.publish_stall) {
+            (Some(a), Some(b)) => Some(a.longest(b)),
+            (a, b) => a.or(b),
+        };
     }
 
     pub fn error(&mut self, kind: &str) {
@@ -191,6 +248,10 @@ pub struct TimelinePoint {
     pub seconds: u32,
     pub published: u64,
     pub received: u64,
+    /// Publishes acknowledged in this window (0 where publishes are not acknowledged; older
+    /// records lack it).
+    #[serde(default)]
+    pub acked: u64,
     /// End-to-end latency of this window's own-runner deliveries (as `measured.latency`).
     #[serde(default, skip_serializing_if = "CoarseLatency::is_empty")]
     pub latency: CoarseLatency,
@@ -202,6 +263,7 @@ impl TimelinePoint {
     pub fn add(&mut self, o: &TimelinePoint) {
         self.published = self.published.saturating_add(o.published);
         self.received = self.received.saturating_add(o.received);
+        self.acked = self.acked.saturating_add(o.acked);
         self.latency.add(&o.latency);
     }
 }
@@ -213,14 +275,29 @@ fn one_second() -> u32 {
 /// Most timeline points in one record (a day-long run gets 144-second points).
 pub const MAX_TIMELINE_POINTS: usize = 600;
 
+/// Per-second counts of one runner, indexed by second since the measured start.
+#[derive(Clone, Debug, Default)]
+pub struct PerSecond {
+    pub published: Vec<u64>,
+    pub received: Vec<u64>,
+    pub acked: Vec<u64>,
+    pub latency: Vec<CoarseLatency>,
+}
+
 /// Per-second counts and latencies as timeline points, summed into equal buckets of whole
 /// seconds when there are more than [`MAX_TIMELINE_POINTS`] seconds.
-pub fn timeline_points(
-    published: &[u64],
-    received: &[u64],
-    latency: &[CoarseLatency],
-) -> Vec<TimelinePoint> {
-    let n = published.len().max(received.len()).max(latency.len());
+pub fn timeline_points(per: &PerSecond) -> Vec<TimelinePoint> {
+    let PerSecond {
+        published,
+        received,
+        acked,
+        latency,
+    } = per;
+    let n = published
+        .len()
+        .max(received.len())
+        .max(acked.len())
+        .max(latency.len());
     let width = n.div_ceil(MAX_TIMELINE_POINTS).max(1);
     let sum = |v: &[u64], from: usize| v.iter().skip(from).take(width).sum::<u64>();
     (0..n)
@@ -230,6 +307,7 @@ pub fn timeline_points(
             seconds: width.min(n - from) as u32,
             published: sum(published, from),
             received: sum(received, from),
+            acked: sum(acked, from),
             latency: latency.iter().skip(from).take(width).fold(
                 CoarseLatency::default(),
                 |mut a, l| {
@@ -550,14 +628,25 @@ mod tests {
     fn a_long_timeline_is_summed_into_at_most_600_points_losing_no_message() {
         let pubs: Vec<u64> = (0..86_400).map(|s| s % 7).collect();
         let recv: Vec<u64> = (0..86_399).map(|s| s % 5).collect();
-        let t = timeline_points(&pubs, &recv, &[]);
+        let acked: Vec<u64> = (0..100).collect();
+        let t = timeline_points(&PerSecond {
+            published: pubs.clone(),
+            received: recv.clone(),
+            acked: acked.clone(),
+            latency: vec![],
+        });
         assert!(t.len() <= MAX_TIMELINE_POINTS, "{}", t.len());
         assert_eq!((t[1].second, t[1].seconds), (144, 144));
         let total = |f: fn(&TimelinePoint) -> u64| t.iter().map(f).sum::<u64>();
         assert_eq!(total(|p| p.published), pubs.iter().sum::<u64>());
         assert_eq!(total(|p| p.received), recv.iter().sum::<u64>());
+        assert_eq!(total(|p| p.acked), acked.iter().sum::<u64>());
         // Short runs keep one point a second.
-        let short = timeline_points(&[1, 2, 3], &[1], &[]);
+        let short = timeline_points(&PerSecond {
+            published: vec![1, 2, 3],
+            received: vec![1],
+            ..Default::default()
+        });
         assert_eq!(short.len(), 3);
         assert!(short.iter().all(|p| p.seconds == 1));
         assert_eq!(short[2].received, 0);
@@ -576,6 +665,76 @@ mod tests {
         assert_eq!((a[2].published, a[2].latency.count()), (6, 6));
         let p99 = a[2].latency.quantile_us(0.99).unwrap();
         assert!((p99 / 9_000.0 - 1.0).abs() < 0.06, "{p99}");
+    }
+
+    fn stall(micros: u64, started_unix_ms: u64) -> Option<PublishStall> {
+        Some(PublishStall {
+            micros,
+            started_unix_ms,
+        })
+    }
+
+    #[test]
+    fn lost_acked_sums_and_the_longest_stall_keeps_its_start_through_merge() {
+        let mut a = PhaseStats::new("m", 1, Delivery::FanOut);
+        a.lost_acked = Some(2);
+        a.lost_acked_deliveries = Some(3);
+        a.publish_stall = stall(40_000, 1_000);
+        let mut b = a.clone();
+        b.lost_acked = Some(5);
+        b.lost_acked_deliveries = Some(5);
+        b.publish_stall = stall(90_000, 7_000);
+        let mut m = a.clone();
+        m.add(&b);
+        assert_eq!((m.lost_acked, m.lost_acked_deliveries), (Some(7), Some(8)));
+        assert_eq!(m.publish_stall, stall(90_000, 7_000));
+        // The other order gives the same; a tie keeps the earlier start.
+        let mut n = b.clone();
+        n.add(&a);
+        assert_eq!(n.publish_stall, m.publish_stall);
+        let mut tie = a.clone();
+        tie.publish_stall = stall(40_000, 500);
+        tie.add(&a);
+        assert_eq!(tie.publish_stall, stall(40_000, 500));
+        // Phases of one runner aggregate the same way.
+        let measured = aggregate_measured(&[a, b]);
+        assert_eq!(measured.lost_acked, Some(7));
+        assert_eq!(measured.publish_stall, stall(90_000, 7_000));
+    }
+
+    #[test]
+    fn unavailable_figures_stay_unavailable_through_merge_and_serde() {
+        let none = PhaseStats::new("m", 1, Delivery::FanOut);
+        let mut m = none.clone();
+        m.add(&none);
+        m.finalize();
+        assert_eq!((m.lost_acked, m.lost_acked_deliveries), (None, None));
+        assert_eq!(m.publish_stall, None);
+        let json = serde_json::to_value(&m).unwrap();
+        assert!(json.get("lostAcked").is_none(), "{json}");
+        // Zero is a figure, not unavailable: it survives the round trip.
+        let mut zero = none.clone();
+        zero.lost_acked = Some(0);
+        zero.publish_stall = Some(PublishStall::default());
+        let back: PhaseStats =
+            serde_json::from_value(serde_json::to_value(&zero).unwrap()).unwrap();
+        assert_eq!(
+            (back.lost_acked, back.publish_stall),
+            (Some(0), zero.publish_stall)
+        );
+    }
+
+    #[test]
+    fn older_timeline_points_without_acked_read_as_zero_and_acked_merges() {
+        let old: TimelinePoint =
+            serde_json::from_str(r#"{"second":3,"published":5,"received":4}"#).unwrap();
+        assert_eq!((old.second, old.acked), (3, 0));
+        let mut a = vec![TimelinePoint {
+            acked: 2,
+            ..old.clone()
+        }];
+        merge_timelines(&mut a, &[TimelinePoint { acked: 5, ..old }]);
+        assert_eq!((a.len(), a[0].acked, a[0].published), (1, 7, 10));
     }
 
     /// Counters from another process are not trusted to be consistent: more duplicates than

@@ -4,9 +4,10 @@
 //! same figures from a standalone `bench-runner run` result file.
 use crate::histo::LatencyPercentiles;
 use crate::result::{
-    ConnectionStats, PhaseStats, RestLatency, RunnerResult, TimelinePoint, MAX_TIMELINE_POINTS,
-    SATURATION_LAG_P99_US,
+    ConnectionStats, PhaseStats, PublishStall, RestLatency, RunnerResult, TimelinePoint,
+    MAX_TIMELINE_POINTS, SATURATION_LAG_P99_US,
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use msgbench_crds::benchmark_run::{
     ConnectionsResult, LatencySummary, RestResult, RunResult, SegmentResult, TimelineSample,
 };
@@ -117,6 +118,10 @@ pub fn to_status(r: &RunnerResult, trials: u32) -> RunResult {
         duration_seconds: (m.receive_seconds.max(m.publish_seconds) * 1000.0).round() / 1000.0,
         latency: latency(s.latency.as_ref()),
         publish_ack_latency: latency(s.ack_latency.as_ref()),
+        lost_acked: m.lost_acked,
+        lost_acked_deliveries: m.lost_acked_deliveries,
+        publish_stall_ms: m.publish_stall.map(|p| us_to_ms(p.micros as f64)),
+        publish_stall_started_at: m.publish_stall.and_then(stall_start),
         warmup: r.warmup.as_ref().map(segment),
         sessions: r.sessions.iter().take(32).map(segment).collect(),
         stages: (r.stages.iter().take(100).enumerate())
@@ -139,6 +144,17 @@ pub fn to_status(r: &RunnerResult, trials: u32) -> RunResult {
     }
 }
 
+/// When a stall began, as a status timestamp (none for the zero stall of a phase where
+/// nothing was outstanding).
+fn stall_start(p: PublishStall) -> Option<MicroTime> {
+    if p.started_unix_ms == 0 {
+        return None;
+    }
+    k8s_openapi::jiff::Timestamp::from_millisecond(i64::try_from(p.started_unix_ms).ok()?)
+        .ok()
+        .map(MicroTime)
+}
+
 /// The timeline in status form: rates per second of each window, mean over the `trials` merged
 /// into it (second `s` of every trial adds up), percentiles from the merged coarse histograms.
 pub fn timeline(points: &[TimelinePoint], trials: u32) -> Vec<TimelineSample> {
@@ -159,6 +175,7 @@ pub fn timeline(points: &[TimelinePoint], trials: u32) -> Vec<TimelineSample> {
                 seconds: p.seconds,
                 publish_rate: rate(p.published),
                 receive_rate: rate(p.received),
+                ack_rate: rate(p.acked),
                 p50_ms: p.latency.quantile_us(0.5).map(us_to_ms),
                 p99_ms: p.latency.quantile_us(0.99).map(us_to_ms),
             }
@@ -184,6 +201,40 @@ mod tests {
         assert!((p99 / 2.0 - 1.0).abs() < 0.06, "{p99}");
         // A second with no deliveries has no latency, not a latency of 0.
         assert_eq!((t[1].p50_ms, t[1].p99_ms), (None, None));
+    }
+
+    #[test]
+    fn lost_acked_and_the_stall_reach_status_and_unavailable_stays_absent() {
+        let line = crate::testing::record(1, 1, &[1_000], 1, 1_700_000_000_000);
+        let mut r = line.result;
+        let none = to_status(&r, 1);
+        assert_eq!((none.lost_acked, none.lost_acked_deliveries), (None, None));
+        assert_eq!(none.publish_stall_ms, None);
+        assert_eq!(none.publish_stall_started_at, None);
+        let json = serde_json::to_value(&none).unwrap();
+        assert!(json.get("lostAcked").is_none() && json.get("publishStallMs").is_none());
+        r.measured.lost_acked = Some(0);
+        r.measured.lost_acked_deliveries = Some(0);
+        r.measured.publish_stall = Some(PublishStall {
+            micros: 1_234_567,
+            started_unix_ms: 1_700_000_000_250,
+        });
+        let st = to_status(&r, 1);
+        assert_eq!(
+            (st.lost_acked, st.lost_acked_deliveries),
+            (Some(0), Some(0))
+        );
+        assert_eq!(st.publish_stall_ms, Some(1_234.567));
+        let at = serde_json::to_value(&st.publish_stall_started_at).unwrap();
+        assert_eq!(at, "2023-11-14T22:13:20.250000Z");
+    }
+
+    #[test]
+    fn the_timeline_carries_the_ack_rate_per_trial() {
+        let mut p = point(0, 10, 1_000);
+        p.acked = 40;
+        let t = timeline(&[p, point(1, 10, 1_000)], 2);
+        assert_eq!((t[0].ack_rate, t[1].ack_rate), (20.0, 0.0));
     }
 
     #[test]

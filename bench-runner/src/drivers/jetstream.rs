@@ -6,7 +6,9 @@ use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop};
 use crate::clock;
 use crate::options::SharedSetup;
 use crate::payload::Header;
-use crate::recorder::{record_ack, register_subscription, ReceiveRecorder, Shared};
+use crate::recorder::{
+    note_sent, record_ack, record_ack_error, register_subscription, ReceiveRecorder, Shared,
+};
 use async_nats::jetstream::{self, consumer, context::PublishAckFuture, stream};
 use async_nats::Subject;
 use futures::future::BoxFuture;
@@ -226,6 +228,10 @@ impl Driver for JetStreamDriver {
         })
     }
 
+    fn publish_acks(&self) -> bool {
+        true
+    }
+
     fn publisher(
         &self,
         idx: u32,
@@ -322,8 +328,8 @@ async fn acker(mut rx: mpsc::UnboundedReceiver<PendingAck>, stats: Shared) {
             },
             Some((h, r, permit)) = pending.next(), if !pending.is_empty() => {
                 match r {
-                    Ok(_) => record_ack(&stats, h.phase, h.intended_us),
-                    Err(e) => record_error(&stats, h.phase, &format!("ack:{:?}", e.kind())),
+                    Ok(_) => record_ack(&stats, &h),
+                    Err(e) => record_ack_error(&stats, h.phase, &format!("ack:{:?}", e.kind())),
                 }
                 drop(permit);
             }
@@ -363,6 +369,8 @@ impl Publisher for JsPublisher {
                 {
                     Ok(f) => {
                         sent += 1;
+                        // Before the acker holds the future, so the ack cannot come first.
+                        note_sent(&self.stats, m.header.phase, 1);
                         if let Some(acks) = &self.acks {
                             let _ = acks.send((m.header, f, permit));
                         }

@@ -36,6 +36,12 @@ pub trait Driver: Send + Sync + 'static {
     fn delivery(&self) -> Delivery {
         Delivery::FanOut
     }
+    /// Whether the server acknowledges each publish (JetStream, MQTT QoS ≥ 1, HTTP publish):
+    /// only then are `lostAcked` and the publish stall defined. Such drivers call
+    /// `recorder::note_sent` per publish and `record_ack` / `record_ack_error` per outcome.
+    fn publish_acks(&self) -> bool {
+        false
+    }
     /// Messages per `send_batch` in closed loop. Drivers that write a batch at once take many
     /// (fewer, larger writes); drivers that issue one request per message (HTTP publish,
     /// request/reply) keep this many requests in flight per publisher.

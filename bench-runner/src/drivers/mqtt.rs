@@ -4,7 +4,9 @@ use super::mqtt_client::{self, Client, Ev, Loop};
 use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop};
 use crate::clock;
 use crate::payload::Header;
-use crate::recorder::{record_ack, register_subscription, ReceiveRecorder, Shared};
+use crate::recorder::{
+    note_sent, record_ack, record_ack_error, register_subscription, ReceiveRecorder, Shared,
+};
 use futures::future::BoxFuture;
 use msgbench_crds::workload::{MqttOptions, MqttVersion, Workload};
 use runner_api::target::TargetUrl;
@@ -60,6 +62,11 @@ impl MqttDriver {
 impl Driver for MqttDriver {
     fn closed_loop_batch(&self) -> u64 {
         512
+    }
+
+    /// PUBACK (QoS 1) or PUBCOMP (QoS 2); QoS 0 is not acknowledged.
+    fn publish_acks(&self) -> bool {
+        self.o.qos > 0
     }
 
     fn subscribe(
@@ -163,8 +170,8 @@ impl Driver for MqttDriver {
                         }
                         Ok(Ev::PubAck(id)) | Ok(Ev::PubComp(id)) => {
                             let x = a.lock().expect("acks lock").by_id.remove(&id);
-                            if let Some((phase, intended)) = x {
-                                record_ack(&st, phase, intended);
+                            if let Some(h) = x {
+                                record_ack(&st, &h);
                             }
                         }
                         Ok(_) => {}
@@ -210,9 +217,9 @@ impl Drop for IdleConn {
 
 #[derive(Default)]
 struct Acks {
-    /// (phase, intended µs) of publishes handed to the client, not yet written.
-    queued: VecDeque<(u8, u64)>,
-    by_id: HashMap<u16, (u8, u64)>,
+    /// Headers of publishes handed to the client, not yet written.
+    queued: VecDeque<Header>,
+    by_id: HashMap<u16, Header>,
     /// Publishes written to the socket.
     written: u64,
 }
@@ -239,7 +246,8 @@ impl Publisher for MqttPublisher {
                         .lock()
                         .expect("acks lock")
                         .queued
-                        .push_back((m.header.phase, m.header.intended_us));
+                        .push_back(m.header);
+                    note_sent(&self.stats, m.header.phase, 1);
                 }
                 match self
                     .c
@@ -247,6 +255,9 @@ impl Publisher for MqttPublisher {
                     .await
                 {
                     Ok(()) => sent += 1,
+                    Err(_) if self.qos > 0 => {
+                        record_ack_error(&self.stats, m.header.phase, "publish")
+                    }
                     Err(_) => record_error(&self.stats, m.header.phase, "publish"),
                 }
             }

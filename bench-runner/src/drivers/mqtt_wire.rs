@@ -4,8 +4,8 @@
 //! message). PUBACK latency is timed per packet id from the message's intended send time.
 //! Subscribers, QoS 2 and MQTT 5 stay on rumqttc.
 use super::{record_error, Outgoing, Publisher};
-use crate::payload::HEADER_BYTES;
-use crate::recorder::{record_ack, Shared};
+use crate::payload::{Header, HEADER_BYTES};
+use crate::recorder::{note_sent, record_ack, Shared};
 use bytes::{Buf, BytesMut};
 use futures::future::BoxFuture;
 use runner_api::target::TargetUrl;
@@ -133,8 +133,8 @@ pub fn parse(buf: &mut BytesMut) -> Result<Option<(u8, BytesMut)>, Malformed> {
     Ok(Some((kind, buf.split_to(len))))
 }
 
-/// (phase, intended µs) per packet id in flight.
-type InFlight = Vec<Option<(u8, u64)>>;
+/// Header of the publish in flight per packet id.
+type InFlight = Vec<Option<Header>>;
 
 /// What the reader needs to match PUBACKs to publishes in flight.
 struct Acks {
@@ -166,8 +166,8 @@ impl Acks {
     fn on_puback(&self, id: u16) {
         let sent = self.in_flight.lock().expect("in-flight lock")[usize::from(id)].take();
         match sent {
-            Some((phase, intended)) => {
-                record_ack(&self.stats, phase, intended);
+            Some(h) => {
+                record_ack(&self.stats, &h);
                 self.window.add_permits(1);
             }
             None => record_error(&self.stats, u8::MAX, "pubackUnknownId"),
@@ -330,7 +330,8 @@ impl Publisher for WirePublisher {
                     let fl = self.in_flight.clone();
                     let mut fl = fl.lock().expect("in-flight lock");
                     let id = self.take_id(&mut fl);
-                    fl[usize::from(id)] = Some((m.header.phase, m.header.intended_us));
+                    fl[usize::from(id)] = Some(m.header);
+                    note_sent(&self.stats, m.header.phase, 1);
                     id
                 } else {
                     0

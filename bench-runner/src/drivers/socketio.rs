@@ -109,6 +109,11 @@ pub fn message_header(frame: &str) -> Option<Option<Header>> {
 }
 
 impl Driver for SocketIoDriver {
+    /// Publishes go over HTTP (`POST /publish`): a 2xx answer is the server's ack.
+    fn publish_acks(&self) -> bool {
+        true
+    }
+
     fn subscribe(
         &self,
         _idx: u32,

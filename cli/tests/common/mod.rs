@@ -57,6 +57,7 @@ fn result(seed: u64, count: usize, median_us: f64, rate: f64, gap: Option<u32>) 
                 },
                 p50_ms: (!empty).then_some(p50),
                 p99_ms: (!empty).then_some(round3(p50 * 4.2 * wobble)),
+                ..Default::default()
             }
         })
         .collect();

@@ -199,7 +199,8 @@ fn trial_figures(trial: i32, r: &RunnerResult, started_ms: Option<u64>) -> Trial
     }
 }
 
-/// The observed value of a metric; `None` when the result lacks it (no latency samples).
+/// The observed value of a metric; `None` when the result lacks it (no latency samples, no
+/// publish acks for `lostAcked` and `publishStallMs`).
 pub fn observed(r: &RunResult, m: Metric) -> Option<f64> {
     let lat = r.latency.as_ref();
     Some(match m {
@@ -216,6 +217,8 @@ pub fn observed(r: &RunResult, m: Metric) -> Option<f64> {
         Metric::Errors => r.errors as f64,
         Metric::Duplicates => r.duplicates as f64,
         Metric::OutOfOrder => r.out_of_order as f64,
+        Metric::LostAcked => r.lost_acked? as f64,
+        Metric::PublishStallMs => r.publish_stall_ms?,
         Metric::ConnectRate => r.connections.as_ref()?.connect_rate,
         Metric::ConnectP99Ms => r.connections.as_ref()?.connect_time.as_ref()?.p99_ms,
         Metric::RecoverySeconds => {
@@ -391,5 +394,31 @@ pub(crate) mod tests {
         );
         assert_eq!(out[0].observed, Some(1.0));
         assert!(out[2].observed.is_none());
+    }
+
+    /// `lostAcked` and `publishStallMs` exist only where publishes are acknowledged: without
+    /// them the threshold fails as unavailable (observed absent), with them it is evaluated.
+    #[test]
+    fn lost_acked_and_stall_thresholds_fail_when_unavailable_and_hold_when_measured() {
+        let t = |metric, value| Threshold {
+            metric,
+            op: ThresholdOp::Le,
+            value,
+            severity: Severity::Fail,
+        };
+        let rules = [t(Metric::LostAcked, 0.0), t(Metric::PublishStallMs, 500.0)];
+        let c = collect_lines(&[runner(1, 1, &[2000; 10], 10)], 1, 1).unwrap();
+        let out = evaluate(&c.result, &rules);
+        assert!(
+            out.iter().all(|r| !r.passed && r.observed.is_none()),
+            "{out:?}"
+        );
+        let mut r = c.result.clone();
+        r.lost_acked = Some(0);
+        r.publish_stall_ms = Some(812.5);
+        let out = evaluate(&r, &rules);
+        assert_eq!(out[0].observed, Some(0.0));
+        assert!(out[0].passed);
+        assert_eq!((out[1].observed, out[1].passed), (Some(812.5), false));
     }
 }

@@ -6,7 +6,8 @@
 //! the pace. A window bounds the requests in flight per publisher (open loop: a full window
 //! shows up as send lag; closed loop: it is the concurrency).
 use crate::drivers::{record_error, Outgoing, Publisher};
-use crate::recorder::{record_ack, Shared};
+use crate::payload::Header;
+use crate::recorder::{note_sent, record_ack, record_ack_error, Shared};
 use bytes::{Buf, BytesMut};
 use futures::future::BoxFuture;
 use std::collections::VecDeque;
@@ -27,17 +28,12 @@ pub const WINDOW: usize = 512;
 /// How long `finish` waits for outstanding responses.
 const FINISH_TIMEOUT: Duration = Duration::from_secs(30);
 
-#[derive(Clone, Copy)]
-struct Pending {
-    phase: u8,
-    intended_us: u64,
-}
-
 /// Requests written on one connection and not answered yet; `dead` once the connection failed
 /// (later sends count as errors at once instead of waiting for a reader that is gone).
 #[derive(Default)]
 struct Queue {
-    pending: VecDeque<Pending>,
+    /// Headers of the requests in flight, oldest first.
+    pending: VecDeque<Header>,
     dead: bool,
 }
 
@@ -147,10 +143,10 @@ impl PipelinedPublisher {
             let alive = {
                 let mut q = self.conns[c].queue.lock().expect("queue lock");
                 if !q.dead {
-                    q.pending.extend(chunk.iter().map(|m| Pending {
-                        phase: m.header.phase,
-                        intended_us: m.header.intended_us,
-                    }));
+                    q.pending.extend(chunk.iter().map(|m| m.header));
+                    // Inside the queue lock, so the reader cannot answer them first (a batch
+                    // is one phase's).
+                    note_sent(&self.stats, chunk[0].header.phase, chunk.len() as u64);
                 }
                 !q.dead
             };
@@ -228,9 +224,9 @@ async fn read_responses(
             };
             window.add_permits(1);
             if (200..300).contains(&code) {
-                record_ack(&stats, p.phase, p.intended_us);
+                record_ack(&stats, &p);
             } else {
-                record_error(&stats, p.phase, &format!("publish:http{code}"));
+                record_ack_error(&stats, p.phase, &format!("publish:http{code}"));
             }
         }
         match rd.read_buf(&mut buf).await {
@@ -239,13 +235,13 @@ async fn read_responses(
             Err(_) => break "read",
         }
     };
-    let failed: Vec<Pending> = {
+    let failed: Vec<Header> = {
         let mut q = queue.lock().expect("queue lock");
         q.dead = true;
         q.pending.drain(..).collect()
     };
     for p in &failed {
-        record_error(&stats, p.phase, &format!("publish:{why}"));
+        record_ack_error(&stats, p.phase, &format!("publish:{why}"));
     }
     window.add_permits(failed.len());
 }
@@ -272,7 +268,6 @@ fn parse_response(buf: &[u8]) -> Result<Option<(usize, u16, usize)>, &'static st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::payload::Header;
     use crate::recorder::TaskStats;
     use runner_api::result::Delivery;
     use tokio::net::TcpListener;
@@ -356,6 +351,12 @@ mod tests {
         assert_eq!(ph.ack_latency.len(), 6);
         assert_eq!(ph.errors.get("publish:http400"), Some(&1));
         assert_eq!(ph.errors.get("publish:closed"), Some(&1));
+        // Two requests per connection in order (seqs 0,1 on the first, 2,3 on the second):
+        // the 400 (seq 1) and the one the hang-up failed (seq 3) are not acknowledged.
+        let acked: Vec<usize> = s.acks.acked_in(0).unwrap().ones().collect();
+        assert_eq!(acked, [0, 2, 4, 5, 6, 7]);
+        assert_eq!(s.timeline_acked.iter().sum::<u64>(), 6);
+        assert!(s.acks.longest_stall(0).is_some());
     }
 
     #[test]
