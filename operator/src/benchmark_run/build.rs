@@ -35,8 +35,9 @@ pub fn agent_config(spec: &BenchmarkRunSpec, target_url: &str) -> AgentConfig {
         barrier_timeout_seconds: spec.barrier_timeout_seconds.max(1) as u32,
         connect_timeout_seconds: spec.connect_timeout_seconds.max(1) as u32,
         schedule: Vec::new(),
-        // One runner needs no barrier between trials; several start each trial together.
-        trial_barrier: spec.runners.count > 1,
+        // One runner needs no barrier between trials; several start each trial together. With
+        // faults the operator releases every trial, so it knows when each one's fault is due.
+        trial_barrier: spec.runners.count > 1 || !spec.faults.is_empty(),
         results_hold_seconds: spec.runners.results_hold_seconds.max(0) as u32,
     }
 }

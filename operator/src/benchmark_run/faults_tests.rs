@@ -189,3 +189,15 @@ fn ordinals_are_read_only_from_statefulset_pod_names_of_that_server() {
     assert_eq!(ordinal("js3", "js30-2"), None);
     assert_eq!(ordinal("js3", "js3-x"), None);
 }
+
+#[test]
+fn with_faults_even_one_runner_waits_for_each_trial_so_its_start_is_known() {
+    use crate::benchmark_run::build::agent_config;
+    let mut br = run(
+        "    - {afterSeconds: 5, action: kill, pod: random}\n",
+        false,
+    );
+    assert!(agent_config(&br.spec, "nats://x:4222").trial_barrier);
+    br.spec.faults.clear();
+    assert!(!agent_config(&br.spec, "nats://x:4222").trial_barrier);
+}
