@@ -81,14 +81,8 @@ def rbac_md_lease_grants(repo):
     path = os.path.join(repo, "operator", "RBAC.md")
     if not os.path.exists(path):
         return None
-    grants, inside = set(), False
-    for line in open(path):
-        if line.startswith("## "):
-            inside = line.strip() == "## Leader election"
-            continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if not inside or len(cells) != 4 or cells[0] in ("apiGroup", "---") or set(cells[0]) <= {"-"}:
-            continue
+    grants = set()
+    for cells in section_rows(path, "## Leader election", 4):
         by_name = not cells[2].startswith("(any")
         for r in cells[1].split(","):
             for v in cells[3].split(","):
@@ -133,16 +127,23 @@ def check_lease_rbac(docs, repo, dep, env, enabled):
         check(by_name or v == "create", f"lease Role: {v} on {r} must be limited to the Lease by name")
 
 
-def rbac_md_fault_grants(repo):
-    """(group, resource, verb) from operator/RBAC.md's fault injection table (4 columns)."""
-    triples, inside = set(), False
-    for line in open(os.path.join(repo, "operator", "RBAC.md")):
+def section_rows(path, heading, columns):
+    """The cells of each table row with `columns` cells under `heading` in a Markdown file."""
+    inside = False
+    for line in open(path):
         if line.startswith("## "):
-            inside = line.strip() == "## Fault injection"
+            inside = line.strip() == heading
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if not inside or len(cells) != 4 or cells[0] in ("apiGroup", "---") or set(cells[0]) <= {"-"}:
-            continue
+        if inside and len(cells) == columns and cells[0] not in ("apiGroup", "---") \
+                and not set(cells[0]) <= {"-"}:
+            yield cells
+
+
+def rbac_md_fault_grants(repo):
+    """(group, resource, verb) from operator/RBAC.md's fault injection table (4 columns)."""
+    triples = set()
+    for cells in section_rows(os.path.join(repo, "operator", "RBAC.md"), "## Fault injection", 4):
         group = "" if cells[0].startswith('""') else cells[0]
         for r in cells[1].split(","):
             for v in cells[2].split(","):

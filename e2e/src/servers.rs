@@ -14,6 +14,26 @@ use serde::de::DeserializeOwned;
 use std::fmt::Debug;
 use std::time::Duration;
 
+/// `js3`: three JetStream servers with memory storage that fit the one shared CPU (no CPU
+/// limit, no anti-affinity on the single node). For runs whose streams use memory storage.
+pub const JS3_MEMORY: &str = r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: JetStreamCluster
+metadata:
+  name: js3
+spec:
+  replicas: 3
+  jetstream:
+    storage:
+      type: memory
+    maxMemoryStore: 64Mi
+  resources:
+    requests: {cpu: 10m, memory: 64Mi}
+    limits: {memory: 256Mi}
+  placement:
+    podAntiAffinity: none
+"#;
+
 /// Label selector of every child the operator made for instance `name`.
 pub fn instance_selector(name: &str) -> String {
     format!("app.kubernetes.io/instance={name},app.kubernetes.io/managed-by=msgbench-operator")

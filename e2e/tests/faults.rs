@@ -18,24 +18,6 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-const JS3: &str = r#"
-apiVersion: msgbench.dev/v1alpha1
-kind: JetStreamCluster
-metadata:
-  name: js3
-spec:
-  replicas: 3
-  jetstream:
-    storage:
-      type: memory
-    maxMemoryStore: 64Mi
-  resources:
-    requests: {cpu: 10m, memory: 64Mi}
-    limits: {memory: 256Mi}
-  placement:
-    podAntiAffinity: none
-"#;
-
 /// Seconds of each measured phase, and when into it the leader is killed.
 const MEASURED: u64 = 16;
 const KILL_AT: u64 = 5;
@@ -114,7 +96,7 @@ async fn leader_kills_are_recorded_with_their_effect_and_nothing_else_is_touched
 }
 
 async fn body(ctx: TestContext) -> Result<()> {
-    kinds::create(&ctx.client, &ctx.ns, JS3).await?;
+    kinds::create(&ctx.client, &ctx.ns, servers::JS3_MEMORY).await?;
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.ns);
     let owner: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "decoy-owner"}}))?;
     let owner = Api::<ConfigMap>::namespaced(ctx.client.clone(), &ctx.ns)

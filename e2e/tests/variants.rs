@@ -16,24 +16,6 @@ use msgbench_e2e::{run, servers, wait, TestContext};
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const JS3: &str = r#"
-apiVersion: msgbench.dev/v1alpha1
-kind: JetStreamCluster
-metadata:
-  name: js3
-spec:
-  replicas: 3
-  jetstream:
-    storage:
-      type: memory
-    maxMemoryStore: 64Mi
-  resources:
-    requests: {cpu: 10m, memory: 64Mi}
-    limits: {memory: 256Mi}
-  placement:
-    podAntiAffinity: none
-"#;
-
 /// The repo's R1-vs-R2 sample, shortened to fit the one shared CPU: 4 rounds of 2 s.
 fn sample() -> Result<String> {
     let path = repo_root().join("config/samples/benchmarkrun-variants-jetstream-r1-vs-r2.yaml");
@@ -99,7 +81,7 @@ spec:
         "an invalid run created a Job"
     );
 
-    kinds::create(&ctx.client, &ctx.ns, JS3).await?;
+    kinds::create(&ctx.client, &ctx.ns, servers::JS3_MEMORY).await?;
     servers::wait_ready(
         &ctx,
         Kind::JetStreamCluster,

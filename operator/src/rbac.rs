@@ -83,6 +83,20 @@ pub const LEASE_RULES: &[(&str, &[&str], &[&str], bool)] = &[
     ("coordination.k8s.io", &["leases"], &["create"], false),
 ];
 
+/// `| group | resources | verbs` of one rule (the caller closes the row).
+fn row(group: &str, resources: &[&str], verbs: &[&str]) -> String {
+    let group = if group.is_empty() {
+        "\"\" (core)"
+    } else {
+        group
+    };
+    format!(
+        "| {group} | {} | {}",
+        resources.join(", "),
+        verbs.join(", ")
+    )
+}
+
 /// Markdown tables of [`RULES`] and [`LEASE_RULES`] (the content of `operator/RBAC.md`).
 pub fn render_markdown() -> String {
     let mut s = String::from(
@@ -93,16 +107,7 @@ pub fn render_markdown() -> String {
          | apiGroup | resources | verbs |\n|---|---|---|\n",
     );
     for (group, resources, verbs) in RULES {
-        let group = if group.is_empty() {
-            "\"\" (core)"
-        } else {
-            group
-        };
-        s.push_str(&format!(
-            "| {group} | {} | {} |\n",
-            resources.join(", "),
-            verbs.join(", ")
-        ));
+        s.push_str(&format!("{} |\n", row(group, resources, verbs)));
     }
     s.push_str(
         "\n## Leader election\n\n\
@@ -129,15 +134,9 @@ pub fn render_markdown() -> String {
          | apiGroup | resources | verbs | used for |\n|---|---|---|---|\n",
     );
     for (group, resources, verbs) in FAULT_RULES {
-        let group = if group.is_empty() {
-            "\"\" (core)"
-        } else {
-            group
-        };
         s.push_str(&format!(
-            "| {group} | {} | {} | deleting one server pod of the run's own target |\n",
-            resources.join(", "),
-            verbs.join(", ")
+            "{} | deleting one server pod of the run's own target |\n",
+            row(group, resources, verbs)
         ));
     }
     s.push_str(
