@@ -5,6 +5,7 @@
 pub mod browser;
 pub mod compare;
 pub mod export;
+mod fault_tables;
 pub mod html;
 pub mod model;
 pub mod paired;

@@ -188,3 +188,70 @@ fn credentials_in_a_target_url_are_not_printed() {
     assert!(!html.contains("s3cret") && !html.contains("admin"));
     assert!(html.contains("nats://***@nats:4222"));
 }
+
+#[test]
+fn faults_get_a_cost_row_per_variant_and_a_row_per_execution_saying_why_when_absent() {
+    use msgbench_crds::benchmark_run::{FaultEffect, FaultRecord, FaultSummary};
+    let mut run = source::from_file(&common::fixture("variants-run.yaml")).unwrap();
+    run.status.faults = vec![
+        FaultRecord {
+            trial: 1,
+            variant: Some("r1".into()),
+            pod: Some("js3-2".into()),
+            offset_seconds: Some(10.05),
+            effect: Some(FaultEffect {
+                before_receive_rate: 975.5,
+                lowest_receive_rate: 0.0,
+                recovery: "not back to 95 % of 975.5 msg/s in the 20 s".into(),
+                ..FaultEffect::default()
+            }),
+            ..FaultRecord::default()
+        },
+        FaultRecord {
+            trial: 2,
+            variant: Some("r2".into()),
+            message: Some("not done: no server pod with ordinal 3".into()),
+            ..FaultRecord::default()
+        },
+    ];
+    let r1 = run.status.variants[0].result.as_mut().unwrap();
+    r1.lost_acked = Some(45_409);
+    r1.publish_stall_ms = Some(5001.6);
+    r1.faults = Some(FaultSummary {
+        executed: 1,
+        ..FaultSummary::default()
+    });
+    let html = report::render(&run).unwrap();
+    let table = |class: &str| {
+        let start = html.find(&format!("<table class=\"{class}\">")).unwrap();
+        html[start..start + html[start..].find("</table>").unwrap()].to_string()
+    };
+    let costs = table("fault-costs");
+    assert!(
+        costs.contains("<td>45409</td>") && costs.contains("5001.6 ms"),
+        "{costs}"
+    );
+    assert!(costs.contains("0 of 1"), "{costs}");
+    // r2 has no acked figures in the fixture: said, not zero.
+    assert!(
+        costs.contains("unavailable: the server does not acknowledge"),
+        "{costs}"
+    );
+    let execs = table("faults");
+    assert_eq!(
+        execs.matches("<tr>").count(),
+        3,
+        "head + 2 executions: {execs}"
+    );
+    assert!(
+        execs.contains("js3-2") && execs.contains("unavailable: not back in the measured phase"),
+        "{execs}"
+    );
+    assert!(
+        execs.contains("unavailable: not done: no server pod with ordinal 3"),
+        "{execs}"
+    );
+    // Without faults there is no such section.
+    run.status.faults.clear();
+    assert!(!report::render(&run).unwrap().contains("fault-costs"));
+}
