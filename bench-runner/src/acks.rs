@@ -2,7 +2,6 @@
 //! subscriber never received (`lostAcked`), and the longest time a publisher waited with
 //! publishes outstanding and no ack arriving (publish stall). Both matter when the server
 //! loses a node mid-run: an ack is the server's promise that the message is kept.
-use crate::recorder::TaskStats;
 use fixedbitset::FixedBitSet;
 
 /// A publisher task's acknowledgements and stall clocks (one clock per phase).
@@ -172,29 +171,6 @@ pub fn lost(acked: &FixedBitSet, seen: &[&FixedBitSet], expect: Expect) -> Lost 
     }
 }
 
-/// Lost acknowledged messages of phase `k` among one runner's tasks: each own publisher's
-/// acked sequences against the own subscribers of its topic (only `runner`'s messages are
-/// checked; other runners check theirs). Call it after the drain.
-pub fn lost_in_phase(tasks: &[&TaskStats], k: usize, runner: u16, expect: Expect) -> Lost {
-    let empty = FixedBitSet::new();
-    let mut total = Lost::default();
-    for t in tasks {
-        let (Some((publisher, topic)), Some(acked)) = (t.acks.stream, t.acks.acked_in(k)) else {
-            continue;
-        };
-        let seen: Vec<&FixedBitSet> = tasks
-            .iter()
-            .filter(|s| {
-                let subs = &s.phases[k].subscribers_by_topic;
-                subs.get(topic as usize).is_some_and(|&n| n > 0)
-            })
-            .map(|s| s.seen(runner, publisher).unwrap_or(&empty))
-            .collect();
-        total.add(lost(&acked, &seen, expect));
-    }
-    total
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,49 +233,6 @@ mod tests {
         assert_eq!(l.messages, 995);
         let never = FixedBitSet::new();
         assert_eq!(lost(&acked, &[&never], Expect::Any).messages, 1_000);
-    }
-
-    /// Runner 1: publisher 0 on topic 0 (acks 0..10 in phase 1), subscriber A on topic 0 that
-    /// missed 3 and 7 (and saw runner 2's copies of them, which do not count), subscriber B on
-    /// topic 1 that saw nothing of it.
-    #[test]
-    fn each_own_publisher_is_checked_against_the_own_subscribers_of_its_topic() {
-        use crate::payload::Header;
-        use crate::recorder::{record_ack, register_subscription, ReceiveRecorder};
-        use runner_api::result::Delivery;
-        use std::sync::{Arc, Mutex};
-        let names = ["warmup".to_string(), "m".to_string()];
-        let task = || Arc::new(Mutex::new(TaskStats::new(&names, 2, Delivery::FanOut, 0)));
-        let (publisher, a, b) = (task(), task(), task());
-        publisher.lock().unwrap().acks.stream = Some((0, 0));
-        register_subscription(&a, &[0]);
-        register_subscription(&b, &[1]);
-        let h = |runner, seq| Header {
-            runner,
-            phase: 1,
-            publisher: 0,
-            seq,
-            intended_us: 0,
-        };
-        let mut rec = ReceiveRecorder::new(1, a.clone());
-        for seq in 0..10 {
-            record_ack(&publisher, &h(1, seq));
-            rec.on_payload(Some(h(2, seq)), 5);
-            if seq != 3 && seq != 7 {
-                rec.on_payload(Some(h(1, seq)), 5);
-            }
-        }
-        let guards = [&publisher, &a, &b].map(|s| s.lock().unwrap());
-        let tasks: Vec<&TaskStats> = guards.iter().map(|g| &**g).collect();
-        let l = lost_in_phase(&tasks, 1, 1, Expect::Every);
-        assert_eq!(
-            l,
-            Lost {
-                messages: 2,
-                deliveries: 2
-            }
-        );
-        assert_eq!(lost_in_phase(&tasks, 0, 1, Expect::Every), Lost::default());
     }
 
     #[test]

@@ -5,7 +5,7 @@ use crate::drivers::{self, Driver, Outgoing, Publisher};
 use crate::options::RunOptions;
 use crate::payload::Header;
 use crate::plan::{self, Length, PlanPhase, Ramp, Schedule};
-use crate::recorder::{ReceiveRecorder, Shared, TaskStats};
+use crate::recorder::{self, ReceiveRecorder, Shared, TaskStats};
 use crate::{acks, connect, connections, cpu, progress};
 use msgbench_crds::workload::{Protocol, Workload};
 use runner_api::coarse::CoarseLatency;
@@ -366,7 +366,7 @@ fn ack_figures(per_phase: &mut [PhaseStats], stats: &[Shared], runner: u16) {
     for (k, p) in per_phase.iter_mut().enumerate() {
         // Every driver with publish acks fans out (each JetStream subscriber has its own
         // consumer; no MQTT shared subscriptions).
-        let lost = acks::lost_in_phase(&tasks, k, runner, acks::Expect::Every);
+        let lost = recorder::lost_acked_in_phase(&tasks, k, runner, acks::Expect::Every);
         p.lost_acked = Some(lost.messages);
         p.lost_acked_deliveries = Some(lost.deliveries);
         let stall = tasks

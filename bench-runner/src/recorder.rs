@@ -1,6 +1,6 @@
 //! Per-task recorders. Each publisher and subscriber task owns one (behind an uncontended
 //! mutex so the engine can read a stage's figures mid-run); nothing is shared on the hot path.
-use crate::acks::AckBook;
+use crate::acks::{self, AckBook};
 use crate::clock;
 use crate::payload::Header;
 use fixedbitset::FixedBitSet;
@@ -215,12 +215,51 @@ pub fn record_ack(stats: &Shared, h: &Header) {
     }
 }
 
+/// Records a send error of `kind` in phase `phase` of `stats` (`u8::MAX`: not tied to a message).
+pub fn record_error(stats: &Shared, phase: u8, kind: &str) {
+    let mut s = stats.lock().expect("stats lock");
+    let i = if (phase as usize) < s.phases.len() {
+        phase as usize
+    } else {
+        unphased(s.phases.len())
+    };
+    *s.phases[i].errors.entry(kind.into()).or_default() += 1;
+}
+
 /// A publish noted with `note_sent` failed instead of being acknowledged: counted as an error
 /// of `kind`; it no longer holds a publish stall open.
 pub fn record_ack_error(stats: &Shared, phase: u8, kind: &str) {
     let now = clock::now_us();
-    crate::drivers::record_error(stats, phase, kind);
+    record_error(stats, phase, kind);
     stats.lock().expect("stats lock").acks.failed(phase, now);
+}
+
+/// Lost acknowledged messages of phase `k` among one runner's tasks: each own publisher's
+/// acked sequences against the own subscribers of its topic (only `runner`'s messages are
+/// checked; other runners check theirs). Call it after the drain.
+pub fn lost_acked_in_phase(
+    tasks: &[&TaskStats],
+    k: usize,
+    runner: u16,
+    expect: acks::Expect,
+) -> acks::Lost {
+    let empty = fixedbitset::FixedBitSet::new();
+    let mut total = acks::Lost::default();
+    for t in tasks {
+        let (Some((publisher, topic)), Some(acked)) = (t.acks.stream, t.acks.acked_in(k)) else {
+            continue;
+        };
+        let seen: Vec<&fixedbitset::FixedBitSet> = tasks
+            .iter()
+            .filter(|s| {
+                let subs = &s.phases[k].subscribers_by_topic;
+                subs.get(topic as usize).is_some_and(|&n| n > 0)
+            })
+            .map(|s| s.seen(runner, publisher).unwrap_or(&empty))
+            .collect();
+        total.add(acks::lost(&acked, &seen, expect));
+    }
+    total
 }
 
 #[cfg(test)]
@@ -271,5 +310,50 @@ mod tests {
         assert_eq!(s.timeline_latency[0].count(), 6);
         let p99 = s.timeline_latency[0].quantile_us(0.99).unwrap();
         assert!((p99 / 100.0 - 1.0).abs() < 0.06, "{p99}");
+    }
+
+    /// Runner 1: publisher 0 on topic 0 (acks 0..10 in phase 1), subscriber A on topic 0 that
+    /// missed 3 and 7 (and saw runner 2's copies of them, which do not count), subscriber B on
+    /// topic 1 that saw nothing of it.
+    #[test]
+    fn each_own_publisher_is_checked_against_the_own_subscribers_of_its_topic() {
+        use crate::payload::Header;
+        use runner_api::result::Delivery;
+        use std::sync::{Arc, Mutex};
+        let names = ["warmup".to_string(), "m".to_string()];
+        let task = || Arc::new(Mutex::new(TaskStats::new(&names, 2, Delivery::FanOut, 0)));
+        let (publisher, a, b) = (task(), task(), task());
+        publisher.lock().unwrap().acks.stream = Some((0, 0));
+        register_subscription(&a, &[0]);
+        register_subscription(&b, &[1]);
+        let h = |runner, seq| Header {
+            runner,
+            phase: 1,
+            publisher: 0,
+            seq,
+            intended_us: 0,
+        };
+        let mut rec = ReceiveRecorder::new(1, a.clone());
+        for seq in 0..10 {
+            record_ack(&publisher, &h(1, seq));
+            rec.on_payload(Some(h(2, seq)), 5);
+            if seq != 3 && seq != 7 {
+                rec.on_payload(Some(h(1, seq)), 5);
+            }
+        }
+        let guards = [&publisher, &a, &b].map(|s| s.lock().unwrap());
+        let tasks: Vec<&TaskStats> = guards.iter().map(|g| &**g).collect();
+        let l = lost_acked_in_phase(&tasks, 1, 1, acks::Expect::Every);
+        assert_eq!(
+            l,
+            acks::Lost {
+                messages: 2,
+                deliveries: 2
+            }
+        );
+        assert_eq!(
+            lost_acked_in_phase(&tasks, 0, 1, acks::Expect::Every),
+            acks::Lost::default()
+        );
     }
 }

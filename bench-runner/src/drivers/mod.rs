@@ -147,13 +147,4 @@ impl PayloadBuf {
 /// reconnect silently: each such loss is counted under this kind in the result's errors.
 pub const DISCONNECTED: &str = "disconnected";
 
-/// Records a send error of `kind` in phase `phase` of `stats` (`u8::MAX`: not tied to a message).
-pub fn record_error(stats: &Shared, phase: u8, kind: &str) {
-    let mut s = stats.lock().expect("stats lock");
-    let i = if (phase as usize) < s.phases.len() {
-        phase as usize
-    } else {
-        crate::recorder::unphased(s.phases.len())
-    };
-    *s.phases[i].errors.entry(kind.into()).or_default() += 1;
-}
+pub use crate::recorder::record_error;

@@ -2,8 +2,8 @@
 //! runners hold the trial's start, so a restarted operator still knows them), which are due,
 //! and which server and pod each acts on. Carried out by `fault_inject`; what each did to
 //! delivery is read afterwards by `fault_effect`.
-use super::decide::millis;
 use super::observe::AgentSeen;
+use super::timing::millis;
 use super::variants;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{
@@ -73,7 +73,7 @@ pub fn plan(
                 variant: variant.clone(),
                 server: server.clone(),
                 action: Some(f.action),
-                planned_time: super::decide::time_at(due),
+                planned_time: super::timing::time_at(due),
                 ..FaultRecord::default()
             });
         }

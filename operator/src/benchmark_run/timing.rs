@@ -1,8 +1,21 @@
 //! How long a run may take, derived from its spec: expected length, the run's deadline and the
 //! runner Job's backstop. Pure.
 use super::variants;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::BenchmarkRun;
 use msgbench_crds::workload::Workload;
+
+/// A status time in ms since the epoch (0 before it).
+pub fn millis(t: &Time) -> u64 {
+    t.0.as_millisecond().max(0) as u64
+}
+
+/// A status time from ms since the epoch.
+pub fn time_at(unix_ms: u64) -> Option<Time> {
+    k8s_openapi::jiff::Timestamp::from_millisecond(unix_ms as i64)
+        .ok()
+        .map(Time)
+}
 
 /// The operator's own barrier bound adds this to the spec's (pods that never became ready
 /// cannot time out by themselves).

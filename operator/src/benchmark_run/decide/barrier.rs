@@ -3,7 +3,7 @@
 //! runners in parallel. A resend (lost request, operator restart) always names the stored time,
 //! and every agent keeps the first time it got, so runners cannot be merged as concurrent when
 //! they started apart: that ends the run as RunnersStartedApart instead.
-use super::{fail, millis, seconds_between, Decision, Effect, POLL};
+use super::{fail, millis, seconds_between, time_at, Decision, Effect, POLL};
 use crate::benchmark_run::build::RunIdentity;
 use crate::benchmark_run::conditions::{self as cond, Status, RUNNERS_READY};
 use crate::benchmark_run::observe::{AgentSeen, Observed};
@@ -163,12 +163,6 @@ pub fn store_start(d: &mut Decision, at: u64, why: &str, g: i64, now: &Time) {
         now,
     );
     d.requeue = Some(Duration::from_millis(100));
-}
-
-pub fn time_at(unix_ms: u64) -> Option<Time> {
-    k8s_openapi::jiff::Timestamp::from_millisecond(unix_ms as i64)
-        .ok()
-        .map(Time)
 }
 
 /// What the barrier needs this pass.

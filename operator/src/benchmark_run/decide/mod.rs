@@ -23,7 +23,8 @@ mod verdict;
 #[cfg(test)]
 mod tests;
 
-pub use barrier::{check_echoes, time_at};
+pub use super::timing::{millis, time_at};
+pub use barrier::check_echoes;
 
 use super::build::RunIdentity;
 use super::conditions as cond;
@@ -160,10 +161,6 @@ fn accepted_at(st: &BenchmarkRunStatus, now: &Time) -> Time {
 
 pub(crate) fn seconds_between(from: &Time, to: &Time) -> i64 {
     (to.0.as_second() - from.0.as_second()).max(0)
-}
-
-pub fn millis(t: &Time) -> u64 {
-    t.0.as_millisecond().max(0) as u64
 }
 
 /// Ends the run as Failed with `reason`.

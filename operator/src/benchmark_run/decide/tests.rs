@@ -19,7 +19,7 @@ fn at(s: i64) -> Time {
 }
 
 fn at_ms(ms: u64) -> Time {
-    barrier::time_at(ms).unwrap()
+    super::time_at(ms).unwrap()
 }
 
 fn run(runners: u32, extra: &str) -> BenchmarkRun {
