@@ -29,7 +29,8 @@ pub struct Fault {
     pub action: FaultAction,
     /// Which of the target's server pods.
     pub pod: FaultPod,
-    /// The server's ordinal (`<name>-<ordinal>`) with `pod: ordinal`.
+    /// The server's ordinal with `pod: ordinal`: `<name>-<ordinal>` of a StatefulSet; a
+    /// single-broker MqttBroker's Deployment pod is ordinal 0 (pods in name order).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 15))]
     pub ordinal: Option<i32>,

@@ -71,7 +71,21 @@ pub const RULES: &[(&str, &[&str], &[&str])] = &[
 /// Fault injection (`--allow-faults`; chart value `faults.enabled`, off by default): delete (or
 /// kill, grace 0) one server pod of a run's target, only a pod whose StatefulSet that server
 /// owns, and only while the run measures.
-pub const FAULT_RULES: &[(&str, &[&str], &[&str])] = &[("", &["pods"], &["delete"])];
+/// (API group, resources, verbs, what for).
+pub const FAULT_RULES: &[(&str, &[&str], &[&str], &str)] = &[
+    (
+        "",
+        &["pods"],
+        &["delete"],
+        "deleting one server pod of the run's own target",
+    ),
+    (
+        "apps",
+        &["replicasets"],
+        &["list"],
+        "checking that a Deployment's pod belongs to the target (pod → ReplicaSet → Deployment)",
+    ),
+];
 
 /// Leader election (`--leader-election`, on in the chart): a Role in the operator's own namespace.
 /// (API group, resources, verbs, limited by `resourceNames` to the Lease). kube-lease-manager
@@ -133,9 +147,9 @@ pub fn render_markdown() -> String {
          BenchmarkRun `spec.faults`.\n\n\
          | apiGroup | resources | verbs | used for |\n|---|---|---|---|\n",
     );
-    for (group, resources, verbs) in FAULT_RULES {
+    for (group, resources, verbs, used_for) in FAULT_RULES {
         s.push_str(&format!(
-            "{} | deleting one server pod of the run's own target |\n",
+            "{} | {used_for} |\n",
             row(group, resources, verbs)
         ));
     }

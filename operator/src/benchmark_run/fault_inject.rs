@@ -6,8 +6,9 @@ use super::faults::{self, choose_pod};
 use super::variants;
 use crate::context::Context;
 use crate::pod_http::{self, Options};
-use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{DeleteParams, ListParams, Preconditions};
 use kube::{Api, Resource, ResourceExt};
 use msgbench_crds::benchmark_run::{
@@ -61,10 +62,8 @@ async fn try_inject(
     let server = faults::server_of(br, rec.variant.as_deref())
         .ok_or("the trial's target is not a serverRef")?;
     let owned = owned_pods(ctx, server, ns).await?;
-    let by_ordinal: Vec<(i32, String)> = owned
-        .iter()
-        .filter_map(|p| Some((faults::ordinal(&server.name, &p.name_any())?, p.name_any())))
-        .collect();
+    let names: Vec<String> = owned.iter().map(|p| p.name_any()).collect();
+    let by_ordinal = faults::ordinals(&server.name, &names);
     let leader = match fault.pod {
         FaultPod::StreamLeader => Some(stream_leader(br, rec, &owned).await),
         _ => None,
@@ -83,7 +82,44 @@ async fn try_inject(
     Ok((name, how))
 }
 
-/// Running pods of `server` whose controlling StatefulSet is controlled by `server` itself.
+/// Uids of what directly controls the server's pods: its StatefulSets, and the ReplicaSets of
+/// its Deployments (a single-broker MqttBroker is a Deployment), each checked by controller uid.
+async fn controlled_by(ctx: &Context, ns: &str, server: &[String]) -> Result<Vec<String>, String> {
+    let lp = ListParams::default();
+    let mine = |refs: &[OwnerReference], of: &[String]| {
+        controller_uid(refs).is_some_and(|u| of.iter().any(|o| o == u))
+    };
+    let c = ctx.client.clone();
+    let sets = Api::<StatefulSet>::namespaced(c.clone(), ns)
+        .list(&lp)
+        .await;
+    let deps = Api::<Deployment>::namespaced(c.clone(), ns).list(&lp).await;
+    let (sets, deps) = (
+        sets.map_err(|e| format!("listing StatefulSets: {e}"))?,
+        deps.map_err(|e| format!("listing Deployments: {e}"))?,
+    );
+    let mut out: Vec<String> = (sets.items.iter())
+        .filter(|s| mine(s.owner_references(), server))
+        .filter_map(|s| s.uid())
+        .collect();
+    let owned_deps: Vec<String> = (deps.items.iter())
+        .filter(|d| mine(d.owner_references(), server))
+        .filter_map(|d| d.uid())
+        .collect();
+    if !owned_deps.is_empty() {
+        let rs = Api::<ReplicaSet>::namespaced(c, ns).list(&lp).await;
+        let rs = rs.map_err(|e| format!("listing ReplicaSets: {e}"))?;
+        out.extend(
+            (rs.items.iter())
+                .filter(|r| mine(r.owner_references(), &owned_deps))
+                .filter_map(|r| r.uid()),
+        );
+    }
+    Ok(out)
+}
+
+/// Running pods of `server` whose controlling StatefulSet (or Deployment's ReplicaSet) is
+/// controlled by `server` itself.
 async fn owned_pods(ctx: &Context, server: &ServerRef, ns: &str) -> Result<Vec<Pod>, String> {
     let uid = server_uid(ctx, server, ns).await?;
     let sel = super::build::server_selector(server.kind, &server.name)
@@ -92,16 +128,7 @@ async fn owned_pods(ctx: &Context, server: &ServerRef, ns: &str) -> Result<Vec<P
         .collect::<Vec<_>>()
         .join(",");
     let lp = ListParams::default().labels(&sel);
-    let sets = Api::<StatefulSet>::namespaced(ctx.client.clone(), ns)
-        .list(&ListParams::default())
-        .await
-        .map_err(|e| format!("listing StatefulSets: {e}"))?;
-    let owned_sets: Vec<String> = sets
-        .items
-        .iter()
-        .filter(|s| controller_uid(s.owner_references()) == Some(uid.as_str()))
-        .filter_map(|s| s.uid())
-        .collect();
+    let owned_sets = controlled_by(ctx, ns, std::slice::from_ref(&uid)).await?;
     let pods = Api::<Pod>::namespaced(ctx.client.clone(), ns)
         .list(&lp)
         .await

@@ -186,6 +186,26 @@ fn names(pods: &[(i32, String)]) -> String {
         .join(", ")
 }
 
+/// The server's pods by ordinal: `<server>-<n>` for StatefulSet pods; a Deployment's pods
+/// (random names) are numbered in name order.
+pub fn ordinals(server: &str, pods: &[String]) -> Vec<(i32, String)> {
+    let mut named: Vec<(i32, String)> = pods
+        .iter()
+        .filter_map(|p| Some((ordinal(server, p)?, p.clone())))
+        .collect();
+    if named.is_empty() {
+        let mut sorted = pods.to_vec();
+        sorted.sort();
+        named = sorted
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| (i as i32, p))
+            .collect();
+    }
+    named.sort();
+    named
+}
+
 /// A pod's ordinal, when it is `<server>-<n>` (StatefulSet naming).
 pub fn ordinal(server: &str, pod: &str) -> Option<i32> {
     pod.strip_prefix(server)?.strip_prefix('-')?.parse().ok()

@@ -201,3 +201,15 @@ fn with_faults_even_one_runner_waits_for_each_trial_so_its_start_is_known() {
     br.spec.faults.clear();
     assert!(!agent_config(&br.spec, "nats://x:4222").trial_barrier);
 }
+
+#[test]
+fn deployment_pods_are_numbered_in_name_order_statefulset_pods_by_name() {
+    let sts = ["js3-2".to_string(), "js3-0".into(), "js3-1".into()];
+    assert_eq!(ordinals("js3", &sts)[0], (0, "js3-0".into()));
+    assert_eq!(ordinals("js3", &sts)[2], (2, "js3-2".into()));
+    let dep = ["mq-7d7-zz".to_string(), "mq-7d7-aa".into()];
+    assert_eq!(
+        ordinals("mq", &dep),
+        vec![(0, "mq-7d7-aa".into()), (1, "mq-7d7-zz".into())]
+    );
+}
