@@ -171,7 +171,14 @@ mod tests {
     /// The gauges' series as scraped (they live in the first registry any test gave them).
     fn render() -> String {
         let g = GAUGES.get().and_then(Option::as_ref).expect("gauges");
-        let families: Vec<_> = g.all().iter().flat_map(|v| v.collect()).collect();
+        // Tests share the gauges and run in parallel: a family another test just emptied
+        // cannot be encoded, and holds nothing of this test's anyway.
+        let families: Vec<_> = g
+            .all()
+            .iter()
+            .flat_map(|v| v.collect())
+            .filter(|f| !f.get_metric().is_empty())
+            .collect();
         let mut out = String::new();
         prometheus::TextEncoder::new()
             .encode_utf8(&families, &mut out)
