@@ -131,3 +131,38 @@ async fn a_broker_dying_mid_run_is_reported_not_waited_for() {
         r.generator.reasons
     );
 }
+
+/// A restarted broker holds no session: subscribers subscribe again when they reconnect, so
+/// delivery resumes (what was acknowledged while no subscription existed is lost, and counted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscribers_resubscribe_after_a_broker_restart() {
+    let s = mosquitto();
+    let (pid, port) = (s.pid(), s.port);
+    let restarter = std::thread::spawn(move || {
+        let mut s = s;
+        std::thread::sleep(std::time::Duration::from_millis(1000));
+        signal(pid, "KILL");
+        let _ = s.child.wait();
+        mosquitto_at(port)
+    });
+    let r = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        run_ok(
+            "protocol: mqtt\nratePerPublisher: 200\ndurationSeconds: 5\ndrainSeconds: 1\nmqtt: {qos: 1, version: '5'}\n",
+            port,
+        ),
+    )
+    .await
+    .expect("the run ends on its own");
+    let _restarted = restarter.join().unwrap();
+    let t = &r.timeline;
+    let late: u64 = t.iter().filter(|p| p.second >= 4).map(|p| p.received).sum();
+    assert!(
+        late > 0,
+        "no delivery in the last second after the restart: {t:?}"
+    );
+    assert!(
+        !r.measured.errors.is_empty(),
+        "the lost connection is counted"
+    );
+}

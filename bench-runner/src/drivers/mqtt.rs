@@ -105,11 +105,22 @@ impl Driver for MqttDriver {
             .await
             .map_err(|_| anyhow::anyhow!("subscribe: no SUBACK within 10 s"))??;
             register_subscription(rec.stats(), &topics);
+            let qos = self.o.qos;
             Ok(tokio::spawn(async move {
                 loop {
                     tokio::select! {
                         ev = l.poll() => match ev {
                             Ok(Ev::Publish(p)) => rec.on_payload(Header::decode(&p), clock::now_us()),
+                            // rumqttc reconnected (clean session: the broker, perhaps a
+                            // restarted one, holds no subscription of ours): subscribe again,
+                            // as any MQTT application does. Requests queue until polled.
+                            Ok(Ev::ConnAck) => {
+                                for f in &filters {
+                                    if let Err(e) = c.subscribe(f, qos).await {
+                                        rec.on_error(&format!("resubscribe: {e}"));
+                                    }
+                                }
+                            }
                             Ok(_) => {}
                             Err(e) => {
                                 rec.on_error(&format!("subscriber: {}", short(&e)));

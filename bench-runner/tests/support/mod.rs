@@ -220,7 +220,11 @@ fn http_status(port: u16, path: &str) -> Option<u16> {
 }
 
 pub fn mosquitto() -> Server {
-    let port = free_port();
+    mosquitto_at(free_port())
+}
+
+/// A mosquitto on `port` (also: the same broker restarted, empty, after a kill).
+pub fn mosquitto_at(port: u16) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("mosquitto.conf");
     std::fs::write(
