@@ -388,6 +388,8 @@ fn collect_timeline(stats: &[Shared]) -> Vec<TimelinePoint> {
         add_into(&mut per.published, &s.timeline_published);
         add_into(&mut per.received, &s.timeline_received);
         add_into(&mut per.acked, &s.timeline_acked);
+        add_into(&mut per.duplicates, &s.timeline_duplicates);
+        add_into(&mut per.out_of_order, &s.timeline_out_of_order);
         if per.latency.len() < s.timeline_latency.len() {
             per.latency
                 .resize(s.timeline_latency.len(), CoarseLatency::default());

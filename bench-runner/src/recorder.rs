@@ -26,6 +26,10 @@ pub struct TaskStats {
     pub last_recv_us: Vec<u64>,
     /// Per second: publishes acknowledged (publisher tasks).
     pub timeline_acked: Vec<u64>,
+    /// Per second: duplicate and out-of-order deliveries (subscriber tasks), so a fault's
+    /// window can be told from the rest of the run.
+    pub timeline_duplicates: Vec<u64>,
+    pub timeline_out_of_order: Vec<u64>,
     /// Publisher tasks: acknowledged sequences and stall clocks.
     pub acks: AckBook,
     /// Sequences received per (runner, publisher) stream (subscriber tasks).
@@ -47,6 +51,8 @@ impl TaskStats {
             phase_start_us: vec![None; phase_names.len()],
             last_recv_us: vec![0; phase_names.len()],
             timeline_acked: Vec::new(),
+            timeline_duplicates: Vec::new(),
+            timeline_out_of_order: Vec::new(),
             acks: AckBook::new(phase_names.len()),
             streams: HashMap::new(),
         }
@@ -69,9 +75,14 @@ impl TaskStats {
         }
     }
 
-    fn count_received(&mut self, now_us: u64, latency_us: Option<u64>) {
+    fn count_received(&mut self, now_us: u64, latency_us: Option<u64>, (dup, ooo): (bool, bool)) {
         if let Some(s) = self.second(now_us) {
             bump(&mut self.timeline_received, s, 1);
+            if dup {
+                bump(&mut self.timeline_duplicates, s, 1);
+            } else if ooo {
+                bump(&mut self.timeline_out_of_order, s, 1);
+            }
             if let Some(us) = latency_us {
                 if self.timeline_latency.len() <= s {
                     self.timeline_latency
@@ -154,7 +165,7 @@ impl ReceiveRecorder {
         // One clock per sample: only this runner's own messages carry a latency.
         let own_latency =
             (h.runner == self.runner && !dup).then(|| now_us.saturating_sub(h.intended_us));
-        s.count_received(now_us, own_latency);
+        s.count_received(now_us, own_latency, (dup, ooo));
         let first = *s.first_recv_us[phase].get_or_insert(now_us);
         s.last_recv_us[phase] = s.last_recv_us[phase].max(now_us);
         let p = &mut s.phases[phase];
@@ -310,6 +321,25 @@ mod tests {
         assert_eq!(s.timeline_latency[0].count(), 6);
         let p99 = s.timeline_latency[0].quantile_us(0.99).unwrap();
         assert!((p99 / 100.0 - 1.0).abs() < 0.06, "{p99}");
+        assert_eq!(
+            (&s.timeline_duplicates[..], &s.timeline_out_of_order[..]),
+            (&[2][..], &[2][..])
+        );
+        drop(s);
+        // Two seconds later: one more duplicate and one late arrival, in their own second.
+        for seq in [5, 6, 9, 8] {
+            let h = Header {
+                runner: 1,
+                phase: 0,
+                publisher: 0,
+                seq,
+                intended_us: 2_000_000,
+            };
+            r.on_payload(Some(h), 2_000_100);
+        }
+        let s = stats.lock().unwrap();
+        assert_eq!(s.timeline_duplicates, [2, 0, 1]);
+        assert_eq!(s.timeline_out_of_order, [2, 0, 1]);
     }
 
     /// Runner 1: publisher 0 on topic 0 (acks 0..10 in phase 1), subscriber A on topic 0 that

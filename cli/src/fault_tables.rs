@@ -31,6 +31,7 @@ pub fn faults(page: &mut Page, run: &Run) {
         "lowest after",
         "back to 95 %",
         "p99 before / peak",
+        "duplicates / out of order until the next fault",
     ];
     page.table("faults", &head, &rows);
 }
@@ -102,5 +103,6 @@ fn execution_row(f: &FaultRecord) -> Vec<Cell> {
             p99(e.p99_before_ms),
             p99(e.p99_peak_ms)
         )),
+        Cell::text(&format!("{} / {}", e.duplicates, e.out_of_order)),
     ]
 }

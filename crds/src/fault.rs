@@ -149,4 +149,13 @@ pub struct FaultEffect {
     pub p99_peak_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_before_ms: Option<f64>,
+    /// Deliveries that repeated one already delivered to the same subscriber, from the
+    /// fault's second until the next fault of its trial or the end of the measured phase
+    /// (exact counts, summed over subscribers and runners).
+    #[serde(default)]
+    pub duplicates: u64,
+    /// Deliveries below the highest sequence already delivered to the same subscriber (not
+    /// duplicates), over the same window.
+    #[serde(default)]
+    pub out_of_order: u64,
 }

@@ -252,6 +252,14 @@ pub struct TimelinePoint {
     /// records lack it).
     #[serde(default)]
     pub acked: u64,
+    /// Deliveries in this window that repeated a sequence already delivered to the same
+    /// subscriber (older records lack it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub duplicates: u64,
+    /// Deliveries in this window that arrived below the highest sequence already delivered
+    /// to the same subscriber (not duplicates; older records lack it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub out_of_order: u64,
     /// End-to-end latency of this window's own-runner deliveries (as `measured.latency`).
     #[serde(default, skip_serializing_if = "CoarseLatency::is_empty")]
     pub latency: CoarseLatency,
@@ -264,12 +272,18 @@ impl TimelinePoint {
         self.published = self.published.saturating_add(o.published);
         self.received = self.received.saturating_add(o.received);
         self.acked = self.acked.saturating_add(o.acked);
+        self.duplicates = self.duplicates.saturating_add(o.duplicates);
+        self.out_of_order = self.out_of_order.saturating_add(o.out_of_order);
         self.latency.add(&o.latency);
     }
 }
 
 fn one_second() -> u32 {
     1
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Most timeline points in one record (a day-long run gets 144-second points).
@@ -281,6 +295,8 @@ pub struct PerSecond {
     pub published: Vec<u64>,
     pub received: Vec<u64>,
     pub acked: Vec<u64>,
+    pub duplicates: Vec<u64>,
+    pub out_of_order: Vec<u64>,
     pub latency: Vec<CoarseLatency>,
 }
 
@@ -291,13 +307,16 @@ pub fn timeline_points(per: &PerSecond) -> Vec<TimelinePoint> {
         published,
         received,
         acked,
+        duplicates,
+        out_of_order,
         latency,
     } = per;
-    let n = published
-        .len()
-        .max(received.len())
-        .max(acked.len())
-        .max(latency.len());
+    let n = [published, received, acked, duplicates, out_of_order]
+        .iter()
+        .map(|v| v.len())
+        .chain([latency.len()])
+        .max()
+        .unwrap_or(0);
     let width = n.div_ceil(MAX_TIMELINE_POINTS).max(1);
     let sum = |v: &[u64], from: usize| v.iter().skip(from).take(width).sum::<u64>();
     (0..n)
@@ -308,6 +327,8 @@ pub fn timeline_points(per: &PerSecond) -> Vec<TimelinePoint> {
             published: sum(published, from),
             received: sum(received, from),
             acked: sum(acked, from),
+            duplicates: sum(duplicates, from),
+            out_of_order: sum(out_of_order, from),
             latency: latency.iter().skip(from).take(width).fold(
                 CoarseLatency::default(),
                 |mut a, l| {
@@ -633,9 +654,12 @@ mod tests {
             published: pubs.clone(),
             received: recv.clone(),
             acked: acked.clone(),
+            duplicates: vec![0, 3],
+            out_of_order: vec![0; 86_400],
             latency: vec![],
         });
         assert!(t.len() <= MAX_TIMELINE_POINTS, "{}", t.len());
+        assert_eq!(t[0].duplicates, 3);
         assert_eq!((t[1].second, t[1].seconds), (144, 144));
         let total = |f: fn(&TimelinePoint) -> u64| t.iter().map(f).sum::<u64>();
         assert_eq!(total(|p| p.published), pubs.iter().sum::<u64>());
@@ -735,6 +759,18 @@ mod tests {
         }];
         merge_timelines(&mut a, &[TimelinePoint { acked: 5, ..old }]);
         assert_eq!((a.len(), a[0].acked, a[0].published), (1, 7, 10));
+        assert_eq!((old.duplicates, old.out_of_order), (0, 0));
+        let json = serde_json::to_value(&a[0]).unwrap();
+        assert!(json.get("duplicates").is_none(), "{json}");
+        let dups = TimelinePoint {
+            duplicates: 2,
+            out_of_order: 1,
+            ..a[0].clone()
+        };
+        merge_timelines(&mut a, std::slice::from_ref(&dups));
+        merge_timelines(&mut a, &[dups]);
+        assert_eq!((a.len(), a[0].duplicates, a[0].out_of_order), (1, 4, 2));
+        assert_eq!(a[0].published, 30, "the rest of each point merged too");
     }
 
     /// Counters from another process are not trusted to be consistent: more duplicates than

@@ -63,7 +63,7 @@ pub fn timeline_point(second: u32, latencies_us: &[u64]) -> TimelinePoint {
         seconds: 1,
         published: latencies_us.len() as u64,
         received: latencies_us.len() as u64,
-        acked: 0,
         latency,
+        ..TimelinePoint::default()
     }
 }

@@ -23,10 +23,22 @@ struct TimelineOnly {
 /// Fills in what each carried-out fault did, from its trial's records merged over runners.
 /// `seconds`: the measured phase's length.
 pub fn attach(lines: &[RawResultLine], seconds: u32, faults: &mut [FaultRecord]) {
+    let executed: Vec<(i32, f64)> = faults
+        .iter()
+        .filter(|f| f.executed())
+        .filter_map(|f| Some((f.trial, f.offset_seconds?)))
+        .collect();
     for f in faults.iter_mut() {
         let Some(offset) = f.offset_seconds.filter(|_| f.executed()) else {
             continue;
         };
+        // The window ends where the next fault of the same trial begins.
+        let next = executed
+            .iter()
+            .filter(|(t, o)| *t == f.trial && *o > offset)
+            .map(|(_, o)| *o)
+            .reduce(f64::min)
+            .unwrap_or(f64::from(seconds));
         let mut timeline = Vec::new();
         for l in lines
             .iter()
@@ -36,7 +48,10 @@ pub fn attach(lines: &[RawResultLine], seconds: u32, faults: &mut [FaultRecord])
                 merge_timelines(&mut timeline, &r.timeline);
             }
         }
-        f.effect = effect(&timeline, seconds, offset);
+        f.effect = effect(&timeline, seconds, offset).map(|mut e| {
+            (e.duplicates, e.out_of_order) = disorder(&timeline, offset, next);
+            e
+        });
     }
 }
 
@@ -95,6 +110,9 @@ pub fn effect(timeline: &[TimelinePoint], seconds: u32, offset: f64) -> Option<F
             fault_second.saturating_sub(BEFORE_SECONDS),
             fault_second,
         ),
+        // Filled in by `attach`, which knows where the window ends.
+        duplicates: 0,
+        out_of_order: 0,
     })
 }
 
@@ -131,6 +149,17 @@ fn describe(
             ),
         ),
     }
+}
+
+/// Duplicate and out-of-order deliveries from the fault's second up to (not including) the
+/// second `until` falls in (at least the fault's own second).
+fn disorder(timeline: &[TimelinePoint], from: f64, until: f64) -> (u64, u64) {
+    let (from, until) = (from.max(0.0).floor() as u32, until.max(0.0).floor() as u32);
+    let end = if until > from { until } else { from + 1 };
+    timeline
+        .iter()
+        .filter(|p| (from..end).contains(&p.second))
+        .fold((0, 0), |(d, o), p| (d + p.duplicates, o + p.out_of_order))
 }
 
 /// Values per whole second `0..seconds` (absent seconds delivered nothing).
@@ -287,6 +316,45 @@ mod tests {
         let never = judged(Some(r1));
         assert!(!never.passed && never.observed.is_none(), "{never:?}");
         assert!(!judged(None).passed, "no fault: nothing proves it held");
+    }
+
+    /// Two runners' records of trial 1, faults at 2.5 s and 5.2 s: each fault's window runs to
+    /// the next one's second (or the phase's end), over both runners; trial 2 is not counted.
+    #[test]
+    fn duplicates_and_reordering_are_counted_per_fault_window_over_runners() {
+        let line = |runner: u16, trial: u32, dups: [u64; 8]| {
+            let mut l = runner_api::testing::record(runner, trial, &[1_000], 1, 1_700_000_000_000);
+            l.result.timeline = (0..8)
+                .map(|s| TimelinePoint {
+                    received: 10,
+                    duplicates: dups[s],
+                    out_of_order: u64::from(s == 6),
+                    ..timeline_point(s as u32, &[])
+                })
+                .collect();
+            l.result.finalize();
+            RawResultLine::from_line(&l).unwrap()
+        };
+        let lines = [
+            line(0, 1, [9, 0, 1, 2, 0, 4, 0, 0]),
+            line(1, 1, [0, 0, 0, 3, 0, 0, 1, 0]),
+            line(0, 2, [100; 8]),
+        ];
+        let fault = |offset: f64| FaultRecord {
+            trial: 1,
+            executed_time: crate::benchmark_run::decide::time_at(1),
+            offset_seconds: Some(offset),
+            ..FaultRecord::default()
+        };
+        let mut faults = [fault(5.2), fault(2.5), FaultRecord::default()];
+        attach(&lines, 8, &mut faults);
+        let window = |f: &FaultRecord| {
+            let e = f.effect.as_ref().unwrap();
+            (e.duplicates, e.out_of_order)
+        };
+        assert_eq!(window(&faults[1]), (1 + 2 + 3, 0), "seconds 2–4");
+        assert_eq!(window(&faults[0]), (4 + 1, 2), "seconds 5–7");
+        assert!(faults[2].effect.is_none(), "not executed: no effect");
     }
 
     #[test]
