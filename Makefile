@@ -9,7 +9,7 @@ export CLUSTER ?= local
 export KUBECONFIG := $(CACHE)/kubeconfig-$(CLUSTER)
 
 .PHONY: test tools lint fmt-check clippy unit crds crds-check chart-test gitops-test cluster-up \
-        cluster-down cluster-status images e2e demo bench
+        cluster-down cluster-status images e2e demo demo-faults bench
 
 ## test: everything CI runs — lint, unit tests, CRD freshness, chart checks, GitOps checks, e2e on
 ## a real cluster.
@@ -73,6 +73,9 @@ e2e: cluster-up images
 
 demo: cluster-up images
 	e2e/demo
+# R1 vs R2 vs R3 with the stream leader killed mid-run (config/demo-faults; a few minutes).
+demo-faults: cluster-up images
+	DEMO_DIR=config/demo-faults e2e/demo
 
 bench:
 	bench/run

@@ -150,9 +150,11 @@ fn update_fixtures_come_in_pairs_and_parse() {
 
 #[test]
 fn demo_manifests_parse() {
-    let files = yaml_files(&repo_root().join("config/demo"));
-    assert!(files.len() >= 2, "config/demo: {} manifests", files.len());
-    for p in files {
-        check(&load(&p), &p.display().to_string());
+    for dir in ["config/demo", "config/demo-faults"] {
+        let files = yaml_files(&repo_root().join(dir));
+        assert!(files.len() >= 2, "{dir}: {} manifests", files.len());
+        for p in files {
+            check(&load(&p), &p.display().to_string());
+        }
     }
 }
