@@ -76,7 +76,7 @@ pub const DEFAULT_RUNNER_IMAGE: &str = "ghcr.io/msgbench/bench-runner:0.1.0";
     "!has(self.faults) || (has(self.target.serverRef) && self.target.serverRef.kind != 'PubSubServer' && \
      (!has(self.variants) || self.variants.all(v, !has(v.target) || \
        (has(v.target.serverRef) && v.target.serverRef.kind != 'PubSubServer'))))"
-).message("faults: only with a serverRef target of kind JetStreamCluster or MqttBroker (variant targets too): faults act on the target's own StatefulSet pods, never on an endpoint").field_path(".faults"))]
+).message("faults: only with a serverRef target of kind JetStreamCluster or MqttBroker (variant targets too): faults act only on pods the target server owns, never on an endpoint").field_path(".faults"))]
 #[x_kube(validation = Rule::new(
     "!has(self.faults) || (has(self.workload.durationSeconds) && \
      self.faults.all(f, f.afterSeconds < self.workload.durationSeconds))"
