@@ -32,6 +32,7 @@ pub fn faults(page: &mut Page, run: &Run) {
         "back to 95 %",
         "p99 before / peak",
         "duplicates / out of order until the next fault",
+        "its trial: acked, never delivered / longest publish stall",
     ];
     page.table("faults", &head, &rows);
 }
@@ -104,5 +105,9 @@ fn execution_row(f: &FaultRecord) -> Vec<Cell> {
             p99(e.p99_peak_ms)
         )),
         Cell::text(&format!("{} / {}", e.duplicates, e.out_of_order)),
+        match (e.trial_lost_acked, e.trial_publish_stall_ms) {
+            (Some(lost), Some(ms)) => Cell::text(&format!("{lost} / {ms} ms")),
+            _ => Cell::unavailable("publishes are not acknowledged here"),
+        },
     ]
 }

@@ -158,4 +158,16 @@ pub struct FaultEffect {
     /// duplicates), over the same window.
     #[serde(default)]
     pub out_of_order: u64,
+    /// Acknowledged publishes of this fault's trial that no subscriber received (all runners;
+    /// shared by the faults of a trial that has more than one). Unset where publishes are not
+    /// acknowledged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial_lost_acked: Option<u64>,
+    /// The trial's longest publish stall (no ack while publishes were outstanding, ms), and
+    /// when it began relative to the fault (seconds; the runner's clock against the
+    /// operator's, so within their skew). Unset where publishes are not acknowledged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial_publish_stall_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publish_stall_from_fault_seconds: Option<f64>,
 }

@@ -4,7 +4,7 @@
 use msgbench_crds::benchmark_run::{FaultEffect, FaultRecord, FaultSummary};
 use runner_api::agent::RawResultLine;
 use runner_api::coarse::CoarseLatency;
-use runner_api::result::{merge_timelines, TimelinePoint};
+use runner_api::result::{merge_timelines, PublishStall, TimelinePoint};
 
 /// Whole seconds before the fault that set the level recovery is measured against.
 pub const BEFORE_SECONDS: usize = 10;
@@ -18,6 +18,15 @@ pub const PEAK_SECONDS: usize = 10;
 struct TimelineOnly {
     #[serde(default)]
     timeline: Vec<TimelinePoint>,
+    measured: Option<AckFigures>,
+}
+
+/// The measured phase's ack figures of one record.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AckFigures {
+    lost_acked: Option<u64>,
+    publish_stall: Option<PublishStall>,
 }
 
 /// Fills in what each carried-out fault did, from its trial's records merged over runners.
@@ -39,17 +48,31 @@ pub fn attach(lines: &[RawResultLine], seconds: u32, faults: &mut [FaultRecord])
             .map(|(_, o)| *o)
             .reduce(f64::min)
             .unwrap_or(f64::from(seconds));
-        let mut timeline = Vec::new();
+        let (mut timeline, mut lost, mut stall) = (Vec::new(), None::<u64>, None::<PublishStall>);
         for l in lines
             .iter()
             .filter(|l| i64::from(l.trial) == i64::from(f.trial))
         {
             if let Ok(r) = serde_json::from_str::<TimelineOnly>(l.result.0.get()) {
                 merge_timelines(&mut timeline, &r.timeline);
+                let m = r.measured.as_ref();
+                if let Some(n) = m.and_then(|m| m.lost_acked) {
+                    lost = Some(lost.unwrap_or(0).saturating_add(n));
+                }
+                if let Some(s) = m.and_then(|m| m.publish_stall) {
+                    stall = Some(stall.map_or(s, |t| t.longest(s)));
+                }
             }
         }
+        let fault_ms = f.executed_time.as_ref().map(super::timing::millis);
         f.effect = effect(&timeline, seconds, offset).map(|mut e| {
             (e.duplicates, e.out_of_order) = disorder(&timeline, offset, next);
+            e.trial_lost_acked = lost;
+            e.trial_publish_stall_ms = stall.map(|s| (s.micros as f64 / 100.0).round() / 10.0);
+            e.publish_stall_from_fault_seconds = stall
+                .filter(|s| s.micros > 0)
+                .zip(fault_ms)
+                .map(|(s, at)| ((s.started_unix_ms as f64 - at as f64) / 100.0).round() / 10.0);
             e
         });
     }
@@ -110,9 +133,8 @@ pub fn effect(timeline: &[TimelinePoint], seconds: u32, offset: f64) -> Option<F
             fault_second.saturating_sub(BEFORE_SECONDS),
             fault_second,
         ),
-        // Filled in by `attach`, which knows where the window ends.
-        duplicates: 0,
-        out_of_order: 0,
+        // Filled in by `attach`, which reads the trial's records.
+        ..FaultEffect::default()
     })
 }
 
@@ -324,6 +346,11 @@ mod tests {
     fn duplicates_and_reordering_are_counted_per_fault_window_over_runners() {
         let line = |runner: u16, trial: u32, dups: [u64; 8]| {
             let mut l = runner_api::testing::record(runner, trial, &[1_000], 1, 1_700_000_000_000);
+            l.result.measured.lost_acked = Some(u64::from(runner) + 2);
+            l.result.measured.publish_stall = Some(PublishStall {
+                micros: 500_000 + u64::from(runner) * 1_500_000,
+                started_unix_ms: 3_000 + u64::from(runner) * 600,
+            });
             l.result.timeline = (0..8)
                 .map(|s| TimelinePoint {
                     received: 10,
@@ -355,6 +382,17 @@ mod tests {
         assert_eq!(window(&faults[1]), (1 + 2 + 3, 0), "seconds 2–4");
         assert_eq!(window(&faults[0]), (4 + 1, 2), "seconds 5–7");
         assert!(faults[2].effect.is_none(), "not executed: no effect");
+        // The trial's ack figures over both runners: lost summed, the longest stall, placed
+        // against the fault's execution (1 ms after the epoch here).
+        let e = faults[0].effect.as_ref().unwrap();
+        assert_eq!(
+            (
+                e.trial_lost_acked,
+                e.trial_publish_stall_ms,
+                e.publish_stall_from_fault_seconds
+            ),
+            (Some(2 + 3), Some(2000.0), Some(3.6))
+        );
     }
 
     #[test]
