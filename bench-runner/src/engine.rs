@@ -48,7 +48,8 @@ pub fn parse_workload(text: &str) -> anyhow::Result<Workload> {
 
 pub async fn run(w: Workload, target: &str, opts: RunOptions) -> anyhow::Result<RunnerResult> {
     validate(&w)?;
-    let target = TargetUrl::parse(target).map_err(|e| anyhow::anyhow!("--target {e}"))?;
+    let mut target = TargetUrl::parse(target).map_err(|e| anyhow::anyhow!("--target {e}"))?;
+    target.auth = opts.credentials.clone();
     let w = Arc::new(w);
     let driver = drivers::for_workload(&w, &target, opts.runner_id, &opts.setup)?;
     let _ = clock::base();

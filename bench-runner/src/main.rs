@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use runner_api::agent::{AgentConfig, ResultLine};
 use runner_api::result::RunnerResult;
 use runner_api::result_frames;
+use runner_api::target::Credentials;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
@@ -22,7 +23,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Run a workload against a target and write the result.
+    /// Run a workload against a target and write the result. A NATS target that requires
+    /// auth takes MSGBENCH_TOKEN, or MSGBENCH_USERNAME and MSGBENCH_PASSWORD, from the
+    /// environment (never from arguments, which `ps` shows).
     Run {
         /// Workload YAML (or JSON) file.
         #[arg(short = 'f', long = "file")]
@@ -122,6 +125,8 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
                 gate: None,
                 setup: Default::default(),
                 connect_timeout: std::time::Duration::from_secs(u64::from(connect_timeout_seconds)),
+                // Never on the command line (it shows in `ps`): from the environment only.
+                credentials: Credentials::from_env("MSGBENCH", |k| std::env::var(k).ok()),
             };
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -24,6 +24,8 @@ pub struct RunOptions {
     /// How long connections made before the gate retry a target that is not reachable yet
     /// (see [`crate::connect`]); default 30 s.
     pub connect_timeout: Duration,
+    /// Credentials for the target (NATS token or user/password), from the environment.
+    pub credentials: Option<runner_api::target::Credentials>,
 }
 
 impl Default for RunOptions {
@@ -34,6 +36,7 @@ impl Default for RunOptions {
             gate: None,
             setup: SharedSetup::default(),
             connect_timeout: connect::DEFAULT_CONNECT_TIMEOUT,
+            credentials: None,
         }
     }
 }

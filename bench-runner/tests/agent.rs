@@ -59,6 +59,7 @@ fn config(port: u16, trials: u32, barrier: u32) -> AgentConfig {
         schedule: vec![],
         trial_barrier: false,
         results_hold_seconds: 30,
+        target_auth: vec![],
     }
 }
 

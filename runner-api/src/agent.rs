@@ -42,6 +42,19 @@ pub struct AgentConfig {
     /// confirms it has them (`POST /results/ack`); then it exits anyway (the log keeps a copy).
     #[serde(default = "default_hold")]
     pub results_hold_seconds: u32,
+    /// Targets that need credentials, and where the runner finds them: environment variables
+    /// `{envPrefix}_TOKEN` or `{envPrefix}_USERNAME`/`_PASSWORD`, which the pod fills from the
+    /// server's Secret. Only names here: a secret never enters this config.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub target_auth: Vec<TargetAuth>,
+}
+
+/// Where the credentials of one target are.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetAuth {
+    pub target: String,
+    pub env_prefix: String,
 }
 
 /// One trial of a variants run.

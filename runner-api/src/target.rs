@@ -12,6 +12,38 @@ pub struct TargetUrl {
     pub port: u16,
     /// The URL as given.
     pub raw: String,
+    /// How to authenticate (never part of `raw`, never printed: see [`Credentials`]).
+    pub auth: Option<Credentials>,
+}
+
+/// Client credentials for a target. Read from the environment (a Secret's keys through
+/// `secretKeyRef`), never from a config file; `Debug` shows the kind only.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Credentials {
+    Token(String),
+    UserPassword { username: String, password: String },
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Credentials::Token(_) => f.write_str("Token(redacted)"),
+            Credentials::UserPassword { .. } => f.write_str("UserPassword(redacted)"),
+        }
+    }
+}
+
+impl Credentials {
+    /// `{prefix}_TOKEN`, else `{prefix}_USERNAME` with `{prefix}_PASSWORD`, from `env`; `None`
+    /// when neither is set.
+    pub fn from_env(prefix: &str, env: impl Fn(&str) -> Option<String>) -> Option<Credentials> {
+        if let Some(t) = env(&format!("{prefix}_TOKEN")) {
+            return Some(Credentials::Token(t));
+        }
+        let username = env(&format!("{prefix}_USERNAME"))?;
+        let password = env(&format!("{prefix}_PASSWORD")).unwrap_or_default();
+        Some(Credentials::UserPassword { username, password })
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +74,7 @@ impl TargetUrl {
             host: host.trim_matches(['[', ']']).to_string(),
             port,
             raw: raw.into(),
+            auth: None,
         })
     }
 
@@ -54,6 +87,35 @@ impl TargetUrl {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_come_from_the_environment_and_never_print() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let token = Credentials::from_env("A", env(&[("A_TOKEN", "s3cret"), ("A_USERNAME", "u")]));
+        assert_eq!(token, Some(Credentials::Token("s3cret".into())));
+        let up = Credentials::from_env("A", env(&[("A_USERNAME", "u"), ("A_PASSWORD", "pw")]));
+        assert_eq!(
+            up,
+            Some(Credentials::UserPassword {
+                username: "u".into(),
+                password: "pw".into()
+            })
+        );
+        assert_eq!(Credentials::from_env("B", env(&[("A_TOKEN", "x")])), None);
+        let mut t = TargetUrl::parse("nats://h:4222").unwrap();
+        t.auth = up;
+        let shown = format!("{t:?}");
+        assert!(
+            !shown.contains("pw") && shown.contains("redacted"),
+            "{shown}"
+        );
+    }
 
     #[test]
     fn ports_default_by_scheme() {

@@ -99,6 +99,13 @@ pub fn for_workload(
         Protocol::Socketio => &["http"],
         Protocol::Websocket => &["ws", "http"],
     };
+    if target.auth.is_some() && !matches!(w.protocol, Protocol::Nats | Protocol::Jetstream) {
+        anyhow::bail!(
+            "--target {}: credentials are only sent to nats and jetstream targets (protocol {:?})",
+            target.raw,
+            w.protocol
+        );
+    }
     if !want.contains(&target.scheme.as_str()) {
         anyhow::bail!(
             "--target {}: scheme {:?} does not fit protocol {:?} (use {}://)",

@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use futures::StreamExt;
 use msgbench_crds::workload::Workload;
 use runner_api::result::Delivery;
-use runner_api::target::TargetUrl;
+use runner_api::target::{Credentials, TargetUrl};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Notify;
@@ -51,7 +51,13 @@ pub async fn connect(
     counted: Option<Shared>,
 ) -> anyhow::Result<async_nats::Client> {
     let url = format!("nats://{}", target.addr());
-    let mut o = async_nats::ConnectOptions::new();
+    let mut o = match &target.auth {
+        None => async_nats::ConnectOptions::new(),
+        Some(Credentials::Token(t)) => async_nats::ConnectOptions::with_token(t.clone()),
+        Some(Credentials::UserPassword { username, password }) => {
+            async_nats::ConnectOptions::with_user_and_password(username.clone(), password.clone())
+        }
+    };
     if let Some(stats) = counted {
         o = o.event_callback(move |ev| {
             let stats = stats.clone();

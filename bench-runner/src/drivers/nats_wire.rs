@@ -3,7 +3,7 @@
 //! which caps one publisher near 1.7 M msg/s; the server takes far more when writes are
 //! batched). Only PUB/SUB/MSG/PING/PONG are needed; request/reply and JetStream use async-nats.
 use bytes::{Buf, BytesMut};
-use runner_api::target::TargetUrl;
+use runner_api::target::{Credentials, TargetUrl};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -80,10 +80,8 @@ pub async fn connect(target: &TargetUrl, name: &str) -> anyhow::Result<Conn> {
             anyhow::bail!("expected INFO, got {info:?}");
         }
         let max_payload = info_max_payload(&info);
-        let connect = format!(
-            "CONNECT {{\"verbose\":false,\"pedantic\":false,\"name\":\"{name}\",\"lang\":\"rust-msgbench\",\"version\":\"0.1.0\",\"protocol\":1,\"echo\":true}}\r\nPING\r\n"
-        );
-        w.write_all(connect.as_bytes()).await?;
+        w.write_all(connect_line(name, target.auth.as_ref()).as_bytes())
+            .await?;
         loop {
             let l = read_line(&mut r, &mut buf).await?;
             match l.as_str() {
@@ -104,6 +102,23 @@ pub async fn connect(target: &TargetUrl, name: &str) -> anyhow::Result<Conn> {
         .await
         .map_err(|_| anyhow::anyhow!("connect to {}: no PONG within 10 s", target.raw))?
         .map_err(|e: anyhow::Error| anyhow::anyhow!("connect to {}: {e}", target.raw))
+}
+
+/// The CONNECT line (then a PING), with the credentials when there are any (JSON-escaped).
+fn connect_line(name: &str, auth: Option<&Credentials>) -> String {
+    let mut o = serde_json::json!({
+        "verbose": false, "pedantic": false, "name": name, "lang": "rust-msgbench",
+        "version": "0.1.0", "protocol": 1, "echo": true,
+    });
+    match auth {
+        None => {}
+        Some(Credentials::Token(t)) => o["auth_token"] = t.as_str().into(),
+        Some(Credentials::UserPassword { username, password }) => {
+            o["user"] = username.as_str().into();
+            o["pass"] = password.as_str().into();
+        }
+    }
+    format!("CONNECT {o}\r\nPING\r\n")
 }
 
 async fn read_line(r: &mut OwnedReadHalf, buf: &mut BytesMut) -> anyhow::Result<String> {

@@ -88,9 +88,15 @@ pub fn nats_server(jetstream: bool) -> Server {
 
 /// A nats-server on a given port (e.g. to bring one back where another was killed).
 pub fn nats_server_at(port: u16, jetstream: bool) -> Server {
+    nats_server_with(port, jetstream, &[])
+}
+
+/// A nats-server with extra arguments (e.g. `--auth TOKEN`, `--user U --pass P`).
+pub fn nats_server_with(port: u16, jetstream: bool, extra: &[&str]) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(tool("nats-server"));
     cmd.args(["-a", "127.0.0.1", "-p", &port.to_string()]);
+    cmd.args(extra);
     if jetstream {
         cmd.args(["-js", "-sd", dir.path().to_str().unwrap()]);
     }

@@ -39,6 +39,7 @@ pub fn agent_config(spec: &BenchmarkRunSpec, target_url: &str) -> AgentConfig {
         // faults the operator releases every trial, so it knows when each one's fault is due.
         trial_barrier: spec.runners.count > 1 || !spec.faults.is_empty(),
         results_hold_seconds: spec.runners.results_hold_seconds.max(0) as u32,
+        target_auth: Vec::new(),
     }
 }
 
@@ -69,11 +70,13 @@ pub fn server_selector(kind: ServerKind, name: &str) -> BTreeMap<String, String>
 
 /// The runner Job: Indexed (index + 1 = runner id), no retries (a failed runner fails the run,
 /// never a silent re-run), bounded by `deadline_seconds`.
+/// `auth_env`: the targets' credentials as Secret references (see `target_auth`).
 pub fn job(
     id: &RunIdentity,
     spec: &BenchmarkRunSpec,
     server: Option<&BTreeMap<String, String>>,
     deadline_seconds: i64,
+    auth_env: &[EnvVar],
 ) -> Job {
     let r = &spec.runners;
     let place = pod_placement(Some(&r.placement), &id.labels());
@@ -110,11 +113,16 @@ pub fn job(
             "--token-file".into(),
             format!("{TOKEN_DIR}/{TOKEN_KEY}"),
         ]),
-        env: Some(vec![EnvVar {
-            name: "RUST_LOG".into(),
-            value: Some(r.log_level.as_filter().into()),
-            ..EnvVar::default()
-        }]),
+        env: Some(
+            [EnvVar {
+                name: "RUST_LOG".into(),
+                value: Some(r.log_level.as_filter().into()),
+                ..EnvVar::default()
+            }]
+            .into_iter()
+            .chain(auth_env.iter().cloned())
+            .collect(),
+        ),
         ports: Some(vec![ContainerPort {
             name: Some("agent".into()),
             container_port: AGENT_PORT.into(),
@@ -254,14 +262,14 @@ spec:
         let server = server_selector(ServerKind::JetStreamCluster, "js3");
         let cfg = agent_config(&br.spec, "nats://js3.bench.svc:4222");
         insta::assert_yaml_snapshot!("runner_config_map", config_map(&id, &cfg).unwrap());
-        insta::assert_yaml_snapshot!("runner_job", job(&id, &br.spec, Some(&server), 300));
+        insta::assert_yaml_snapshot!("runner_job", job(&id, &br.spec, Some(&server), 300, &[]));
     }
 
     #[test]
     fn runner_pods_are_restricted_and_tokenless() {
         let br = sample();
         let server = server_selector(ServerKind::JetStreamCluster, "js3");
-        let j = job(&identity(&br), &br.spec, Some(&server), 300);
+        let j = job(&identity(&br), &br.spec, Some(&server), 300, &[]);
         let spec = j.spec.unwrap();
         assert_eq!(spec.backoff_limit, Some(0), "no silent re-runs");
         assert_eq!(spec.completions, Some(2));

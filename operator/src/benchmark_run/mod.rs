@@ -30,6 +30,7 @@ pub mod server_usage;
 pub mod stats;
 pub mod stop_runners;
 pub mod target;
+pub mod target_auth;
 pub mod timing;
 pub mod variant_results;
 pub mod variants;

@@ -5,6 +5,7 @@ use crate::error::Result;
 use kube::Api;
 use msgbench_crds::benchmark_run::{BenchmarkRun, ObservedEnvironment, ServerKind, Target};
 use msgbench_crds::common::ServerStatus;
+use msgbench_crds::jetstream_cluster::NatsAuth;
 use msgbench_crds::workload::Protocol;
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
 use std::collections::BTreeMap;
@@ -18,6 +19,8 @@ pub struct Resolved {
     pub not_ready: Option<String>,
     pub server_labels: Option<BTreeMap<String, String>>,
     pub environment: Option<ObservedEnvironment>,
+    /// The Secret clients authenticate with (a JetStreamCluster's `spec.auth`).
+    pub auth: Option<NatsAuth>,
 }
 
 /// `Err(message)` when the referenced server does not exist.
@@ -43,17 +46,22 @@ pub async fn resolve_target(
             not_ready: None,
             server_labels: None,
             environment: None,
+            auth: None,
         }));
     }
     let Some(r) = &t.server_ref else {
         return Ok(Err("target: neither serverRef nor endpoint is set".into()));
     };
     let c = ctx.client.clone();
+    let mut auth = None;
     let status: Option<Option<ServerStatus>> = match r.kind {
         ServerKind::JetStreamCluster => Api::<JetStreamCluster>::namespaced(c, ns)
             .get_opt(&r.name)
             .await?
-            .map(|s| s.status),
+            .map(|s| {
+                auth = s.spec.auth;
+                s.status
+            }),
         ServerKind::MqttBroker => Api::<MqttBroker>::namespaced(c, ns)
             .get_opt(&r.name)
             .await?
@@ -93,6 +101,7 @@ pub async fn resolve_target(
         not_ready,
         server_labels: Some(server_selector(r.kind, &r.name)),
         environment,
+        auth,
     }))
 }
 

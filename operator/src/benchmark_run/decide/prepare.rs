@@ -7,7 +7,7 @@ use crate::benchmark_run::build::{self, RunIdentity};
 use crate::benchmark_run::conditions::{self as cond, Status, RUNNERS_READY, TARGET_READY};
 use crate::benchmark_run::observe::{BaselineSeen, Observed, TargetSeen};
 use crate::benchmark_run::target::Resolved;
-use crate::benchmark_run::{endpoints, timing, variants};
+use crate::benchmark_run::{endpoints, target_auth, timing, variants};
 use msgbench_crds::benchmark_run::{BenchmarkRun, Phase, MAX_RUN_NAME};
 use msgbench_crds::names::name_violation;
 use std::collections::BTreeMap;
@@ -260,6 +260,12 @@ fn create_runners(
                 .unwrap_or_else(|| resolved.url.clone())
         });
     }
+    // Every resolved target (the run's and its variants') that requires credentials.
+    let (target_auth, auth_env) = target_auth::runner_auth(obs.targets.iter().filter_map(|t| {
+        let r = t.resolved.as_ref().ok()?;
+        Some((r.url.as_str(), r.auth.as_ref()?))
+    }));
+    cfg.target_auth = target_auth;
     let config_map = match build::config_map(id, &cfg) {
         Ok(cm) => cm,
         Err(e) => {
@@ -273,6 +279,7 @@ fn create_runners(
         &br.spec,
         resolved.server_labels.as_ref(),
         timing::job_deadline_seconds(br),
+        &auth_env,
     );
     d.effects.push(Effect::CreateRunners {
         config_map: Box::new(config_map),

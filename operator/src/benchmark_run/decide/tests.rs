@@ -70,6 +70,7 @@ fn ready_target() -> TargetSeen {
             not_ready: None,
             server_labels: None,
             environment: None,
+            auth: None,
         }),
         unreachable: None,
     }
@@ -375,6 +376,43 @@ fn a_reachable_target_creates_the_runners() {
         spec.active_deadline_seconds,
         Some(timing::job_deadline_seconds(&br))
     );
+}
+
+/// A target with `spec.auth`: the runner container reads the server's Secret through
+/// `secretKeyRef`, and the agent config names only where (no credential passes the operator).
+#[test]
+fn a_target_with_auth_gives_the_runners_secret_references_and_the_config_names_only() {
+    use msgbench_crds::jetstream_cluster::{NatsAuth, NatsAuthMode};
+    let br = run(1, "");
+    let mut t = ready_target();
+    if let Ok(r) = &mut t.resolved {
+        r.auth = Some(NatsAuth {
+            secret_name: "js3-auth".into(),
+            mode: NatsAuthMode::Token,
+        });
+    }
+    let mut obs = Observed::at(at(T0 + 3));
+    obs.targets = vec![t];
+    let d = decide_at(&br, &status(Phase::WaitingForTarget), &obs);
+    let [Effect::CreateRunners { config_map, job }] = d.effects.as_slice() else {
+        panic!("{:?}", d.effects)
+    };
+    let cfg = &config_map.data.as_ref().unwrap()[build::CONFIG_FILE];
+    assert!(cfg.contains("envPrefix: MSGBENCH_AUTH_0"), "{cfg}");
+    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    let env = pod.containers[0].env.as_ref().unwrap();
+    let token = env
+        .iter()
+        .find(|e| e.name == "MSGBENCH_AUTH_0_TOKEN")
+        .unwrap();
+    let r = token
+        .value_from
+        .as_ref()
+        .unwrap()
+        .secret_key_ref
+        .as_ref()
+        .unwrap();
+    assert_eq!((r.name.as_str(), r.key.as_str()), ("js3-auth", "token"));
 }
 
 // --- the baseline -------------------------------------------------------------------------
