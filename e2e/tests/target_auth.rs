@@ -1,0 +1,160 @@
+//! A JetStreamCluster that requires a token (`spec.auth` from a Secret) is benchmarked by
+//! reference: its servers take the token from the Secret, the runner pods read it from the same
+//! Secret through `secretKeyRef`, and the run ends Succeeded with every message delivered. The
+//! token never appears where people and tools look: not in any ConfigMap of the namespace, the
+//! BenchmarkRun, the namespace's Events, the runner pods' logs or the operator's log.
+use anyhow::{ensure, Context, Result};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Secret};
+use kube::api::{Api, ListParams, LogParams, PostParams};
+use kube::ResourceExt;
+use msgbench_e2e::chart::NAMESPACE as OPERATOR_NS;
+use msgbench_e2e::kinds::{self, Kind};
+use msgbench_e2e::runs::{field as s, finished};
+use msgbench_e2e::{run, servers, TestContext};
+use serde_json::json;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const JS_AUTH: &str = r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: JetStreamCluster
+metadata:
+  name: js-auth
+spec:
+  replicas: 1
+  auth: {secretName: js-auth-token, mode: token}
+  jetstream:
+    storage:
+      type: memory
+    maxMemoryStore: 32Mi
+  resources:
+    requests: {cpu: 10m, memory: 32Mi}
+    limits: {memory: 128Mi}
+"#;
+
+const RUN: &str = r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {name: auth-run}
+spec:
+  target: {serverRef: {kind: JetStreamCluster, name: js-auth}}
+  workload:
+    protocol: jetstream
+    ratePerPublisher: 200
+    durationSeconds: 4
+    warmupSeconds: 0
+    drainSeconds: 2
+    jetstream: {stream: auth, replicas: 1, storage: memory}
+  runners:
+    resources:
+      requests: {cpu: 20m, memory: 32Mi}
+      limits: {memory: 128Mi}
+"#;
+
+#[tokio::test]
+async fn a_server_with_a_token_is_benchmarked_and_the_token_is_never_shown() {
+    run("target-auth", body).await;
+}
+
+async fn body(ctx: TestContext) -> Result<()> {
+    // Unique per run, so a match can only be this test's token.
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
+    let token = format!("msgbench-e2e-token-{nanos:x}");
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "js-auth-token"},
+        "stringData": {"token": token},
+    }))?;
+    Api::<Secret>::namespaced(ctx.client.clone(), &ctx.ns)
+        .create(&PostParams::default(), &secret)
+        .await?;
+    kinds::create(&ctx.client, &ctx.ns, JS_AUTH).await?;
+    servers::wait_ready(
+        &ctx,
+        Kind::JetStreamCluster,
+        "js-auth",
+        Duration::from_secs(240),
+    )
+    .await?;
+    kinds::create(&ctx.client, &ctx.ns, RUN).await?;
+    let br = finished(&ctx, "auth-run", Duration::from_secs(300)).await?;
+    ensure!(
+        s(&br, "/status/phase") == "Succeeded",
+        "verdict {}",
+        s(&br, "/status/verdict")
+    );
+    let (published, received) = (
+        s(&br, "/status/result/published")
+            .as_u64()
+            .context("published")?,
+        s(&br, "/status/result/received")
+            .as_u64()
+            .context("received")?,
+    );
+    ensure!(
+        published == 800 && received == published,
+        "published {published}, received {received}"
+    );
+    never_shown(&ctx, &token, &serde_json::to_string(&br)?).await
+}
+
+/// Fails naming the place where `token` shows up.
+async fn never_shown(ctx: &TestContext, token: &str, run_json: &str) -> Result<()> {
+    ensure!(
+        !run_json.contains(token),
+        "the token is in the BenchmarkRun"
+    );
+    let lp = ListParams::default();
+    for cm in Api::<ConfigMap>::namespaced(ctx.client.clone(), &ctx.ns)
+        .list(&lp)
+        .await?
+    {
+        let text = serde_json::to_string(&cm.data)?;
+        ensure!(
+            !text.contains(token),
+            "the token is in ConfigMap {}",
+            cm.name_any()
+        );
+    }
+    for ev in Api::<Event>::namespaced(ctx.client.clone(), &ctx.ns)
+        .list(&lp)
+        .await?
+    {
+        ensure!(
+            !ev.message.unwrap_or_default().contains(token),
+            "the token is in an Event"
+        );
+    }
+    let runners = logs_of(ctx, &ctx.ns, "app.kubernetes.io/instance=auth-run").await?;
+    ensure!(runners.0 > 0, "no runner pod left to read");
+    ensure!(!runners.1.contains(token), "the token is in a runner log");
+    let operator = logs_of(
+        ctx,
+        OPERATOR_NS,
+        "app.kubernetes.io/name=msgbench,app.kubernetes.io/component=operator",
+    )
+    .await?;
+    ensure!(operator.0 > 0, "no operator pod to read");
+    ensure!(
+        !operator.1.contains(token),
+        "the token is in the operator's log"
+    );
+    Ok(())
+}
+
+/// How many pods matched, and all their containers' logs together.
+async fn logs_of(ctx: &TestContext, ns: &str, selector: &str) -> Result<(usize, String)> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
+    let list = pods.list(&ListParams::default().labels(selector)).await?;
+    let mut all = String::new();
+    for p in &list.items {
+        let lp = LogParams {
+            container: p
+                .spec
+                .as_ref()
+                .and_then(|s| s.containers.first())
+                .map(|c| c.name.clone()),
+            ..LogParams::default()
+        };
+        all.push_str(&pods.logs(&p.name_any(), &lp).await?);
+    }
+    Ok((list.items.len(), all))
+}
