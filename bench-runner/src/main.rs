@@ -24,8 +24,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run a workload against a target and write the result. A NATS target that requires
-    /// auth takes MSGBENCH_TOKEN, or MSGBENCH_USERNAME and MSGBENCH_PASSWORD, from the
-    /// environment (never from arguments, which `ps` shows).
+    /// auth takes MSGBENCH_TOKEN, MSGBENCH_NKEY_SEED, or MSGBENCH_USERNAME and
+    /// MSGBENCH_PASSWORD from the environment (never from arguments, which `ps` shows).
     Run {
         /// Workload YAML (or JSON) file.
         #[arg(short = 'f', long = "file")]

@@ -4,6 +4,7 @@
 mod support;
 use bench_runner::{run, RunOptions};
 use runner_api::target::Credentials;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 use support::*;
 
@@ -67,4 +68,62 @@ async fn credentials_for_a_protocol_that_does_not_use_them_are_refused() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("only sent to nats and jetstream"), "{e}");
+}
+
+/// A JetStream nats-server whose one user is an NKey, configured as the operator writes it
+/// (`users: [{nkey: $NATS_NKEY}]`, the public key from the environment).
+fn nkey_server(public_key: &str) -> Server {
+    let (port, dir) = (free_port(), tempfile::tempdir().unwrap());
+    let conf = dir.path().join("nats.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "listen: 127.0.0.1:{port}\njetstream {{ store_dir: {:?} }}\nauthorization {{\n  users: [{{nkey: $NATS_NKEY}}]\n}}\n",
+            dir.path().join("js")
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(tool("nats-server"))
+        .arg("-c")
+        .arg(&conf)
+        .env("NATS_NKEY", public_key)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_listening(port, Duration::from_secs(15), &mut child);
+    Server {
+        child,
+        port,
+        _dir: dir,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_nkey_user_signs_the_nonce_on_both_clients() {
+    let user = nkeys::KeyPair::new_user();
+    let s = nkey_server(&user.public_key());
+    let seed = || {
+        Some(Credentials::Nkey {
+            seed: user.seed().unwrap(),
+        })
+    };
+    assert_eq!(run_with(CORE, s.port, seed()).await.unwrap(), 200);
+    assert_eq!(run_with(JS, s.port, seed()).await.unwrap(), 200);
+    // Another user's seed signs too, but is not the configured key.
+    let other = nkeys::KeyPair::new_user().seed().unwrap();
+    let e = format!(
+        "{:#}",
+        run_with(
+            CORE,
+            s.port,
+            Some(Credentials::Nkey {
+                seed: other.clone()
+            })
+        )
+        .await
+        .unwrap_err()
+    );
+    assert!(e.to_lowercase().contains("auth"), "{e}");
+    assert!(!e.contains(&other), "the seed is never in an error: {e}");
 }

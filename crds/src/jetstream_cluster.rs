@@ -147,7 +147,8 @@ pub enum StorageType {
 #[serde(rename_all = "camelCase")]
 pub struct NatsAuth {
     /// Secret name. For `token` it holds key `token`; for `userPassword` keys `username` and
-    /// `password`.
+    /// `password`; for `nkey` keys `nkey` (the user's public key, `U…`, for the servers) and
+    /// `seed` (its seed, `SU…`, for clients: the benchmark runners).
     #[schemars(
         length(min = 1, max = 253),
         regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
@@ -167,4 +168,6 @@ pub enum NatsAuthMode {
     Token,
     /// One user name and password.
     UserPassword,
+    /// One NKey user: clients sign the server's nonce with the seed (no secret on the wire).
+    Nkey,
 }

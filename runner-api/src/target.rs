@@ -21,7 +21,14 @@ pub struct TargetUrl {
 #[derive(Clone, PartialEq, Eq)]
 pub enum Credentials {
     Token(String),
-    UserPassword { username: String, password: String },
+    UserPassword {
+        username: String,
+        password: String,
+    },
+    /// An NKey user's seed (`SU…`): the client signs the server's nonce with it.
+    Nkey {
+        seed: String,
+    },
 }
 
 impl std::fmt::Debug for Credentials {
@@ -29,16 +36,20 @@ impl std::fmt::Debug for Credentials {
         match self {
             Credentials::Token(_) => f.write_str("Token(redacted)"),
             Credentials::UserPassword { .. } => f.write_str("UserPassword(redacted)"),
+            Credentials::Nkey { .. } => f.write_str("Nkey(redacted)"),
         }
     }
 }
 
 impl Credentials {
-    /// `{prefix}_TOKEN`, else `{prefix}_USERNAME` with `{prefix}_PASSWORD`, from `env`; `None`
-    /// when neither is set.
+    /// `{prefix}_TOKEN`, else `{prefix}_NKEY_SEED`, else `{prefix}_USERNAME` with
+    /// `{prefix}_PASSWORD`, from `env`; `None` when none is set.
     pub fn from_env(prefix: &str, env: impl Fn(&str) -> Option<String>) -> Option<Credentials> {
         if let Some(t) = env(&format!("{prefix}_TOKEN")) {
             return Some(Credentials::Token(t));
+        }
+        if let Some(seed) = env(&format!("{prefix}_NKEY_SEED")) {
+            return Some(Credentials::Nkey { seed });
         }
         let username = env(&format!("{prefix}_USERNAME"))?;
         let password = env(&format!("{prefix}_PASSWORD")).unwrap_or_default();
@@ -108,6 +119,13 @@ mod tests {
             })
         );
         assert_eq!(Credentials::from_env("B", env(&[("A_TOKEN", "x")])), None);
+        let nkey = Credentials::from_env("A", env(&[("A_NKEY_SEED", "SUAB")]));
+        assert_eq!(
+            nkey,
+            Some(Credentials::Nkey {
+                seed: "SUAB".into()
+            })
+        );
         let mut t = TargetUrl::parse("nats://h:4222").unwrap();
         t.auth = up;
         let shown = format!("{t:?}");

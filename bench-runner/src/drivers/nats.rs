@@ -57,6 +57,7 @@ pub async fn connect(
         Some(Credentials::UserPassword { username, password }) => {
             async_nats::ConnectOptions::with_user_and_password(username.clone(), password.clone())
         }
+        Some(Credentials::Nkey { seed }) => async_nats::ConnectOptions::with_nkey(seed.clone()),
     };
     if let Some(stats) = counted {
         o = o.event_callback(move |ev| {

@@ -80,7 +80,7 @@ pub async fn connect(target: &TargetUrl, name: &str) -> anyhow::Result<Conn> {
             anyhow::bail!("expected INFO, got {info:?}");
         }
         let max_payload = info_max_payload(&info);
-        w.write_all(connect_line(name, target.auth.as_ref()).as_bytes())
+        w.write_all(connect_line(name, target.auth.as_ref(), &info)?.as_bytes())
             .await?;
         loop {
             let l = read_line(&mut r, &mut buf).await?;
@@ -104,8 +104,9 @@ pub async fn connect(target: &TargetUrl, name: &str) -> anyhow::Result<Conn> {
         .map_err(|e: anyhow::Error| anyhow::anyhow!("connect to {}: {e}", target.raw))
 }
 
-/// The CONNECT line (then a PING), with the credentials when there are any (JSON-escaped).
-fn connect_line(name: &str, auth: Option<&Credentials>) -> String {
+/// The CONNECT line (then a PING), with the credentials when there are any (JSON-escaped); an
+/// NKey signs the nonce of the server's `info` line.
+fn connect_line(name: &str, auth: Option<&Credentials>, info: &str) -> anyhow::Result<String> {
     let mut o = serde_json::json!({
         "verbose": false, "pedantic": false, "name": name, "lang": "rust-msgbench",
         "version": "0.1.0", "protocol": 1, "echo": true,
@@ -117,8 +118,27 @@ fn connect_line(name: &str, auth: Option<&Credentials>) -> String {
             o["user"] = username.as_str().into();
             o["pass"] = password.as_str().into();
         }
+        Some(Credentials::Nkey { seed }) => {
+            use base64::Engine;
+            // The error of a bad seed could quote it: say only what is wrong.
+            let key = nkeys::KeyPair::from_seed(seed)
+                .map_err(|_| anyhow::anyhow!("the NKey seed is not a valid user seed"))?;
+            let nonce = serde_json::from_str::<serde_json::Value>(
+                info.strip_prefix("INFO ").unwrap_or(info),
+            )
+            .ok()
+            .and_then(|v| Some(v.get("nonce")?.as_str()?.to_string()))
+            .ok_or_else(|| anyhow::anyhow!("the server sent no nonce to sign (NKey auth off?)"))?;
+            let sig = key
+                .sign(nonce.as_bytes())
+                .map_err(|_| anyhow::anyhow!("signing the server's nonce failed"))?;
+            o["nkey"] = key.public_key().into();
+            o["sig"] = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode(sig)
+                .into();
+        }
     }
-    format!("CONNECT {o}\r\nPING\r\n")
+    Ok(format!("CONNECT {o}\r\nPING\r\n"))
 }
 
 async fn read_line(r: &mut OwnedReadHalf, buf: &mut BytesMut) -> anyhow::Result<String> {

@@ -20,6 +20,7 @@ pub fn runner_auth<'a>(
         let keys: &[(&str, &str)] = match auth.mode {
             NatsAuthMode::Token => &[("TOKEN", "token")],
             NatsAuthMode::UserPassword => &[("USERNAME", "username"), ("PASSWORD", "password")],
+            NatsAuthMode::Nkey => &[("NKEY_SEED", "seed")],
         };
         for (suffix, key) in keys {
             env.push(secret_env(

@@ -237,6 +237,8 @@ fn env(jsc: &JetStreamCluster, headless: &str, namespace: &str) -> Vec<EnvVar> {
             NatsAuthMode::UserPassword => {
                 &[("NATS_USER", "username"), ("NATS_PASSWORD", "password")]
             }
+            // The servers need the public key only; the seed stays with the clients.
+            NatsAuthMode::Nkey => &[("NATS_NKEY", "nkey")],
         };
         for (var, key) in keys {
             env.push(EnvVar {

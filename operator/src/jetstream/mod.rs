@@ -66,6 +66,7 @@ pub fn validate(jsc: &JetStreamCluster, secret: Option<&SecretFacts>) -> Vec<Spe
         let keys: &[&str] = match auth.mode {
             NatsAuthMode::Token => &["token"],
             NatsAuthMode::UserPassword => &["username", "password"],
+            NatsAuthMode::Nkey => &["nkey", "seed"],
         };
         v.extend(check_secret("spec.auth.secretName", facts, keys));
     }

@@ -70,8 +70,41 @@ pub fn render(name: &str, namespace: &str, headless: &str, spec: &JetStreamClust
                 let _ = writeln!(c, "  user: $NATS_USER");
                 let _ = writeln!(c, "  password: $NATS_PASSWORD");
             }
+            NatsAuthMode::Nkey => {
+                let _ = writeln!(c, "  users: [{{nkey: $NATS_NKEY}}]");
+            }
         }
         let _ = writeln!(c, "}}");
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use msgbench_crds::jetstream_cluster::NatsAuth;
+
+    /// Each mode takes its values from the environment (filled from the Secret); the config
+    /// holds variable names only. NKey servers need only the public key.
+    #[test]
+    fn auth_modes_reference_environment_variables_only() {
+        let conf = |mode| {
+            let mut spec: JetStreamClusterSpec =
+                serde_json::from_value(serde_json::json!({})).unwrap();
+            spec.auth = Some(NatsAuth {
+                secret_name: "s".into(),
+                mode,
+            });
+            render("js", "ns", "js-headless", &spec)
+        };
+        assert!(conf(NatsAuthMode::Token).contains("  token: $NATS_TOKEN\n"));
+        let up = conf(NatsAuthMode::UserPassword);
+        assert!(
+            up.contains("  user: $NATS_USER\n  password: $NATS_PASSWORD\n"),
+            "{up}"
+        );
+        let nkey = conf(NatsAuthMode::Nkey);
+        assert!(nkey.contains("  users: [{nkey: $NATS_NKEY}]\n"), "{nkey}");
+        assert!(!nkey.contains("SEED"), "{nkey}");
+    }
 }
