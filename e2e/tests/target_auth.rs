@@ -50,6 +50,27 @@ spec:
       limits: {memory: 128Mi}
 "#;
 
+/// The same server as a plain `endpoint` target: no credentials, so the server refuses it (the
+/// proof that the Succeeded run above really authenticated).
+const WITHOUT_CREDENTIALS: &str = r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {name: no-auth-run}
+spec:
+  target: {endpoint: {protocol: jetstream, url: "nats://js-auth.NS.svc:4222"}}
+  connectTimeoutSeconds: 5
+  workload:
+    protocol: jetstream
+    ratePerPublisher: 10
+    durationSeconds: 2
+    warmupSeconds: 0
+    jetstream: {stream: no-auth, replicas: 1, storage: memory}
+  runners:
+    resources:
+      requests: {cpu: 20m, memory: 32Mi}
+      limits: {memory: 128Mi}
+"#;
+
 #[tokio::test]
 async fn a_server_with_a_token_is_benchmarked_and_the_token_is_never_shown() {
     run("target-auth", body).await;
@@ -93,7 +114,28 @@ async fn body(ctx: TestContext) -> Result<()> {
         published == 800 && received == published,
         "published {published}, received {received}"
     );
-    never_shown(&ctx, &token, &serde_json::to_string(&br)?).await
+    never_shown(&ctx, &token, &serde_json::to_string(&br)?).await?;
+
+    let url = s(&br, "/status/conditions")
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "TargetReady"))
+        .and_then(|c| c["message"].as_str())
+        .context("TargetReady message (the URL)")?
+        .to_string();
+    kinds::create(
+        &ctx.client,
+        &ctx.ns,
+        &WITHOUT_CREDENTIALS.replace("nats://js-auth.NS.svc:4222", &url),
+    )
+    .await?;
+    let refused = finished(&ctx, "no-auth-run", Duration::from_secs(180)).await?;
+    let verdict = s(&refused, "/status/verdict").to_string();
+    ensure!(
+        s(&refused, "/status/phase") == "Failed"
+            && verdict.to_lowercase().contains("authorization"),
+        "a run without credentials: {verdict}"
+    );
+    Ok(())
 }
 
 /// Fails naming the place where `token` shows up.
