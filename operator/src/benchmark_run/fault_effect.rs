@@ -181,7 +181,13 @@ fn disorder(timeline: &[TimelinePoint], from: f64, until: f64) -> (u64, u64) {
     timeline
         .iter()
         .filter(|p| (from..end).contains(&p.second))
-        .fold((0, 0), |(d, o), p| (d + p.duplicates, o + p.out_of_order))
+        // Counters from another process: saturate rather than overflow.
+        .fold((0u64, 0u64), |(d, o), p| {
+            (
+                d.saturating_add(p.duplicates),
+                o.saturating_add(p.out_of_order),
+            )
+        })
 }
 
 /// Values per whole second `0..seconds` (absent seconds delivered nothing).
