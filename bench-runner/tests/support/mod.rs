@@ -21,28 +21,48 @@ pub fn tool(name: &str) -> PathBuf {
     })
 }
 
+/// A port nothing listens on now, never handed out before in this process: the tests of one
+/// binary run in parallel, and the kernel readily gives a just-released port to the next asker
+/// (a 3-server cluster once failed to start on a port another test had just been given).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// Waits until something accepts TCP connections on `port` (or panics after `limit`).
 pub fn wait_listening(port: u16, limit: Duration, child: &mut Child) {
+    if let Err(e) = try_wait_listening(port, limit, child) {
+        panic!("{e}");
+    }
+}
+
+/// `wait_listening`, saying why not instead of panicking.
+pub fn try_wait_listening(port: u16, limit: Duration, child: &mut Child) -> Result<(), String> {
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let t = Instant::now();
     while t.elapsed() < limit {
         if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-            return;
+            return Ok(());
         }
         if let Ok(Some(status)) = child.try_wait() {
-            panic!("server on port {port} exited early: {status}");
+            return Err(format!("server on port {port} exited early: {status}"));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    panic!("nothing listening on 127.0.0.1:{port} after {limit:?}");
+    Err(format!(
+        "nothing listening on 127.0.0.1:{port} after {limit:?}"
+    ))
 }
 
 pub struct Server {
@@ -117,6 +137,19 @@ pub fn nats_server_with(port: u16, jetstream: bool, extra: &[&str]) -> Server {
 /// `/healthz` answers 200 (JetStream up with a meta leader), so streams with replicas 3 can be
 /// created at once.
 pub fn nats_cluster() -> Vec<Server> {
+    // A port taken meanwhile by another test's client socket makes a server exit at start:
+    // start the cluster again on fresh ports (bounded).
+    let mut last = String::new();
+    for _ in 0..3 {
+        match try_nats_cluster() {
+            Ok(servers) => return servers,
+            Err(e) => last = e,
+        }
+    }
+    panic!("a 3-server cluster did not start in 3 attempts: {last}");
+}
+
+fn try_nats_cluster() -> Result<Vec<Server>, String> {
     let ports: Vec<(u16, u16, u16)> = (0..3)
         .map(|_| (free_port(), free_port(), free_port()))
         .collect();
@@ -127,7 +160,7 @@ pub fn nats_cluster() -> Vec<Server> {
     let servers: Vec<Server> = ports
         .iter()
         .enumerate()
-        .map(|(i, &(port, cluster, monitor))| {
+        .map(|(i, &(port, cluster, monitor))| -> Result<Server, String> {
             let dir = tempfile::tempdir().unwrap();
             let mut child = Command::new(tool("nats-server"))
                 .args(["-a", "127.0.0.1", "-p", &port.to_string()])
@@ -140,14 +173,16 @@ pub fn nats_cluster() -> Vec<Server> {
                 .stderr(Stdio::null())
                 .spawn()
                 .unwrap();
-            wait_listening(port, Duration::from_secs(15), &mut child);
-            Server {
+            // Dropped on an error, the servers started so far are killed.
+            let started = try_wait_listening(port, Duration::from_secs(15), &mut child);
+            let server = Server {
                 child,
                 port,
                 _dir: dir,
-            }
+            };
+            started.map(|()| server)
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     // Healthy and agreeing on a meta leader with all three peers: a stream with replicas 3
     // created before that fails with "no suitable peers for placement". A loaded machine (the
     // e2e suite alongside) takes well over 30 s to get there.
@@ -170,7 +205,7 @@ pub fn nats_cluster() -> Vec<Server> {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    servers
+    Ok(servers)
 }
 
 /// `/jsz` names a meta leader and `peers` cluster members.
