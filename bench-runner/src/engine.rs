@@ -202,7 +202,10 @@ async fn run_messaging(
             phases: phases.clone(),
             start_us,
             allowed: allowed.clone(),
-            closed_batch: driver.closed_loop_batch(),
+            closed_batch: w
+                .publish_batch
+                .map_or(driver.closed_loop_batch(), u64::from),
+            burst: u64::from(w.publish_batch.unwrap_or(1)),
         };
         st.lock().expect("stats lock").acks.stream = Some((ctx.idx as u16, ctx.topic));
         tasks.push(tokio::spawn(publish_all(ctx, p, st)));
@@ -469,6 +472,8 @@ struct PubCtx {
     start_us: u64,
     allowed: Arc<AtomicUsize>,
     closed_batch: u64,
+    /// Open loop: messages released together (`publishBatch`).
+    burst: u64,
 }
 
 async fn publish_all(ctx: PubCtx, mut p: Box<dyn Publisher>, st: Shared) -> Box<dyn Publisher> {
@@ -558,6 +563,11 @@ async fn publish_all(ctx: PubCtx, mut p: Box<dyn Publisher>, st: Shared) -> Box<
     p
 }
 
+/// `due` messages are due: release up to the end of the burst the last one belongs to.
+fn burst_end(due: u64, burst: u64) -> u64 {
+    due.div_ceil(burst) * burst
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn send_phase(
     ctx: &PubCtx,
@@ -570,8 +580,10 @@ async fn send_phase(
     p: &mut dyn Publisher,
     st: &Shared,
 ) {
-    let mut batch: Vec<Outgoing> = Vec::with_capacity(BATCH);
-    let mut lags: Vec<u64> = Vec::with_capacity(BATCH);
+    // A burst is never split across two sends.
+    let cap = BATCH.max(ctx.burst as usize);
+    let mut batch: Vec<Outgoing> = Vec::with_capacity(cap);
+    let mut lags: Vec<u64> = Vec::with_capacity(cap);
     let mut i = 0u64;
     // Open loop: a publisher that falls far behind stops at the end plus this grace and
     // reports the rest as unsent instead of running on.
@@ -598,14 +610,15 @@ async fn send_phase(
                 if i >= total || end.is_some_and(|e| now > e + grace) {
                     break;
                 }
-                let due = sc.due(now.saturating_sub(phase_start)).min(total);
+                let due = burst_end(sc.due(now.saturating_sub(phase_start)), ctx.burst).min(total);
                 if due <= i {
                     let next = phase_start + sc.at_us(i);
                     tokio::time::sleep_until(clock::instant_at(next).into()).await;
                     continue;
                 }
-                while i < due && batch.len() < BATCH {
-                    let intended = phase_start + sc.at_us(i);
+                while i < due && batch.len() < cap {
+                    // Every message of a burst is due when its first one is.
+                    let intended = phase_start + sc.at_us(i - i % ctx.burst);
                     lags.push(now.saturating_sub(intended));
                     batch.push(Outgoing {
                         topic: ctx.topic,

@@ -47,6 +47,71 @@ async fn websocket_echo_round_trips_on_every_connection() {
     assert_eq!(c.connections.unwrap().connected, 100);
 }
 
+/// A WebSocket server that echoes and keeps each frame's arrival instant.
+async fn ws_arrivals_server() -> (
+    u16,
+    std::sync::Arc<std::sync::Mutex<Vec<std::time::Instant>>>,
+) {
+    use futures::{SinkExt, StreamExt};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((s, _)) = l.accept().await {
+            let seen = s2.clone();
+            tokio::spawn(async move {
+                let Ok(mut ws) = tokio_tungstenite::accept_async(s).await else {
+                    return;
+                };
+                while let Some(Ok(m)) = ws.next().await {
+                    if m.is_binary() {
+                        seen.lock().unwrap().push(std::time::Instant::now());
+                        if ws.send(m).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (port, seen)
+}
+
+/// Groups of frames separated by more than `gap`.
+fn clusters(t: &[std::time::Instant], gap: Duration) -> usize {
+    1 + t.windows(2).filter(|w| w[1] - w[0] > gap).count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publish_batch_releases_bursts_at_the_same_rate() {
+    // 50 msg/s for 2 s: one frame every 20 ms, or with publishBatch 25 two bursts a second.
+    let yaml = |batch: &str| {
+        format!("protocol: websocket\npublishers: 1\nsubscribers: 0\nratePerPublisher: 50\nmessagesPerPublisher: 100\n{batch}websocket: {{mode: echo, path: /}}\n")
+    };
+    let (port, seen) = ws_arrivals_server().await;
+    let r = run_ok(
+        &yaml("publishBatch: 25\n"),
+        format!("ws://127.0.0.1:{port}"),
+    )
+    .await;
+    assert_eq!((r.measured.published, r.measured.received), (100, 100));
+    let bursts = clusters(&seen.lock().unwrap(), Duration::from_millis(200));
+    assert_eq!(bursts, 4, "100 messages in bursts of 25 arrive as 4 groups");
+
+    let (port, seen) = ws_arrivals_server().await;
+    let r = run_ok(&yaml(""), format!("ws://127.0.0.1:{port}")).await;
+    assert_eq!((r.measured.published, r.measured.received), (100, 100));
+    let t = seen.lock().unwrap();
+    assert_eq!(
+        clusters(&t, Duration::from_millis(200)),
+        1,
+        "unbatched: a steady stream"
+    );
+    // Same rate either way: the last frame is due at 1.98 s (1.5 s when batched).
+    assert!(t[t.len() - 1] - t[0] >= Duration::from_millis(1900));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn websocket_broadcast_fans_out_to_every_subscriber() {
     let port = ws_broadcast_server().await;

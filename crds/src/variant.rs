@@ -61,6 +61,10 @@ pub struct WorkloadOverride {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 10000000))]
     pub rate_per_publisher: Option<u32>,
+    /// Messages a publisher sends together (see `workload.publishBatch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub publish_batch: Option<u32>,
     /// JetStream fields.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jetstream: Option<JetStreamOverride>,
@@ -159,6 +163,9 @@ impl Workload {
         if o.rate_per_publisher.is_some() {
             w.rate_per_publisher = o.rate_per_publisher;
         }
+        if o.publish_batch.is_some() {
+            w.publish_batch = o.publish_batch;
+        }
         if let Some(j) = &o.jetstream {
             let d = w.jetstream.get_or_insert_with(JetStreamOptions::default);
             set(&mut d.replicas, j.replicas);
@@ -230,6 +237,8 @@ mod tests {
             (1, MqttOptions::default().max_in_flight)
         );
         assert_eq!(w.payload_bytes, 1024);
+        let o: WorkloadOverride = serde_norway::from_str("publishBatch: 25").unwrap();
+        assert_eq!(b.with_override(&o).publish_batch, Some(25));
     }
 
     #[test]

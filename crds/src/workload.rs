@@ -49,6 +49,14 @@ pub struct Workload {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 10000000))]
     pub rate_per_publisher: Option<u32>,
+    /// Messages a publisher sends together: WebSocket frames share one flush, MQTT/NATS
+    /// messages one write, HTTP publishes go out at once. Open loop: the schedule releases
+    /// them in bursts of this many, every message of a burst with the burst's intended send
+    /// time, so the rate is unchanged and a burst's wait counts in its latency. Closed loop:
+    /// messages per send instead of the protocol's default. Absent: 1 in open loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub publish_batch: Option<u32>,
     /// Measured phase length in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 86400))]
