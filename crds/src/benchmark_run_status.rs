@@ -361,11 +361,17 @@ pub struct SegmentResult {
     pub published: u64,
     /// Messages received.
     pub received: u64,
+    /// Published messages per second (the row's publish window).
+    #[serde(default)]
+    pub publish_rate: f64,
     /// Received messages per second.
     pub receive_rate: f64,
     /// End-to-end latency.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<LatencySummary>,
+    /// Publish → server acknowledgement latency (JetStream, MQTT QoS ≥ 1, HTTP publish).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publish_ack_latency: Option<LatencySummary>,
     /// The runner could not keep the schedule in this row.
     #[serde(default)]
     pub generator_saturated: bool,

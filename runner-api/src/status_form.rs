@@ -56,8 +56,10 @@ fn segment_offering(p: &PhaseStats, offered: Option<f64>) -> SegmentResult {
         offered,
         published: p.published,
         received: p.received,
+        publish_rate: p.summary.publish_rate,
         receive_rate: p.summary.receive_rate,
         latency: latency(p.summary.latency.as_ref()),
+        publish_ack_latency: latency(p.summary.ack_latency.as_ref()),
         generator_saturated: p
             .summary
             .send_lag
@@ -227,6 +229,21 @@ mod tests {
         assert_eq!(st.publish_stall_ms, Some(1_234.567));
         let at = serde_json::to_value(&st.publish_stall_started_at).unwrap();
         assert_eq!(at, "2023-11-14T22:13:20.250000Z");
+    }
+
+    #[test]
+    fn a_session_row_carries_its_publish_rate_and_ack_latency() {
+        let mut p = PhaseStats::new("session-2", 1, crate::result::Delivery::FanOut);
+        p.summary.publish_rate = 4_800.0;
+        let mut acks = crate::histo::Histo::default();
+        acks.record(2_000);
+        p.summary.ack_latency = acks.summary();
+        let row = segment(&p);
+        assert_eq!(row.publish_rate, 4_800.0);
+        assert_eq!(row.publish_ack_latency.map(|l| l.p99_ms), Some(2.0));
+        // No acks (core NATS): no ack latency, not a zero one.
+        p.summary.ack_latency = None;
+        assert_eq!(segment(&p).publish_ack_latency, None);
     }
 
     #[test]
