@@ -1,5 +1,5 @@
 //! Server CPU and memory during a BenchmarkRun, sampled by the operator from each server's own
-//! monitoring endpoint (nats `/varz`, pubsub-server `/health`). Sampling state lives here, in
+//! monitoring endpoint (nats `/varz`, pubsub-server `/health`, mosquitto `$SYS`). Sampling state lives here, in
 //! status, so an operator restart continues the same accumulation instead of starting over.
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -16,10 +16,18 @@ pub const MAX_MEMORY_POINTS: usize = 64;
 #[serde(rename_all = "camelCase")]
 pub struct ServerUsage {
     /// Mean CPU cores of all server pods together (sum of the pods' time-weighted means).
-    pub cpu_cores_mean: f64,
+    /// Absent when the server reports no CPU (`cpuUnavailable` says why) or no interval was
+    /// sampled yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_cores_mean: Option<f64>,
     /// Peak CPU cores of all server pods together at one sampling instant.
-    pub cpu_cores_max: f64,
-    /// Peak resident memory of all server pods together at one sampling instant, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_cores_max: Option<f64>,
+    /// Why there is no CPU figure (e.g. mosquitto's `$SYS` tree has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_unavailable: Option<String>,
+    /// Peak resident memory of all server pods together at one sampling instant, bytes
+    /// (mosquitto: heap bytes in use, from `$SYS/broker/heap/current`).
     pub memory_bytes_max: u64,
     /// Resident memory of all server pods before the barrier released the runners, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -63,10 +71,12 @@ pub struct PodUsage {
     pub pod: String,
     /// Samples taken while the load ran.
     pub samples: u32,
-    /// Time-weighted mean CPU cores.
-    pub cpu_cores_mean: f64,
+    /// Time-weighted mean CPU cores (absent when the server reports no CPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_cores_mean: Option<f64>,
     /// Highest CPU cores in one sample.
-    pub cpu_cores_max: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_cores_max: Option<f64>,
     /// Resident memory before the barrier released the runners, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes_baseline: Option<u64>,

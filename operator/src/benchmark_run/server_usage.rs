@@ -1,12 +1,13 @@
 //! Server CPU and memory during a run, read from each server pod's own monitoring endpoint:
 //! nats `/varz` (`cpu` in % of one core, `mem` = RSS, `connections`) and pubsub-server
-//! `/health` (`cpu_seconds` counter, `rss_bytes`, `clients`). No kubelet or metrics-server
-//! access is needed, so no RBAC beyond listing pods. Mosquitto has no HTTP endpoint: the
-//! status says so instead of inventing figures. Accumulators live in status (see
+//! `/health` (`cpu_seconds` counter, `rss_bytes`, `clients`), mosquitto's `$SYS` heap and
+//! client count over MQTT (no CPU: the status says so instead of a zero). No kubelet or
+//! metrics-server access is needed, so no RBAC beyond listing pods. Accumulators live in status (see
 //! `msgbench_crds::server_usage`), so an operator restart continues the same sums.
 //! Memory per connection is a fit over (connections, memory) points: see `memory_fit`.
 mod endpoints;
 mod memory_fit;
+mod mosquitto_sys;
 
 use crate::context::Context;
 use endpoints::{endpoint, read_pods};
@@ -81,14 +82,14 @@ pub fn record_baseline(u: &mut ServerUsage, readings: &[(String, Sample)], now_m
         p.last_sample_ms = Some(now_ms);
         p.last_cpu_seconds = match s.cpu {
             Cpu::Seconds(x) => Some(x),
-            Cpu::Cores(_) => None,
+            Cpu::Cores(_) | Cpu::Unreported(_) => None,
         };
     }
 }
 
 /// While the load runs: one sampling instant over all pods.
 pub fn record(u: &mut ServerUsage, readings: &[(String, Sample)], now_ms: i64) {
-    let (mut cores_now, mut rss_now) = (0.0, 0u64);
+    let (mut cores_now, mut rss_now, mut no_cpu) = (None, 0u64, None);
     for (pod, s) in readings {
         let Some(p) = pod_entry(u, pod) else { continue };
         let dt = p
@@ -109,6 +110,10 @@ pub fn record(u: &mut ServerUsage, readings: &[(String, Sample)], now_ms: i64) {
                 }
                 _ => None,
             },
+            Cpu::Unreported(why) => {
+                no_cpu = Some(why);
+                None
+            }
         };
         if let Cpu::Seconds(x) = s.cpu {
             p.last_cpu_seconds = Some(x);
@@ -120,14 +125,19 @@ pub fn record(u: &mut ServerUsage, readings: &[(String, Sample)], now_ms: i64) {
             p.connections_max = Some(p.connections_max.unwrap_or(0).max(c));
         }
         if let Some(c) = cores {
-            p.cpu_cores_max = p.cpu_cores_max.max(c);
-            cores_now += c;
+            p.cpu_cores_max = Some(p.cpu_cores_max.unwrap_or(0.0).max(c));
+            cores_now = Some(cores_now.unwrap_or(0.0) + c);
         }
         rss_now += s.rss_bytes;
     }
     if !readings.is_empty() {
         u.samples += 1;
-        u.cpu_cores_max = u.cpu_cores_max.max(cores_now);
+        if let Some(c) = cores_now {
+            u.cpu_cores_max = Some(u.cpu_cores_max.unwrap_or(0.0).max(c));
+        }
+        if let Some(why) = no_cpu {
+            u.cpu_unavailable = Some(why.into());
+        }
         u.memory_bytes_max = u.memory_bytes_max.max(rss_now);
     }
 }
@@ -136,12 +146,10 @@ pub fn record(u: &mut ServerUsage, readings: &[(String, Sample)], now_ms: i64) {
 /// connection (the fit over the points, or why it is unavailable).
 pub fn summarize(u: &mut ServerUsage, connection_workload: bool) {
     for p in &mut u.pods {
-        p.cpu_cores_mean = if p.sampled_seconds > 0.0 {
-            p.cpu_core_seconds / p.sampled_seconds
-        } else {
-            0.0
-        };
+        p.cpu_cores_mean =
+            (p.sampled_seconds > 0.0).then(|| p.cpu_core_seconds / p.sampled_seconds);
     }
+    // A pod without a CPU figure makes the sum unknown, not smaller.
     u.cpu_cores_mean = u.pods.iter().map(|p| p.cpu_cores_mean).sum();
     let baselines: Option<Vec<u64>> = u.pods.iter().map(|p| p.memory_bytes_baseline).collect();
     u.memory_bytes_baseline = baselines.filter(|b| !b.is_empty()).map(|b| b.iter().sum());
@@ -198,10 +206,7 @@ pub async fn read(
             "the target is an endpoint: its servers are not managed here".into(),
         );
     };
-    let (source, port_name, path, parse) = match endpoint(r.kind) {
-        Ok(e) => e,
-        Err(why) => return unavailable("none", why),
-    };
+    let (source, port_name, reader) = endpoint(r.kind);
     if !ctx.observe_varz {
         return unavailable(
             source,
@@ -216,10 +221,10 @@ pub async fn read(
     if last.is_some_and(|t| now_ms - t < SAMPLE_EVERY_MS) {
         return None;
     }
-    let (listed, readings) = read_pods(ctx, ns, r.kind, &r.name, port_name, path, parse).await;
+    let (listed, readings) = read_pods(ctx, ns, r.kind, &r.name, port_name, reader).await;
     Some(UsageRead::Readings {
         source: source.into(),
-        path: path.into(),
+        path: reader.what().into(),
         listed,
         readings,
         now_ms,
@@ -318,12 +323,16 @@ mod tests {
         summarize(&mut u, false);
         let a = &u.pods[0];
         assert_eq!(a.samples, 2);
-        assert!((a.cpu_cores_mean - (1.0 * 2.0 + 0.2 * 6.0) / 8.0).abs() < 1e-9);
-        assert_eq!(a.cpu_cores_max, 1.0);
+        assert!((a.cpu_cores_mean.unwrap() - (1.0 * 2.0 + 0.2 * 6.0) / 8.0).abs() < 1e-9);
+        assert_eq!(a.cpu_cores_max, Some(1.0));
         assert_eq!(a.memory_bytes_max, 400);
         assert_eq!(a.memory_bytes_baseline, Some(100));
         assert_eq!(u.samples, 2);
-        assert!((u.cpu_cores_max - 1.5).abs() < 1e-9, "{}", u.cpu_cores_max);
+        assert!(
+            (u.cpu_cores_max.unwrap() - 1.5).abs() < 1e-9,
+            "{:?}",
+            u.cpu_cores_max
+        );
         // Peak of the sum at one instant (400 + 210), not the sum of peaks (400 + 260).
         assert_eq!(u.memory_bytes_max, 610);
         assert_eq!(u.memory_bytes_baseline, Some(300));
@@ -350,8 +359,30 @@ mod tests {
         assert_eq!(p.samples, 3);
         assert!((p.cpu_core_seconds - 4.0).abs() < 1e-9);
         assert!((p.sampled_seconds - 6.0).abs() < 1e-9);
-        assert!((p.cpu_cores_mean - 4.0 / 6.0).abs() < 1e-9);
-        assert!((p.cpu_cores_max - 0.75).abs() < 1e-9);
+        assert!((p.cpu_cores_mean.unwrap() - 4.0 / 6.0).abs() < 1e-9);
+        assert!((p.cpu_cores_max.unwrap() - 0.75).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_server_without_a_cpu_figure_reports_none_and_why_never_zero() {
+        let heap = |rss, c| Sample {
+            cpu: Cpu::Unreported(mosquitto_sys::NO_CPU),
+            rss_bytes: rss,
+            connections: Some(c),
+        };
+        let mut u = ServerUsage::default();
+        record_baseline(&mut u, &[("m".into(), heap(50_000, 0))], 0);
+        record(&mut u, &[("m".into(), heap(900_000, 100))], 5_000);
+        summarize(&mut u, false);
+        assert_eq!((u.cpu_cores_mean, u.cpu_cores_max), (None, None));
+        assert_eq!(u.cpu_unavailable.as_deref(), Some(mosquitto_sys::NO_CPU));
+        assert_eq!(
+            (u.pods[0].cpu_cores_mean, u.pods[0].cpu_cores_max),
+            (None, None)
+        );
+        assert_eq!(u.memory_bytes_max, 900_000);
+        let json = serde_json::to_value(&u).unwrap();
+        assert!(json.get("cpuCoresMean").is_none(), "{json}");
     }
 
     #[test]

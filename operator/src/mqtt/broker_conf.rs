@@ -68,6 +68,8 @@ fn mosquitto(spec: &MqttBrokerSpec) -> String {
     } else {
         let _ = writeln!(c, "persistence false");
     }
+    // $SYS every 2 s: the operator reads heap and clients from it (memory per connection).
+    let _ = writeln!(c, "sys_interval 2");
     let _ = writeln!(c, "log_dest stdout");
     let _ = writeln!(c, "log_type error\nlog_type warning\nlog_type notice");
     c

@@ -1,5 +1,6 @@
-//! Reading the servers' own monitoring endpoints on their pod IPs: nats `/varz` and
-//! pubsub-server `/health`, parsed into one `Sample` per pod.
+//! Reading the servers' own monitoring endpoints on their pod IPs: nats `/varz`,
+//! pubsub-server `/health` and mosquitto's `$SYS` topics, parsed into one `Sample` per pod.
+use super::mosquitto_sys;
 use crate::benchmark_run::build::server_selector;
 use crate::context::Context;
 use crate::pod_http::{self, Options};
@@ -27,24 +28,52 @@ pub enum Cpu {
     Cores(f64),
     /// Cumulative process CPU seconds; cores come from the difference between samples.
     Seconds(f64),
+    /// The server reports no CPU figure: why.
+    Unreported(&'static str),
 }
 
-/// Where a kind's figures come from: (source label, container port name, path, parser).
-pub(super) type Parser = fn(&[u8]) -> anyhow::Result<Sample>;
-pub(super) fn endpoint(
-    kind: ServerKind,
-) -> Result<(&'static str, &'static str, &'static str, Parser), String> {
+/// How a pod's figures are read.
+#[derive(Clone, Copy, Debug)]
+pub enum Reader {
+    /// An HTTP GET of `path`, parsed.
+    Http {
+        path: &'static str,
+        parse: fn(&[u8]) -> anyhow::Result<Sample>,
+    },
+    /// mosquitto's `$SYS` topics over MQTT.
+    MosquittoSys,
+}
+
+impl Reader {
+    /// What a person would look for when no pod answers.
+    pub fn what(&self) -> &'static str {
+        match self {
+            Reader::Http { path, .. } => path,
+            Reader::MosquittoSys => mosquitto_sys::HEAP_TOPIC,
+        }
+    }
+}
+
+/// Where a kind's figures come from: (source label, container port name, reader).
+pub(super) fn endpoint(kind: ServerKind) -> (&'static str, &'static str, Reader) {
     match kind {
-        ServerKind::JetStreamCluster => Ok(("nats /varz", "monitor", "/varz", parse_varz)),
-        ServerKind::PubSubServer => Ok((
+        ServerKind::JetStreamCluster => (
+            "nats /varz",
+            "monitor",
+            Reader::Http {
+                path: "/varz",
+                parse: parse_varz,
+            },
+        ),
+        ServerKind::PubSubServer => (
             "pubsub-server /health",
             "http",
-            "/health",
-            parse_pubsub_health,
-        )),
-        ServerKind::MqttBroker => Err("mosquitto serves no HTTP monitoring endpoint and its $SYS \
-             topics report neither process CPU nor RSS"
-            .into()),
+            Reader::Http {
+                path: "/health",
+                parse: parse_pubsub_health,
+            },
+        ),
+        ServerKind::MqttBroker => ("mosquitto $SYS heap", "mqtt", Reader::MosquittoSys),
     }
 }
 
@@ -89,8 +118,7 @@ pub(super) async fn read_pods(
     kind: ServerKind,
     name: &str,
     port_name: &str,
-    path: &str,
-    parse: Parser,
+    reader: Reader,
 ) -> (usize, Vec<(String, Sample)>) {
     let sel: Vec<String> = server_selector(kind, name)
         .iter()
@@ -119,11 +147,14 @@ pub(super) async fn read_pods(
         let pod = p.name_any();
         let addr = SocketAddr::new(ip, port as u16);
         Some(async move {
-            let read = pod_http::get(addr, path, OPTIONS).await;
-            match read
-                .map_err(anyhow::Error::from)
-                .and_then(|r| parse(&r.body))
-            {
+            let read = match reader {
+                Reader::Http { path, parse } => pod_http::get(addr, path, OPTIONS)
+                    .await
+                    .map_err(anyhow::Error::from)
+                    .and_then(|r| parse(&r.body)),
+                Reader::MosquittoSys => mosquitto_sys::read(addr, OPTIONS.timeout).await,
+            };
+            match read {
                 Ok(s) => Some((pod, s)),
                 Err(e) => {
                     tracing::debug!(%pod, error = %e, "server usage not readable");
@@ -167,9 +198,9 @@ mod tests {
     }
 
     #[test]
-    fn mosquitto_is_reported_unavailable_with_the_reason() {
-        let why = endpoint(ServerKind::MqttBroker).err().unwrap();
-        assert!(why.contains("no HTTP monitoring endpoint"), "{why}");
-        assert!(endpoint(ServerKind::JetStreamCluster).is_ok());
+    fn mosquitto_is_read_from_its_sys_topics_on_the_mqtt_port() {
+        let (source, port, reader) = endpoint(ServerKind::MqttBroker);
+        assert_eq!((source, port), ("mosquitto $SYS heap", "mqtt"));
+        assert!(matches!(reader, Reader::MosquittoSys));
     }
 }
