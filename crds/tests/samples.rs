@@ -158,3 +158,76 @@ fn demo_manifests_parse() {
         }
     }
 }
+
+/// `config/scenarios.yaml` lists every BenchmarkRun sample, and every server a sample's run
+/// names (target or a variant's) is created by a server sample its entry lists.
+#[test]
+fn every_run_sample_is_a_listed_scenario_whose_servers_exist() {
+    let root = repo_root();
+    let catalogue = load(&root.join("config/scenarios.yaml"));
+    let entries = catalogue["scenarios"]
+        .as_array()
+        .expect("scenarios: a list");
+    let samples = root.join("config/samples");
+    let mut listed: Vec<String> = Vec::new();
+    for e in entries {
+        let sample = e["sample"].as_str().expect("sample");
+        let at = format!("config/scenarios.yaml: {sample}");
+        let run = load(&samples.join(sample));
+        assert_eq!(run["kind"], "BenchmarkRun", "{at}");
+        let figures = e["figures"].as_array().expect("figures");
+        assert!(!figures.is_empty(), "{at}: no figures");
+        for f in figures {
+            assert!(
+                f.as_str().is_some_and(|f| f.starts_with("/status/")),
+                "{at}: {f}"
+            );
+        }
+        // Servers the entry's server samples create, by (kind, name).
+        let created: Vec<(String, String)> = e["servers"]
+            .as_array()
+            .expect("servers")
+            .iter()
+            .map(|s| {
+                let doc = load(&samples.join(s.as_str().expect("server file")));
+                (
+                    doc["kind"].as_str().unwrap().to_string(),
+                    doc["metadata"]["name"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        let spec = &run["spec"];
+        let mut refs = vec![&spec["target"]["serverRef"]];
+        for v in spec["variants"].as_array().into_iter().flatten() {
+            refs.push(&v["target"]["serverRef"]);
+        }
+        for r in refs.into_iter().filter(|r| r.is_object()) {
+            let want = (
+                r["kind"].as_str().unwrap().to_string(),
+                r["name"].as_str().unwrap().to_string(),
+            );
+            assert!(
+                created.contains(&want),
+                "{at}: {want:?} is created by none of {created:?}"
+            );
+        }
+        listed.push(sample.to_string());
+    }
+    // The README's scenario table names every one.
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README");
+    for l in &listed {
+        assert!(
+            readme.contains(&format!("`{l}`")),
+            "README's scenario table lacks {l}"
+        );
+    }
+    for p in yaml_files(&samples) {
+        if load(&p)["kind"] == "BenchmarkRun" {
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            assert!(
+                listed.contains(&name),
+                "{name}: not in config/scenarios.yaml"
+            );
+        }
+    }
+}

@@ -19,6 +19,7 @@ pub mod node;
 pub mod probe;
 pub mod procfs;
 pub mod runs;
+pub mod scenarios;
 pub mod servers;
 pub mod toolbox;
 pub mod wait;

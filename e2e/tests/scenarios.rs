@@ -1,0 +1,98 @@
+//! Every scenario of `config/scenarios.yaml` on the local cluster: its server samples (fitted to
+//! the one CPU), then its BenchmarkRun sample scaled down by `SCENARIO_SCALE` (see
+//! `msgbench_e2e::scenarios`), one after another; each must end Succeeded with every figure the
+//! catalogue names present in its status. All runs are tried; the failures are reported together.
+use anyhow::{Context, Result};
+use msgbench_e2e::cluster::repo_root;
+use msgbench_e2e::kinds::{self, Kind};
+use msgbench_e2e::runs::{field, finished};
+use msgbench_e2e::scenarios::{catalogue, fit_server, scale_from_env, scale_run, Scenario};
+use msgbench_e2e::{run, servers, TestContext};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+fn load(file: &str) -> Result<Value> {
+    let path = repo_root().join("config/samples").join(file);
+    let text = std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
+    Ok(serde_norway::from_str(&text)?)
+}
+
+#[tokio::test]
+async fn every_scenario_sample_succeeds_with_its_figures() {
+    run("scenarios", body).await;
+}
+
+async fn body(ctx: TestContext) -> Result<()> {
+    let scale = scale_from_env()?;
+    let text = std::fs::read_to_string(repo_root().join("config/scenarios.yaml"))?;
+    let scenarios = catalogue(&text)?;
+    let files: BTreeSet<&String> = scenarios.iter().flat_map(|s| &s.servers).collect();
+    let mut ready = Vec::new();
+    for f in files {
+        let mut doc = load(f)?;
+        fit_server(&mut doc)?;
+        let kind = doc["kind"].as_str().context("kind")?.to_string();
+        let name = doc["metadata"]["name"]
+            .as_str()
+            .context("name")?
+            .to_string();
+        kinds::create(&ctx.client, &ctx.ns, &serde_json::to_string(&doc)?).await?;
+        ready.push((Kind::from_name(&kind).context("server kind")?, name));
+    }
+    for (kind, name) in &ready {
+        servers::wait_ready(&ctx, *kind, name, Duration::from_secs(300)).await?;
+    }
+    let mut failures = Vec::new();
+    for sc in &scenarios {
+        let t = Instant::now();
+        match one(&ctx, sc, scale).await {
+            Ok(()) => eprintln!("scenario {}: ok in {:.0?}", sc.sample, t.elapsed()),
+            Err(e) => {
+                eprintln!(
+                    "scenario {}: FAILED in {:.0?}: {e:#}",
+                    sc.sample,
+                    t.elapsed()
+                );
+                failures.push(format!("{} ({}): {e:#}", sc.sample, sc.scenario));
+            }
+        }
+    }
+    anyhow::ensure!(
+        failures.is_empty(),
+        "{} of {} scenarios failed:\n{}",
+        failures.len(),
+        scenarios.len(),
+        failures.join("\n")
+    );
+    Ok(())
+}
+
+/// Applies one scaled sample and checks its outcome and figures.
+async fn one(ctx: &TestContext, sc: &Scenario, scale: f64) -> Result<()> {
+    let mut doc = load(&sc.sample)?;
+    scale_run(&mut doc, scale)?;
+    let name = doc["metadata"]["name"]
+        .as_str()
+        .context("name")?
+        .to_string();
+    kinds::create(&ctx.client, &ctx.ns, &serde_json::to_string(&doc)?).await?;
+    let done = finished(ctx, &name, Duration::from_secs(420)).await?;
+    let phase = field(&done, "/status/phase");
+    anyhow::ensure!(
+        phase == "Succeeded",
+        "phase {phase}, verdict {}, conditions {}",
+        field(&done, "/status/verdict"),
+        kinds::conditions_summary(&done)
+    );
+    let missing: Vec<&String> = sc
+        .figures
+        .iter()
+        .filter(|f| field(&done, f).is_null())
+        .collect();
+    anyhow::ensure!(
+        missing.is_empty(),
+        "figures missing from status: {missing:?}"
+    );
+    Ok(())
+}
