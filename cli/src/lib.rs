@@ -11,6 +11,7 @@ pub mod model;
 pub mod paired;
 pub mod plots;
 pub mod report;
+mod segment_tables;
 pub mod source;
 mod tables;
 pub mod tagging;

@@ -23,6 +23,7 @@ pub fn render(run: &Run) -> Result<String> {
     }
     page.heading("Figures");
     tables::figures(&mut page, run);
+    crate::segment_tables::segments(&mut page, run);
     crate::fault_tables::faults(&mut page, run);
     Ok(page.finish(&title))
 }

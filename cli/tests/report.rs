@@ -255,3 +255,40 @@ fn faults_get_a_cost_row_per_variant_and_a_row_per_execution_saying_why_when_abs
     run.status.faults.clear();
     assert!(!report::render(&run).unwrap().contains("fault-costs"));
 }
+
+#[test]
+fn sessions_are_a_table_row_each_with_unavailable_figures_saying_why() {
+    let (run, html) = report_of("plain-run.yaml");
+    let r = run.status.result.as_ref().unwrap();
+    let table = html
+        .split("<table class=\"segments\">")
+        .nth(1)
+        .expect("a segments table")
+        .split("</table>")
+        .next()
+        .unwrap();
+    let rows: Vec<&str> = table.split("<tr>").skip(2).collect();
+    assert_eq!(rows.len(), 3, "warm-up and two sessions: {table}");
+    for (row, want) in rows
+        .iter()
+        .zip([r.warmup.as_ref().unwrap(), &r.sessions[0], &r.sessions[1]])
+    {
+        assert!(row.starts_with(&format!("<td>{}</td>", want.name)), "{row}");
+        let l = want.latency.as_ref().unwrap();
+        assert!(
+            row.contains(&format!("<td>{} ms</td>", l.stddev_ms)),
+            "{row}"
+        );
+        assert!(row.contains(&format!("<td>{} ms</td>", l.max_ms)), "{row}");
+    }
+    // Session 2 has no publish acks: said so, not 0 ms.
+    assert!(
+        rows[2].contains("unavailable: no publish acks"),
+        "{}",
+        rows[2]
+    );
+    assert!(!rows[1].contains("unavailable"), "{}", rows[1]);
+    // A run without sessions or stages has no such table.
+    let (_, html) = report_of("variants-run.yaml");
+    assert!(!html.contains("class=\"segments\""));
+}

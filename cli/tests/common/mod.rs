@@ -230,7 +230,29 @@ pub fn variants_run() -> BenchmarkRun {
 
 /// One target, 3 trials, no variants.
 pub fn plain_run() -> BenchmarkRun {
-    let r = result(3, 2500, 900.0, 1000.0, None);
+    let mut r = result(3, 2500, 900.0, 1000.0, None);
+    // A warm-up and two sessions: the report's sessions table.
+    let row = |name: &str, n: u64, seed: u64, acks: bool| {
+        let mut h = Histo::default();
+        let mut rng = Lcg(seed);
+        (0..n).for_each(|_| h.record(rng.latency_us(900.0)));
+        SegmentResult {
+            name: name.into(),
+            offered: Some(1000.0),
+            published: n,
+            received: n,
+            publish_rate: 1000.0,
+            receive_rate: 999.5,
+            latency: latency(h.summary().as_ref()),
+            publish_ack_latency: acks.then(|| latency(h.summary().as_ref())).flatten(),
+            generator_saturated: false,
+        }
+    };
+    r.warmup = Some(row("warmup", 500, 5, true));
+    r.sessions = vec![
+        row("session-1", 1000, 6, true),
+        row("session-2", 1000, 7, false),
+    ];
     let t = trials(&[999.0, 1000.2, 1000.5], &[3.4, 3.9, 3.6], &[1, 1, 1]);
     let status = BenchmarkRunStatus {
         phase: Some(Phase::Succeeded),
