@@ -1,8 +1,8 @@
 //! Every scenario of `config/scenarios.yaml` on the local cluster: its server samples (fitted to
 //! the one CPU), then its BenchmarkRun sample scaled down by `SCENARIO_SCALE` (see
-//! `msgbench_e2e::scenarios`), one at a time per server kind; each must end Succeeded with every
-//! figure the catalogue names present in its status. All runs are tried; the failures are
-//! reported together.
+//! `msgbench_e2e::scenarios`), one after another in catalogue order (a run that compares itself
+//! with an earlier one comes after it); each must end Succeeded with every figure the catalogue
+//! names present in its status. All runs are tried; the failures are reported together.
 use anyhow::{Context, Result};
 use msgbench_e2e::cluster::repo_root;
 use msgbench_e2e::kinds::{self, Kind};
@@ -10,7 +10,7 @@ use msgbench_e2e::runs::{field, finished};
 use msgbench_e2e::scenarios::{catalogue, fit_server, scale_from_env, scale_run, Scenario};
 use msgbench_e2e::{run, servers, TestContext};
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 fn load(file: &str) -> Result<Value> {
@@ -67,26 +67,6 @@ async fn body(ctx: TestContext) -> Result<()> {
         failures.join("\n")
     );
     Ok(())
-}
-
-/// The lane's scenarios one after another; their failures.
-async fn lane_of(ctx: &TestContext, lane: &[&Scenario], scale: f64) -> Vec<String> {
-    let mut failures = Vec::new();
-    for sc in lane {
-        let t = Instant::now();
-        match one(ctx, sc, scale).await {
-            Ok(()) => eprintln!("scenario {}: ok in {:.0?}", sc.sample, t.elapsed()),
-            Err(e) => {
-                eprintln!(
-                    "scenario {}: FAILED in {:.0?}: {e:#}",
-                    sc.sample,
-                    t.elapsed()
-                );
-                failures.push(format!("{} ({}): {e:#}", sc.sample, sc.scenario));
-            }
-        }
-    }
-    failures
 }
 
 /// Applies one scaled sample and checks its outcome and figures.
