@@ -155,12 +155,13 @@ pub fn render_markdown() -> String {
     }
     s.push_str(
         "\nNot needed: `get` on children (the operator lists by label), `update` (server-side \
-         apply only),\n`pods/proxy` or `pods/exec` (nats `/varz` is read from the pod IP), \
+         apply only),\n`pods/proxy` or `pods/exec` (nats `/varz` and mosquitto `$SYS` are read from the pod \
+         IP), \
          `persistentvolumeclaims`\n(created by the StatefulSet controller, deleted with it: \
          whenDeleted=Delete), finalizers \
          (children go by owner-reference garbage collection),\n`nodes/proxy` or \
-         `metrics.k8s.io` (a run's serverUsage comes from nats `/varz` and pubsub-server \
-         `/health` on the pod IPs),\n`list`, `watch`, `update` or `delete` on leases (the \
+         `metrics.k8s.io` (a run's serverUsage comes from nats `/varz`, pubsub-server \
+         `/health` and mosquitto `$SYS` on the pod IPs),\n`list`, `watch`, `update` or `delete` on leases (the \
          operator reads and patches its own Lease by name).\n",
     );
     s.push_str(TRUST_MODEL);
