@@ -8,12 +8,13 @@
 mod endpoints;
 mod memory_fit;
 mod mosquitto_sys;
+mod sample;
 
 use crate::context::Context;
 use endpoints::{endpoint, read_pods};
-pub use endpoints::{Cpu, Sample};
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus};
 use msgbench_crds::server_usage::{MemoryPoint, PodUsage, ServerUsage, MAX_SERVER_PODS};
+pub use sample::{Cpu, Sample};
 
 /// How often the servers are sampled. Every sample is a status write (the accumulators live
 /// in status so a restarted operator continues them), so this is also how often a running

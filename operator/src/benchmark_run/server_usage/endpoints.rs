@@ -1,6 +1,7 @@
 //! Reading the servers' own monitoring endpoints on their pod IPs: nats `/varz`,
 //! pubsub-server `/health` and mosquitto's `$SYS` topics, parsed into one `Sample` per pod.
 use super::mosquitto_sys;
+use super::sample::{Cpu, Sample};
 use crate::benchmark_run::build::server_selector;
 use crate::context::Context;
 use crate::pod_http::{self, Options};
@@ -13,24 +14,6 @@ use std::time::Duration;
 
 /// One sample per pod and interval, so short; the bodies are a few kB of JSON.
 const OPTIONS: Options<'static> = Options::new(Duration::from_secs(2), 1 << 20);
-
-/// One reading of one pod.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Sample {
-    pub cpu: Cpu,
-    pub rss_bytes: u64,
-    pub connections: Option<u64>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Cpu {
-    /// Cores in use right now (nats computes it over its last second).
-    Cores(f64),
-    /// Cumulative process CPU seconds; cores come from the difference between samples.
-    Seconds(f64),
-    /// The server reports no CPU figure: why.
-    Unreported(&'static str),
-}
 
 /// How a pod's figures are read.
 #[derive(Clone, Copy, Debug)]

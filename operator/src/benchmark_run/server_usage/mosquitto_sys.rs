@@ -3,7 +3,7 @@
 //! Both come from the same broker tick (`sys_interval`, set to 2 s in the generated config), so
 //! a (connections, memory) pair is consistent even if up to one tick old. `$SYS` reports no
 //! process CPU: the sample says so rather than a zero.
-use super::endpoints::{Cpu, Sample};
+use super::sample::{Cpu, Sample};
 use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -1,0 +1,19 @@
+//! One server pod's reading, whichever endpoint it came from.
+
+/// One reading of one pod.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    pub cpu: Cpu,
+    pub rss_bytes: u64,
+    pub connections: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Cpu {
+    /// Cores in use right now (nats computes it over its last second).
+    Cores(f64),
+    /// Cumulative process CPU seconds; cores come from the difference between samples.
+    Seconds(f64),
+    /// The server reports no CPU figure: why.
+    Unreported(&'static str),
+}
