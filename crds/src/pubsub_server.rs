@@ -7,6 +7,8 @@ use crate::common::{pinning_rules, Placement, Resources, ServerStatus, Tuning};
 
 /// Default image: msgbench's reference pubsub-server.
 pub const DEFAULT_PUBSUB_IMAGE: &str = "ghcr.io/msgbench/pubsub-server:0.1.0";
+/// Default image of protocol `pusher`: sockudo (e2e/images/build sockudo).
+pub const DEFAULT_SOCKUDO_IMAGE: &str = "ghcr.io/msgbench/sockudo:5.2.0";
 
 /// A pub/sub server: `POST /publish` over HTTP, delivery over Socket.IO or plain WebSocket.
 /// One replica: rooms live in the server's memory.
@@ -47,18 +49,26 @@ pub const DEFAULT_PUBSUB_IMAGE: &str = "ghcr.io/msgbench/pubsub-server:0.1.0";
 )]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("self.protocol == 'websocket' || !has(self.wsMode)").message("wsMode: only valid with protocol websocket").field_path(".wsMode"))]
+#[x_kube(validation = Rule::new("(self.protocol == 'pusher') == has(self.pusher)").message("pusher: required with protocol pusher, and only valid with it").field_path(".pusher"))]
 #[x_kube(validation = pinning_rules()[0].clone())]
 #[x_kube(validation = pinning_rules()[1].clone())]
 #[x_kube(validation = pinning_rules()[2].clone())]
 pub struct PubSubServerSpec {
     /// Server image; it must honour the PORT, EMIT_MODE, DATABASE_FILE, CACHE_TTL_SECONDS,
-    /// WORKER_THREADS and WS_MODE environment variables.
+    /// WORKER_THREADS and WS_MODE environment variables. With protocol pusher the default is
+    /// sockudo (configured by sockudo's own variables: PORT, SOCKUDO_DEFAULT_APP_*, ...).
     #[serde(default = "default_image")]
     #[schemars(length(min = 1, max = 512))]
     pub image: String,
-    /// Delivery protocol the benchmark speaks: `socketio` (default) or plain `websocket` (`/ws`).
+    /// Delivery protocol the benchmark speaks: `socketio` (default), plain `websocket` (`/ws`),
+    /// or `pusher` (Pusher Channels, served by sockudo; emitMode, database and cacheTtlSeconds
+    /// do not apply).
     #[serde(default)]
     pub protocol: PubSubProtocol,
+    /// The Pusher app (protocol pusher only): a Secret in this namespace with keys `appId`,
+    /// `key` and `secret`. The server and the benchmark runners read it through secretKeyRef.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pusher: Option<PusherApp>,
     /// Fan-out to a room's subscribers concurrently (`parallel`, default) or one after another.
     #[serde(default)]
     pub emit_mode: EmitMode,
@@ -102,6 +112,17 @@ fn default_port() -> i32 {
     8080
 }
 
+impl PubSubServerSpec {
+    /// The image to run: `image`, except that protocol pusher swaps the default image for sockudo.
+    pub fn effective_image(&self) -> &str {
+        if self.protocol == PubSubProtocol::Pusher && self.image == DEFAULT_PUBSUB_IMAGE {
+            DEFAULT_SOCKUDO_IMAGE
+        } else {
+            &self.image
+        }
+    }
+}
+
 /// Delivery protocol.
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -111,6 +132,21 @@ pub enum PubSubProtocol {
     Socketio,
     /// Plain WebSocket at `/ws`.
     Websocket,
+    /// Pusher Channels (sockudo): WebSocket at `/app/{key}`, signed HTTP events API.
+    Pusher,
+}
+
+/// Keys of the Pusher app Secret.
+pub const PUSHER_SECRET_KEYS: [&str; 3] = ["appId", "key", "secret"];
+
+/// A Pusher app's credentials, by Secret.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PusherApp {
+    /// Secret with keys `appId`, `key` and `secret` (never copied into the spec, a ConfigMap,
+    /// status or logs).
+    #[schemars(length(min = 1, max = 253))]
+    pub secret_name: String,
 }
 
 /// Fan-out strategy (EMIT_MODE).

@@ -1,19 +1,19 @@
 //! Socket.IO pub/sub (the msgbench wire protocol): publish by HTTP `POST /publish`, receive
 //! `message` events over Engine.IO v4 / WebSocket. HTTP publish latency (response from the
 //! intended send time) is recorded apart from delivery latency.
-mod http_publish;
 pub mod rest_probe;
 
+use super::http_publish::{PipelinedPublisher, RequestEncoder};
 use super::websocket::Idle;
-use super::{Driver, Publisher, Stop};
+use super::{Driver, Outgoing, Publisher, Stop};
 use crate::clock;
 use crate::payload::Header;
 use crate::recorder::{register_subscription, ReceiveRecorder, Shared};
 use futures::future::BoxFuture;
 use futures::{SinkExt, StreamExt};
-use http_publish::PipelinedPublisher;
 use msgbench_crds::workload::Workload;
 use runner_api::target::TargetUrl;
+use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -108,6 +108,57 @@ pub fn message_header(frame: &str) -> Option<Option<Header>> {
     )
 }
 
+/// `POST /publish` requests, one message each.
+pub struct PublishRequests {
+    /// Request head up to the Content-Length value (host and path are fixed).
+    head: Vec<u8>,
+    /// `{"topic":"…","publisher":"…","payload":"` per topic index.
+    prefixes: Vec<Vec<u8>>,
+    len: usize,
+}
+
+impl PublishRequests {
+    pub fn new(addr: &str, topics: &[String], publisher: &str, len: usize) -> Self {
+        let head = format!(
+            "POST /publish HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: "
+        )
+        .into_bytes();
+        let prefixes = topics
+            .iter()
+            .map(|t| {
+                // JSON-encoded strings, so any topic or publisher name stays valid JSON.
+                let mut p = format!(
+                    "{{\"topic\":{},\"publisher\":{},\"payload\":",
+                    serde_json::Value::from(t.as_str()),
+                    serde_json::Value::from(publisher)
+                );
+                p.push('"');
+                p.into_bytes()
+            })
+            .collect();
+        PublishRequests {
+            head,
+            prefixes,
+            len,
+        }
+    }
+}
+
+impl RequestEncoder for PublishRequests {
+    fn encode(&mut self, msgs: &[Outgoing], buf: &mut Vec<u8>) -> usize {
+        let m = &msgs[0];
+        let text = m.header.to_text(self.len);
+        let prefix = &self.prefixes[m.topic as usize];
+        let body_len = prefix.len() + text.len() + 2; // closing quote and brace
+        buf.extend_from_slice(&self.head);
+        let _ = write!(buf, "{body_len}\r\n\r\n");
+        buf.extend_from_slice(prefix);
+        buf.extend_from_slice(text.as_bytes());
+        buf.extend_from_slice(b"\"}");
+        1
+    }
+}
+
 impl Driver for SocketIoDriver {
     /// Publishes go over HTTP (`POST /publish`): a 2xx answer is the server's ack.
     fn publish_acks(&self) -> bool {
@@ -175,14 +226,14 @@ impl Driver for SocketIoDriver {
         _stop: Stop,
     ) -> BoxFuture<'_, anyhow::Result<Box<dyn Publisher>>> {
         Box::pin(async move {
-            let p = PipelinedPublisher::connect(
-                &self.target.addr(),
+            let addr = self.target.addr();
+            let enc = PublishRequests::new(
+                &addr,
                 &self.rooms,
                 &format!("msgbench-{idx}"),
                 self.w.payload_bytes as usize,
-                stats,
-            )
-            .await?;
+            );
+            let p = PipelinedPublisher::connect(&addr, enc, stats).await?;
             Ok(Box::new(p) as Box<dyn Publisher>)
         })
     }

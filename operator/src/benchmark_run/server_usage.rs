@@ -207,7 +207,7 @@ pub async fn read(
             "the target is an endpoint: its servers are not managed here".into(),
         );
     };
-    let (source, port_name, reader) = endpoint(r.kind);
+    let (source, port_name, reader) = endpoint(r.kind, br.spec.workload.protocol);
     if !ctx.observe_varz {
         return unavailable(
             source,

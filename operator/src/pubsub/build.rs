@@ -34,6 +34,20 @@ pub fn memory_budget(res: &Resources) -> Option<u64> {
     Some((limit / 8 * 3).max(16 << 20))
 }
 
+/// The client port; sockudo serves its metrics apart (server usage reads them).
+fn ports(port: i32, pusher: bool) -> Vec<ContainerPort> {
+    let named = |name: &str, container_port| ContainerPort {
+        name: Some(name.into()),
+        container_port,
+        ..ContainerPort::default()
+    };
+    let mut p = vec![named("http", port)];
+    if pusher {
+        p.push(named("metrics", super::sockudo::METRICS_PORT));
+    }
+    p
+}
+
 pub fn build(pss: &PubSubServer, owner: &Owner, replicas: i32) -> Children {
     let spec = &pss.spec;
     let name = owner.name.as_str();
@@ -55,6 +69,7 @@ pub fn build(pss: &PubSubServer, owner: &Owner, replicas: i32) -> Children {
         DatabaseMode::Memory => ":memory:".to_string(),
         DatabaseMode::File => format!("{DATA_DIR}/pubsub.db"),
     };
+    let pusher = spec.protocol == PubSubProtocol::Pusher;
     let mut env = vec![
         value_env("PORT", spec.port.to_string()),
         value_env("EMIT_MODE", enum_str(&spec.emit_mode)),
@@ -74,6 +89,9 @@ pub fn build(pss: &PubSubServer, owner: &Owner, replicas: i32) -> Children {
             enum_str(&spec.ws_mode.unwrap_or_default()),
         ));
     }
+    if pusher {
+        env = super::sockudo::env(spec);
+    }
     let probe = |period: i32, failures: i32| Probe {
         tcp_socket: Some(TCPSocketAction {
             port: IntOrString::String("http".into()),
@@ -85,12 +103,8 @@ pub fn build(pss: &PubSubServer, owner: &Owner, replicas: i32) -> Children {
     };
     let container = Container {
         name: "pubsub-server".into(),
-        image: Some(spec.image.clone()),
-        ports: Some(vec![ContainerPort {
-            name: Some("http".into()),
-            container_port: spec.port,
-            ..ContainerPort::default()
-        }]),
+        image: Some(spec.effective_image().to_string()),
+        ports: Some(ports(spec.port, pusher)),
         env: Some(env),
         volume_mounts: Some(vec![
             mount("data", DATA_DIR, false),

@@ -1,13 +1,14 @@
 //! PubSubServer controller: one Deployment configured through the contract env, one Service.
 
 pub mod build;
+pub mod sockudo;
 
 use crate::apply::Children;
 use crate::meta::Owner;
 use crate::server_kind::ManagedServerKind;
-use crate::validate::{check_tuning, SecretFacts, SpecViolation};
+use crate::validate::{check_secret, check_tuning, SecretFacts, SpecViolation};
 use msgbench_crds::common::{Resources, ServerStatus, Tuning};
-use msgbench_crds::pubsub_server::{PubSubProtocol, PubSubServer};
+use msgbench_crds::pubsub_server::{PubSubProtocol, PubSubServer, PUSHER_SECRET_KEYS};
 
 impl ManagedServerKind for PubSubServer {
     const KIND_LABEL: &'static str = "pubsubserver";
@@ -25,15 +26,34 @@ impl ManagedServerKind for PubSubServer {
     fn desired_replicas(&self) -> i32 {
         1
     }
-    fn validate(&self, _secret: Option<&SecretFacts>) -> Vec<SpecViolation> {
-        validate(self)
+    fn secret_refs(&self) -> Vec<&str> {
+        self.spec
+            .pusher
+            .iter()
+            .map(|p| p.secret_name.as_str())
+            .collect()
+    }
+    fn validate(&self, secrets: &[SecretFacts]) -> Vec<SpecViolation> {
+        let mut v = validate(self);
+        if let Some(facts) = secrets.first() {
+            v.extend(check_secret(
+                "spec.pusher.secretName",
+                facts,
+                &PUSHER_SECRET_KEYS,
+            ));
+        }
+        v
     }
     fn build(&self, owner: &Owner, replicas: i32) -> Children {
         build::build(self, owner, replicas)
     }
     fn client_url(&self, owner: &Owner) -> String {
+        let scheme = match self.spec.protocol {
+            PubSubProtocol::Pusher => "ws",
+            _ => "http",
+        };
         format!(
-            "http://{}.{}.svc:{}",
+            "{scheme}://{}.{}.svc:{}",
             owner.name, owner.namespace, self.spec.port
         )
     }
@@ -60,6 +80,43 @@ pub fn validate(pss: &PubSubServer) -> Vec<SpecViolation> {
             "only valid with protocol websocket",
         ));
     }
+    if (spec.protocol == PubSubProtocol::Pusher) != spec.pusher.is_some() {
+        v.push(SpecViolation::invalid(
+            "spec.pusher",
+            "required with protocol pusher, and only valid with it",
+        ));
+    }
     v.extend(check_tuning(&spec.tuning, &spec.resources));
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pss(spec: serde_json::Value) -> PubSubServer {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "msgbench.dev/v1alpha1", "kind": "PubSubServer",
+            "metadata": {"name": "s", "namespace": "bench"}, "spec": spec,
+        }))
+        .unwrap()
+    }
+
+    /// Protocol pusher needs its app Secret, and the Secret all three keys.
+    #[test]
+    fn a_pusher_server_needs_its_app_secret_with_every_key() {
+        let without = pss(serde_json::json!({"protocol": "pusher"}));
+        assert!(validate(&without).iter().any(|v| v.field == "spec.pusher"));
+        let with = pss(serde_json::json!({"protocol": "pusher", "pusher": {"secretName": "app"}}));
+        assert!(validate(&with).is_empty());
+        assert_eq!(with.secret_refs(), ["app"]);
+        let facts = SecretFacts {
+            name: "app".into(),
+            keys: Some(vec!["appId".into(), "key".into()]),
+        };
+        let v = with.validate(&[facts]);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].reason, "SecretKeyMissing");
+        assert!(v[0].rule.contains("\"secret\""), "{}", v[0].rule);
+    }
 }

@@ -1,5 +1,6 @@
 //! Reading the servers' own monitoring endpoints on their pod IPs: nats `/varz`,
-//! pubsub-server `/health` and mosquitto's `$SYS` topics, parsed into one `Sample` per pod.
+//! pubsub-server `/health`, sockudo's Prometheus `/metrics` and mosquitto's `$SYS` topics, parsed
+//! into one `Sample` per pod.
 use super::mosquitto_sys;
 use super::sample::{Cpu, Sample};
 use crate::benchmark_run::build::server_selector;
@@ -9,6 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use msgbench_crds::benchmark_run::ServerKind;
+use msgbench_crds::workload::Protocol;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
@@ -38,7 +40,11 @@ impl Reader {
 }
 
 /// Where a kind's figures come from: (source label, container port name, reader).
-pub(super) fn endpoint(kind: ServerKind) -> (&'static str, &'static str, Reader) {
+/// A PubSubServer serving `pusher` is sockudo (only it fits a pusher workload).
+pub(super) fn endpoint(
+    kind: ServerKind,
+    protocol: Protocol,
+) -> (&'static str, &'static str, Reader) {
     match kind {
         ServerKind::JetStreamCluster => (
             "nats /varz",
@@ -46,6 +52,14 @@ pub(super) fn endpoint(kind: ServerKind) -> (&'static str, &'static str, Reader)
             Reader::Http {
                 path: "/varz",
                 parse: parse_varz,
+            },
+        ),
+        ServerKind::PubSubServer if protocol == Protocol::Pusher => (
+            "sockudo /metrics",
+            "metrics",
+            Reader::Http {
+                path: "/metrics",
+                parse: parse_process_metrics,
             },
         ),
         ServerKind::PubSubServer => (
@@ -92,6 +106,25 @@ pub fn parse_pubsub_health(body: &[u8]) -> anyhow::Result<Sample> {
             .rss_bytes
             .ok_or_else(|| anyhow::anyhow!("/health has no rss_bytes"))?,
         connections: h.clients,
+    })
+}
+
+/// The Prometheus process collector's CPU counter and RSS (Prometheus text format).
+pub fn parse_process_metrics(body: &[u8]) -> anyhow::Result<Sample> {
+    let text = std::str::from_utf8(body)?;
+    let value = |name: &str| {
+        text.lines()
+            .find(|l| {
+                l.strip_prefix(name)
+                    .is_some_and(|r| r.starts_with([' ', '{']))
+            })
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .ok_or_else(|| anyhow::anyhow!("/metrics has no {name}"))
+    };
+    Ok(Sample {
+        cpu: Cpu::Seconds(value("process_cpu_seconds_total")?),
+        rss_bytes: value("process_resident_memory_bytes")? as u64,
+        connections: None,
     })
 }
 
@@ -181,8 +214,23 @@ mod tests {
     }
 
     #[test]
+    fn sockudo_metrics_give_the_process_cpu_counter_and_rss() {
+        let text = include_str!("../fixtures/sockudo-metrics.txt");
+        let s = parse_process_metrics(text.as_bytes()).unwrap();
+        assert_eq!(s.cpu, Cpu::Seconds(0.01));
+        assert_eq!(s.rss_bytes, 19_169_280);
+        let err = parse_process_metrics(b"process_cpu_seconds_total_x 1\n").unwrap_err();
+        assert!(
+            err.to_string().contains("process_cpu_seconds_total"),
+            "{err}"
+        );
+        let (source, port, _) = endpoint(ServerKind::PubSubServer, Protocol::Pusher);
+        assert_eq!((source, port), ("sockudo /metrics", "metrics"));
+    }
+
+    #[test]
     fn mosquitto_is_read_from_its_sys_topics_on_the_mqtt_port() {
-        let (source, port, reader) = endpoint(ServerKind::MqttBroker);
+        let (source, port, reader) = endpoint(ServerKind::MqttBroker, Protocol::Mqtt);
         assert_eq!((source, port), ("mosquitto $SYS heap", "mqtt"));
         assert!(matches!(reader, Reader::MosquittoSys));
     }

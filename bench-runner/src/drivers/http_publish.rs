@@ -1,17 +1,16 @@
-//! `POST /publish` as pipelined HTTP/1.1 over a few keep-alive connections per publisher.
-//! Requests due together go out in one write; responses come back in request order (HTTP/1.1
-//! answers pipelined requests in order), so each is matched to the oldest pending request.
-//! hyper's pooled client keeps one request per connection in flight and costs a task, a
-//! connection and several allocations per request: with it the generator, not the server, set
-//! the pace. A window bounds the requests in flight per publisher (open loop: a full window
-//! shows up as send lag; closed loop: it is the concurrency).
+//! HTTP publish (Socket.IO's `POST /publish`, Pusher's signed events API) as pipelined
+//! HTTP/1.1 over a few keep-alive connections per publisher. Requests due together go out in one
+//! write; responses come back in request order (HTTP/1.1 answers pipelined requests in order), so
+//! each is matched to the oldest pending request. hyper's pooled client keeps one request per
+//! connection in flight and costs a task, a connection and several allocations per request: with
+//! it the generator, not the server, set the pace. A window bounds the messages in flight per
+//! publisher (open loop: a full window shows up as send lag; closed loop: it is the concurrency).
 use crate::drivers::{record_error, Outgoing, Publisher};
 use crate::payload::Header;
 use crate::recorder::{note_sent, record_ack, record_ack_error, Shared};
 use bytes::{Buf, BytesMut};
 use futures::future::BoxFuture;
 use std::collections::VecDeque;
-use std::io::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -23,17 +22,26 @@ use tokio::task::JoinHandle;
 /// Keep-alive connections per publisher (the server handles each connection's requests one at a
 /// time, so several let a multi-threaded server work on one publisher's load in parallel).
 pub const CONNECTIONS: usize = 4;
-/// Requests in flight per publisher.
+/// Messages in flight per publisher.
 pub const WINDOW: usize = 512;
 /// How long `finish` waits for outstanding responses.
 const FINISH_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Requests written on one connection and not answered yet; `dead` once the connection failed
+/// Writes a protocol's publish requests.
+pub trait RequestEncoder: Send + 'static {
+    /// Appends one complete request carrying the first messages of `msgs` (never empty) to
+    /// `buf`; returns how many it carries (a batch API may take several; at least one).
+    fn encode(&mut self, msgs: &[Outgoing], buf: &mut Vec<u8>) -> usize;
+}
+
+/// Messages written on one connection and not answered yet; `dead` once the connection failed
 /// (later sends count as errors at once instead of waiting for a reader that is gone).
 #[derive(Default)]
 struct Queue {
-    /// Headers of the requests in flight, oldest first.
+    /// Headers of the messages in flight, oldest first.
     pending: VecDeque<Header>,
+    /// How many of them each request in flight carries, oldest first.
+    requests: VecDeque<usize>,
     dead: bool,
 }
 
@@ -43,27 +51,17 @@ struct Conn {
     reader: JoinHandle<()>,
 }
 
-pub struct PipelinedPublisher {
+pub struct PipelinedPublisher<E> {
     conns: Vec<Conn>,
     next: usize,
     window: Arc<Semaphore>,
     stats: Shared,
-    /// Request head up to the Content-Length value (host and path are fixed).
-    head: Vec<u8>,
-    /// `{"topic":"…","publisher":"…","payload":"` per topic index.
-    prefixes: Vec<Vec<u8>>,
-    len: usize,
+    enc: E,
     buf: Vec<u8>,
 }
 
-impl PipelinedPublisher {
-    pub async fn connect(
-        addr: &str,
-        topics: &[String],
-        publisher: &str,
-        len: usize,
-        stats: Shared,
-    ) -> anyhow::Result<Self> {
+impl<E: RequestEncoder> PipelinedPublisher<E> {
+    pub async fn connect(addr: &str, enc: E, stats: Shared) -> anyhow::Result<Self> {
         let window = Arc::new(Semaphore::new(WINDOW));
         let mut conns = Vec::with_capacity(CONNECTIONS);
         for _ in 0..CONNECTIONS {
@@ -82,48 +80,30 @@ impl PipelinedPublisher {
             ));
             conns.push(Conn { wr, queue, reader });
         }
-        let head = format!(
-            "POST /publish HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: "
-        )
-        .into_bytes();
-        let prefixes = topics
-            .iter()
-            .map(|t| {
-                // JSON-encoded strings, so any topic or publisher name stays valid JSON.
-                let mut p = format!(
-                    "{{\"topic\":{},\"publisher\":{},\"payload\":",
-                    serde_json::Value::from(t.as_str()),
-                    serde_json::Value::from(publisher)
-                );
-                p.push('"');
-                p.into_bytes()
-            })
-            .collect();
         Ok(PipelinedPublisher {
             conns,
             next: 0,
             window,
             stats,
-            head,
-            prefixes,
-            len,
+            enc,
             buf: Vec::with_capacity(64 * 1024),
         })
     }
 
-    /// Appends one request for `m` to `self.buf`.
-    fn encode(&mut self, m: &Outgoing) {
-        let text = m.header.to_text(self.len);
-        let prefix = &self.prefixes[m.topic as usize];
-        let body_len = prefix.len() + text.len() + 2; // closing quote and brace
-        self.buf.extend_from_slice(&self.head);
-        let _ = write!(self.buf, "{body_len}\r\n\r\n");
-        self.buf.extend_from_slice(prefix);
-        self.buf.extend_from_slice(text.as_bytes());
-        self.buf.extend_from_slice(b"\"}");
+    /// Encodes `chunk` into `self.buf` as requests; returns the messages per request.
+    fn encode(&mut self, chunk: &[Outgoing]) -> Vec<usize> {
+        self.buf.clear();
+        let mut sizes = Vec::new();
+        let mut rest = chunk;
+        while !rest.is_empty() {
+            let n = self.enc.encode(rest, &mut self.buf).clamp(1, rest.len());
+            sizes.push(n);
+            rest = &rest[n..];
+        }
+        sizes
     }
 
-    /// Sends at most `WINDOW` requests; returns how many were written.
+    /// Sends at most `WINDOW` messages; returns how many were written.
     async fn send_part(&mut self, batch: &[Outgoing]) -> usize {
         // Blocks while the window is full: open loop records it as send lag.
         match self.window.acquire_many(batch.len() as u32).await {
@@ -136,14 +116,12 @@ impl PipelinedPublisher {
         for chunk in batch.chunks(per) {
             let c = self.next % self.conns.len();
             self.next = self.next.wrapping_add(1);
-            self.buf.clear();
-            for m in chunk {
-                self.encode(m);
-            }
+            let sizes = self.encode(chunk);
             let alive = {
                 let mut q = self.conns[c].queue.lock().expect("queue lock");
                 if !q.dead {
                     q.pending.extend(chunk.iter().map(|m| m.header));
+                    q.requests.extend(sizes);
                     // Inside the queue lock, so the reader cannot answer them first (a batch
                     // is one phase's).
                     note_sent(&self.stats, chunk[0].header.phase, chunk.len() as u64);
@@ -168,7 +146,7 @@ impl PipelinedPublisher {
     }
 }
 
-impl Publisher for PipelinedPublisher {
+impl<E: RequestEncoder> Publisher for PipelinedPublisher<E> {
     fn send_batch<'a>(&'a mut self, batch: &'a [Outgoing]) -> BoxFuture<'a, usize> {
         Box::pin(async move {
             let mut sent = 0;
@@ -191,7 +169,7 @@ impl Publisher for PipelinedPublisher {
     }
 }
 
-impl Drop for PipelinedPublisher {
+impl<E> Drop for PipelinedPublisher<E> {
     fn drop(&mut self) {
         for c in &self.conns {
             c.reader.abort();
@@ -219,15 +197,20 @@ async fn read_responses(
                 break;
             }
             buf.advance(head_len + body_len);
-            let Some(p) = queue.lock().expect("queue lock").pending.pop_front() else {
+            // Acked under the queue lock (queue, then stats: the sender's order too), so the
+            // hot path allocates nothing.
+            let mut q = queue.lock().expect("queue lock");
+            let Some(n) = q.requests.pop_front() else {
                 break 'conn "unexpectedResponse";
             };
-            window.add_permits(1);
-            if (200..300).contains(&code) {
-                record_ack(&stats, &p);
-            } else {
-                record_ack_error(&stats, p.phase, &format!("publish:http{code}"));
+            for p in q.pending.drain(..n) {
+                if (200..300).contains(&code) {
+                    record_ack(&stats, &p);
+                } else {
+                    record_ack_error(&stats, p.phase, &format!("publish:http{code}"));
+                }
             }
+            window.add_permits(n);
         }
         match rd.read_buf(&mut buf).await {
             Ok(0) => break "closed",
@@ -238,6 +221,7 @@ async fn read_responses(
     let failed: Vec<Header> = {
         let mut q = queue.lock().expect("queue lock");
         q.dead = true;
+        q.requests.clear();
         q.pending.drain(..).collect()
     };
     for p in &failed {
@@ -248,7 +232,7 @@ async fn read_responses(
 
 /// (head length, status code, body length) of the response at the front of `buf`, `None` while
 /// its head is incomplete. Responses must carry Content-Length (both servers send it).
-fn parse_response(buf: &[u8]) -> Result<Option<(usize, u16, usize)>, &'static str> {
+pub(crate) fn parse_response(buf: &[u8]) -> Result<Option<(usize, u16, usize)>, &'static str> {
     let mut headers = [httparse::EMPTY_HEADER; 24];
     let mut r = httparse::Response::new(&mut headers);
     let head_len = match r.parse(buf) {
@@ -268,6 +252,7 @@ fn parse_response(buf: &[u8]) -> Result<Option<(usize, u16, usize)>, &'static st
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::drivers::socketio::PublishRequests;
     use crate::recorder::TaskStats;
     use runner_api::result::Delivery;
     use tokio::net::TcpListener;
@@ -333,7 +318,8 @@ mod tests {
             Delivery::FanOut,
             0,
         )));
-        let mut p = PipelinedPublisher::connect(&addr, &["t \"q\"".into()], "p", 30, stats.clone())
+        let enc = PublishRequests::new(&addr, &["t \"q\"".into()], "p", 30);
+        let mut p = PipelinedPublisher::connect(&addr, enc, stats.clone())
             .await
             .unwrap();
         let batch: Vec<Outgoing> = (0..8).map(msg).collect();
@@ -414,7 +400,8 @@ mod tests {
             Delivery::FanOut,
             0,
         )));
-        let mut p = PipelinedPublisher::connect(&addr, &["t".into()], "p", 30, stats.clone())
+        let enc = PublishRequests::new(&addr, &["t".into()], "p", 30);
+        let mut p = PipelinedPublisher::connect(&addr, enc, stats.clone())
             .await
             .unwrap();
         let batch: Vec<Outgoing> = (0..(2 * WINDOW as u64 + 7)).map(msg).collect();
@@ -426,5 +413,54 @@ mod tests {
         let s = stats.lock().unwrap();
         assert_eq!(s.phases[0].ack_latency.len(), batch.len() as u64);
         assert!(s.phases[0].errors.is_empty(), "{:?}", s.phases[0].errors);
+    }
+
+    /// Packs up to 3 messages into one request (like a batch API).
+    struct Threes;
+    impl RequestEncoder for Threes {
+        fn encode(&mut self, msgs: &[Outgoing], buf: &mut Vec<u8>) -> usize {
+            buf.extend_from_slice(b"POST /batch HTTP/1.1\r\ncontent-length: 2\r\n\r\n{}");
+            msgs.len().min(3)
+        }
+    }
+
+    /// One answer settles every message its request carried: 12 messages go out as one
+    /// request of 3 on each connection; the 400 on the first fails all 3 of its messages.
+    #[tokio::test]
+    async fn an_answer_acks_or_fails_every_message_of_its_request() {
+        const OK: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}";
+        const BAD: &[u8] = b"HTTP/1.1 400 Bad Request\r\ncontent-length: 2\r\n\r\n{}";
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            let mut conns = Vec::new();
+            for _ in 0..CONNECTIONS {
+                conns.push(l.accept().await.unwrap().0);
+            }
+            for (i, s) in conns.iter_mut().enumerate() {
+                read_requests(s, 1).await;
+                s.write_all(if i == 0 { BAD } else { OK }).await.unwrap();
+            }
+            // Held open until the publisher is done, so no hang-up fails anything.
+            std::future::pending::<()>().await;
+        });
+        let stats = Arc::new(Mutex::new(TaskStats::new(
+            &["m".into()],
+            1,
+            Delivery::FanOut,
+            0,
+        )));
+        let mut p = PipelinedPublisher::connect(&addr, Threes, stats.clone())
+            .await
+            .unwrap();
+        let batch: Vec<Outgoing> = (0..12).map(msg).collect();
+        assert_eq!(p.send_batch(&batch).await, 12);
+        p.finish().await;
+        assert_eq!(p.window.available_permits(), WINDOW);
+        let s = stats.lock().unwrap();
+        assert_eq!(s.phases[0].ack_latency.len(), 9);
+        assert_eq!(s.phases[0].errors.get("publish:http400"), Some(&3));
+        let acked: Vec<usize> = s.acks.acked_in(0).unwrap().ones().collect();
+        assert_eq!(acked, (3..12).collect::<Vec<_>>());
     }
 }
