@@ -47,8 +47,8 @@ pub const DEFAULT_RUNNER_IMAGE: &str = "ghcr.io/msgbench/bench-runner:0.1.0";
     "!has(self.target.serverRef) || \
      (self.target.serverRef.kind == 'JetStreamCluster' && self.workload.protocol in ['nats', 'jetstream']) || \
      (self.target.serverRef.kind == 'MqttBroker' && self.workload.protocol == 'mqtt') || \
-     (self.target.serverRef.kind == 'PubSubServer' && self.workload.protocol in ['socketio', 'websocket'])"
-).message("workload.protocol: must match target.serverRef.kind (JetStreamCluster: nats|jetstream, MqttBroker: mqtt, PubSubServer: socketio|websocket)").field_path(".workload.protocol"))]
+     (self.target.serverRef.kind == 'PubSubServer' && self.workload.protocol in ['socketio', 'websocket', 'pusher'])"
+).message("workload.protocol: must match target.serverRef.kind (JetStreamCluster: nats|jetstream, MqttBroker: mqtt, PubSubServer: socketio|websocket|pusher)").field_path(".workload.protocol"))]
 #[x_kube(validation = Rule::new("!has(self.target.endpoint) || self.target.endpoint.protocol == self.workload.protocol").message("target.endpoint.protocol: must equal workload.protocol").field_path(".target.endpoint.protocol"))]
 #[x_kube(validation = Rule::new(
     "[has(self.workload.durationSeconds), has(self.workload.messagesPerPublisher), has(self.workload.sessions), has(self.workload.stages), has(self.workload.connections)].filter(x, x).size() == 1"
@@ -58,20 +58,10 @@ pub const DEFAULT_RUNNER_IMAGE: &str = "ghcr.io/msgbench/bench-runner:0.1.0";
 #[x_kube(validation = Rule::new("!has(self.variants) || self.variants.all(v, self.variants.filter(w, w.name == v.name).size() == 1)").message("variants: names must be unique").field_path(".variants"))]
 #[x_kube(validation = Rule::new("!has(self.baselineVariant) || (has(self.variants) && self.variants.exists(v, v.name == self.baselineVariant))").message("baselineVariant: must name one of variants[].name").field_path(".baselineVariant"))]
 #[x_kube(validation = Rule::new("!has(self.variants) || !has(self.baselineRef)").message("baselineRef: a run with variants compares within itself; use one of baselineRef and variants").field_path(".baselineRef"))]
-#[x_kube(validation = Rule::new(
-    "!has(self.variants) || self.variants.all(v, !has(v.target) || !has(v.target.serverRef) || \
-     (v.target.serverRef.kind == 'JetStreamCluster' && self.workload.protocol in ['nats', 'jetstream']) || \
-     (v.target.serverRef.kind == 'MqttBroker' && self.workload.protocol == 'mqtt') || \
-     (v.target.serverRef.kind == 'PubSubServer' && self.workload.protocol in ['socketio', 'websocket']))"
-).message("variants[].target.serverRef.kind: must match workload.protocol like target.serverRef").field_path(".variants"))]
-#[x_kube(validation = Rule::new("!has(self.variants) || self.variants.all(v, !has(v.target) || !has(v.target.endpoint) || v.target.endpoint.protocol == self.workload.protocol)").message("variants[].target.endpoint.protocol: must equal workload.protocol").field_path(".variants"))]
-#[x_kube(validation = Rule::new(
-    "!has(self.variants) || self.variants.all(v, !has(v.workload) || \
-     ((!has(v.workload.jetstream) || self.workload.protocol == 'jetstream') && \
-      (!has(v.workload.mqtt) || self.workload.protocol == 'mqtt') && \
-      (!has(v.workload.socketio) || self.workload.protocol == 'socketio') && \
-      (!has(v.workload.websocket) || self.workload.protocol == 'websocket')))"
-).message("variants[].workload: a protocol section (jetstream, mqtt, socketio, websocket) must match workload.protocol").field_path(".variants"))]
+#[x_kube(validation = variant_kind_rule())]
+#[x_kube(validation = Rule::new("!has(self.variants) || self.variants.all(v, !has(v.workload) || !has(v.workload.protocol) || v.workload.protocol == self.workload.protocol || has(v.target))").message("variants[].workload.protocol: a variant that changes protocol needs its own target (variants[].target), resolved for that protocol").field_path(".variants"))]
+#[x_kube(validation = variant_endpoint_rule())]
+#[x_kube(validation = variant_sections_rule())]
 #[x_kube(validation = Rule::new(
     "!has(self.faults) || (has(self.target.serverRef) && self.target.serverRef.kind != 'PubSubServer' && \
      (!has(self.variants) || self.variants.all(v, !has(v.target) || \
@@ -165,6 +155,55 @@ pub const MAX_RUN_NAME: usize = 52;
 /// record (about 4 KB of JSON per phase) until all runners are in, then merges them one by
 /// one; this bound keeps that inside its memory limit (see operator/tests/results_memory.rs).
 pub const MAX_RESULT_PHASE_RECORDS: i64 = 2560;
+
+/// A variant's protocol in CEL: its own `workload.protocol`, else the run's.
+const VARIANT_PROTOCOL: &str =
+    "(has(v.workload) && has(v.workload.protocol) ? v.workload.protocol : self.workload.protocol)";
+
+fn variant_kind_rule() -> Rule {
+    let p = VARIANT_PROTOCOL;
+    Rule::new(format!(
+        "!has(self.variants) || self.variants.all(v, !has(v.target) || !has(v.target.serverRef) || \
+         (v.target.serverRef.kind == 'JetStreamCluster' && {p} in ['nats', 'jetstream']) || \
+         (v.target.serverRef.kind == 'MqttBroker' && {p} == 'mqtt') || \
+         (v.target.serverRef.kind == 'PubSubServer' && {p} in ['socketio', 'websocket', 'pusher']))"
+    ))
+    .message(
+        "variants[].target.serverRef.kind: must match the variant's protocol (its \
+         workload.protocol, else spec.workload.protocol) like target.serverRef",
+    )
+    .field_path(".variants")
+}
+
+fn variant_endpoint_rule() -> Rule {
+    Rule::new(format!(
+        "!has(self.variants) || self.variants.all(v, !has(v.target) || !has(v.target.endpoint) || \
+         v.target.endpoint.protocol == {VARIANT_PROTOCOL})"
+    ))
+    .message(
+        "variants[].target.endpoint.protocol: must equal the variant's protocol (its \
+         workload.protocol, else spec.workload.protocol)",
+    )
+    .field_path(".variants")
+}
+
+/// A protocol section belongs to the variant's protocol; a variant that changes protocol
+/// starts from that protocol's defaults (`Workload::with_override`).
+fn variant_sections_rule() -> Rule {
+    let p = VARIANT_PROTOCOL;
+    Rule::new(format!(
+        "!has(self.variants) || self.variants.all(v, !has(v.workload) || \
+         ((!has(v.workload.jetstream) || {p} == 'jetstream') && \
+          (!has(v.workload.mqtt) || {p} == 'mqtt') && \
+          (!has(v.workload.socketio) || {p} == 'socketio') && \
+          (!has(v.workload.websocket) || {p} == 'websocket')))"
+    ))
+    .message(
+        "variants[].workload: a protocol section (jetstream, mqtt, socketio, websocket) must \
+         match the variant's protocol (its workload.protocol, else spec.workload.protocol)",
+    )
+    .field_path(".variants")
+}
 
 fn result_size_rule() -> Rule {
     Rule::new(format!(
@@ -273,7 +312,7 @@ pub enum ServerKind {
     JetStreamCluster,
     /// An MqttBroker (protocol mqtt).
     MqttBroker,
-    /// A PubSubServer (protocols socketio, websocket).
+    /// A PubSubServer (protocols socketio, websocket, pusher).
     PubSubServer,
 }
 
@@ -287,8 +326,12 @@ pub enum ServerKind {
     "(self.protocol in ['nats', 'jetstream'] && self.url.startsWith('nats://')) || \
      (self.protocol == 'mqtt' && (self.url.startsWith('mqtt://') || self.url.startsWith('tcp://'))) || \
      (self.protocol == 'socketio' && self.url.startsWith('http://')) || \
-     (self.protocol == 'websocket' && (self.url.startsWith('ws://') || self.url.startsWith('http://')))"
-).message("endpoint.url: scheme must fit endpoint.protocol (nats|jetstream: nats://, mqtt: mqtt:// or tcp://, socketio: http://, websocket: ws:// or http://); TLS and MQTT-over-WebSocket targets are not supported yet").field_path(".url"))]
+     (self.protocol == 'websocket' && (self.url.startsWith('ws://') || self.url.startsWith('http://'))) || \
+     (self.protocol == 'pusher' && self.url.startsWith('ws://'))"
+).message("endpoint.url: scheme must fit endpoint.protocol (nats|jetstream: nats://, mqtt: mqtt:// or tcp://, socketio: http://, websocket: ws:// or http://, pusher: ws://); TLS and MQTT-over-WebSocket endpoint targets are not supported yet (NATS over TLS is: a JetStreamCluster with spec.tls, by serverRef)").field_path(".url"))]
+// An endpoint carries no credentials, and a Pusher app's are required: a run against one
+// would always fail in the runner pods.
+#[x_kube(validation = Rule::new("self.protocol != 'pusher'").message("endpoint.protocol: pusher needs the app's credentials, which only a PubSubServer serverRef supplies (spec.pusher.secretName): target the PubSubServer instead").field_path(".protocol"))]
 pub struct Endpoint {
     /// Protocol the server speaks; must equal `workload.protocol`.
     pub protocol: Protocol,
@@ -480,7 +523,7 @@ pub struct BaselineRef {
     /// Name of the baseline BenchmarkRun; its latest successful result is used.
     #[schemars(
         length(min = 1, max = 253),
-        regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+        regex(pattern = crate::names::DNS_SUBDOMAIN_PATTERN)
     )]
     pub name: String,
 }

@@ -8,6 +8,10 @@ use kube::core::{Message, Rule};
 /// value (the instance label and the Service names fit too).
 pub const MAX_SERVER_NAME: usize = 52;
 
+/// A DNS subdomain (RFC 1123), the form of a Secret's or a BenchmarkRun's name: the schema
+/// pattern of every field that names one.
+pub const DNS_SUBDOMAIN_PATTERN: &str = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$";
+
 /// CEL on the object root: `metadata.name` at most `max` characters.
 pub fn name_rule(max: usize) -> Rule {
     Rule::new(format!("size(self.metadata.name) <= {max}")).message(Message::Message(format!(

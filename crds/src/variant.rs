@@ -7,7 +7,7 @@
 use crate::benchmark_run::Target;
 use crate::workload::{
     JetStreamConsumer, JetStreamOptions, JetStreamPublish, JetStreamStorage, MqttOptions,
-    MqttVersion, SocketIoOptions, WebSocketMode, WebSocketOptions, Workload,
+    MqttVersion, Protocol, SocketIoOptions, WebSocketMode, WebSocketOptions, Workload,
 };
 use kube::KubeSchema;
 use schemars::JsonSchema;
@@ -31,7 +31,8 @@ pub struct Variant {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<WorkloadOverride>,
     /// Another target for this variant (e.g. the pinned twin of a server, or a second image);
-    /// unset: `spec.target`. Same protocol as `spec.workload.protocol`.
+    /// unset: `spec.target`. It must serve the variant's protocol (`workload.protocol` here,
+    /// else `spec.workload.protocol`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Target>,
 }
@@ -41,6 +42,12 @@ pub struct Variant {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkloadOverride {
+    /// Another protocol for this variant, e.g. `pusher` for sockudo against the reference
+    /// server's `websocket`, with its own `target`. The protocol sections of `spec.workload`
+    /// (jetstream, mqtt, socketio, websocket) do not carry over: it starts from the new
+    /// protocol's defaults plus this override's own section.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
     /// Publishing clients per runner.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 10000))]
@@ -156,6 +163,10 @@ impl Workload {
     /// its defaults).
     pub fn with_override(&self, o: &WorkloadOverride) -> Workload {
         let mut w = self.clone();
+        if let Some(p) = o.protocol.filter(|p| *p != w.protocol) {
+            w.protocol = p;
+            (w.nats, w.jetstream, w.mqtt, w.socketio, w.websocket) = (None, None, None, None, None);
+        }
         set(&mut w.publishers, o.publishers);
         set(&mut w.subscribers, o.subscribers);
         set(&mut w.topics, o.topics);
@@ -239,6 +250,20 @@ mod tests {
         assert_eq!(w.payload_bytes, 1024);
         let o: WorkloadOverride = serde_norway::from_str("publishBatch: 25").unwrap();
         assert_eq!(b.with_override(&o).publish_batch, Some(25));
+    }
+
+    /// The jetstream section belongs to jetstream: a variant that switches protocol gets the
+    /// new protocol's defaults, so its merged workload is valid without undoing the base.
+    #[test]
+    fn a_protocol_override_drops_the_base_protocol_sections() {
+        let o: WorkloadOverride = serde_norway::from_str("protocol: nats").unwrap();
+        let w = base().with_override(&o);
+        assert_eq!((w.protocol, w.jetstream.is_none()), (Protocol::Nats, true));
+        assert!(w.violations().is_empty(), "{:?}", w.violations());
+        assert_eq!(w.rate_per_publisher, Some(500));
+        // The same protocol again changes nothing.
+        let o: WorkloadOverride = serde_norway::from_str("protocol: jetstream").unwrap();
+        assert_eq!(base().with_override(&o), base());
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub struct Workload {
     #[schemars(range(min = 1, max = 10000))]
     pub topics: u32,
     /// Prefix of topic names: `<prefix>.<n>` for NATS, `<prefix>/<n>` for MQTT, `<prefix>-<n>`
-    /// for Socket.IO rooms.
+    /// for Socket.IO rooms and Pusher channels.
     #[serde(default = "default_topic_prefix")]
     #[schemars(length(min = 1, max = 64), regex(pattern = r"^[A-Za-z0-9_-]+$"))]
     pub topic_prefix: String,
@@ -117,6 +117,9 @@ pub enum Protocol {
     Socketio,
     /// Plain WebSocket echo or broadcast (`ws://`).
     Websocket,
+    /// Pusher Channels (e.g. sockudo): publish by the app's signed HTTP events API, receive
+    /// over WebSocket (`ws://`). Needs the app's credentials (id, key, secret).
+    Pusher,
 }
 
 /// One burst of a sessions workload.
@@ -505,10 +508,11 @@ impl Workload {
         if !(MIN_PAYLOAD_BYTES..=MAX_PAYLOAD_BYTES).contains(&self.payload_bytes) {
             bad("payloadBytes", "must be between 16 and 1048576");
         }
-        if self.protocol == Protocol::Socketio && self.payload_bytes < 24 {
+        if matches!(self.protocol, Protocol::Socketio | Protocol::Pusher) && self.payload_bytes < 24
+        {
             bad(
                 "payloadBytes",
-                "must be at least 24 for socketio (text-encoded header)",
+                "must be at least 24 for socketio and pusher (text-encoded header)",
             );
         }
         if let Some(r) = self.socketio.as_ref().and_then(|o| o.rest.as_ref()) {
@@ -688,6 +692,31 @@ mod tests {
         assert_eq!(w.payload_bytes, 128);
         assert!(w.rate_per_publisher.is_none());
         assert!(w.violations().is_empty(), "{:?}", w.violations());
+    }
+
+    /// Text payloads carry the 22-character base64 header: socketio and pusher need 24 bytes.
+    #[test]
+    fn text_protocols_need_room_for_the_text_header() {
+        for p in ["socketio", "pusher"] {
+            let w = parse(&format!(
+                "protocol: {p}\ndurationSeconds: 5\npayloadBytes: 16\n"
+            ));
+            assert!(
+                w.violations()
+                    .iter()
+                    .any(|v| v.field == "workload.payloadBytes"),
+                "{p}"
+            );
+            let w = parse(&format!(
+                "protocol: {p}\ndurationSeconds: 5\npayloadBytes: 24\n"
+            ));
+            assert!(w.violations().is_empty(), "{p}: {:?}", w.violations());
+        }
+        assert!(
+            parse("protocol: websocket\ndurationSeconds: 5\npayloadBytes: 16\n")
+                .violations()
+                .is_empty()
+        );
     }
 
     #[test]

@@ -26,6 +26,10 @@ pub struct Scenario {
     pub after: Option<String>,
     pub servers: Vec<String>,
     pub figures: Vec<String>,
+    /// Images beyond `e2e/images/build`'s default set that the scenario's servers run, e.g.
+    /// `sockudo` (built by name only: its first build takes 15-50 min).
+    #[serde(default)]
+    pub needs: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -35,6 +39,55 @@ struct Catalogue {
 
 pub fn catalogue(text: &str) -> Result<Vec<Scenario>> {
     Ok(serde_norway::from_str::<Catalogue>(text)?.scenarios)
+}
+
+/// The scenarios to run: those whose `needs` are all in `images` (`SCENARIO_IMAGES`, e.g.
+/// `sockudo`) and, with `only` (`SCENARIO_ONLY`), whose sample name contains it. The rest come
+/// back with the reason they are not run, for the log: a scenario is never dropped silently.
+pub fn select(
+    all: Vec<Scenario>,
+    images: &[String],
+    only: Option<&str>,
+) -> (Vec<Scenario>, Vec<(Scenario, String)>) {
+    let mut run = Vec::new();
+    let mut left = Vec::new();
+    for sc in all {
+        let missing: Vec<&str> = (sc.needs.iter())
+            .filter(|n| !images.contains(n))
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() {
+            let why = format!(
+                "needs the {} image (SCENARIO_IMAGES={}; make e2e-sockudo)",
+                missing.join(", "),
+                missing.join(",")
+            );
+            left.push((sc, why));
+        } else if only.is_some_and(|o| !sc.sample.contains(o)) {
+            left.push((
+                sc,
+                format!("SCENARIO_ONLY={} excludes it", only.unwrap_or("")),
+            ));
+        } else {
+            run.push(sc);
+        }
+    }
+    (run, left)
+}
+
+/// `SCENARIO_IMAGES` (comma-separated) and `SCENARIO_ONLY` from the environment.
+pub fn selection_from_env() -> (Vec<String>, Option<String>) {
+    let images = std::env::var("SCENARIO_IMAGES")
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    let only = std::env::var("SCENARIO_ONLY")
+        .ok()
+        .filter(|s| !s.is_empty());
+    (images, only)
 }
 
 /// `SCENARIO_SCALE`, default 0.1, within (0, 1].
@@ -151,6 +204,36 @@ pub fn fit_server(server: &mut Value) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn entry(sample: &str, needs: &[&str]) -> Scenario {
+        Scenario {
+            study: "s".into(),
+            scenario: "x".into(),
+            sample: sample.into(),
+            after: None,
+            servers: vec![],
+            figures: vec![],
+            needs: needs.iter().map(|n| n.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn scenarios_needing_an_optional_image_run_only_when_it_is_present() {
+        let all = || vec![entry("a.yaml", &[]), entry("b-sockudo.yaml", &["sockudo"])];
+        let (run, left) = select(all(), &[], None);
+        assert_eq!(run.len(), 1);
+        assert_eq!(left[0].0.sample, "b-sockudo.yaml");
+        assert!(
+            left[0].1.contains("needs the sockudo image"),
+            "{}",
+            left[0].1
+        );
+        let (run, left) = select(all(), &["sockudo".into()], None);
+        assert_eq!((run.len(), left.len()), (2, 0));
+        let (run, left) = select(all(), &["sockudo".into()], Some("sockudo"));
+        assert_eq!(run[0].sample, "b-sockudo.yaml");
+        assert!(left[0].1.contains("SCENARIO_ONLY=sockudo"), "{}", left[0].1);
+    }
 
     fn run(yaml: &str) -> Value {
         let mut v: Value = serde_norway::from_str(yaml).unwrap();

@@ -7,7 +7,9 @@ use anyhow::{Context, Result};
 use msgbench_e2e::cluster::repo_root;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::runs::{field, finished};
-use msgbench_e2e::scenarios::{catalogue, fit_server, scale_from_env, scale_run, Scenario};
+use msgbench_e2e::scenarios::{
+    catalogue, fit_server, scale_from_env, scale_run, select, selection_from_env, Scenario,
+};
 use msgbench_e2e::{run, servers, TestContext};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -27,12 +29,23 @@ async fn every_scenario_sample_succeeds_with_its_figures() {
 async fn body(ctx: TestContext) -> Result<()> {
     let scale = scale_from_env()?;
     let text = std::fs::read_to_string(repo_root().join("config/scenarios.yaml"))?;
-    let scenarios = catalogue(&text)?;
+    let (images, only) = selection_from_env();
+    let (scenarios, left) = select(catalogue(&text)?, &images, only.as_deref());
+    for (sc, why) in &left {
+        eprintln!("scenario {}: not run: {why}", sc.sample);
+    }
+    anyhow::ensure!(!scenarios.is_empty(), "no scenario selected");
     let files: BTreeSet<&String> = scenarios.iter().flat_map(|s| &s.servers).collect();
     let mut ready = Vec::new();
     for f in files {
         let mut doc = load(f)?;
         fit_server(&mut doc)?;
+        if let Some(secret) = doc
+            .pointer("/spec/pusher/secretName")
+            .and_then(Value::as_str)
+        {
+            pusher_app_secret(&ctx, secret).await?;
+        }
         let kind = doc["kind"].as_str().context("kind")?.to_string();
         let name = doc["metadata"]["name"]
             .as_str()
@@ -67,6 +80,28 @@ async fn body(ctx: TestContext) -> Result<()> {
         failures.join("\n")
     );
     Ok(())
+}
+
+/// The Secret a pusher PubSubServer sample names (the sample asks its user to create it),
+/// with a key and secret drawn for this test.
+async fn pusher_app_secret(ctx: &TestContext, name: &str) -> Result<()> {
+    use k8s_openapi::api::core::v1::Secret;
+    use rand::distr::{Alphanumeric, SampleString};
+    let draw = |n| Alphanumeric.sample_string(&mut rand::rng(), n);
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "stringData": {"appId": "msgbench", "key": draw(16), "secret": draw(32)},
+    }))?;
+    match kube::Api::<Secret>::namespaced(ctx.client.clone(), &ctx.ns)
+        .create(&Default::default(), &secret)
+        .await
+    {
+        // Two server samples may share one app (pinned and unpinned sockudo).
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        r => r
+            .map(|_| ())
+            .with_context(|| format!("creating Secret {name}")),
+    }
 }
 
 /// Applies one scaled sample and checks its outcome and figures.

@@ -211,19 +211,19 @@ async fn poll_agents(ctx: &Context, view: &RunnerView<'_>, token: &str) -> Vec<A
         .collect()
 }
 
-/// `spec.target` and every planned variant's own target.
+/// `spec.target` and every planned variant's own target, each resolved for the protocol it
+/// is spoken to in (a variant may change it, e.g. `pusher` for sockudo).
 async fn targets(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Vec<TargetSeen>> {
-    let protocol = br.spec.workload.protocol;
-    let own = br
-        .spec
-        .variants
-        .iter()
-        .filter_map(|v| Some((Some(v.name.clone()), v.target.as_ref()?)));
-    let wanted: Vec<_> = std::iter::once((None, &br.spec.target))
+    let base = br.spec.workload.protocol;
+    let own = br.spec.variants.iter().filter_map(|v| {
+        let protocol = v.workload.as_ref().and_then(|o| o.protocol).unwrap_or(base);
+        Some((Some(v.name.clone()), v.target.as_ref()?, protocol))
+    });
+    let wanted: Vec<_> = std::iter::once((None, &br.spec.target, base))
         .chain(own)
         .collect();
     let mut out = Vec::with_capacity(wanted.len());
-    for (variant, t) in wanted {
+    for (variant, t, protocol) in wanted {
         let resolved = target::resolve_target(ctx, t, protocol, ns).await?;
         let unreachable = match &resolved {
             Ok(r) if r.not_ready.is_none() => {
