@@ -9,7 +9,7 @@ export CLUSTER ?= local
 export KUBECONFIG := $(CACHE)/kubeconfig-$(CLUSTER)
 
 .PHONY: test tools lint fmt-check clippy unit crds crds-check chart-test gitops-test cluster-up \
-        cluster-down cluster-status images e2e demo demo-faults bench
+        cluster-down cluster-status images e2e e2e-sockudo demo demo-faults bench
 
 ## test: everything CI runs — lint, unit tests, CRD freshness, chart checks, GitOps checks, e2e on
 ## a real cluster.
@@ -22,7 +22,8 @@ clippy:
 	cargo clippy --workspace --all-targets -- -D warnings
 
 ## tools: the real peers the integration tests talk to (cached; apt and the Go module proxy), and
-## the headless Chromium that renders kubectl msgbench's report in its test.
+## the headless Chromium that renders kubectl msgbench's report in its test. Not sockudo: its
+## first build takes 15-50 min on 2 cores, too long for every fresh machine; `make e2e-sockudo`.
 tools:
 	e2e/tools/ensure nats-server mosquitto helm apt:chromium
 
@@ -70,6 +71,15 @@ e2e: cluster-up images
 	fi
 	e2e/cluster/smoke
 	cargo test -p msgbench-e2e -- --test-threads=1
+
+## e2e-sockudo: sockudo (built once from crates.io, cached), the runner's pusher tests against the
+## real binary, its image, and the scenarios that need it (reference vs sockudo) on the cluster.
+e2e-sockudo: cluster-up images
+	e2e/tools/ensure sockudo
+	cargo test -p bench-runner --test pusher -- --include-ignored
+	e2e/images/build sockudo
+	SCENARIO_IMAGES=sockudo SCENARIO_ONLY=sockudo \
+	  cargo test -p msgbench-e2e --test scenarios -- --test-threads=1 --nocapture
 
 demo: cluster-up images
 	e2e/demo

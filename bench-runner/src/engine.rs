@@ -50,6 +50,7 @@ pub async fn run(w: Workload, target: &str, opts: RunOptions) -> anyhow::Result<
     validate(&w)?;
     let mut target = TargetUrl::parse(target).map_err(|e| anyhow::anyhow!("--target {e}"))?;
     target.auth = opts.credentials.clone();
+    target.ca_file = opts.ca_file.clone();
     let w = Arc::new(w);
     let driver = drivers::for_workload(&w, &target, opts.runner_id, &opts.setup)?;
     let _ = clock::base();

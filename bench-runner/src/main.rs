@@ -25,12 +25,14 @@ struct Cli {
 enum Cmd {
     /// Run a workload against a target and write the result. A NATS target that requires
     /// auth takes MSGBENCH_TOKEN, MSGBENCH_NKEY_SEED, or MSGBENCH_USERNAME and
-    /// MSGBENCH_PASSWORD from the environment (never from arguments, which `ps` shows).
+    /// MSGBENCH_PASSWORD, a pusher target its app's MSGBENCH_PUSHER_APP_ID, MSGBENCH_PUSHER_KEY
+    /// and MSGBENCH_PUSHER_SECRET, from the environment (never from arguments, which `ps` shows).
     Run {
         /// Workload YAML (or JSON) file.
         #[arg(short = 'f', long = "file")]
         file: PathBuf,
-        /// nats://host:port, mqtt://host:port, http://host:port (socketio), ws://host:port.
+        /// nats://host:port (tls://host:port: NATS over TLS, protocol jetstream), mqtt://host:port,
+        /// http://host:port (socketio), ws://host:port (websocket, pusher).
         #[arg(long, env = "MSGBENCH_TARGET")]
         target: String,
         /// Where to write the JSON result.
@@ -47,6 +49,10 @@ enum Cmd {
         /// before the load starts; then fail naming the URL, attempts and last error.
         #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(0..=3600))]
         connect_timeout_seconds: u32,
+        /// PEM CA certificate a tls:// target's certificate is verified with (default: the
+        /// system's roots).
+        #[arg(long, env = "MSGBENCH_TLS_CA_FILE")]
+        tls_ca_file: Option<PathBuf>,
     },
     /// Merge results of the runners of one run into the result one process would report.
     Merge {
@@ -114,6 +120,7 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
             runner_id,
             fail_if_saturated,
             connect_timeout_seconds,
+            tls_ca_file,
         } => {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
@@ -127,6 +134,7 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
                 connect_timeout: std::time::Duration::from_secs(u64::from(connect_timeout_seconds)),
                 // Never on the command line (it shows in `ps`): from the environment only.
                 credentials: Credentials::from_env("MSGBENCH", |k| std::env::var(k).ok()),
+                ca_file: tls_ca_file,
             };
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -26,6 +26,8 @@ pub struct RunOptions {
     pub connect_timeout: Duration,
     /// Credentials for the target (NATS token or user/password), from the environment.
     pub credentials: Option<runner_api::target::Credentials>,
+    /// The CA a `tls://` target is verified with (PEM file).
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 impl Default for RunOptions {
@@ -37,6 +39,7 @@ impl Default for RunOptions {
             setup: SharedSetup::default(),
             connect_timeout: connect::DEFAULT_CONNECT_TIMEOUT,
             credentials: None,
+            ca_file: None,
         }
     }
 }

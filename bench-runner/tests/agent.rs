@@ -60,6 +60,7 @@ fn config(port: u16, trials: u32, barrier: u32) -> AgentConfig {
         trial_barrier: false,
         results_hold_seconds: 30,
         target_auth: vec![],
+        target_tls: vec![],
     }
 }
 

@@ -70,6 +70,24 @@ pub struct JetStreamClusterSpec {
     /// Client authentication from a Secret; unset means no auth.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<NatsAuth>,
+    /// TLS for clients (the client port only; routes and monitoring stay plain): the servers'
+    /// certificate from a Secret; clients must use TLS. Unset: plain NATS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<NatsTls>,
+}
+
+/// The servers' TLS certificate, taken from a Secret in the same namespace.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NatsTls {
+    /// Secret in cert-manager's layout (type `kubernetes.io/tls`): `tls.crt` and `tls.key`
+    /// for the servers, `ca.crt` for the clients to verify them (benchmark runners mount only
+    /// `ca.crt`). The certificate must name the client URL's host, `<name>.<namespace>.svc`.
+    #[schemars(
+        length(min = 1, max = 253),
+        regex(pattern = crate::names::DNS_SUBDOMAIN_PATTERN)
+    )]
+    pub secret_name: String,
 }
 
 fn default_replicas() -> i32 {
@@ -151,7 +169,7 @@ pub struct NatsAuth {
     /// `seed` (its seed, `SU…`, for clients: the benchmark runners).
     #[schemars(
         length(min = 1, max = 253),
-        regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+        regex(pattern = crate::names::DNS_SUBDOMAIN_PATTERN)
     )]
     pub secret_name: String,
     /// How clients authenticate.

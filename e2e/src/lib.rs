@@ -20,6 +20,7 @@ pub mod probe;
 pub mod procfs;
 pub mod runs;
 pub mod scenarios;
+pub mod secrets;
 pub mod servers;
 pub mod toolbox;
 pub mod wait;

@@ -36,6 +36,8 @@ fn sample() -> Result<String> {
     w["jetstream"]["storage"] = json!("memory");
     spec["faults"][0]["afterSeconds"] = json!(KILL_AT);
     spec["trials"] = json!(1);
+    // This test's own cluster (the sample names js3-faults, a cluster for fault runs only).
+    spec["target"]["serverRef"]["name"] = json!("js3");
     spec["settleSeconds"] = json!(2);
     spec["runners"]["resources"] =
         json!({"requests": {"cpu": "20m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}});

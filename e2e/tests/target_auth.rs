@@ -4,12 +4,11 @@
 //! token never appears where people and tools look: not in any ConfigMap of the namespace, the
 //! BenchmarkRun, the namespace's Events, the runner pods' logs or the operator's log.
 use anyhow::{ensure, Context, Result};
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Secret};
-use kube::api::{Api, ListParams, LogParams, PostParams};
-use kube::ResourceExt;
-use msgbench_e2e::chart::NAMESPACE as OPERATOR_NS;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, PostParams};
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::runs::{field as s, finished};
+use msgbench_e2e::secrets::never_shown;
 use msgbench_e2e::{run, servers, TestContext};
 use serde_json::json;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -114,7 +113,7 @@ async fn body(ctx: TestContext) -> Result<()> {
         published == 800 && received == published,
         "published {published}, received {received}"
     );
-    never_shown(&ctx, &token, &serde_json::to_string(&br)?).await?;
+    never_shown(&ctx, &token, "auth-run", &serde_json::to_string(&br)?).await?;
 
     let url = s(&br, "/status/conditions")
         .as_array()
@@ -136,67 +135,4 @@ async fn body(ctx: TestContext) -> Result<()> {
         "a run without credentials: {verdict}"
     );
     Ok(())
-}
-
-/// Fails naming the place where `token` shows up.
-async fn never_shown(ctx: &TestContext, token: &str, run_json: &str) -> Result<()> {
-    ensure!(
-        !run_json.contains(token),
-        "the token is in the BenchmarkRun"
-    );
-    let lp = ListParams::default();
-    for cm in Api::<ConfigMap>::namespaced(ctx.client.clone(), &ctx.ns)
-        .list(&lp)
-        .await?
-    {
-        let text = serde_json::to_string(&cm.data)?;
-        ensure!(
-            !text.contains(token),
-            "the token is in ConfigMap {}",
-            cm.name_any()
-        );
-    }
-    for ev in Api::<Event>::namespaced(ctx.client.clone(), &ctx.ns)
-        .list(&lp)
-        .await?
-    {
-        ensure!(
-            !ev.message.unwrap_or_default().contains(token),
-            "the token is in an Event"
-        );
-    }
-    let runners = logs_of(ctx, &ctx.ns, "app.kubernetes.io/instance=auth-run").await?;
-    ensure!(runners.0 > 0, "no runner pod left to read");
-    ensure!(!runners.1.contains(token), "the token is in a runner log");
-    let operator = logs_of(
-        ctx,
-        OPERATOR_NS,
-        "app.kubernetes.io/name=msgbench,app.kubernetes.io/component=operator",
-    )
-    .await?;
-    ensure!(operator.0 > 0, "no operator pod to read");
-    ensure!(
-        !operator.1.contains(token),
-        "the token is in the operator's log"
-    );
-    Ok(())
-}
-
-/// How many pods matched, and all their containers' logs together.
-async fn logs_of(ctx: &TestContext, ns: &str, selector: &str) -> Result<(usize, String)> {
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
-    let list = pods.list(&ListParams::default().labels(selector)).await?;
-    let mut all = String::new();
-    for p in &list.items {
-        let lp = LogParams {
-            container: p
-                .spec
-                .as_ref()
-                .and_then(|s| s.containers.first())
-                .map(|c| c.name.clone()),
-            ..LogParams::default()
-        };
-        all.push_str(&pods.logs(&p.name_any(), &lp).await?);
-    }
-    Ok((list.items.len(), all))
 }

@@ -34,8 +34,9 @@ pub const RULES: &[(&str, &[&str], &[&str])] = &[
         &["list", "watch", "create", "patch", "delete"],
     ),
     ("", &["pods"], &["list", "watch"]),
-    // get: the Secret named in JetStreamCluster.spec.auth (to report a missing one or key) and
-    // a run's runner token; create: the runner token Secret. Never list (that reads them all).
+    // get: the Secrets named in JetStreamCluster.spec.auth/.tls or PubSubServer.spec.pusher (to report
+    // a missing one or key) and a run's runner token; create: the runner token Secret. Never
+    // list (that reads them all).
     ("", &["secrets"], &["get", "create"]),
     ("events.k8s.io", &["events"], &["create", "patch"]),
     // BenchmarkRun controller: runs (get: a baseline run), their status, the target server
@@ -192,8 +193,9 @@ that namespace, and grant it to the same people. What bounds it:
 - **What a runner image can do to the operator.** Nothing beyond its own run: the operator
   reads at most 32 MiB of records per run, checks every histogram header and record shape
   before decoding, and a record it cannot read fails that run as `ResultsLost`.
-- **Secrets.** The operator can `get` (never `list`) Secrets: the JetStream auth Secret a spec
-  names and each run's runner token, which it creates. It reads pod logs (`pods/log`) only of
+- **Secrets.** The operator can `get` (never `list`) Secrets: the auth and TLS Secrets a
+  server spec names (to report a missing one or key; their values go to pods only by
+  reference) and each run's runner token, which it creates. It reads pod logs (`pods/log`) only of
   its own runner pods, as the fallback path for results.
 - **Pods deleted.** `delete` on pods is granted only with `faults.enabled`, for
   `BenchmarkRun.spec.faults`; without it a run with faults ends `FaultsNotAllowed`. The operator

@@ -34,11 +34,14 @@ pub async fn reconcile<K: ManagedServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> 
     let previous = obj.server_status();
 
     // validate (with the facts admission cannot see)
-    let secret = match obj.secret_ref() {
-        Some(name) => Some(secret_facts(&ctx, &owner.namespace, name).await?),
-        None => None,
-    };
-    let mut violations = obj.validate(secret.as_ref());
+    let mut secrets = Vec::new();
+    for name in obj.secret_refs() {
+        // auth and tls may name one Secret: read it once.
+        if !secrets.iter().any(|f: &SecretFacts| f.name == name) {
+            secrets.push(secret_facts(&ctx, &owner.namespace, name).await?);
+        }
+    }
+    let mut violations = obj.validate(&secrets);
     if let Some(rule) = name_violation(&owner.name, MAX_SERVER_NAME) {
         violations.push(SpecViolation::invalid("metadata.name", rule));
     }

@@ -32,12 +32,13 @@ pub trait ManagedServerKind:
     fn tuning(&self) -> &Tuning;
     fn resources(&self) -> &Resources;
     fn desired_replicas(&self) -> i32;
-    /// Secret the spec references (checked by the reconciler, judged by `validate`).
-    fn secret_ref(&self) -> Option<&str> {
-        None
+    /// Secrets the spec references (looked up by the reconciler, judged by `validate`).
+    fn secret_refs(&self) -> Vec<&str> {
+        Vec::new()
     }
-    /// Spec rules admission cannot check, with the facts the reconciler looked up.
-    fn validate(&self, secret: Option<&SecretFacts>) -> Vec<SpecViolation>;
+    /// Spec rules admission cannot check, with the facts the reconciler looked up (one per
+    /// `secret_refs` entry).
+    fn validate(&self, secrets: &[SecretFacts]) -> Vec<SpecViolation>;
     /// Desired children. `replicas` may be 0 when the operator holds the workload.
     fn build(&self, owner: &Owner, replicas: i32) -> Children;
     /// Thread count the server will use (default: derived from the CPU limit).

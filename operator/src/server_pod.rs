@@ -7,7 +7,8 @@ use crate::placement::pod_placement;
 use crate::security::{container_security_context, pod_security_context};
 use crate::tuning::{container_resources, pod_sysctls};
 use k8s_openapi::api::core::v1::{
-    Container, EmptyDirVolumeSource, PodSpec, PodTemplateSpec, Volume, VolumeMount,
+    Container, EmptyDirVolumeSource, KeyToPath, PodSpec, PodTemplateSpec, SecretVolumeSource,
+    Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use msgbench_crds::common::{Placement, Resources, Tuning};
@@ -93,6 +94,30 @@ pub fn empty_dir(name: &str, in_memory: bool) -> Volume {
         empty_dir: Some(EmptyDirVolumeSource {
             medium: in_memory.then(|| "Memory".to_string()),
             ..EmptyDirVolumeSource::default()
+        }),
+        ..Volume::default()
+    }
+}
+
+/// Volume `name` with only `keys` of Secret `secret` (each a file of its own name), readable by
+/// the pod's group (fsGroup) and nobody else; a missing Secret or key keeps the pod from
+/// starting instead of running without it.
+pub fn secret_volume(name: &str, secret: &str, keys: &[&str]) -> Volume {
+    Volume {
+        name: name.into(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(secret.into()),
+            items: Some(
+                keys.iter()
+                    .map(|k| KeyToPath {
+                        key: (*k).into(),
+                        path: (*k).into(),
+                        ..KeyToPath::default()
+                    })
+                    .collect(),
+            ),
+            default_mode: Some(0o440),
+            optional: Some(false),
         }),
         ..Volume::default()
     }

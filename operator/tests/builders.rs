@@ -16,9 +16,9 @@ fn fixture<K: ManagedServerKind>(file: &str) -> K {
 fn build<K: ManagedServerKind>(file: &str) -> (K, Children) {
     let obj: K = fixture(file);
     assert!(
-        obj.validate(None).is_empty(),
+        obj.validate(&[]).is_empty(),
         "{file} must be valid: {:?}",
-        obj.validate(None)
+        obj.validate(&[])
     );
     let owner = Owner::of(&obj, K::KIND_LABEL).expect("fixture has namespace and uid");
     let children = obj.build(&owner, obj.desired_replicas());
@@ -232,6 +232,108 @@ fn pubsub_server_pinned_websocket() {
         .unwrap();
     assert_eq!(strategy.type_.as_deref(), Some("Recreate"));
     insta::assert_yaml_snapshot!("pss_pinned", c);
+}
+
+/// Protocol pusher runs sockudo (the default image swapped) with the app from the Secret by
+/// reference only, and nothing external.
+#[test]
+fn pubsub_server_pusher_runs_sockudo_with_the_app_secret_by_reference() {
+    let (pss, c) = build::<PubSubServer>("pss-pusher.yaml");
+    assert_hardened(&c);
+    assert_eq!(
+        pss.client_url(&Owner::of(&pss, "pubsubserver").unwrap()),
+        "ws://sockudo.bench.svc:6001"
+    );
+    let ctr = &templates(&c)[0].spec.as_ref().unwrap().containers[0];
+    assert_eq!(
+        ctr.image.as_deref(),
+        Some(msgbench_crds::pubsub_server::DEFAULT_SOCKUDO_IMAGE)
+    );
+    let env = env_of(&c);
+    assert_eq!(env["PORT"], "6001");
+    assert_eq!(env["ADAPTER_DRIVER"], "local");
+    assert_eq!(env["RATE_LIMITER_ENABLED"], "false");
+    assert_eq!(env["TOKIO_WORKER_THREADS"], "2", "from the CPU limit");
+    assert!(
+        !env.contains_key("EMIT_MODE"),
+        "the reference server's contract does not apply"
+    );
+    let secret_refs: Vec<(String, String)> = ctr
+        .env
+        .iter()
+        .flatten()
+        .filter_map(|e| {
+            let r = e.value_from.as_ref()?.secret_key_ref.as_ref()?;
+            assert!(e.value.is_none(), "{} has a value", e.name);
+            Some((e.name.clone(), format!("{}/{}", r.name, r.key)))
+        })
+        .collect();
+    assert_eq!(secret_refs.len(), 3, "{secret_refs:?}");
+    assert!(secret_refs
+        .iter()
+        .all(|(_, r)| r.starts_with("sockudo-app/")));
+    assert!(
+        c.config_maps.is_empty(),
+        "no ConfigMap (nothing secret could land in one)"
+    );
+    insta::assert_yaml_snapshot!("pss_pusher", c);
+}
+
+/// TLS: the servers mount the certificate and key (never the CA's key, which they do not
+/// have, nor `ca.crt`, which they do not need), read-only and group-readable only; the client
+/// URL says `tls://`; a Secret without a key the pods need is reported, not mounted blindly.
+#[test]
+fn jetstream_cluster_with_tls() {
+    use msgbench_operator::validate::SecretFacts;
+    let (obj, c) = build::<JetStreamCluster>("jsc-tls.yaml");
+    assert_hardened(&c);
+    let pod = templates(&c)[0].spec.clone().unwrap();
+    let tls = pod
+        .volumes
+        .unwrap()
+        .into_iter()
+        .find(|v| v.name == "tls")
+        .unwrap();
+    let s = tls.secret.unwrap();
+    let keys: Vec<String> = s.items.unwrap().into_iter().map(|i| i.key).collect();
+    assert_eq!(
+        (s.secret_name.as_deref(), keys),
+        (
+            Some("secure-tls"),
+            vec!["tls.crt".to_string(), "tls.key".to_string()]
+        )
+    );
+    assert_eq!(s.default_mode, Some(0o440));
+    let m = pod.containers[0].volume_mounts.clone().unwrap();
+    assert!(m
+        .iter()
+        .any(|m| m.name == "tls" && m.mount_path == "/etc/nats/tls" && m.read_only == Some(true)));
+    let conf = &c.config_maps[0].data.as_ref().unwrap()["nats.conf"];
+    assert!(
+        conf.contains("cert_file: \"/etc/nats/tls/tls.crt\""),
+        "{conf}"
+    );
+    let owner = Owner::of(&obj, JetStreamCluster::KIND_LABEL).unwrap();
+    assert_eq!(obj.client_url(&owner), "tls://secure.bench.svc:4222");
+    assert_eq!(obj.secret_refs(), ["secure-auth", "secure-tls"]);
+    let facts = [
+        SecretFacts {
+            name: "secure-auth".into(),
+            keys: Some(vec!["token".into()]),
+        },
+        SecretFacts {
+            name: "secure-tls".into(),
+            keys: Some(vec!["tls.crt".into(), "tls.key".into()]),
+        },
+    ];
+    let v = obj.validate(&facts);
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!(
+        (v[0].reason, v[0].field.as_str()),
+        ("SecretKeyMissing", "spec.tls.secretName")
+    );
+    assert!(v[0].rule.contains("ca.crt"), "{}", v[0].rule);
+    insta::assert_yaml_snapshot!("jsc_tls", c);
 }
 
 #[test]

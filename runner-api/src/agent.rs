@@ -47,6 +47,18 @@ pub struct AgentConfig {
     /// server's Secret. Only names here: a secret never enters this config.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub target_auth: Vec<TargetAuth>,
+    /// Targets spoken to over TLS with a CA of their own, and where the pod mounts it (from
+    /// the server's Secret, key `ca.crt`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub target_tls: Vec<TargetTls>,
+}
+
+/// The CA a `tls://` target's certificate is verified with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetTls {
+    pub target: String,
+    pub ca_file: String,
 }
 
 /// Where the credentials of one target are.

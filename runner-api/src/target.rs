@@ -14,6 +14,9 @@ pub struct TargetUrl {
     pub raw: String,
     /// How to authenticate (never part of `raw`, never printed: see [`Credentials`]).
     pub auth: Option<Credentials>,
+    /// The CA certificate (PEM file) a `tls://` target's certificate is verified with; unset:
+    /// the system's roots.
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 /// Client credentials for a target. Read from the environment (a Secret's keys through
@@ -29,6 +32,12 @@ pub enum Credentials {
     Nkey {
         seed: String,
     },
+    /// A Pusher Channels app: the key opens WebSockets, the secret signs HTTP API requests.
+    PusherApp {
+        app_id: String,
+        key: String,
+        secret: String,
+    },
 }
 
 impl std::fmt::Debug for Credentials {
@@ -37,19 +46,31 @@ impl std::fmt::Debug for Credentials {
             Credentials::Token(_) => f.write_str("Token(redacted)"),
             Credentials::UserPassword { .. } => f.write_str("UserPassword(redacted)"),
             Credentials::Nkey { .. } => f.write_str("Nkey(redacted)"),
+            Credentials::PusherApp { .. } => f.write_str("PusherApp(redacted)"),
         }
     }
 }
 
 impl Credentials {
-    /// `{prefix}_TOKEN`, else `{prefix}_NKEY_SEED`, else `{prefix}_USERNAME` with
-    /// `{prefix}_PASSWORD`, from `env`; `None` when none is set.
+    /// `{prefix}_TOKEN`, else `{prefix}_NKEY_SEED`, else `{prefix}_PUSHER_APP_ID` with
+    /// `{prefix}_PUSHER_KEY` and `{prefix}_PUSHER_SECRET` (all three), else `{prefix}_USERNAME`
+    /// with `{prefix}_PASSWORD`, from `env`; `None` when none is set.
     pub fn from_env(prefix: &str, env: impl Fn(&str) -> Option<String>) -> Option<Credentials> {
         if let Some(t) = env(&format!("{prefix}_TOKEN")) {
             return Some(Credentials::Token(t));
         }
         if let Some(seed) = env(&format!("{prefix}_NKEY_SEED")) {
             return Some(Credentials::Nkey { seed });
+        }
+        let pusher = |k: &str| env(&format!("{prefix}_PUSHER_{k}"));
+        if let (Some(app_id), Some(key), Some(secret)) =
+            (pusher("APP_ID"), pusher("KEY"), pusher("SECRET"))
+        {
+            return Some(Credentials::PusherApp {
+                app_id,
+                key,
+                secret,
+            });
         }
         let username = env(&format!("{prefix}_USERNAME"))?;
         let password = env(&format!("{prefix}_PASSWORD")).unwrap_or_default();
@@ -75,7 +96,7 @@ impl TargetUrl {
             .host()
             .ok_or_else(|| TargetUrlError::NoHost(raw.into()))?;
         let port = uri.port_u16().unwrap_or(match scheme.as_str() {
-            "nats" => 4222,
+            "nats" | "tls" => 4222,
             "mqtt" => 1883,
             "http" | "ws" => 80,
             _ => 0,
@@ -86,6 +107,7 @@ impl TargetUrl {
             port,
             raw: raw.into(),
             auth: None,
+            ca_file: None,
         })
     }
 
@@ -133,6 +155,24 @@ mod tests {
             !shown.contains("pw") && shown.contains("redacted"),
             "{shown}"
         );
+        const PUSHER_ENV: &[(&str, &str)] = &[
+            ("A_PUSHER_APP_ID", "7"),
+            ("A_PUSHER_KEY", "k"),
+            ("A_PUSHER_SECRET", "s3cret"),
+        ];
+        let app = Credentials::from_env("A", env(PUSHER_ENV));
+        assert_eq!(
+            app,
+            Some(Credentials::PusherApp {
+                app_id: "7".into(),
+                key: "k".into(),
+                secret: "s3cret".into()
+            })
+        );
+        assert!(!format!("{app:?}").contains("s3cret"));
+        // All three or none: a key without its secret cannot sign anything.
+        let partial = Credentials::from_env("A", env(&PUSHER_ENV[..2]));
+        assert_eq!(partial, None);
     }
 
     #[test]

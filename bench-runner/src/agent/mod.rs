@@ -274,6 +274,11 @@ pub async fn run(
             setup,
             connect_timeout: Duration::from_secs(u64::from(cfg.connect_timeout_seconds)),
             credentials: credentials_for(&cfg, &planned.target)?,
+            ca_file: cfg
+                .target_tls
+                .iter()
+                .find(|t| t.target == planned.target)
+                .map(|t| t.ca_file.clone().into()),
         };
         let label = variant_label(&planned);
         let result = engine::run(planned.workload, &planned.target, opts)

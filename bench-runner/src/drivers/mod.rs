@@ -10,12 +10,14 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+mod http_publish;
 pub mod jetstream;
 pub mod mqtt;
 mod mqtt_client;
 mod mqtt_wire;
 pub mod nats;
 pub mod nats_wire;
+pub mod pusher;
 pub mod socketio;
 pub mod websocket;
 #[cfg(test)]
@@ -94,18 +96,16 @@ pub fn for_workload(
     setup: &crate::options::SharedSetup,
 ) -> anyhow::Result<Arc<dyn Driver>> {
     let want: &[&str] = match w.protocol {
-        Protocol::Nats | Protocol::Jetstream => &["nats"],
+        // The batched core-NATS path (nats_wire) speaks plain TCP only; JetStream goes
+        // through async-nats, which speaks TLS.
+        Protocol::Nats => &["nats"],
+        Protocol::Jetstream => &["nats", "tls"],
         Protocol::Mqtt => &["mqtt", "tcp"],
         Protocol::Socketio => &["http"],
         Protocol::Websocket => &["ws", "http"],
+        Protocol::Pusher => &["ws"],
     };
-    if target.auth.is_some() && !matches!(w.protocol, Protocol::Nats | Protocol::Jetstream) {
-        anyhow::bail!(
-            "--target {}: credentials are only sent to nats and jetstream targets (protocol {:?})",
-            target.raw,
-            w.protocol
-        );
-    }
+    check_credentials(w.protocol, target)?;
     if !want.contains(&target.scheme.as_str()) {
         anyhow::bail!(
             "--target {}: scheme {:?} does not fit protocol {:?} (use {}://)",
@@ -125,7 +125,33 @@ pub fn for_workload(
         Protocol::Mqtt => Arc::new(mqtt::MqttDriver::new(w.clone(), target.clone(), runner)),
         Protocol::Socketio => Arc::new(socketio::SocketIoDriver::new(w.clone(), target.clone())),
         Protocol::Websocket => Arc::new(websocket::WebSocketDriver::new(w.clone(), target.clone())),
+        Protocol::Pusher => Arc::new(pusher::PusherDriver::new(w.clone(), target.clone())?),
     })
+}
+
+/// Credentials go only to protocols that use them, and only of a kind they understand; a
+/// Pusher target cannot be used without its app's.
+fn check_credentials(p: Protocol, target: &TargetUrl) -> anyhow::Result<()> {
+    use runner_api::target::Credentials;
+    let (fits, takes) = match &target.auth {
+        None if p == Protocol::Pusher => anyhow::bail!(
+            "--target {}: protocol pusher needs the app's credentials (MSGBENCH_PUSHER_APP_ID, MSGBENCH_PUSHER_KEY and MSGBENCH_PUSHER_SECRET)",
+            target.raw
+        ),
+        None => return Ok(()),
+        Some(Credentials::PusherApp { .. }) => (p == Protocol::Pusher, "pusher"),
+        Some(_) => (
+            matches!(p, Protocol::Nats | Protocol::Jetstream),
+            "nats and jetstream",
+        ),
+    };
+    if !fits {
+        anyhow::bail!(
+            "--target {}: credentials are only sent to {takes} targets (protocol {p:?})",
+            target.raw
+        );
+    }
+    Ok(())
 }
 
 /// Builds payloads into one growing buffer so the hot path allocates once per many messages.

@@ -50,7 +50,8 @@ pub async fn connect(
     name: String,
     counted: Option<Shared>,
 ) -> anyhow::Result<async_nats::Client> {
-    let url = format!("nats://{}", target.addr());
+    let tls = target.scheme == "tls";
+    let url = format!("{}://{}", if tls { "tls" } else { "nats" }, target.addr());
     let mut o = match &target.auth {
         None => async_nats::ConnectOptions::new(),
         Some(Credentials::Token(t)) => async_nats::ConnectOptions::with_token(t.clone()),
@@ -58,6 +59,9 @@ pub async fn connect(
             async_nats::ConnectOptions::with_user_and_password(username.clone(), password.clone())
         }
         Some(Credentials::Nkey { seed }) => async_nats::ConnectOptions::with_nkey(seed.clone()),
+        Some(Credentials::PusherApp { .. }) => {
+            anyhow::bail!("Pusher app credentials do not apply to NATS")
+        }
     };
     if let Some(stats) = counted {
         o = o.event_callback(move |ev| {
@@ -68,6 +72,14 @@ pub async fn connect(
                 }
             }
         });
+    }
+    if tls {
+        // Servers announce peers by pod IP, which their certificate does not name: stay on
+        // the URL given.
+        o = o.require_tls(true).ignore_discovered_servers();
+        if let Some(ca) = &target.ca_file {
+            o = o.add_root_certificates(ca.clone());
+        }
     }
     o.name(name)
         .client_capacity(65_536)

@@ -137,6 +137,9 @@ fn connect_line(name: &str, auth: Option<&Credentials>, info: &str) -> anyhow::R
                 .encode(sig)
                 .into();
         }
+        Some(Credentials::PusherApp { .. }) => {
+            anyhow::bail!("Pusher app credentials do not apply to NATS")
+        }
     }
     Ok(format!("CONNECT {o}\r\nPING\r\n"))
 }

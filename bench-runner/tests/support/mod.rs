@@ -17,7 +17,7 @@ pub fn tool(name: &str) -> PathBuf {
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).collect();
     dirs.extend([cache.join("bin"), "/usr/sbin".into(), "/usr/bin".into()]);
     dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file()).unwrap_or_else(|| {
-        panic!("{name} not found on PATH or in {}/bin: run `e2e/tools/ensure nats-server mosquitto`", cache.display())
+        panic!("{name} not found on PATH or in {}/bin: run `e2e/tools/ensure nats-server mosquitto sockudo`", cache.display())
     })
 }
 
@@ -397,4 +397,43 @@ pub async fn ws_broadcast_server() -> u16 {
         }
     });
     port
+}
+
+/// The test app sockudo serves (`sockudo_at`).
+pub const PUSHER_APP: (&str, &str, &str) = ("msgbench", "msgbench-key", "msgbench-secret");
+
+/// A sockudo (Pusher Channels) on `port` with one app, `PUSHER_APP`, and nothing external:
+/// in-memory adapter, cache and app manager, no webhook queue; limits and rate limiting off,
+/// which would otherwise cap a benchmark at 100 connections and 100 API requests a minute.
+pub fn sockudo_at(port: u16) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let (id, key, secret) = PUSHER_APP;
+    let port_s = port.to_string();
+    let mut child = Command::new(tool("sockudo"))
+        // No config/config.toml under the temporary working directory: environment only.
+        .current_dir(dir.path())
+        .envs([
+            ("HOST", "127.0.0.1"),
+            ("PORT", port_s.as_str()),
+            ("SOCKUDO_DEFAULT_APP_ID", id),
+            ("SOCKUDO_DEFAULT_APP_KEY", key),
+            ("SOCKUDO_DEFAULT_APP_SECRET", secret),
+            ("SOCKUDO_DEFAULT_APP_MAX_CONNECTIONS", "0"),
+            ("ADAPTER_DRIVER", "local"),
+            ("CACHE_DRIVER", "memory"),
+            ("QUEUE_DRIVER", "none"),
+            ("APP_MANAGER_DRIVER", "memory"),
+            ("RATE_LIMITER_ENABLED", "false"),
+            ("METRICS_ENABLED", "false"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_listening(port, Duration::from_secs(15), &mut child);
+    Server {
+        child,
+        port,
+        _dir: dir,
+    }
 }

@@ -4,6 +4,7 @@
 // Re-exported: most of the run controller names them through the builders.
 pub use super::identity::{RunIdentity, KIND_LABEL, LABEL_GENERATION};
 use super::runner_access::{secret_name, TOKEN_DIR, TOKEN_KEY};
+use super::target_auth::RunnerSecrets;
 use crate::meta::{LABEL_COMPONENT, LABEL_INSTANCE, LABEL_NAME};
 use crate::placement::pod_placement;
 use crate::security::container_security_context;
@@ -40,6 +41,7 @@ pub fn agent_config(spec: &BenchmarkRunSpec, target_url: &str) -> AgentConfig {
         trial_barrier: spec.runners.count > 1 || !spec.faults.is_empty(),
         results_hold_seconds: spec.runners.results_hold_seconds.max(0) as u32,
         target_auth: Vec::new(),
+        target_tls: Vec::new(),
     }
 }
 
@@ -70,13 +72,13 @@ pub fn server_selector(kind: ServerKind, name: &str) -> BTreeMap<String, String>
 
 /// The runner Job: Indexed (index + 1 = runner id), no retries (a failed runner fails the run,
 /// never a silent re-run), bounded by `deadline_seconds`.
-/// `auth_env`: the targets' credentials as Secret references (see `target_auth`).
+/// `secrets`: what the runners take from the targets' Secrets, by reference (see `target_auth`).
 pub fn job(
     id: &RunIdentity,
     spec: &BenchmarkRunSpec,
     server: Option<&BTreeMap<String, String>>,
     deadline_seconds: i64,
-    auth_env: &[EnvVar],
+    secrets: &RunnerSecrets,
 ) -> Job {
     let r = &spec.runners;
     let place = pod_placement(Some(&r.placement), &id.labels());
@@ -120,7 +122,7 @@ pub fn job(
                 ..EnvVar::default()
             }]
             .into_iter()
-            .chain(auth_env.iter().cloned())
+            .chain(secrets.env.iter().cloned())
             .collect(),
         ),
         ports: Some(vec![ContainerPort {
@@ -142,20 +144,25 @@ pub fn job(
         security_context: Some(container_security_context()),
         // The last log lines become the termination message of a failed runner.
         termination_message_policy: Some("FallbackToLogsOnError".into()),
-        volume_mounts: Some(vec![
-            VolumeMount {
-                name: "config".into(),
-                mount_path: CONFIG_DIR.into(),
-                read_only: Some(true),
-                ..VolumeMount::default()
-            },
-            VolumeMount {
-                name: "token".into(),
-                mount_path: TOKEN_DIR.into(),
-                read_only: Some(true),
-                ..VolumeMount::default()
-            },
-        ]),
+        volume_mounts: Some(
+            [
+                VolumeMount {
+                    name: "config".into(),
+                    mount_path: CONFIG_DIR.into(),
+                    read_only: Some(true),
+                    ..VolumeMount::default()
+                },
+                VolumeMount {
+                    name: "token".into(),
+                    mount_path: TOKEN_DIR.into(),
+                    read_only: Some(true),
+                    ..VolumeMount::default()
+                },
+            ]
+            .into_iter()
+            .chain(secrets.mounts.iter().cloned())
+            .collect(),
+        ),
         ..Container::default()
     };
     Job {
@@ -191,25 +198,30 @@ pub fn job(
                     tolerations: place.tolerations,
                     affinity,
                     containers: vec![container],
-                    volumes: Some(vec![
-                        Volume {
-                            name: "config".into(),
-                            config_map: Some(ConfigMapVolumeSource {
-                                name: id.job_name(),
-                                ..ConfigMapVolumeSource::default()
-                            }),
-                            ..Volume::default()
-                        },
-                        Volume {
-                            name: "token".into(),
-                            secret: Some(SecretVolumeSource {
-                                secret_name: Some(secret_name(&id.name)),
-                                default_mode: Some(0o440),
-                                ..SecretVolumeSource::default()
-                            }),
-                            ..Volume::default()
-                        },
-                    ]),
+                    volumes: Some(
+                        [
+                            Volume {
+                                name: "config".into(),
+                                config_map: Some(ConfigMapVolumeSource {
+                                    name: id.job_name(),
+                                    ..ConfigMapVolumeSource::default()
+                                }),
+                                ..Volume::default()
+                            },
+                            Volume {
+                                name: "token".into(),
+                                secret: Some(SecretVolumeSource {
+                                    secret_name: Some(secret_name(&id.name)),
+                                    default_mode: Some(0o440),
+                                    ..SecretVolumeSource::default()
+                                }),
+                                ..Volume::default()
+                            },
+                        ]
+                        .into_iter()
+                        .chain(secrets.volumes.iter().cloned())
+                        .collect(),
+                    ),
                     ..PodSpec::default()
                 }),
             },
@@ -262,14 +274,23 @@ spec:
         let server = server_selector(ServerKind::JetStreamCluster, "js3");
         let cfg = agent_config(&br.spec, "nats://js3.bench.svc:4222");
         insta::assert_yaml_snapshot!("runner_config_map", config_map(&id, &cfg).unwrap());
-        insta::assert_yaml_snapshot!("runner_job", job(&id, &br.spec, Some(&server), 300, &[]));
+        insta::assert_yaml_snapshot!(
+            "runner_job",
+            job(&id, &br.spec, Some(&server), 300, &RunnerSecrets::default())
+        );
     }
 
     #[test]
     fn runner_pods_are_restricted_and_tokenless() {
         let br = sample();
         let server = server_selector(ServerKind::JetStreamCluster, "js3");
-        let j = job(&identity(&br), &br.spec, Some(&server), 300, &[]);
+        let j = job(
+            &identity(&br),
+            &br.spec,
+            Some(&server),
+            300,
+            &RunnerSecrets::default(),
+        );
         let spec = j.spec.unwrap();
         assert_eq!(spec.backoff_limit, Some(0), "no silent re-runs");
         assert_eq!(spec.completions, Some(2));

@@ -1,11 +1,12 @@
 //! Resolves `spec.target` to a URL, Ready or not, and the server pods' labels.
 use super::build::server_selector;
+use super::target_auth::TargetSecret;
 use crate::context::Context;
 use crate::error::Result;
 use kube::Api;
 use msgbench_crds::benchmark_run::{BenchmarkRun, ObservedEnvironment, ServerKind, Target};
 use msgbench_crds::common::ServerStatus;
-use msgbench_crds::jetstream_cluster::NatsAuth;
+use msgbench_crds::pubsub_server::PubSubProtocol;
 use msgbench_crds::workload::Protocol;
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
 use std::collections::BTreeMap;
@@ -19,8 +20,14 @@ pub struct Resolved {
     pub not_ready: Option<String>,
     pub server_labels: Option<BTreeMap<String, String>>,
     pub environment: Option<ObservedEnvironment>,
-    /// The Secret clients authenticate with (a JetStreamCluster's `spec.auth`).
-    pub auth: Option<NatsAuth>,
+    /// The Secret clients authenticate with (a JetStreamCluster's `spec.auth`, a pusher
+    /// PubSubServer's app).
+    pub auth: Option<TargetSecret>,
+    /// The Secret whose `ca.crt` verifies a TLS target (a JetStreamCluster's `spec.tls`).
+    pub tls_ca_secret: Option<String>,
+    /// Why the server, as specified, cannot serve this run's protocol (e.g. TLS for protocol
+    /// nats): not something waiting fixes, so the run fails at once with reason TargetUnfit.
+    pub unfit: Option<String>,
 }
 
 /// `Err(message)` when the referenced server does not exist.
@@ -47,6 +54,8 @@ pub async fn resolve_target(
             server_labels: None,
             environment: None,
             auth: None,
+            tls_ca_secret: None,
+            unfit: None,
         }));
     }
     let Some(r) = &t.server_ref else {
@@ -54,24 +63,42 @@ pub async fn resolve_target(
     };
     let c = ctx.client.clone();
     let mut auth = None;
+    let mut tls_ca_secret = None;
+    let mut unfit = None;
     let status: Option<Option<ServerStatus>> = match r.kind {
         ServerKind::JetStreamCluster => Api::<JetStreamCluster>::namespaced(c, ns)
             .get_opt(&r.name)
             .await?
             .map(|s| {
-                auth = s.spec.auth;
+                auth = s.spec.auth.map(TargetSecret::Nats);
+                tls_ca_secret = s.spec.tls.map(|t| t.secret_name);
                 s.status
             }),
         ServerKind::MqttBroker => Api::<MqttBroker>::namespaced(c, ns)
             .get_opt(&r.name)
             .await?
             .map(|s| s.status),
-        ServerKind::PubSubServer => Api::<PubSubServer>::namespaced(c, ns)
-            .get_opt(&r.name)
-            .await?
-            .map(|s| s.status),
+        ServerKind::PubSubServer => {
+            let Some(s) = Api::<PubSubServer>::namespaced(c, ns)
+                .get_opt(&r.name)
+                .await?
+            else {
+                return Ok(Err(format!(
+                    "target.serverRef: PubSubServer/{} does not exist in namespace {ns}",
+                    r.name
+                )));
+            };
+            unfit = pubsub_fits(s.spec.protocol, protocol).err();
+            auth = s.spec.pusher.map(|p| TargetSecret::PusherApp {
+                secret_name: p.secret_name,
+            });
+            Some(s.status)
+        }
     };
     let display = format!("{:?}/{}", r.kind, r.name);
+    let unfit = unfit
+        .or_else(|| tls_fits(tls_ca_secret.is_some(), protocol).err())
+        .map(|e| format!("target.serverRef: {display}: {e}"));
     let Some(status) = status else {
         return Ok(Err(format!(
             "target.serverRef: {display} does not exist in namespace {ns}"
@@ -102,7 +129,34 @@ pub async fn resolve_target(
         server_labels: Some(server_selector(r.kind, &r.name)),
         environment,
         auth,
+        tls_ca_secret,
+        unfit,
     }))
+}
+
+/// A pusher PubSubServer (sockudo) speaks only pusher, and pusher only it; the reference
+/// server speaks socketio and websocket whatever its `protocol` says.
+fn pubsub_fits(server: PubSubProtocol, workload: Protocol) -> std::result::Result<(), String> {
+    match (
+        server == PubSubProtocol::Pusher,
+        workload == Protocol::Pusher,
+    ) {
+        (true, false) => Err(format!(
+            "serves protocol pusher, not {workload:?} (workload.protocol: pusher)"
+        )),
+        (false, true) => Err("does not serve protocol pusher (spec.protocol: pusher)".into()),
+        _ => Ok(()),
+    }
+}
+
+/// Only the JetStream path speaks TLS (async-nats); the batched core-NATS path is plain TCP.
+fn tls_fits(tls: bool, protocol: Protocol) -> std::result::Result<(), String> {
+    match (tls, protocol) {
+        (true, Protocol::Nats) => Err("requires TLS (spec.tls), which protocol nats (the \
+             batched core-NATS client) does not speak yet: use workload.protocol jetstream"
+            .into()),
+        _ => Ok(()),
+    }
 }
 
 /// A PubSubServer serves Socket.IO on `http://` and plain WebSocket on `ws://…/ws`.
@@ -126,6 +180,26 @@ fn adapt_url(url: &str, p: Protocol) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_tls_server_takes_only_the_protocol_that_speaks_tls() {
+        use super::{tls_fits, Protocol};
+        assert!(tls_fits(true, Protocol::Jetstream).is_ok());
+        assert!(tls_fits(false, Protocol::Nats).is_ok());
+        let e = tls_fits(true, Protocol::Nats).unwrap_err();
+        assert!(e.contains("use workload.protocol jetstream"), "{e}");
+    }
+
+    #[test]
+    fn only_a_pusher_server_serves_pusher_workloads() {
+        use super::{pubsub_fits, PubSubProtocol as S};
+        use msgbench_crds::workload::Protocol as W;
+        assert!(pubsub_fits(S::Pusher, W::Pusher).is_ok());
+        assert!(pubsub_fits(S::Socketio, W::Websocket).is_ok());
+        let e = pubsub_fits(S::Pusher, W::Socketio).unwrap_err();
+        assert!(e.contains("serves protocol pusher"), "{e}");
+        assert!(pubsub_fits(S::Websocket, W::Pusher).is_err());
+    }
+
     #[test]
     fn websocket_workloads_get_the_ws_path() {
         use msgbench_crds::workload::Protocol;

@@ -1,9 +1,9 @@
 //! JetStreamCluster children: ConfigMap (nats.conf), headless + client Services, StatefulSet, PDB.
 
-use super::nats_conf::{self, CLIENT_PORT, CLUSTER_PORT, MONITOR_PORT, PID_FILE};
+use super::nats_conf::{self, CLIENT_PORT, CLUSTER_PORT, MONITOR_PORT, PID_FILE, TLS_DIR};
 use crate::apply::Children;
 use crate::meta::Owner;
-use crate::server_pod::{empty_dir, mount, pod_template, ServerPod};
+use crate::server_pod::{empty_dir, mount, pod_template, secret_volume, ServerPod};
 use crate::tuning::{bytes, threads};
 use k8s_openapi::api::apps::v1::{
     StatefulSet, StatefulSetPersistentVolumeClaimRetentionPolicy, StatefulSetSpec,
@@ -101,6 +101,20 @@ pub fn build(jsc: &JetStreamCluster, owner: &Owner, replicas: i32) -> Children {
         // Memory storage: the store dir still has to be writable (read-only root fs).
         volumes.push(empty_dir("data", true));
     }
+    let mut mounts = vec![
+        mount("config", "/etc/nats", true),
+        mount("pid", "/var/run/nats", false),
+        mount("data", "/data", false),
+    ];
+    if let Some(tls) = &spec.tls {
+        // The servers need the certificate and key, never the CA (no client certificates).
+        volumes.push(secret_volume(
+            "tls",
+            &tls.secret_name,
+            &["tls.crt", "tls.key"],
+        ));
+        mounts.push(mount("tls", TLS_DIR, true));
+    }
     let container = Container {
         name: "nats".into(),
         image: Some(spec.image.clone()),
@@ -111,11 +125,7 @@ pub fn build(jsc: &JetStreamCluster, owner: &Owner, replicas: i32) -> Children {
             container_port("monitor", MONITOR_PORT),
         ]),
         env: Some(env(jsc, &headless, &owner.namespace)),
-        volume_mounts: Some(vec![
-            mount("config", "/etc/nats", true),
-            mount("pid", "/var/run/nats", false),
-            mount("data", "/data", false),
-        ]),
+        volume_mounts: Some(mounts),
         startup_probe: Some(http_probe("/healthz", 2, 90)),
         readiness_probe: Some(http_probe("/healthz?js-enabled-only=true", 5, 3)),
         liveness_probe: Some(http_probe("/healthz?js-enabled-only=true", 30, 3)),

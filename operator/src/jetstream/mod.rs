@@ -26,18 +26,25 @@ impl ManagedServerKind for JetStreamCluster {
     fn desired_replicas(&self) -> i32 {
         self.spec.replicas
     }
-    fn secret_ref(&self) -> Option<&str> {
-        self.spec.auth.as_ref().map(|a| a.secret_name.as_str())
+    fn secret_refs(&self) -> Vec<&str> {
+        let auth = self.spec.auth.iter().map(|a| a.secret_name.as_str());
+        let tls = self.spec.tls.iter().map(|t| t.secret_name.as_str());
+        auth.chain(tls).collect()
     }
-    fn validate(&self, secret: Option<&SecretFacts>) -> Vec<SpecViolation> {
-        validate(self, secret)
+    fn validate(&self, secrets: &[SecretFacts]) -> Vec<SpecViolation> {
+        validate(self, secrets)
     }
     fn build(&self, owner: &Owner, replicas: i32) -> Children {
         build::build(self, owner, replicas)
     }
     fn client_url(&self, owner: &Owner) -> String {
+        let scheme = if self.spec.tls.is_some() {
+            "tls"
+        } else {
+            "nats"
+        };
         format!(
-            "nats://{}.{}.svc:{}",
+            "{scheme}://{}.{}.svc:{}",
             owner.name,
             owner.namespace,
             nats_conf::CLIENT_PORT
@@ -45,7 +52,7 @@ impl ManagedServerKind for JetStreamCluster {
     }
 }
 
-pub fn validate(jsc: &JetStreamCluster, secret: Option<&SecretFacts>) -> Vec<SpecViolation> {
+pub fn validate(jsc: &JetStreamCluster, secrets: &[SecretFacts]) -> Vec<SpecViolation> {
     let spec = &jsc.spec;
     let mut v = Vec::new();
     if !(1..=5).contains(&spec.replicas) {
@@ -62,13 +69,22 @@ pub fn validate(jsc: &JetStreamCluster, secret: Option<&SecretFacts>) -> Vec<Spe
         ));
     }
     v.extend(check_tuning(&spec.tuning, &spec.resources));
-    if let (Some(auth), Some(facts)) = (&spec.auth, secret) {
+    let facts = |name: &str| secrets.iter().find(|f| f.name == name);
+    if let Some(auth) = &spec.auth {
         let keys: &[&str] = match auth.mode {
             NatsAuthMode::Token => &["token"],
             NatsAuthMode::UserPassword => &["username", "password"],
             NatsAuthMode::Nkey => &["nkey", "seed"],
         };
-        v.extend(check_secret("spec.auth.secretName", facts, keys));
+        if let Some(f) = facts(&auth.secret_name) {
+            v.extend(check_secret("spec.auth.secretName", f, keys));
+        }
+    }
+    if let Some(f) = spec.tls.as_ref().and_then(|t| facts(&t.secret_name)) {
+        v.extend(check_secret("spec.tls.secretName", f, &TLS_SECRET_KEYS));
     }
     v
 }
+
+/// The servers mount `tls.crt` and `tls.key`; the runners `ca.crt`.
+pub const TLS_SECRET_KEYS: [&str; 3] = ["tls.crt", "tls.key", "ca.crt"];

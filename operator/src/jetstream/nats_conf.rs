@@ -10,6 +10,8 @@ pub const CLUSTER_PORT: i32 = 6222;
 pub const MONITOR_PORT: i32 = 8222;
 pub const STORE_DIR: &str = "/data/jetstream";
 pub const PID_FILE: &str = "/var/run/nats/nats.pid";
+/// Where the servers find `tls.crt` and `tls.key` (`spec.tls`).
+pub const TLS_DIR: &str = "/etc/nats/tls";
 /// Lame duck: stop accepting, wait the grace period, then spread client evictions over the
 /// duration, so clients reconnect elsewhere instead of all at once.
 pub const LAME_DUCK_DURATION_SECS: i64 = 30;
@@ -59,6 +61,14 @@ pub fn render(name: &str, namespace: &str, headless: &str, spec: &JetStreamClust
         let _ = writeln!(c, "  ]");
         let _ = writeln!(c, "}}");
     }
+    if spec.tls.is_some() {
+        // The client port only: every client must use TLS; routes and monitoring stay plain.
+        let _ = writeln!(c, "tls {{");
+        let _ = writeln!(c, "  cert_file: \"{TLS_DIR}/tls.crt\"");
+        let _ = writeln!(c, "  key_file: \"{TLS_DIR}/tls.key\"");
+        let _ = writeln!(c, "  timeout: 2");
+        let _ = writeln!(c, "}}");
+    }
     if let Some(auth) = &spec.auth {
         // Values come from the Secret through env vars; never written into the ConfigMap.
         let _ = writeln!(c, "authorization {{");
@@ -82,7 +92,22 @@ pub fn render(name: &str, namespace: &str, headless: &str, spec: &JetStreamClust
 #[cfg(test)]
 mod tests {
     use super::*;
-    use msgbench_crds::jetstream_cluster::NatsAuth;
+    use msgbench_crds::jetstream_cluster::{NatsAuth, NatsTls};
+
+    #[test]
+    fn tls_names_the_mounted_certificate_and_key_only() {
+        let mut spec: JetStreamClusterSpec = serde_json::from_value(serde_json::json!({})).unwrap();
+        assert!(!render("js", "ns", "h", &spec).contains("tls {"));
+        spec.tls = Some(NatsTls {
+            secret_name: "js-tls".into(),
+        });
+        let conf = render("js", "ns", "h", &spec);
+        assert!(
+            conf.contains("tls {\n  cert_file: \"/etc/nats/tls/tls.crt\"\n  key_file: \"/etc/nats/tls/tls.key\"\n"),
+            "{conf}"
+        );
+        assert!(!conf.contains("ca.crt"), "{conf}");
+    }
 
     /// Each mode takes its values from the environment (filled from the Secret); the config
     /// holds variable names only. NKey servers need only the public key.

@@ -25,7 +25,7 @@ impl ManagedServerKind for MqttBroker {
     fn desired_replicas(&self) -> i32 {
         self.spec.replicas
     }
-    fn validate(&self, _secret: Option<&SecretFacts>) -> Vec<SpecViolation> {
+    fn validate(&self, _secrets: &[SecretFacts]) -> Vec<SpecViolation> {
         validate(self)
     }
     fn build(&self, owner: &Owner, replicas: i32) -> Children {

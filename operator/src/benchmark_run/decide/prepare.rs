@@ -93,6 +93,8 @@ enum Problem {
     Target(&'static str, String),
     /// Ready, but the Service lists no ready endpoint: (url, why).
     Endpoints(String, String),
+    /// The server, as specified, cannot serve the run's protocol: no wait fixes that.
+    Unfit(String),
 }
 
 impl Problem {
@@ -100,6 +102,10 @@ impl Problem {
         match self {
             Problem::Target(reason, why) => wait(d, obs, br, reason, &why),
             Problem::Endpoints(url, why) => wait_for_endpoints(d, obs, br, &url, &why),
+            Problem::Unfit(why) => {
+                let g = d.status.observed_generation.unwrap_or(0);
+                fail(&mut d.status, "TargetUnfit", &why, g, &obs.now);
+            }
         }
     }
 }
@@ -114,6 +120,9 @@ fn ready_url(t: &TargetSeen) -> Result<String, Problem> {
         Err(missing) => return Err(Problem::Target("TargetNotFound", prefix(missing))),
         Ok(r) => r,
     };
+    if let Some(why) = &r.unfit {
+        return Err(Problem::Unfit(prefix(why)));
+    }
     if let Some(why) = &r.not_ready {
         return Err(Problem::Target("TargetNotReady", prefix(why)));
     }
@@ -266,6 +275,17 @@ fn create_runners(
         Some((r.url.as_str(), r.auth.as_ref()?))
     }));
     cfg.target_auth = target_auth;
+    let (target_tls, volumes, mounts) =
+        target_auth::runner_tls(obs.targets.iter().filter_map(|t| {
+            let r = t.resolved.as_ref().ok()?;
+            Some((r.url.as_str(), r.tls_ca_secret.as_deref()?))
+        }));
+    cfg.target_tls = target_tls;
+    let secrets = target_auth::RunnerSecrets {
+        env: auth_env,
+        volumes,
+        mounts,
+    };
     let config_map = match build::config_map(id, &cfg) {
         Ok(cm) => cm,
         Err(e) => {
@@ -279,7 +299,7 @@ fn create_runners(
         &br.spec,
         resolved.server_labels.as_ref(),
         timing::job_deadline_seconds(br),
-        &auth_env,
+        &secrets,
     );
     d.effects.push(Effect::CreateRunners {
         config_map: Box::new(config_map),

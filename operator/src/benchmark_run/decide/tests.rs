@@ -71,6 +71,8 @@ fn ready_target() -> TargetSeen {
             server_labels: None,
             environment: None,
             auth: None,
+            tls_ca_secret: None,
+            unfit: None,
         }),
         unreachable: None,
     }
@@ -284,6 +286,27 @@ fn a_missing_target_is_waited_for_then_target_not_found() {
     );
 }
 
+/// A server whose spec rules out the run's protocol (TLS for protocol nats) is not waited
+/// for: the run fails at once, saying why and what to use, and creates nothing.
+#[test]
+fn an_unfit_target_fails_the_run_at_once() {
+    let br = run(1, "");
+    let mut t = ready_target();
+    if let Ok(r) = &mut t.resolved {
+        r.unfit = Some("target.serverRef: JetStreamCluster/js3: requires TLS (spec.tls), which protocol nats does not speak yet: use workload.protocol jetstream".into());
+    }
+    let mut obs = Observed::at(at(T0 + 1));
+    obs.targets = vec![t];
+    let d = decide_at(&br, &status(Phase::Pending), &obs);
+    assert_eq!(verdict(&d), (Some(Phase::Failed), "TargetUnfit".into()));
+    assert!(
+        message(&d).contains("use workload.protocol jetstream"),
+        "{}",
+        message(&d)
+    );
+    assert!(d.effects.is_empty(), "nothing is created");
+}
+
 #[test]
 fn a_target_not_ready_is_waited_for_then_target_not_ready() {
     let br = run(1, "");
@@ -382,14 +405,15 @@ fn a_reachable_target_creates_the_runners() {
 /// `secretKeyRef`, and the agent config names only where (no credential passes the operator).
 #[test]
 fn a_target_with_auth_gives_the_runners_secret_references_and_the_config_names_only() {
+    use crate::benchmark_run::target_auth::TargetSecret;
     use msgbench_crds::jetstream_cluster::{NatsAuth, NatsAuthMode};
     let br = run(1, "");
     let mut t = ready_target();
     if let Ok(r) = &mut t.resolved {
-        r.auth = Some(NatsAuth {
+        r.auth = Some(TargetSecret::Nats(NatsAuth {
             secret_name: "js3-auth".into(),
             mode: NatsAuthMode::Token,
-        });
+        }));
     }
     let mut obs = Observed::at(at(T0 + 3));
     obs.targets = vec![t];
@@ -413,6 +437,49 @@ fn a_target_with_auth_gives_the_runners_secret_references_and_the_config_names_o
         .as_ref()
         .unwrap();
     assert_eq!((r.name.as_str(), r.key.as_str()), ("js3-auth", "token"));
+}
+
+/// A TLS target: the runner pods mount only `ca.crt` of the server's Secret, and the agent
+/// config says where, for that target's URL.
+#[test]
+fn a_tls_target_gives_the_runners_its_ca_only() {
+    let br = run(1, "");
+    let mut t = ready_target();
+    if let Ok(r) = &mut t.resolved {
+        r.url = "tls://js3.bench.svc:4222".into();
+        r.tls_ca_secret = Some("js3-tls".into());
+    }
+    let mut obs = Observed::at(at(T0 + 3));
+    obs.targets = vec![t];
+    let d = decide_at(&br, &status(Phase::WaitingForTarget), &obs);
+    let [Effect::CreateRunners { config_map, job }] = d.effects.as_slice() else {
+        panic!("{:?}", d.effects)
+    };
+    let cfg = &config_map.data.as_ref().unwrap()[build::CONFIG_FILE];
+    assert!(
+        cfg.contains(
+            "targetTls:\n- target: tls://js3.bench.svc:4222\n  caFile: /etc/msgbench/tls/0/ca.crt"
+        ),
+        "{cfg}"
+    );
+    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    let v = pod
+        .volumes
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|v| v.name == "tls-ca-0")
+        .unwrap();
+    let s = v.secret.as_ref().unwrap();
+    let keys: Vec<&str> = s.items.iter().flatten().map(|i| i.key.as_str()).collect();
+    assert_eq!(
+        (s.secret_name.as_deref(), keys),
+        (Some("js3-tls"), vec!["ca.crt"])
+    );
+    let mounts = pod.containers[0].volume_mounts.as_ref().unwrap();
+    assert!(mounts
+        .iter()
+        .any(|m| m.name == "tls-ca-0" && m.mount_path == "/etc/msgbench/tls/0"));
 }
 
 // --- the baseline -------------------------------------------------------------------------

@@ -1,0 +1,76 @@
+//! NATS over TLS (`tls://`): the JetStream path (async-nats) verifies the server's certificate
+//! with the CA it is given and sends its credentials inside TLS; without that CA, or on the
+//! batched core path that speaks plain TCP only, the run fails before any load, saying why.
+mod support;
+use bench_runner::{run, RunOptions};
+use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+use runner_api::target::Credentials;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use support::*;
+
+const TOKEN: &str = "tls-token";
+const JS: &str = "protocol: jetstream\nratePerPublisher: 500\nmessagesPerPublisher: 200\njetstream: {stream: tls, storage: memory}\n";
+
+/// A CA and a certificate it signs for `localhost`, written as PEM files into `dir`:
+/// (ca.crt, tls.crt, tls.key).
+fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_key = KeyPair::generate().unwrap();
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec!["localhost".to_string()])
+        .unwrap()
+        .signed_by(&key, &ca_cert, &ca_key)
+        .unwrap();
+    let files = (dir.join("ca.crt"), dir.join("tls.crt"), dir.join("tls.key"));
+    std::fs::write(&files.0, ca_cert.pem()).unwrap();
+    std::fs::write(&files.1, cert.pem()).unwrap();
+    std::fs::write(&files.2, key.serialize_pem()).unwrap();
+    files
+}
+
+fn opts(ca_file: Option<PathBuf>) -> RunOptions {
+    RunOptions {
+        runner_id: 4,
+        connect_timeout: Duration::from_secs(2),
+        credentials: Some(Credentials::Token(TOKEN.into())),
+        ca_file,
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_server_is_benchmarked_with_its_ca_and_refused_without() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = certificates(dir.path());
+    let port = free_port();
+    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let _s = nats_server_with(
+        port,
+        true,
+        &["--tls", "--tlscert", cert, "--tlskey", key, "--auth", TOKEN],
+    );
+    let url = format!("tls://localhost:{port}");
+    let r = run(workload(JS), &url, opts(Some(ca))).await.unwrap();
+    assert_eq!(r.measured.received, 200);
+
+    // The system's roots do not know this CA: the handshake fails, naming the certificate.
+    let e = format!(
+        "{:#}",
+        run(workload(JS), &url, opts(None)).await.unwrap_err()
+    );
+    assert!(e.to_lowercase().contains("certificate"), "{e}");
+    assert!(!e.contains(TOKEN), "the token is never in an error: {e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_core_nats_path_refuses_a_tls_target_naming_the_protocol_that_can() {
+    let yaml = "protocol: nats\nratePerPublisher: 10\nmessagesPerPublisher: 1\n";
+    let e = run(workload(yaml), "tls://localhost:1", RunOptions::default())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("does not fit protocol Nats"), "{e}");
+}
