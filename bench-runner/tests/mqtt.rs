@@ -119,11 +119,26 @@ async fn a_broker_dying_mid_run_is_reported_not_waited_for() {
         "published {} after the broker died at 1 s",
         m.published
     );
-    assert!(!m.errors.is_empty(), "the lost connection is counted");
-    // PUBACKs stopped with the broker: the publisher waited from then until it gave up at
-    // the end (~2 s).
+    // The lost connection is counted: every publish after it fails at once.
+    assert!(
+        m.errors.contains_key("connectionClosed") || m.errors.contains_key("write"),
+        "{:?}",
+        m.errors
+    );
+    // Which stall shows depends on the instant of the kill. Publishes written and in flight
+    // then are never acknowledged: the stall lasts from the last PUBACK (~1 s) until the
+    // publisher gives up at the end (~2 s). With none in flight (at 1000/s and local PUBACKs,
+    // often so) the reader may see the connection close before the next publish, which then
+    // fails at once instead of waiting.
     let stall = m.publish_stall.expect("QoS 1 is acknowledged");
-    assert!(stall.micros >= 1_500_000, "{stall:?}");
+    let acked = m.ack_latency.len();
+    if m.published > acked {
+        assert!(
+            stall.micros >= 1_500_000,
+            "{stall:?}, published {} acked {acked}",
+            m.published
+        );
+    }
     assert!(m.lost_acked.is_some());
     assert!(
         r.generator.reasons.iter().any(|x| x.contains("scheduled")),
