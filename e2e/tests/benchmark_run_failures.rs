@@ -1,6 +1,6 @@
 //! BenchmarkRuns the operator must end itself, each with its reason within a bound and no
 //! runner pods left behind: a target that never becomes Ready (TargetNotReady, no Job ever),
-//! runners that never reach the start barrier (BarrierTimeout: their pods can never be
+//! runners that never reach the start barrier (RunnersUnschedulable: their pods can never be
 //! scheduled), and a workload longer than activeDeadlineSeconds (DeadlineExceeded after the
 //! runners were released). The three run at once; each waits on its own condition.
 use anyhow::{ensure, Context, Result};
@@ -198,18 +198,21 @@ async fn body(ctx: TestContext) -> Result<()> {
         "no runner Job for a target that never became Ready"
     );
 
-    // BarrierTimeout: barrierTimeoutSeconds (5) + the operator's 30 s pod-start grace; the
-    // pending runners are removed (Job suspended), the Job stays for debugging.
+    // RunnersUnschedulable at the barrier's bound: barrierTimeoutSeconds (5) + the operator's
+    // 30 s pod-start grace, in the scheduler's words; the pending runners are removed (Job
+    // suspended), the Job stays for debugging.
     let bt = failed(&ctx, "barrier-timeout", Duration::from_secs(120)).await?;
     ensure!(
-        s(&bt, "/status/verdict/reason") == "BarrierTimeout",
+        s(&bt, "/status/verdict/reason") == "RunnersUnschedulable",
         "verdict {}",
         s(&bt, "/status/verdict")
     );
     ensure!(
-        s(&bt, "/status/verdict/message")
-            .as_str()
-            .is_some_and(|m| m.starts_with("0 of 2 runners")),
+        s(&bt, "/status/verdict/message").as_str().is_some_and(|m| {
+            m.starts_with("0 of 2 runners")
+                && m.contains("could not be scheduled")
+                && m.contains("Insufficient cpu")
+        }),
         "verdict {}",
         s(&bt, "/status/verdict")
     );
@@ -221,7 +224,7 @@ async fn body(ctx: TestContext) -> Result<()> {
         job.spec.as_ref().and_then(|s| s.suspend) == Some(true),
         "Job suspended"
     );
-    println!("BarrierTimeout reached after {:?}", t0.elapsed());
+    println!("RunnersUnschedulable reached after {:?}", t0.elapsed());
 
     // DeadlineExceeded after the runners were released and loaded the server.
     servers::wait_ready(

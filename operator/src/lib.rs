@@ -13,6 +13,7 @@ pub mod leader;
 pub mod meta;
 pub mod metrics;
 pub mod mqtt;
+pub mod node_loss;
 pub mod placement;
 pub mod pod_http;
 pub mod pod_observer;

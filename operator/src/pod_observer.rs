@@ -29,6 +29,9 @@ pub fn is_transient_rejection(reason: &str) -> bool {
     TRANSIENT_REJECTIONS.contains(&reason)
 }
 
+/// A pod's node stopped reporting (see `node_loss`).
+pub const NODE_NOT_READY: &str = "NodeNotReady";
+
 /// Container waiting reasons that will not fix themselves (the kubelet backs off by itself).
 const STUCK_WAITING_REASONS: &[&str] = &[
     "ErrImagePull",
@@ -151,6 +154,18 @@ pub fn observe_pods(pods: &[Pod], template_hash: Option<&str>) -> PodObservation
                 },
             );
         }
+        // On a node that went silent: Degraded, naming the node, until it reports again.
+        if let Some(loss) = crate::node_loss::node_lost(pod) {
+            set_problem(
+                &mut obs,
+                PodProblem {
+                    reason: NODE_NOT_READY.into(),
+                    message: loss.describe(),
+                    rejected: false,
+                    refused_at: None,
+                },
+            );
+        }
         let containers = status
             .init_container_statuses
             .iter()
@@ -250,6 +265,29 @@ mod tests {
             "status": {"phase": "Pending"}}),
         );
         assert!(observe_pods(&[forbidden, later], None).problem.is_some());
+    }
+
+    #[test]
+    fn a_replica_on_a_silent_node_is_a_problem_naming_the_node_until_it_reports() {
+        let on_node = |ready: &str| {
+            pod(json!({"metadata": {"name": "js3-2"},
+                "spec": {"nodeName": "msgbench-local-2", "containers": [{"name": "nats"}]},
+                "status": {"phase": "Running",
+                    "conditions": [{"type": "Ready", "status": ready}],
+                    "containerStatuses": [{"name": "nats", "ready": true, "restartCount": 0,
+                        "image": "i", "imageID": "", "state": {"running": {}}}]}}))
+        };
+        let obs = observe_pods(&[on_node("False")], None);
+        let p = obs.problem.unwrap();
+        assert_eq!((p.reason.as_str(), p.rejected), (NODE_NOT_READY, false));
+        assert!(
+            p.message.contains("js3-2 on node msgbench-local-2"),
+            "{}",
+            p.message
+        );
+        assert_eq!((obs.pods, obs.ready), (1, 0));
+        let back = observe_pods(&[on_node("True")], None);
+        assert_eq!((back.problem, back.ready), (None, 1));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The runner pods of one generation, sorted by state: who is ready, running, done, and who
 //! failed and why (the runner's own termination message when it left one). Pure.
+use crate::node_loss::{node_lost, NodeLoss};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
@@ -12,6 +13,8 @@ pub struct RunnerView<'a> {
     pub succeeded: Vec<&'a Pod>,
     pub failed: Vec<&'a Pod>,
     pub job_failure: Option<(String, String)>,
+    /// A running runner whose node stopped reporting: its results can never come.
+    pub node_lost: Option<NodeLoss>,
 }
 
 fn phase(p: &Pod) -> &str {
@@ -53,12 +56,16 @@ impl<'a> RunnerView<'a> {
             succeeded: Vec::new(),
             failed: Vec::new(),
             job_failure: None,
+            node_lost: None,
         };
         for p in live {
             match phase(p) {
                 "Succeeded" => v.succeeded.push(p),
                 "Failed" => v.failed.push(p),
                 "Running" => {
+                    if v.node_lost.is_none() {
+                        v.node_lost = node_lost(p);
+                    }
                     v.running.push(p);
                     if is_ready(p) {
                         v.ready.push(p);
@@ -114,6 +121,14 @@ impl<'a> RunnerView<'a> {
             let (reason, msg) = termination_message(p);
             return Some((reason, format!("runner pod {}: {msg}", p.name_any())));
         }
+        if let Some(loss) = &self.node_lost {
+            let msg = format!(
+                "runner {}; its runner cannot finish (no retry: a new runner would start \
+                 apart from the others)",
+                loss.describe()
+            );
+            return Some(("RunnerNodeLost", msg));
+        }
         self.job_failure.as_ref().map(|(r, m)| {
             let r: &'static str = if r == "DeadlineExceeded" {
                 "DeadlineExceeded"
@@ -150,6 +165,23 @@ fn termination_message(p: &Pod) -> (&'static str, String) {
             (reason, why)
         }
     }
+}
+
+/// The first runner pod the scheduler could not place: (pod, the scheduler's message).
+pub fn unschedulable(pods: &[Pod]) -> Option<(String, String)> {
+    pods.iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .find_map(|p| {
+            let c = p
+                .status
+                .as_ref()?
+                .conditions
+                .as_ref()?
+                .iter()
+                .find(|c| c.type_ == "PodScheduled" && c.status == "False")?;
+            let why = c.message.clone().or(c.reason.clone()).unwrap_or_default();
+            Some((p.name_any(), why))
+        })
 }
 
 /// How a pod is reported in the environment.

@@ -7,7 +7,7 @@ use super::{fail, millis, seconds_between, time_at, Decision, Effect, POLL};
 use crate::benchmark_run::build::RunIdentity;
 use crate::benchmark_run::conditions::{self as cond, Status, RUNNERS_READY};
 use crate::benchmark_run::observe::{AgentSeen, Observed};
-use crate::benchmark_run::runner_pods::RunnerView;
+use crate::benchmark_run::runner_pods::{self, RunnerView};
 use crate::benchmark_run::{server_usage, timing};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{BenchmarkRun, Phase, Progress};
@@ -128,7 +128,14 @@ fn barrier_timeout(
              (barrierTimeoutSeconds + connectTimeoutSeconds + {}s for pod start)",
             timing::BARRIER_GRACE_SECONDS
         );
-        fail(&mut d.status, "BarrierTimeout", &msg, g, &obs.now);
+        // A runner no node would take says why in the scheduler's words.
+        match runner_pods::unschedulable(&obs.runner_pods) {
+            Some((pod, why)) => {
+                let msg = format!("{msg}; runner pod {pod} could not be scheduled: {why}");
+                fail(&mut d.status, "RunnersUnschedulable", &msg, g, &obs.now);
+            }
+            None => fail(&mut d.status, "BarrierTimeout", &msg, g, &obs.now),
+        }
     }
 }
 

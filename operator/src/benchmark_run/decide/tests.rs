@@ -594,6 +594,85 @@ fn a_failed_runner_pod_fails_the_run_with_its_own_reason() {
     }
 }
 
+#[test]
+fn a_runner_whose_node_went_silent_fails_the_run_naming_the_node() {
+    let br = run(2, "");
+    // The node controller flipped Ready; the kubelet's last word was "container ready".
+    let mut lost: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "r1-g1-1-x"},
+        "spec": {"nodeName": "msgbench-local-3", "containers": [{"name": "runner"}]},
+        "status": {"phase": "Running",
+            "conditions": [{"type": "Ready", "status": "False"}],
+            "containerStatuses": [{"name": "runner", "ready": true, "restartCount": 0,
+                "image": "i", "imageID": "", "state": {"running": {}}}]}
+    }))
+    .unwrap();
+    let mut obs = Observed::at(at(T0 + 20));
+    obs.job = Some(job(T0 + 10));
+    obs.runner_pods = vec![pod(0, "Running", true), lost.clone()];
+    for phase in [Phase::Starting, Phase::Running] {
+        let d = decide_at(&br, &status(phase), &obs);
+        assert_eq!(
+            verdict(&d),
+            (Some(Phase::Failed), "RunnerNodeLost".into()),
+            "{phase:?}"
+        );
+        assert!(
+            message(&d).contains("node msgbench-local-3"),
+            "{}",
+            message(&d)
+        );
+    }
+    // The same pod, not ready by the kubelet's own account (a probe): waited for.
+    lost.status
+        .as_mut()
+        .unwrap()
+        .container_statuses
+        .as_mut()
+        .unwrap()[0]
+        .ready = false;
+    obs.runner_pods = vec![pod(0, "Running", true), lost];
+    let d = decide_at(&br, &status(Phase::Starting), &obs);
+    assert_eq!(d.status.phase, Some(Phase::Starting));
+}
+
+#[test]
+fn a_runner_no_node_takes_fails_at_the_barrier_bound_in_the_schedulers_words() {
+    let br = run(2, "");
+    let mut pending = pod(1, "Pending", false);
+    pending.status.as_mut().unwrap().conditions = Some(vec![PodCondition {
+        type_: "PodScheduled".into(),
+        status: "False".into(),
+        reason: Some("Unschedulable".into()),
+        message: Some("0/3 nodes are available: 3 Insufficient cpu.".into()),
+        ..PodCondition::default()
+    }]);
+    let mut obs = Observed::at(at(T0 + 20));
+    obs.job = Some(job(T0 + 10));
+    obs.runner_pods = vec![pod(0, "Running", true), pending];
+    let d = decide_at(&br, &status(Phase::Starting), &obs);
+    assert_eq!(
+        d.status.phase,
+        Some(Phase::Starting),
+        "waited for within the bound"
+    );
+    obs.now = at(T0 + 10 + timing::barrier_limit_seconds(&br) + 1);
+    let d = decide_at(&br, &status(Phase::Starting), &obs);
+    assert_eq!(
+        verdict(&d),
+        (Some(Phase::Failed), "RunnersUnschedulable".into())
+    );
+    assert!(
+        message(&d).starts_with("1 of 2 runners")
+            && message(&d).ends_with(
+                "runner pod r1-g1-1-x could not be scheduled: 0/3 nodes are available: \
+                 3 Insufficient cpu."
+            ),
+        "{}",
+        message(&d)
+    );
+}
+
 /// Running with the common start stored at `start_ms`, two runner pods up.
 fn running(start_ms: u64, now_ms: u64, agents: Vec<AgentSeen>) -> (BenchmarkRunStatus, Observed) {
     in_phase(Phase::Running, start_ms, now_ms, agents)
