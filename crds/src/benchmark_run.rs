@@ -104,7 +104,8 @@ pub struct BenchmarkRunSpec {
     #[schemars(range(min = 1, max = 3600))]
     pub target_ready_timeout_seconds: i32,
     /// Seconds all runners have to connect and report ready at the start barrier before the run
-    /// fails with BarrierTimeout.
+    /// fails with BarrierTimeout (RunnersUnschedulable, with the scheduler's reason, when a
+    /// runner pod could not be placed).
     #[serde(default = "default_barrier_timeout")]
     #[schemars(range(min = 1, max = 1800))]
     pub barrier_timeout_seconds: i32,

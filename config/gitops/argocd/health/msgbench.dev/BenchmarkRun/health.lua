@@ -13,9 +13,9 @@
 --      hold are listed in the message but do not change the health: the operator's verdict
 --      is Passed, and warn means "report only".
 --    - Failed: Degraded with "<reason>: <message>", for every failure reason alike
---      (InvalidSpec, TargetNotFound, TargetNotReady, TargetUnreachable, BaselineCycle,
---      BarrierTimeout, RunnerFailed, RunnersStartedApart, DeadlineExceeded, ResultsLost,
---      ThresholdsNotMet, FaultsNotAllowed, FaultsNotInjected). It stays Degraded until the spec changes or the run is deleted: a
+--      (InvalidSpec, TargetNotFound, TargetNotReady, TargetUnfit, TargetUnreachable, BaselineCycle,
+--      BarrierTimeout, RunnersUnschedulable, RunnerFailed, RunnerNodeLost, RunnersStartedApart,
+--      DeadlineExceeded, ResultsLost, ThresholdsNotMet, FaultsNotAllowed, FaultsNotInjected). It stays Degraded until the spec changes or the run is deleted: a
 --      failed benchmark is a result someone has to look at, not a transient state.
 -- 4. Anything else (Pending, WaitingForTarget, Starting, Running, Merging): Progressing, with
 --    the phase and where it is: the first of TargetReady and RunnersReady that is not True
