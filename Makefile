@@ -7,9 +7,13 @@ export PATH := $(CACHE)/bin:/usr/local/go/bin:$(HOME)/.cargo/bin:$(PATH)
 # local = single-node cluster built from upstream sources (no Docker); kind = for Docker users.
 export CLUSTER ?= local
 export KUBECONFIG := $(CACHE)/kubeconfig-$(CLUSTER)
+# Nodes of the e2e cluster: 1 (the default, what `make test` runs on) or 2-4 (NODES=3 make e2e:
+# the multi-node suite, placement and node failure, on nodes that share this machine's CPUs).
+export NODES ?= 1
+MULTI_NODE_TESTS := --test placement --test node_failure
 
 .PHONY: test tools lint fmt-check clippy unit crds crds-check chart-test gitops-test cluster-up \
-        cluster-down cluster-status images e2e e2e-sockudo demo demo-faults bench
+        cluster-down cluster-status images e2e e2e-sockudo demo demo-faults bench bench-operator
 
 ## test: everything CI runs — lint, unit tests, CRD freshness, chart checks, GitOps checks, e2e on
 ## a real cluster.
@@ -55,7 +59,9 @@ cluster-status:
 images:
 	e2e/images/build
 
-## e2e: the cluster's own smoke checks (pinning, sysctls, DNS, Services, volumes), then the suite.
+## e2e: the cluster's own smoke checks (pinning, sysctls, DNS, Services, volumes), then the suite:
+## with NODES=1 every single-node test; with NODES>1 the multi-node tests only (they are ignored
+## on one node, and the single-node ones assume one).
 e2e: cluster-up images
 	@# The node has one allocatable CPU and the pinning checks need all of it: free what
 	@# `make demo` left running (its results are printed and re-made by the next demo) ...
@@ -70,7 +76,8 @@ e2e: cluster-up images
 	    --values charts/tests/e2e-values.yaml --wait --timeout 3m; \
 	fi
 	e2e/cluster/smoke
-	cargo test -p msgbench-e2e -- --test-threads=1
+	if [ "$(NODES)" = 1 ]; then cargo test -p msgbench-e2e -- --test-threads=1; \
+	else cargo test -p msgbench-e2e $(MULTI_NODE_TESTS) -- --test-threads=1 --include-ignored; fi
 
 ## e2e-sockudo: sockudo (built once from crates.io, cached), the runner's pusher tests against the
 ## real binary, its image, and the scenarios that need it (reference vs sockudo) on the cluster.
@@ -89,3 +96,8 @@ demo-faults: cluster-up images
 
 bench:
 	bench/run
+## bench-operator: 50 servers and 200 runs at once on a 3-node local cluster; the operator's
+## peak RSS, reconcile errors and durations, writes per object, apply -> first message
+## (bench/operator/RESULTS.md; about 15 min).
+bench-operator:
+	bench/operator/run

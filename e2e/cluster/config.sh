@@ -16,16 +16,15 @@ config_changed() {  # config_changed FILE: whether the last write_configs replac
   return 1
 }
 
-write_configs() {
-  mkdir -p "$CONF/cni" "$LOGS" "$STATIC_POD_DIR"
-
-  # containerd 1.6 (Debian). This sandbox refuses oom_score_adj < 0, so runc must not try it.
-  put "$CONF/containerd.toml" <<EOF
+# containerd_toml ROOT STATE SOCKET CNI_DIR: containerd 1.6 (Debian). This sandbox refuses
+# oom_score_adj < 0, so runc must not try it.
+containerd_toml() {
+  cat <<EOF
 version = 2
-root = "/var/lib/containerd"
-state = "/run/containerd"
+root = "$1"
+state = "$2"
 [grpc]
-  address = "$CONTAINERD_SOCK"
+  address = "$3"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "registry.k8s.io/pause:3.10"
   restrict_oom_score_adj = true
@@ -39,24 +38,27 @@ state = "/run/containerd"
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
-    conf_dir = "$CONF/cni"
+    conf_dir = "$4"
 EOF
+}
 
-  # Pods live on lcpod0 with no masquerade: they reach the node and each other, nothing else.
-  put "$CONF/cni/10-msgbench.conflist" <<EOF
+# cni_conflist NETWORK BRIDGE POD_CIDR GATEWAY: pods live on their node's bridge with no
+# masquerade: they reach the nodes and each other, nothing else.
+cni_conflist() {
+  cat <<EOF
 {
   "cniVersion": "1.0.0",
-  "name": "msgbench",
+  "name": "$1",
   "plugins": [
     {
       "type": "bridge",
-      "bridge": "$POD_BRIDGE",
+      "bridge": "$2",
       "isGateway": true,
       "ipMasq": false,
       "hairpinMode": true,
       "ipam": {
         "type": "host-local",
-        "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$POD_GW"}]],
+        "ranges": [[{"subnet": "$3", "gateway": "$4"}]],
         "routes": [{"dst": "0.0.0.0/0"}]
       }
     },
@@ -65,6 +67,55 @@ EOF
   ]
 }
 EOF
+}
+
+# kubelet_yaml NODE_IP SOCKET HEALTHZ_ADDRESS SERVING_CERT_NAME [EXTRA]: a kubelet's config;
+# EXTRA lines are appended (a second node's own cgroup root, log dir, ...).
+kubelet_yaml() {
+  cat <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+containerRuntimeEndpoint: unix://$2
+address: $1
+healthzBindAddress: $3
+healthzPort: 10248
+readOnlyPort: 0
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $PKI/ca.crt}
+authorization: {mode: Webhook}
+tlsCertFile: $PKI/$4.crt
+tlsPrivateKeyFile: $PKI/$4.key
+clusterDomain: cluster.local
+clusterDNS: [$DNS_IP]
+resolvConf: $CONF/resolv.conf
+# Exclusive CPUs for Guaranteed pods with integer CPU requests; CPU 0 stays for the system.
+cpuManagerPolicy: static
+reservedSystemCPUs: "0"
+allowedUnsafeSysctls: [net.core.somaxconn, net.ipv4.tcp_max_syn_backlog]
+failSwapOn: false
+# Images cannot be pulled again here (no registry): never garbage-collect them, and evict only
+# when the machine is really out of room.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: 200Mi, nodefs.available: "2%", imagefs.available: "2%", nodefs.inodesFree: "2%"}
+serializeImagePulls: false
+maxPods: 110
+podPidsLimit: 4096
+rotateCertificates: false
+EOF
+  [ -z "${5:-}" ] || printf '%s\n' "$5"
+}
+
+write_configs() {
+  mkdir -p "$CONF/cni" "$LOGS" "$STATIC_POD_DIR"
+
+  containerd_toml /var/lib/containerd /run/containerd "$CONTAINERD_SOCK" "$CONF/cni" |
+    put "$CONF/containerd.toml"
+  cni_conflist msgbench "$POD_BRIDGE" "$POD_CIDR" "$POD_GW" | put "$CONF/cni/10-msgbench.conflist"
 
   # Pod Security admission: enforce nothing by default (like upstream and kind), warn/audit on
   # restricted so non-compliant pods are visible; a namespace may label itself stricter.
@@ -89,42 +140,8 @@ EOF
   # Pods with dnsPolicy Default get only the cluster DNS, never the host's resolvers.
   echo "nameserver $DNS_IP" > "$CONF/resolv.conf"
 
-  put "$CONF/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-failCgroupV1: false
-cgroupDriver: cgroupfs
-containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
-address: $NODE_IP
-healthzBindAddress: 127.0.0.1
-healthzPort: 10248
-readOnlyPort: 0
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: $PKI/ca.crt}
-authorization: {mode: Webhook}
-tlsCertFile: $PKI/kubelet-serving.crt
-tlsPrivateKeyFile: $PKI/kubelet-serving.key
-clusterDomain: cluster.local
-clusterDNS: [$DNS_IP]
-resolvConf: $CONF/resolv.conf
-# Exclusive CPUs for Guaranteed pods with integer CPU requests; CPU 0 stays for the system.
-cpuManagerPolicy: static
-reservedSystemCPUs: "0"
-allowedUnsafeSysctls: [net.core.somaxconn, net.ipv4.tcp_max_syn_backlog]
-failSwapOn: false
-# Images cannot be pulled again here (no registry): never garbage-collect them, and evict only
-# when the machine is really out of room.
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: 200Mi, nodefs.available: "2%", imagefs.available: "2%", nodefs.inodesFree: "2%"}
-serializeImagePulls: false
-maxPods: 110
-podPidsLimit: 4096
-rotateCertificates: false
-staticPodPath: $STATIC_POD_DIR
-EOF
+  kubelet_yaml "$NODE_IP" "$CONTAINERD_SOCK" 127.0.0.1 kubelet-serving "staticPodPath: $STATIC_POD_DIR" |
+    put "$CONF/kubelet.yaml"
 
   put "$CONF/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1

@@ -22,17 +22,31 @@ setup_network() {
   ip route replace "$SERVICE_CIDR" dev "$BRIDGE"
   sysctl -qw net.ipv4.ip_forward=1
   [ -e /proc/sys/net/bridge/bridge-nf-call-iptables ] && sysctl -qw net.bridge.bridge-nf-call-iptables=1
-  iptables -w -N MSGBENCH-FORWARD 2>/dev/null || iptables -w -F MSGBENCH-FORWARD
-  local a b
-  for a in "$BRIDGE" "$POD_BRIDGE"; do
-    for b in "$BRIDGE" "$POD_BRIDGE"; do
-      iptables -w -A MSGBENCH-FORWARD -i "$a" -o "$b" -j ACCEPT
+  forward_rules
+}
+
+# MSGBENCH-FORWARD: forwarding among lc0 and the pod bridges of nodes 1..NODES only, nothing
+# to or from anywhere else. Rebuilt only when that set of bridges changed.
+forward_rules() {
+  local brs=("$BRIDGE") i a b want rule
+  for ((i = 1; i <= NODES; i++)); do brs+=("$(node_pod_bridge "$i")"); done
+  want="$(
+    for a in "${brs[@]}"; do for b in "${brs[@]}"; do
+      echo "-A MSGBENCH-FORWARD -i $a -o $b -j ACCEPT"
+    done; done
+    for a in "${brs[@]}"; do
+      echo "-A MSGBENCH-FORWARD -i $a -j DROP"
+      echo "-A MSGBENCH-FORWARD -o $a -j DROP"
     done
-  done
-  for a in "$BRIDGE" "$POD_BRIDGE"; do
-    iptables -w -A MSGBENCH-FORWARD -i "$a" -j DROP
-    iptables -w -A MSGBENCH-FORWARD -o "$a" -j DROP
-  done
+  )"
+  iptables -w -N MSGBENCH-FORWARD 2>/dev/null || true
+  if [ "$(iptables -w -S MSGBENCH-FORWARD | grep '^-A' || true)" != "$want" ]; then
+    iptables -w -F MSGBENCH-FORWARD
+    while read -r rule; do
+      # shellcheck disable=SC2086 # the rule is words
+      iptables -w ${rule}
+    done <<< "$want"
+  fi
   iptables -w -C FORWARD -j MSGBENCH-FORWARD 2>/dev/null || iptables -w -I FORWARD 1 -j MSGBENCH-FORWARD
 }
 
@@ -41,23 +55,27 @@ teardown_network() {
   while iptables -w -D FORWARD -j MSGBENCH-FORWARD 2>/dev/null; do :; done
   iptables -w -F MSGBENCH-FORWARD 2>/dev/null || true
   iptables -w -X MSGBENCH-FORWARD 2>/dev/null || true
-  local b
-  for b in "$POD_BRIDGE" "$BRIDGE"; do
+  local b i
+  for ((i = 2; i <= MAX_NODES; i++)); do node_traffic "$i" pass; done
+  for b in lcpod3 lcpod2 lcpod1 "$POD_BRIDGE" "$BRIDGE"; do
     ip link show "$b" >/dev/null 2>&1 && ip link del "$b" || true
   done
 }
 
 # Kill what a previous cluster left running: pod processes (found through the kubepods cgroups
-# this kubelet creates) and the containerd shims of this containerd's k8s.io namespace.
+# the kubelets create, node 1's at the root, the others' under msgbench-nodeN) and the
+# containerd shims of these containerds' k8s.io namespace.
 kill_leftover_pods() {
-  local f pid
-  if [ -d /sys/fs/cgroup/pids/kubepods ]; then
-    { find /sys/fs/cgroup/pids/kubepods -name cgroup.procs 2>/dev/null || true; } | while read -r f; do
+  local d f pid
+  for d in /sys/fs/cgroup/pids/kubepods /sys/fs/cgroup/pids/msgbench-node*; do
+    [ -d "$d" ] || continue
+    { find "$d" -name cgroup.procs 2>/dev/null || true; } | while read -r f; do
       while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done < "$f"
     done
-  fi
+  done
   for pid in $(pgrep -f 'containerd-shim-runc-v2 -namespace k8s.io' || true); do
-    tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -- "-address $CONTAINERD_SOCK" >/dev/null &&
+    tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null |
+      grep -E -- "-address ($CONTAINERD_SOCK|/run/containerd-node[0-9]+/containerd.sock) " >/dev/null &&
       kill -KILL "$pid" 2>/dev/null || true
   done
 }
@@ -70,10 +88,11 @@ clean_state() {
   local m ns
   # Volume mounts of old pods, and rootfs/shm mounts of containers whose shims are gone (only
   # called while containerd is stopped).
-  { findmnt -rn -o TARGET 2>/dev/null || true; } | { grep -E "^($KUBELET_DIR|/run/containerd)/" || true; } |
+  { findmnt -rn -o TARGET 2>/dev/null || true; } | { grep -E "^($KUBELET_DIR(-node[0-9]+)?|/run/containerd(-node[0-9]+)?)/" || true; } |
     sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   rm -rf "$KUBELET_DIR"/{pods,plugins,plugins_registry,pod-resources,checkpoints,device-plugins} \
-    "$KUBELET_DIR"/{cpu_manager_state,memory_manager_state,dra_manager_state}
+    "$KUBELET_DIR"/{cpu_manager_state,memory_manager_state,dra_manager_state} \
+    "$KUBELET_DIR"-node[0-9]* /var/lib/cni/networks/msgbench-node[0-9]*
   for ns in /run/netns/cni-*; do
     [ -e "$ns" ] || continue
     umount "$ns" 2>/dev/null || true; rm -f "$ns"

@@ -43,6 +43,20 @@ PV_POOL_SIZE="${PV_POOL_SIZE:-16}"
 PV_CAPACITY="${PV_CAPACITY:-2Gi}"
 PV_POOL_LABEL="msgbench.dev/pv-pool=local"
 
+# Nodes: NODES=1 (the default) is the node above and nothing else; NODES=2..4 adds nodes
+# msgbench-local-2.. on this machine (nodes.sh). All share the host's 2 CPUs: placement between
+# them is real, performance between them is not.
+NODES="${NODES:-1}"
+MAX_NODES=4
+case "$NODES" in [1-4]) ;; *) echo "cluster: NODES must be 1 to $MAX_NODES, got '$NODES'" >&2; exit 2 ;; esac
+node_name() { if [ "$1" = 1 ]; then echo "$NODE_NAME"; else echo "$NODE_NAME-$1"; fi; }
+node_ip() { echo "10.250.0.$1"; }        # node 1 is NODE_IP; DNS_IP (.10) is above them all
+node_pod_bridge() { echo "lcpod$(($1 - 1))"; }
+node_pod_cidr() { echo "10.244.$(($1 - 1)).0/24"; }
+node_pod_gw() { echo "10.244.$(($1 - 1)).1"; }
+node_containerd_sock() { if [ "$1" = 1 ]; then echo "$CONTAINERD_SOCK"; else echo "/run/containerd-node$1/containerd.sock"; fi; }
+node_zone() { local z=(zone-a zone-b zone-c zone-d); echo "${z[$(($1 - 1))]}"; }
+
 # Start order; `down` stops in reverse.
 COMPONENTS=(etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy coredns pv-recycler)
 
@@ -66,7 +80,8 @@ pid_of() {
 binary_of() {
   case "$1" in
     etcd) echo /usr/bin/etcd ;;
-    containerd) echo /usr/bin/containerd ;;
+    containerd | containerd-node*) echo /usr/bin/containerd ;;
+    kubelet-node*) echo "$K8S_BIN/kubelet" ;;
     coredns) echo "$K8S_BIN/coredns" ;;
     pv-recycler) echo "$CLUSTER_DIR/pv-recycler" ;;
     *) echo "$K8S_BIN/$1" ;;
@@ -117,6 +132,20 @@ wait_until() {
   log "ready: $what"
 }
 
+# start NAME ARGS...: start NAME unless it already runs.
+start() {
+  local name="$1"; shift
+  pid_of "$name" >/dev/null && return 0
+  daemon "$name" "$@"
+}
+# await NAME SECONDS: until NAME answers its health probe, or die with its log's tail.
+await() {
+  wait_until "$2" "$1" healthy "$1" || {
+    tail -n 30 "$LOGS/$1.log" >&2 || true
+    die "$1 not healthy after $2 s (log: $LOGS/$1.log)"
+  }
+}
+
 kc() { kubectl --kubeconfig "$KUBECONFIG_OUT" --request-timeout=10s "$@"; }
 
 # Health probes, one per component (used by up and status).
@@ -128,6 +157,8 @@ healthy() {
     kube-controller-manager) curl -fsSk --max-time 2 https://127.0.0.1:10257/healthz ;;
     kube-scheduler) curl -fsSk --max-time 2 https://127.0.0.1:10259/healthz ;;
     kubelet) curl -fsS --max-time 2 http://127.0.0.1:10248/healthz ;;
+    containerd-node*) ctr --address "$(node_containerd_sock "${1#containerd-node}")" --timeout 2s version ;;
+    kubelet-node*) curl -fsS --max-time 2 "http://$(node_ip "${1#kubelet-node}"):10248/healthz" ;;
     kube-proxy) curl -fsS --max-time 2 http://127.0.0.1:10256/healthz ;;
     coredns) curl -fsS --max-time 2 "http://127.0.0.1:$COREDNS_READY_PORT/ready" ;;
     pv-recycler) [ "$(kc get pv -l "$PV_POOL_LABEL" --no-headers 2>/dev/null | wc -l)" -ge "$PV_POOL_SIZE" ] ;;

@@ -68,29 +68,50 @@ image_archive() {
 }
 
 # import_archive REF TAR: load TAR into the cluster's runtime unless that exact archive is already
-# there. CLUSTER=local: containerd's k8s.io namespace (what the kubelet uses); CLUSTER=kind: kind.
+# there. CLUSTER=local: the k8s.io namespace (what the kubelets use) of every node's containerd;
+# CLUSTER=kind: kind (every node).
 import_archive() {
-  local ref="$1" tar="$2" sum stamp present
+  local ref="$1" tar="$2" sum stamps sock n
   sum="$(sha256sum "$tar" | cut -d' ' -f1)"
-  stamp="${MSGBENCH_CACHE:-$HOME/.cache/msgbench}/images/imported-${CLUSTER:-local}/$(echo "$ref" | tr '/:' '__')"
-  mkdir -p "$(dirname "$stamp")"
+  stamps="${MSGBENCH_CACHE:-$HOME/.cache/msgbench}/images/imported-${CLUSTER:-local}"
   if [ "${CLUSTER:-local}" = kind ]; then
+    local stamp
+    stamp="$stamps/$(echo "$ref" | tr '/:' '__')"
+    mkdir -p "$stamps"
     [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ] && return 0
     kind load image-archive "$tar" --name "${KIND_CLUSTER_NAME:-msgbench}"
-  else
-    # Trust the stamp only if containerd still holds the image it recorded.
-    # Pinned: nothing here can pull an image again, so the kubelet must never garbage-collect
-    # one (under disk pressure it would, pinned images excepted).
-    present="$(ctr -n k8s.io images ls -q "name==$ref" 2>/dev/null || true)"
-    if [ -n "$present" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ]; then
-      ctr -n k8s.io images label "$ref" io.cri-containerd.pinned=pinned >/dev/null
-      return 0
-    fi
-    ctr -n k8s.io images import "$tar" >/dev/null
-    ctr -n k8s.io images ls -q "name==$ref" | grep -x "$ref" >/dev/null ||
-      { echo "images: $ref not present after import" >&2; return 1; }
-    ctr -n k8s.io images label "$ref" io.cri-containerd.pinned=pinned >/dev/null
+    echo "$sum" > "$stamp"
+    echo "images: imported $ref" >&2
+    return 0
   fi
+  # Node 1's runtime at the default address; nodes 2.. (NODES > 1) at their own.
+  import_into /run/containerd/containerd.sock "$stamps" "$ref" "$tar" "$sum" || return 1
+  for sock in /run/containerd-node*/containerd.sock; do
+    [ -S "$sock" ] || continue
+    n="${sock#/run/containerd-}"
+    ctr --address "$sock" --timeout 2s version >/dev/null 2>&1 || continue
+    import_into "$sock" "$stamps-${n%%/*}" "$ref" "$tar" "$sum" || return 1
+  done
+}
+
+# import_into SOCKET STAMP_DIR REF TAR SHA256
+import_into() {
+  local sock="$1" ref="$3" tar="$4" sum="$5" stamp present where=""
+  [ "$sock" = /run/containerd/containerd.sock ] || where=" ($sock)"
+  stamp="$2/$(echo "$ref" | tr '/:' '__')"
+  mkdir -p "$2"
+  # Trust the stamp only if containerd still holds the image it recorded.
+  # Pinned: nothing here can pull an image again, so the kubelet must never garbage-collect
+  # one (under disk pressure it would, pinned images excepted).
+  present="$(ctr --address "$sock" -n k8s.io images ls -q "name==$ref" 2>/dev/null || true)"
+  if [ -n "$present" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ]; then
+    ctr --address "$sock" -n k8s.io images label "$ref" io.cri-containerd.pinned=pinned >/dev/null
+    return 0
+  fi
+  ctr --address "$sock" -n k8s.io images import "$tar" >/dev/null
+  ctr --address "$sock" -n k8s.io images ls -q "name==$ref" | grep -x "$ref" >/dev/null ||
+    { echo "images: $ref not present after import ($sock)" >&2; return 1; }
+  ctr --address "$sock" -n k8s.io images label "$ref" io.cri-containerd.pinned=pinned >/dev/null
   echo "$sum" > "$stamp"
-  echo "images: imported $ref" >&2
+  echo "images: imported $ref$where" >&2
 }

@@ -16,6 +16,7 @@ pub mod diagnostics;
 pub mod harness;
 pub mod kinds;
 pub mod node;
+pub mod nodes;
 pub mod probe;
 pub mod procfs;
 pub mod runs;

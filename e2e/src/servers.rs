@@ -34,6 +34,29 @@ spec:
     podAntiAffinity: none
 "#;
 
+/// A JetStreamCluster `name` of `replicas` tiny memory-storage servers spread by
+/// `podAntiAffinity` (`required`, `preferred` or `none`): the multi-node tests' servers.
+pub fn js_memory(name: &str, replicas: u32, anti_affinity: &str) -> String {
+    format!(
+        r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: JetStreamCluster
+metadata:
+  name: {name}
+spec:
+  replicas: {replicas}
+  jetstream:
+    storage: {{type: memory}}
+    maxMemoryStore: 64Mi
+  resources:
+    requests: {{cpu: 10m, memory: 64Mi}}
+    limits: {{memory: 256Mi}}
+  placement:
+    podAntiAffinity: {anti_affinity}
+"#
+    )
+}
+
 /// Label selector of every child the operator made for instance `name`.
 pub fn instance_selector(name: &str) -> String {
     format!("app.kubernetes.io/instance={name},app.kubernetes.io/managed-by=msgbench-operator")
