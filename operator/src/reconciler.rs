@@ -180,6 +180,7 @@ async fn patch_status<K: ManagedServerKind>(
     let params = PatchParams::apply(CONTROLLER_NAME).force();
     api.patch_status(&obj.name_any(), &params, &Patch::Apply(&patch))
         .await?;
+    ctx.metrics.status_written(K::KIND_LABEL);
     Ok(())
 }
 
