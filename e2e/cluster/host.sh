@@ -88,7 +88,7 @@ clean_state() {
   local m ns
   # Volume mounts of old pods, and rootfs/shm mounts of containers whose shims are gone (only
   # called while containerd is stopped).
-  { findmnt -rn -o TARGET 2>/dev/null || true; } | { grep -E "^($KUBELET_DIR(-node[0-9]+)?|/run/containerd(-node[0-9]+)?)/" || true; } |
+  { findmnt -rn -o TARGET 2>/dev/null || true; } | { grep -E "^($KUBELET_DIR(-node[0-9]+)?|/run/containerd(-node[0-9]+)?)(/|$)" || true; } |
     sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   rm -rf "$KUBELET_DIR"/{pods,plugins,plugins_registry,pod-resources,checkpoints,device-plugins} \
     "$KUBELET_DIR"/{cpu_manager_state,memory_manager_state,dra_manager_state} \

@@ -122,12 +122,18 @@ node_remove() {
   local i="$1" m d
   log "removing node $(node_name "$i") (NODES=$NODES)"
   node_stop "$i"
+  # Its pods are gone with it: deleted now, so their controllers replace them on the nodes
+  # left at once (the pod garbage collector would take its quarantine first).
+  kc delete pods -A --field-selector "spec.nodeName=$(node_name "$i")" --force --grace-period=0 \
+    >/dev/null 2>&1 || true
   kc delete node "$(node_name "$i")" --ignore-not-found --wait=false >/dev/null 2>&1 || true
   d="$(node_kubelet_dir "$i")"
   { findmnt -rn -o TARGET 2>/dev/null || true; } |
-    { grep -E "^($d|/run/containerd-node$i)/" || true; } |
+    { grep -E "^($d|/run/containerd-node$i)(/|$)" || true; } |
     sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
-  rm -rf "$d" "/var/lib/cni/networks/msgbench-node$i" "/var/log/pods-node$i"
+  # (the kubelet bind-mounts its root dir onto itself: unmounted above, with what is below it)
+  rm -rf "$d" "/var/lib/cni/networks/msgbench-node$i" "/var/log/pods-node$i" ||
+    log "WARNING: could not remove all of $d (still mounted?)"
   for m in /sys/fs/cgroup/*/"$(node_cgroup_root "$i")"; do
     [ -d "$m" ] && find "$m" -depth -type d -exec rmdir {} + 2>/dev/null || true
   done
