@@ -62,22 +62,29 @@ teardown_network() {
   done
 }
 
-# Kill what a previous cluster left running: pod processes (found through the kubepods cgroups
-# the kubelets create, node 1's at the root, the others' under msgbench-nodeN) and the
-# containerd shims of these containerds' k8s.io namespace.
-kill_leftover_pods() {
-  local d f pid
-  for d in /sys/fs/cgroup/pids/kubepods /sys/fs/cgroup/pids/msgbench-node*; do
+# kill_pods SOCKET_REGEX CGROUP_DIR...: SIGKILL every process in the pids cgroups below the
+# DIRs (the kubepods trees the kubelets create) and the k8s.io containerd shims whose -address
+# matches SOCKET_REGEX.
+kill_pods() {
+  local sock="$1" d f pid
+  shift
+  for d in "$@"; do
     [ -d "$d" ] || continue
     { find "$d" -name cgroup.procs 2>/dev/null || true; } | while read -r f; do
       while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done < "$f"
     done
   done
   for pid in $(pgrep -f 'containerd-shim-runc-v2 -namespace k8s.io' || true); do
-    tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null |
-      grep -E -- "-address ($CONTAINERD_SOCK|/run/containerd-node[0-9]+/containerd.sock) " >/dev/null &&
+    tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -E -- "-address ($sock) " >/dev/null &&
       kill -KILL "$pid" 2>/dev/null || true
   done
+}
+
+# Kill what a previous cluster left running, on every node: node 1's pods sit under the root's
+# kubepods, the others' under msgbench-nodeN.
+kill_leftover_pods() {
+  kill_pods "$CONTAINERD_SOCK|/run/containerd-node[0-9]+/containerd.sock" \
+    /sys/fs/cgroup/pids/kubepods /sys/fs/cgroup/pids/msgbench-node*
 }
 
 # Stale state from an earlier session: a fresh cluster starts from empty etcd and kubelet state;

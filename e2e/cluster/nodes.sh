@@ -79,20 +79,10 @@ node_start() {  # node_start I: node I's runtime and kubelet (idempotent)
 # (so not even the kernel's FIN or RST of its dying sockets gets out), then its kubelet stops,
 # its pods' processes and container shims are killed, and its runtime stops.
 node_stop() {
-  local i="$1" f pid sock
+  local i="$1"
   node_traffic "$i" drop
   stop "kubelet-node$i"
-  f="/sys/fs/cgroup/pids/$(node_cgroup_root "$i")"
-  if [ -d "$f" ]; then
-    { find "$f" -name cgroup.procs 2>/dev/null || true; } | while read -r f; do
-      while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done < "$f"
-    done
-  fi
-  sock="$(node_containerd_sock "$i")"
-  for pid in $(pgrep -f "containerd-shim-runc-v2 -namespace k8s.io" || true); do
-    tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -- "-address $sock " >/dev/null &&
-      kill -KILL "$pid" 2>/dev/null || true
-  done
+  kill_pods "$(node_containerd_sock "$i")" "/sys/fs/cgroup/pids/$(node_cgroup_root "$i")"
   stop "containerd-node$i"
 }
 
