@@ -57,6 +57,25 @@ cmp -s config/dashboards/msgbench-operator.json "$CHART/dashboards/msgbench-oper
 crd_count=$(grep -c '^kind: CustomResourceDefinition' "$work/nondefault.yaml" || true)
 [ "$crd_count" = 0 ] && pass "crds.install=false renders no CRD" || fail "crds.install=false rendered $crd_count CRDs"
 
+# One value moves every image: each image reference rendered (the operator's own, and the
+# operand defaults in operands.yaml) sits under images.registry.
+render "$work/registry.yaml" --set images.registry=r.example/x
+refs=$(python3 - "$work/registry.yaml" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+refs = [c["image"] for d in docs if d["kind"] == "Deployment" for c in d["spec"]["template"]["spec"]["containers"]]
+for d in docs:
+    if d["kind"] == "ConfigMap" and "operands.yaml" in d.get("data", {}):
+        refs += yaml.safe_load(d["data"]["operands.yaml"])["images"].values()
+print("\n".join(refs))
+PY
+)
+if [ "$(echo "$refs" | wc -l)" = 7 ] && ! echo "$refs" | grep -qv '^r\.example/x/'; then
+  pass "images.registry=r.example/x puts all 7 images under r.example/x"
+else
+  fail "images.registry=r.example/x left images elsewhere: $refs"
+fi
+
 # 3. The schema rejects bad values, naming the field.
 reject() { # reject <what> <expected text in the error> <helm args...>
   local what="$1" expect="$2"; shift 2
@@ -70,12 +89,15 @@ reject() { # reject <what> <expected text in the error> <helm args...>
 }
 reject "watchNamespace not a DNS label" "watchNamespace" --set watchNamespace=Bad_NS
 reject "observeVarz as a string" "observeVarz" --set-string observeVarz=yes
-reject "image.pullPolicy: Sometimes" "pullPolicy" --set image.pullPolicy=Sometimes
+reject "images.pullPolicy: Sometimes" "pullPolicy" --set images.pullPolicy=Sometimes
 reject "crds.install: \"yes\"" "install" --set-string crds.install=yes
 reject "an unknown top-level key" "notAValue" --set notAValue=1
-reject "an unknown nested key" "surprise" --set image.surprise=1
+reject "an unknown nested key" "surprise" --set images.surprise=1
 reject "a negative metrics port" "port" --set metrics.service.port=-1
-reject "an uppercase image repository" "repository" --set image.repository=GHCR.IO/Operator
+reject "an uppercase image repository" "repository" --set images.operator.repository=GHCR.IO/Operator
+reject "images.registry with a scheme" "registry" --set images.registry=https://r.example/x
+reject "a digest that is not sha256" "digest" --set images.nats.digest=md5:abc
+reject "a runner service account with capitals" "serviceAccountName" --set runnerPods.serviceAccountName=Bench
 reject "serviceMonitor.interval without a unit" "interval" --set serviceMonitor.interval=30
 reject "resources.requests.cpu garbage" "cpu" --set resources.requests.cpu=lots
 reject "replicaCount 4" "replicaCount" --set replicaCount=4
@@ -125,6 +147,9 @@ mutate "lease Role in another namespace" 'lease_role["metadata"]["namespace"] = 
 mutate "lease Role missing" 'docs.remove(lease_role)'
 mutate "PDB with one replica" 'docs.append({"kind": "PodDisruptionBudget", "metadata": {"name": "x", "labels": dep["metadata"]["labels"]}, "spec": {"minAvailable": 1}})'
 mutate "readiness probe path" 'c["readinessProbe"]["httpGet"]["path"] = "/"'
+mutate "operand images not mounted" 'c["volumeMounts"] = [m for m in c["volumeMounts"] if m["name"] != "operands"]'
+mutate "operands.yaml change does not roll the operator" 'del dep["spec"]["template"]["metadata"]["annotations"]["checksum/operands"]'
+mutate "a default operand image moved" 'cm = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-operands")); cm["data"]["operands.yaml"] = cm["data"]["operands.yaml"].replace("ghcr.io/msgbench/bench-runner", "docker.io/msgbench/bench-runner")'
 mutate "extra CRD rendered" 'docs.append({"kind": "CustomResourceDefinition", "metadata": {"name": "x.msgbench.dev", "annotations": {}}, "spec": {"group": "msgbench.dev"}})'
 
 # The dashboard assertions, on the grafana.dashboard.enabled=true render.

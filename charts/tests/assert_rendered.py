@@ -225,6 +225,35 @@ def check_dashboard(docs, repo, namespace):
     check(shipped == source, "the dashboard ConfigMap differs from config/dashboards/msgbench-operator.json")
 
 
+OPERAND_IMAGES = ("benchRunner", "pubsubServer", "sockudo", "nats", "mosquitto", "rumqttd")
+DEFAULT_OPERAND_IMAGES = {
+    "benchRunner": "ghcr.io/msgbench/bench-runner:0.1.0",
+    "pubsubServer": "ghcr.io/msgbench/pubsub-server:0.1.0",
+    "sockudo": "ghcr.io/msgbench/sockudo:5.2.0",
+    "nats": "docker.io/library/nats:2.12.1",
+    "mosquitto": "docker.io/library/eclipse-mosquitto:2.0.11",
+    "rumqttd": "docker.io/bytebeamio/rumqttd:0.19.0",
+}
+
+
+def check_operands(docs, dep, container, env):
+    """The operator reads its operand defaults from the chart's ConfigMap; returns its content."""
+    name = dep["metadata"]["name"] + "-operands"
+    cms = [d for d in by_kind(docs, "ConfigMap") if d["metadata"]["name"] == name]
+    check(len(cms) == 1, f"ConfigMap {name} with operands.yaml")
+    operands = yaml.safe_load(cms[0]["data"]["operands.yaml"]) if cms else {}
+    check(sorted(operands.get("images", {})) == sorted(OPERAND_IMAGES), f"operands.yaml names every operand image: {operands}")
+    check(env.get("OPERANDS_CONFIG") == "/etc/msgbench/operands.yaml", "OPERANDS_CONFIG points at the mounted file")
+    pod = dep["spec"]["template"]["spec"]
+    vol = next((v for v in pod.get("volumes", []) if v.get("configMap", {}).get("name") == name), None)
+    check(vol is not None, f"the operator pod mounts ConfigMap {name}")
+    mounts = {m["name"]: m["mountPath"] for m in container.get("volumeMounts", [])}
+    check(vol is not None and mounts.get(vol["name"]) == "/etc/msgbench", "operands mounted at /etc/msgbench")
+    annotations = dep["spec"]["template"]["metadata"].get("annotations", {})
+    check(len(annotations.get("checksum/operands", "")) == 64, "a changed operands.yaml rolls the operator (checksum annotation)")
+    return operands
+
+
 def crd_files(chart):
     d = os.path.join(chart, "templates", "crds")
     return sorted(f for f in os.listdir(d) if f.endswith(".yaml")) if os.path.isdir(d) else []
@@ -284,7 +313,12 @@ def main():
     check(bool(peer) and all(pod_labels.get(k) == v for k, v in peer.items()),
           f"OPERATOR_POD_LABELS {peer} must select the operator pod ({pod_labels})")
 
+    operands = check_operands(docs, dep, container, env)
     if case in ("default", "no-leader-election", "dashboard", "faults"):
+        check(operands.get("images") == DEFAULT_OPERAND_IMAGES, f"default operand images, got {operands.get('images')}")
+        check(operands.get("imagePullPolicy") == "IfNotPresent", "default operand pull policy")
+        check(operands.get("runnerPods") == {"imagePullSecrets": [], "labels": {}, "annotations": {}},
+              f"no runner pod additions by default: {operands.get('runnerPods')}")
         check(replicas == 1, "default: one operator replica")
         check(container.get("image") == "ghcr.io/msgbench/operator:0.1.0", f"default image, got {container.get('image')}")
         check(container.get("imagePullPolicy") == "IfNotPresent", "default pullPolicy IfNotPresent")
@@ -306,8 +340,23 @@ def main():
             check(not dashboards(docs), "Grafana dashboard ConfigMap off by default")
         check(not by_kind(docs, "NetworkPolicy"), "NetworkPolicy off by default")
     elif case == "nondefault":
-        check(container.get("image") == "registry.example.com/msgbench/operator:0.1.0-dev", "custom image and tag")
+        reg = "registry.example.com:5000/team/"
+        check(container.get("image") == reg + "msgbench/operator:0.1.0-dev", f"images.registry and tag: {container.get('image')}")
         check(container.get("imagePullPolicy") == "Always", "custom pullPolicy")
+        images = operands.get("images", {})
+        check(all(v.startswith(reg) for v in images.values()), f"every operand image under images.registry: {images}")
+        check(images.get("benchRunner", "").endswith("/msgbench/bench-runner:0.1.0@sha256:" + "0123456789abcdef" * 4),
+              f"a digest pins the image: {images.get('benchRunner')}")
+        check(operands.get("imagePullPolicy") == "Always", "operand pull policy follows images.pullPolicy")
+        pulls = [{"name": "regcred"}]
+        check(dep["spec"]["template"]["spec"].get("imagePullSecrets") == pulls, "operator pod uses images.pullSecrets")
+        check(operands.get("runnerPods") == {"imagePullSecrets": pulls, "labels": {"team": "platform"},
+                                             "annotations": {"example.com/cost-center": "42"},
+                                             "serviceAccountName": "bench-runners", "priorityClassName": "benchmarks"},
+              f"runnerPods honoured: {operands.get('runnerPods')}")
+        check(operands.get("serverPods", {}).get("imagePullSecrets") == pulls
+              and operands.get("serverPods", {}).get("priorityClassName") == "messaging",
+              f"serverPods honoured: {operands.get('serverPods')}")
         check(not crds, f"crds.install=false must render no CRDs, got {len(crds)}")
         check(not by_kind(docs, "ClusterRole") and not by_kind(docs, "ClusterRoleBinding"),
               "watchNamespace: no cluster-wide RBAC")

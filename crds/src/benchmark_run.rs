@@ -11,9 +11,6 @@ pub use crate::fault::*;
 pub use crate::variant::*;
 use crate::workload::{Protocol, Workload};
 
-/// Default runner image.
-pub const DEFAULT_RUNNER_IMAGE: &str = "ghcr.io/msgbench/bench-runner:0.1.0";
-
 /// A benchmark: `runners.count` bench-runner pods start together behind a barrier, run the
 /// workload `trials` times against the target, and the operator merges their histograms into
 /// `status.result`, evaluates `thresholds` and compares with `baselineRef`. A changed spec starts
@@ -349,10 +346,18 @@ pub struct Runners {
     #[serde(default = "default_runner_count")]
     #[schemars(range(min = 1, max = 64))]
     pub count: i32,
-    /// bench-runner image.
-    #[serde(default = "default_runner_image")]
+    /// bench-runner image. Unset: the operator's default (the chart's `images.benchRunner`,
+    /// under `images.registry`); `status.environment.runnerPods` shows what each pod ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 512))]
-    pub image: String,
+    pub image: Option<String>,
+    /// Pull secrets, service account, priority class, labels and annotations of the runner
+    /// pods, added to the operator's defaults (the chart's `runnerPods`). Runner pods opt out
+    /// of sidecar injection by the common service meshes (Istio, Linkerd, Kuma, Consul, OSM)
+    /// unless a label or annotation here says otherwise: a proxy in the path changes the
+    /// latency being measured and sits in front of the runner's control port.
+    #[serde(default, skip_serializing_if = "crate::pod_customization::is_empty")]
+    pub pod: crate::pod_customization::PodCustomization,
     /// CPU and memory per runner pod. A CPU limit below the load the workload needs shows up as
     /// `generatorSaturated` in the result.
     #[serde(default)]
@@ -406,7 +411,8 @@ impl Default for Runners {
     fn default() -> Self {
         Self {
             count: default_runner_count(),
-            image: default_runner_image(),
+            image: None,
+            pod: Default::default(),
             resources: Resources::default(),
             placement: Placement::default(),
             avoid_server_nodes: true,
@@ -422,9 +428,6 @@ fn default_results_hold_seconds() -> i32 {
 
 fn default_runner_count() -> i32 {
     1
-}
-fn default_runner_image() -> String {
-    DEFAULT_RUNNER_IMAGE.into()
 }
 fn default_true() -> bool {
     true

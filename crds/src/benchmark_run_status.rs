@@ -549,6 +549,9 @@ pub struct ObservedPod {
     /// Image of the main container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// The image the kubelet pulled for it, by digest (`repo@sha256:…`), once pulled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_id: Option<String>,
 }
 
 /// An earlier generation's outcome.

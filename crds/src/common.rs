@@ -322,6 +322,23 @@ pub struct ServerStatus {
     /// The tuning actually in effect on the server pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_tuning: Option<ObservedTuning>,
+    /// The image each server pod runs, with its digest once the kubelet has pulled it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    pub images: Vec<RunningImage>,
+}
+
+/// The image one pod's server container runs.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RunningImage {
+    /// Pod name.
+    pub pod: String,
+    /// The image reference in the pod spec.
+    pub image: String,
+    /// What the kubelet pulled, by digest (`repo@sha256:…`); unset until it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_id: Option<String>,
 }
 
 /// Tuning observed on the running server pods, not just requested.

@@ -7,9 +7,6 @@ use crate::common::{
     pinning_rules, quantity_schema, Placement, Quantity, Resources, ServerStatus, Tuning,
 };
 
-/// Default server image (the contract's nats image).
-pub const DEFAULT_NATS_IMAGE: &str = "docker.io/library/nats:2.12.1";
-
 /// A NATS JetStream cluster of 1–5 servers, routed through a headless Service, with monitoring on
 /// 8222 and the requested tuning.
 #[derive(CustomResource, KubeSchema, Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -51,10 +48,15 @@ pub struct JetStreamClusterSpec {
     #[serde(default = "default_replicas")]
     #[schemars(range(min = 1, max = 5))]
     pub replicas: i32,
-    /// nats-server image; the operator runs it with `--config /etc/nats/nats.conf`.
-    #[serde(default = "default_image")]
+    /// nats-server image; the operator runs it with `--config /etc/nats/nats.conf`. Unset: the
+    /// operator's default (the chart's `images.nats`, under `images.registry`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 512))]
-    pub image: String,
+    pub image: Option<String>,
+    /// Pull secrets, service account, priority class, labels and annotations of the server
+    /// pods, added to the operator's defaults (the chart's `serverPods`).
+    #[serde(default, skip_serializing_if = "crate::pod_customization::is_empty")]
+    pub pod: crate::pod_customization::PodCustomization,
     /// CPU and memory per server pod.
     #[serde(default)]
     pub resources: Resources,
@@ -92,9 +94,6 @@ pub struct NatsTls {
 
 fn default_replicas() -> i32 {
     1
-}
-fn default_image() -> String {
-    DEFAULT_NATS_IMAGE.to_string()
 }
 
 /// JetStream store configuration.

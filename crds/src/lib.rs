@@ -12,6 +12,7 @@ pub mod generate;
 pub mod jetstream_cluster;
 pub mod mqtt_broker;
 pub mod names;
+pub mod pod_customization;
 pub mod pubsub_server;
 pub mod server_usage;
 mod variant;
@@ -22,6 +23,7 @@ pub use benchmark_run::{BenchmarkRun, BenchmarkRunSpec, BenchmarkRunStatus};
 pub use common::{Placement, Resources, ServerStatus, Sysctl, Tuning};
 pub use jetstream_cluster::{JetStreamCluster, JetStreamClusterSpec};
 pub use mqtt_broker::{MqttBroker, MqttBrokerSpec};
+pub use pod_customization::{PodCustomization, PullSecret};
 pub use pubsub_server::{PubSubServer, PubSubServerSpec};
 
 /// API group of every msgbench kind.

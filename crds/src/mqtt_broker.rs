@@ -7,11 +7,6 @@ use crate::common::{
     pinning_rules, quantity_schema, Placement, Quantity, Resources, ServerStatus, Tuning,
 };
 
-/// Default mosquitto image (runs as uid 1883).
-pub const DEFAULT_MOSQUITTO_IMAGE: &str = "docker.io/library/eclipse-mosquitto:2.0.11";
-/// Default rumqttd image.
-pub const DEFAULT_RUMQTTD_IMAGE: &str = "docker.io/bytebeamio/rumqttd:0.19.0";
-
 /// An MQTT broker. mosquitto and rumqttd do not cluster, so they run one replica.
 #[derive(CustomResource, KubeSchema, Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[kube(
@@ -55,7 +50,8 @@ pub struct MqttBrokerSpec {
     /// Broker implementation: `mosquitto` (default), `rumqttd` or `custom` (bring an image).
     #[serde(default)]
     pub engine: MqttEngine,
-    /// Broker image; defaults per engine, required for `custom`.
+    /// Broker image; required for `custom`. Unset: the operator's default for the engine (the
+    /// chart's `images.mosquitto` / `images.rumqttd`, under `images.registry`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 512))]
     pub image: Option<String>,
@@ -94,6 +90,10 @@ pub struct MqttBrokerSpec {
     /// Node selection and spreading of the broker pods.
     #[serde(default)]
     pub placement: Placement,
+    /// Pull secrets, service account, priority class, labels and annotations of the broker
+    /// pods, added to the operator's defaults (the chart's `serverPods`).
+    #[serde(default, skip_serializing_if = "crate::pod_customization::is_empty")]
+    pub pod: crate::pod_customization::PodCustomization,
 }
 
 fn default_replicas() -> i32 {

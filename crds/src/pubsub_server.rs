@@ -5,11 +5,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::{pinning_rules, Placement, Resources, ServerStatus, Tuning};
 
-/// Default image: msgbench's reference pubsub-server.
-pub const DEFAULT_PUBSUB_IMAGE: &str = "ghcr.io/msgbench/pubsub-server:0.1.0";
-/// Default image of protocol `pusher`: sockudo (e2e/images/build sockudo).
-pub const DEFAULT_SOCKUDO_IMAGE: &str = "ghcr.io/msgbench/sockudo:5.2.0";
-
 /// A pub/sub server: `POST /publish` over HTTP, delivery over Socket.IO or plain WebSocket.
 /// One replica: rooms live in the server's memory.
 #[derive(CustomResource, KubeSchema, Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -57,9 +52,15 @@ pub struct PubSubServerSpec {
     /// Server image; it must honour the PORT, EMIT_MODE, DATABASE_FILE, CACHE_TTL_SECONDS,
     /// WORKER_THREADS and WS_MODE environment variables. With protocol pusher the default is
     /// sockudo (configured by sockudo's own variables: PORT, SOCKUDO_DEFAULT_APP_*, ...).
-    #[serde(default = "default_image")]
+    /// Unset: the operator's default (the chart's `images.pubsubServer`, or `images.sockudo`
+    /// with protocol pusher, under `images.registry`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 512))]
-    pub image: String,
+    pub image: Option<String>,
+    /// Pull secrets, service account, priority class, labels and annotations of the server
+    /// pod, added to the operator's defaults (the chart's `serverPods`).
+    #[serde(default, skip_serializing_if = "crate::pod_customization::is_empty")]
+    pub pod: crate::pod_customization::PodCustomization,
     /// Delivery protocol the benchmark speaks: `socketio` (default), plain `websocket` (`/ws`),
     /// or `pusher` (Pusher Channels, served by sockudo; emitMode, database and cacheTtlSeconds
     /// do not apply).
@@ -102,25 +103,11 @@ pub struct PubSubServerSpec {
     pub placement: Placement,
 }
 
-fn default_image() -> String {
-    DEFAULT_PUBSUB_IMAGE.into()
-}
 fn default_cache_ttl() -> i32 {
     2
 }
 fn default_port() -> i32 {
     8080
-}
-
-impl PubSubServerSpec {
-    /// The image to run: `image`, except that protocol pusher swaps the default image for sockudo.
-    pub fn effective_image(&self) -> &str {
-        if self.protocol == PubSubProtocol::Pusher && self.image == DEFAULT_PUBSUB_IMAGE {
-            DEFAULT_SOCKUDO_IMAGE
-        } else {
-            &self.image
-        }
-    }
 }
 
 /// Delivery protocol.

@@ -43,7 +43,7 @@ fn install() -> Result<()> {
     let mut cmd = Command::new(&helm);
     // A locally built operator image under another tag (e.g. a debug build) can be tested as is.
     if let Ok(tag) = std::env::var("MSGBENCH_E2E_OPERATOR_TAG") {
-        cmd.arg("--set").arg(format!("image.tag={tag}"));
+        cmd.arg("--set").arg(format!("images.operator.tag={tag}"));
     }
     // A rebuilt operator keeps its tag: the image's digest in the pod template makes helm roll
     // the operator whenever the image content changed (local cluster: containerd's record).

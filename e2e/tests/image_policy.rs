@@ -76,10 +76,16 @@ async fn checks(ctx: &TestContext) -> Result<()> {
         refused.contains("evil.example/miner:1") && refused.contains("is not allowed"),
         "the refusal names the image and the rule: {refused}"
     );
-    // The chart's default runner image (crds DEFAULT_RUNNER_IMAGE).
+    // msgbench's own runner image named explicitly, and a run that leaves the image to the
+    // operator (the chart's `images`, chosen by whoever installed it, not by the run's author).
     let default = "ghcr.io/msgbench/bench-runner:0.1.0";
     if let Err(msg) = dry_run(ctx, &run_with(default)).await? {
         bail!("the default runner image was refused: {msg}");
+    }
+    let unset = run_with(default).replace(&format!("  runners: {{image: \"{default}\"}}\n"), "");
+    ensure!(!unset.contains("runners:"), "{unset}");
+    if let Err(msg) = dry_run(ctx, &unset).await? {
+        bail!("a run leaving the image to the operator was refused: {msg}");
     }
     match dry_run(ctx, SERVER).await? {
         Ok(()) => bail!("a PubSubServer with a foreign image was admitted"),

@@ -1,6 +1,7 @@
 //! State shared by every reconcile: API client, event recorder, metrics, readiness.
 
 use crate::metrics::Metrics;
+use crate::operands::OperandDefaults;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::Client;
 use std::collections::HashMap;
@@ -21,6 +22,8 @@ pub struct Context {
     /// BenchmarkRun `spec.faults` may delete server pods (the chart grants `delete` on pods
     /// only with `faults.enabled`).
     pub allow_faults: bool,
+    /// Default images and pod additions for runner and server pods (the chart's operands.yaml).
+    pub operands: Arc<OperandDefaults>,
     pub requeue: Requeue,
     pub backoff: Backoff,
     /// Runner control tokens by run uid (each also in its run's Secret).
@@ -96,6 +99,7 @@ impl Context {
             readiness,
             observe_varz,
             allow_faults: false,
+            operands: Arc::new(OperandDefaults::default()),
             requeue: Requeue::default(),
             backoff: Backoff::default(),
             runner_tokens: Mutex::default(),

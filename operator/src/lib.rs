@@ -14,6 +14,7 @@ pub mod meta;
 pub mod metrics;
 pub mod mqtt;
 pub mod node_loss;
+pub mod operands;
 pub mod placement;
 pub mod pod_http;
 pub mod pod_observer;

@@ -12,6 +12,7 @@
 use clap::{Parser, ValueEnum};
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
 use msgbench_operator::context::{Context, Readiness};
+use msgbench_operator::operands::OperandDefaults;
 use msgbench_operator::{controllers, http_server, leader};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -58,9 +59,24 @@ struct Args {
     /// The operator's own namespace, where the Lease lives (downward API).
     #[arg(long, env = "OPERATOR_NAMESPACE")]
     operator_namespace: Option<String>,
+    /// Default images and pod additions for runner and server pods (the chart mounts its
+    /// `operands.yaml` here). Unset: the built-in defaults (msgbench's own images under
+    /// ghcr.io/msgbench, tagged with this operator's version).
+    #[arg(long, env = "OPERANDS_CONFIG")]
+    operands_config: Option<std::path::PathBuf>,
 }
 
 impl Args {
+    fn operands(&self) -> anyhow::Result<OperandDefaults> {
+        let Some(path) = &self.operands_config else {
+            return Ok(OperandDefaults::default());
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("--operands-config {}: {e}", path.display()))?;
+        OperandDefaults::parse(&text)
+            .map_err(|e| anyhow::anyhow!("--operands-config {}: {e}", path.display()))
+    }
+
     fn election(&self) -> anyhow::Result<Option<leader::Config>> {
         if !self.leader_election {
             return Ok(None);
@@ -98,11 +114,14 @@ async fn main() -> anyhow::Result<()> {
     // pick one by itself, and kube's client would panic. So name it before any TLS use.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let election = args.election()?;
+    let operands = args.operands()?;
+    tracing::info!(images = ?operands.images, "operand defaults");
     let kube_config = kube::Config::infer().await?;
     let client = kube::Client::try_from(kube_config.clone())?;
     let readiness = Arc::new(Readiness::new(4));
     let mut ctx = Context::new(client, readiness.clone(), !args.no_varz);
     ctx.allow_faults = args.allow_faults;
+    ctx.operands = Arc::new(operands);
     let ctx = Arc::new(ctx);
 
     let listener = tokio::net::TcpListener::bind(args.metrics_addr).await?;

@@ -2,6 +2,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use msgbench_crds::common::RunningImage;
 
 /// Pod-level failures where the kubelet rejected the pod at admission. Workload controllers
 /// replace such pods immediately, so they would storm: the operator scales to 0 instead.
@@ -52,6 +53,8 @@ pub struct PodObservation {
     /// IP of one ready pod, for server self-reports (nats `/varz`).
     pub ready_pod_ip: Option<String>,
     pub problem: Option<PodProblem>,
+    /// The image each live pod's server container runs (and its digest once pulled).
+    pub images: Vec<RunningImage>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -121,6 +124,7 @@ pub fn observe_pods(pods: &[Pod], template_hash: Option<&str>) -> PodObservation
             continue;
         }
         obs.pods += 1;
+        obs.images.extend(running_image(pod));
         if let Some(q) = &status.qos_class {
             obs.qos_class = match obs.qos_class.take() {
                 None => Some(q.clone()),
@@ -197,6 +201,23 @@ pub fn observe_pods(pods: &[Pod], template_hash: Option<&str>) -> PodObservation
         }
     }
     obs
+}
+
+/// The first container's image as specified, and the digest the kubelet reports for it.
+pub fn running_image(pod: &Pod) -> Option<RunningImage> {
+    let container = pod.spec.as_ref()?.containers.first()?;
+    let image_id = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.name == container.name))
+        .map(|c| c.image_id.clone())
+        .filter(|id| !id.is_empty());
+    Some(RunningImage {
+        pod: pod.metadata.name.clone().unwrap_or_default(),
+        image: container.image.clone()?,
+        image_id,
+    })
 }
 
 /// Keep the most severe problem: a rejection wins over anything else, the newest rejection

@@ -61,7 +61,7 @@ pub async fn reconcile<K: ManagedServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> 
     // Built once up front (pure, cheap) to know the current pod template.
     let desired = violations
         .is_empty()
-        .then(|| obj.build(&owner, obj.desired_replicas()));
+        .then(|| obj.build(&owner, obj.desired_replicas(), &ctx.operands));
     let template_hash = desired.as_ref().and_then(Children::template_hash);
     let observed = observe_pods(&pod_list, template_hash.as_deref());
     let now = Time(k8s_openapi::jiff::Timestamp::now());
@@ -76,7 +76,7 @@ pub async fn reconcile<K: ManagedServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> 
     let mut rollout_pending = false;
     if let Some(desired) = desired {
         let children = if hold.is_some() {
-            obj.build(&owner, 0)
+            obj.build(&owner, 0, &ctx.operands)
         } else {
             desired
         };

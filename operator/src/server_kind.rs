@@ -3,6 +3,7 @@
 
 use crate::apply::Children;
 use crate::meta::Owner;
+use crate::operands::OperandDefaults;
 use crate::validate::{SecretFacts, SpecViolation};
 use k8s_openapi::NamespaceResourceScope;
 use kube::Resource;
@@ -39,8 +40,9 @@ pub trait ManagedServerKind:
     /// Spec rules admission cannot check, with the facts the reconciler looked up (one per
     /// `secret_refs` entry).
     fn validate(&self, secrets: &[SecretFacts]) -> Vec<SpecViolation>;
-    /// Desired children. `replicas` may be 0 when the operator holds the workload.
-    fn build(&self, owner: &Owner, replicas: i32) -> Children;
+    /// Desired children. `replicas` may be 0 when the operator holds the workload; `operands`
+    /// fills in what the spec leaves to the operator (default image, pod additions).
+    fn build(&self, owner: &Owner, replicas: i32, operands: &OperandDefaults) -> Children;
     /// Thread count the server will use (default: derived from the CPU limit).
     fn configured_threads(&self) -> Option<u16> {
         crate::tuning::threads(self.tuning(), self.resources())

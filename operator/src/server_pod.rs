@@ -3,6 +3,7 @@
 //! their configuration changes.
 
 use crate::meta::Owner;
+use crate::operands::customize;
 use crate::placement::pod_placement;
 use crate::security::{container_security_context, pod_security_context};
 use crate::tuning::{container_resources, pod_sysctls};
@@ -12,6 +13,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use msgbench_crds::common::{Placement, Resources, Tuning};
+use msgbench_crds::PodCustomization;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
@@ -33,6 +35,9 @@ pub struct ServerPod<'a> {
     /// Content whose change must restart the pods (config file, env-relevant spec).
     pub config: Option<&'a str>,
     pub termination_grace_period_seconds: Option<i64>,
+    /// The operator's defaults for server pods with the CR's `spec.pod` added.
+    pub pod: PodCustomization,
+    pub image_pull_policy: &'a str,
 }
 
 pub fn config_hash(content: &str) -> String {
@@ -60,13 +65,13 @@ fn unhashed_pod_template(p: ServerPod<'_>) -> PodTemplateSpec {
     let mut container = p.container;
     container.resources = container_resources(p.resources, p.tuning);
     container.security_context = Some(container_security_context());
-    container.image_pull_policy = Some("IfNotPresent".into());
+    container.image_pull_policy = Some(p.image_pull_policy.into());
     let placement = pod_placement(Some(p.placement), &p.owner.selector_labels());
     let annotations: BTreeMap<String, String> = p
         .config
         .map(|c| BTreeMap::from([(ANNOTATION_CONFIG_HASH.to_string(), config_hash(c))]))
         .unwrap_or_default();
-    PodTemplateSpec {
+    let mut t = PodTemplateSpec {
         metadata: Some(ObjectMeta {
             labels: Some(p.owner.labels()),
             annotations: (!annotations.is_empty()).then_some(annotations),
@@ -85,7 +90,9 @@ fn unhashed_pod_template(p: ServerPod<'_>) -> PodTemplateSpec {
             affinity: placement.affinity,
             ..PodSpec::default()
         }),
-    }
+    };
+    customize(&mut t, &p.pod);
+    t
 }
 
 pub fn empty_dir(name: &str, in_memory: bool) -> Volume {

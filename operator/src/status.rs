@@ -189,8 +189,12 @@ pub fn compute(input: &StatusInput<'_>) -> ServerStatus {
         ready_replicas: pods.ready,
         url: Some(input.url.clone()),
         observed_tuning: Some(observed_tuning(input)),
+        images: pods.images.iter().take(MAX_IMAGES).cloned().collect(),
     }
 }
+
+/// `status.images` holds at most this many pods (the schema's bound; servers run at most 5).
+const MAX_IMAGES: usize = 8;
 
 /// A constructor of the vocabulary applied to one computed (status, reason, message).
 fn update(

@@ -2,9 +2,10 @@
 //! hold for every pod we create (hardening, Guaranteed QoS when pinned, contract labels).
 
 use k8s_openapi::api::core::v1::PodTemplateSpec;
-use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
+use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer, PullSecret};
 use msgbench_operator::apply::Children;
 use msgbench_operator::meta::Owner;
+use msgbench_operator::operands::OperandDefaults;
 use msgbench_operator::server_kind::ManagedServerKind;
 
 fn fixture<K: ManagedServerKind>(file: &str) -> K {
@@ -21,7 +22,7 @@ fn build<K: ManagedServerKind>(file: &str) -> (K, Children) {
         obj.validate(&[])
     );
     let owner = Owner::of(&obj, K::KIND_LABEL).expect("fixture has namespace and uid");
-    let children = obj.build(&owner, obj.desired_replicas());
+    let children = obj.build(&owner, obj.desired_replicas(), &OperandDefaults::default());
     (obj, children)
 }
 
@@ -247,7 +248,7 @@ fn pubsub_server_pusher_runs_sockudo_with_the_app_secret_by_reference() {
     let ctr = &templates(&c)[0].spec.as_ref().unwrap().containers[0];
     assert_eq!(
         ctr.image.as_deref(),
-        Some(msgbench_crds::pubsub_server::DEFAULT_SOCKUDO_IMAGE)
+        Some(OperandDefaults::default().images.sockudo.as_str())
     );
     let env = env_of(&c);
     assert_eq!(env["PORT"], "6001");
@@ -340,7 +341,7 @@ fn jetstream_cluster_with_tls() {
 fn held_workload_builds_zero_replicas() {
     let obj: JetStreamCluster = fixture("jsc-basic.yaml");
     let owner = Owner::of(&obj, JetStreamCluster::KIND_LABEL).unwrap();
-    let c = obj.build(&owner, 0);
+    let c = obj.build(&owner, 0, &OperandDefaults::default());
     assert_eq!(c.stateful_sets[0].spec.as_ref().unwrap().replicas, Some(0));
 }
 
@@ -350,4 +351,90 @@ fn obj_kind(label: &str) -> &'static str {
         "mqttbroker" => "MqttBroker",
         _ => "PubSubServer",
     }
+}
+
+/// What a spec leaves open comes from the operator's configuration (the chart's `images` and
+/// `serverPods`), the CR's `spec.pod` adds to it, and the selector labels never move.
+fn assert_defaults_and_additions<K: ManagedServerKind>(file: &str, default_image: &str) {
+    let mut operands = OperandDefaults::default();
+    operands.images.nats = "r.example/x/library/nats:2.12.1".into();
+    operands.images.mosquitto = "r.example/x/library/eclipse-mosquitto:2.0.11".into();
+    operands.images.pubsub_server = "r.example/x/msgbench/pubsub-server:0.1.0".into();
+    operands.image_pull_policy = "Always".into();
+    operands.server_pods.image_pull_secrets = vec![PullSecret {
+        name: "chart-pull".into(),
+    }];
+    operands.server_pods.priority_class_name = Some("servers".into());
+    let obj: K = fixture(file);
+    let owner = Owner::of(&obj, K::KIND_LABEL).unwrap();
+    let plain = obj.build(&owner, 1, &operands);
+    let tpl = templates(&plain)[0].clone();
+    let pod = tpl.spec.as_ref().unwrap();
+    assert_eq!(
+        pod.containers[0].image.as_deref(),
+        Some(default_image),
+        "{file}"
+    );
+    assert_eq!(
+        pod.containers[0].image_pull_policy.as_deref(),
+        Some("Always")
+    );
+    assert_eq!(
+        pod.image_pull_secrets.as_ref().unwrap()[0].name,
+        "chart-pull"
+    );
+    assert_eq!(pod.priority_class_name.as_deref(), Some("servers"));
+
+    // The same object with additions of its own.
+    let mut value = serde_json::to_value(&obj).unwrap();
+    value["spec"]["pod"] = serde_json::json!({
+        "labels": {"team": "platform"},
+        "annotations": {"example.com/owner": "bench"},
+        "imagePullSecrets": [{"name": "own-pull"}],
+        "serviceAccountName": "servers-sa"
+    });
+    let custom: K = serde_json::from_value(value).unwrap();
+    let c = custom.build(&owner, 1, &operands);
+    let t = templates(&c)[0];
+    let meta = t.metadata.as_ref().unwrap();
+    assert_eq!(meta.labels.as_ref().unwrap()["team"], "platform");
+    for (k, v) in owner.labels() {
+        assert_eq!(meta.labels.as_ref().unwrap().get(&k), Some(&v), "{k}");
+    }
+    assert_eq!(
+        meta.annotations.as_ref().unwrap()["example.com/owner"],
+        "bench"
+    );
+    let pod = t.spec.as_ref().unwrap();
+    let secrets: Vec<&str> = pod
+        .image_pull_secrets
+        .iter()
+        .flatten()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(secrets, ["chart-pull", "own-pull"]);
+    assert_eq!(pod.service_account_name.as_deref(), Some("servers-sa"));
+    assert_eq!(pod.automount_service_account_token, Some(false));
+    // A change of additions is a new template: the pods roll to it.
+    let hash = |t: &PodTemplateSpec| {
+        t.metadata.as_ref().unwrap().annotations.as_ref().unwrap()["msgbench.dev/template-hash"]
+            .clone()
+    };
+    assert_ne!(hash(&tpl), hash(t));
+}
+
+#[test]
+fn server_pods_take_the_operators_default_image_and_their_pod_additions() {
+    assert_defaults_and_additions::<JetStreamCluster>(
+        "jsc-basic.yaml",
+        "r.example/x/library/nats:2.12.1",
+    );
+    assert_defaults_and_additions::<MqttBroker>(
+        "mqb-basic.yaml",
+        "r.example/x/library/eclipse-mosquitto:2.0.11",
+    );
+    assert_defaults_and_additions::<PubSubServer>(
+        "pss-basic.yaml",
+        "r.example/x/msgbench/pubsub-server:0.1.0",
+    );
 }

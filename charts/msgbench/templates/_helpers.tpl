@@ -43,6 +43,35 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{- end -}}
 
+{{/* An image reference: (dict "root" $ "image" .Values.images.X). images.registry replaces the
+image's own registry; an empty tag is the chart's appVersion; a digest pins the content. */}}
+{{- define "msgbench.imageRef" -}}
+{{- $registry := default .image.registry .root.Values.images.registry -}}
+{{- $ref := printf "%s/%s:%s" $registry .image.repository (default .root.Chart.AppVersion .image.tag) -}}
+{{- if .image.digest -}}
+{{- $ref = printf "%s@%s" $ref .image.digest -}}
+{{- end -}}
+{{- $ref -}}
+{{- end -}}
+
 {{- define "msgbench.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- include "msgbench.imageRef" (dict "root" . "image" .Values.images.operator) -}}
+{{- end -}}
+
+{{/* The ConfigMap holding operands.yaml: default images and pod additions for runner and server pods. */}}
+{{- define "msgbench.operandsName" -}}
+{{- printf "%s-operands" (include "msgbench.operatorName" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* One pod-additions block of operands.yaml (runnerPods or serverPods). */}}
+{{- define "msgbench.podAdditions" -}}
+imagePullSecrets: {{ .root.Values.images.pullSecrets | toJson }}
+labels: {{ .pods.labels | toJson }}
+annotations: {{ .pods.annotations | toJson }}
+{{- with .pods.serviceAccountName }}
+serviceAccountName: {{ . | quote }}
+{{- end }}
+{{- with .pods.priorityClassName }}
+priorityClassName: {{ . | quote }}
+{{- end }}
 {{- end -}}

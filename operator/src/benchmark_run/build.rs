@@ -6,6 +6,7 @@ pub use super::identity::{RunIdentity, KIND_LABEL, LABEL_GENERATION};
 use super::runner_access::{secret_name, TOKEN_DIR, TOKEN_KEY};
 use super::target_auth::RunnerSecrets;
 use crate::meta::{LABEL_COMPONENT, LABEL_INSTANCE, LABEL_NAME};
+use crate::operands::{customize, merged, OperandDefaults};
 use crate::placement::pod_placement;
 use crate::security::container_security_context;
 use crate::tuning::container_resources;
@@ -19,6 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use msgbench_crds::benchmark_run::{BenchmarkRunSpec, ServerKind};
 use msgbench_crds::common::Tuning;
+use msgbench_crds::PodCustomization;
 use runner_api::agent::{AgentConfig, AGENT_PORT};
 use std::collections::BTreeMap;
 
@@ -73,17 +75,95 @@ pub fn server_selector(kind: ServerKind, name: &str) -> BTreeMap<String, String>
 /// The runner Job: Indexed (index + 1 = runner id), no retries (a failed runner fails the run,
 /// never a silent re-run), bounded by `deadline_seconds`.
 /// `secrets`: what the runners take from the targets' Secrets, by reference (see `target_auth`).
+/// `operands`: the runner image and pod additions a spec leaves to the operator.
 pub fn job(
     id: &RunIdentity,
     spec: &BenchmarkRunSpec,
     server: Option<&BTreeMap<String, String>>,
     deadline_seconds: i64,
     secrets: &RunnerSecrets,
+    operands: &OperandDefaults,
 ) -> Job {
     let r = &spec.runners;
+    Job {
+        metadata: id.meta(),
+        spec: Some(JobSpec {
+            completion_mode: Some("Indexed".into()),
+            completions: Some(r.count),
+            parallelism: Some(r.count),
+            backoff_limit: Some(0),
+            active_deadline_seconds: Some(deadline_seconds),
+            template: runner_pod(id, spec, server, secrets, operands),
+            ..JobSpec::default()
+        }),
+        ..Job::default()
+    }
+}
+
+/// Labels and annotations that keep the common service meshes' sidecars out of runner pods
+/// (Istio, Kuma: labels; Linkerd, Consul, Open Service Mesh: annotations). A proxy in the path
+/// would change the latency being measured and sit in front of the runner's control port. The
+/// operator's defaults and the run's `spec.runners.pod` may override each key.
+pub fn mesh_opt_out() -> PodCustomization {
+    let map = |kv: &[(&str, &str)]| {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    PodCustomization {
+        labels: map(&[
+            ("sidecar.istio.io/inject", "false"),
+            ("kuma.io/sidecar-injection", "disabled"),
+        ]),
+        annotations: map(&[
+            ("linkerd.io/inject", "disabled"),
+            ("consul.hashicorp.com/connect-inject", "false"),
+            ("openservicemesh.io/sidecar-injection", "disabled"),
+        ]),
+        ..PodCustomization::default()
+    }
+}
+
+fn runner_pod(
+    id: &RunIdentity,
+    spec: &BenchmarkRunSpec,
+    server: Option<&BTreeMap<String, String>>,
+    secrets: &RunnerSecrets,
+    operands: &OperandDefaults,
+) -> PodTemplateSpec {
+    let r = &spec.runners;
     let place = pod_placement(Some(&r.placement), &id.labels());
-    let mut affinity = place.affinity.unwrap_or_default();
-    if let (true, Some(server)) = (r.avoid_server_nodes, server) {
+    let mut t = PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(id.labels()),
+            ..ObjectMeta::default()
+        }),
+        spec: Some(PodSpec {
+            restart_policy: Some("Never".into()),
+            automount_service_account_token: Some(false),
+            enable_service_links: Some(false),
+            security_context: Some(runner_security_context()),
+            node_selector: place.node_selector,
+            tolerations: place.tolerations,
+            affinity: avoid_servers(place.affinity, r.avoid_server_nodes, server),
+            containers: vec![runner_container(spec, secrets, operands)],
+            volumes: Some(runner_volumes(id, secrets)),
+            ..PodSpec::default()
+        }),
+    };
+    let defaults = merged(&mesh_opt_out(), &operands.runner_pods);
+    customize(&mut t, &merged(&defaults, &r.pod));
+    t
+}
+
+/// Runners prefer nodes without the target's servers (when asked and the target is known).
+fn avoid_servers(
+    affinity: Option<Affinity>,
+    avoid: bool,
+    server: Option<&BTreeMap<String, String>>,
+) -> Option<Affinity> {
+    let mut affinity = affinity.unwrap_or_default();
+    if let (true, Some(server)) = (avoid, server) {
         let anti = affinity
             .pod_anti_affinity
             .get_or_insert_with(PodAntiAffinity::default);
@@ -101,11 +181,44 @@ pub fn job(
                 },
             });
     }
-    let affinity = (affinity != Affinity::default()).then_some(affinity);
-    let container = Container {
+    (affinity != Affinity::default()).then_some(affinity)
+}
+
+fn runner_security_context() -> PodSecurityContext {
+    PodSecurityContext {
+        run_as_non_root: Some(true),
+        run_as_user: Some(RUNNER_UID),
+        run_as_group: Some(RUNNER_UID),
+        // The token file is group-readable for this group only.
+        fs_group: Some(RUNNER_UID),
+        seccomp_profile: Some(SeccompProfile {
+            type_: "RuntimeDefault".into(),
+            ..SeccompProfile::default()
+        }),
+        ..PodSecurityContext::default()
+    }
+}
+
+fn runner_container(
+    spec: &BenchmarkRunSpec,
+    secrets: &RunnerSecrets,
+    operands: &OperandDefaults,
+) -> Container {
+    let r = &spec.runners;
+    let image = r
+        .image
+        .clone()
+        .unwrap_or_else(|| operands.images.bench_runner.clone());
+    let mount = |name: &str, path: &str| VolumeMount {
+        name: name.into(),
+        mount_path: path.into(),
+        read_only: Some(true),
+        ..VolumeMount::default()
+    };
+    Container {
         name: "runner".into(),
-        image: Some(r.image.clone()),
-        image_pull_policy: Some("IfNotPresent".into()),
+        image: Some(image),
+        image_pull_policy: Some(operands.image_pull_policy.clone()),
         args: Some(vec![
             "agent".into(),
             "--config".into(),
@@ -145,90 +258,38 @@ pub fn job(
         // The last log lines become the termination message of a failed runner.
         termination_message_policy: Some("FallbackToLogsOnError".into()),
         volume_mounts: Some(
-            [
-                VolumeMount {
-                    name: "config".into(),
-                    mount_path: CONFIG_DIR.into(),
-                    read_only: Some(true),
-                    ..VolumeMount::default()
-                },
-                VolumeMount {
-                    name: "token".into(),
-                    mount_path: TOKEN_DIR.into(),
-                    read_only: Some(true),
-                    ..VolumeMount::default()
-                },
-            ]
-            .into_iter()
-            .chain(secrets.mounts.iter().cloned())
-            .collect(),
+            [mount("config", CONFIG_DIR), mount("token", TOKEN_DIR)]
+                .into_iter()
+                .chain(secrets.mounts.iter().cloned())
+                .collect(),
         ),
         ..Container::default()
-    };
-    Job {
-        metadata: id.meta(),
-        spec: Some(JobSpec {
-            completion_mode: Some("Indexed".into()),
-            completions: Some(r.count),
-            parallelism: Some(r.count),
-            backoff_limit: Some(0),
-            active_deadline_seconds: Some(deadline_seconds),
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(id.labels()),
-                    ..ObjectMeta::default()
-                }),
-                spec: Some(PodSpec {
-                    restart_policy: Some("Never".into()),
-                    automount_service_account_token: Some(false),
-                    enable_service_links: Some(false),
-                    security_context: Some(PodSecurityContext {
-                        run_as_non_root: Some(true),
-                        run_as_user: Some(RUNNER_UID),
-                        run_as_group: Some(RUNNER_UID),
-                        // The token file is group-readable for this group only.
-                        fs_group: Some(RUNNER_UID),
-                        seccomp_profile: Some(SeccompProfile {
-                            type_: "RuntimeDefault".into(),
-                            ..SeccompProfile::default()
-                        }),
-                        ..PodSecurityContext::default()
-                    }),
-                    node_selector: place.node_selector,
-                    tolerations: place.tolerations,
-                    affinity,
-                    containers: vec![container],
-                    volumes: Some(
-                        [
-                            Volume {
-                                name: "config".into(),
-                                config_map: Some(ConfigMapVolumeSource {
-                                    name: id.job_name(),
-                                    ..ConfigMapVolumeSource::default()
-                                }),
-                                ..Volume::default()
-                            },
-                            Volume {
-                                name: "token".into(),
-                                secret: Some(SecretVolumeSource {
-                                    secret_name: Some(secret_name(&id.name)),
-                                    default_mode: Some(0o440),
-                                    ..SecretVolumeSource::default()
-                                }),
-                                ..Volume::default()
-                            },
-                        ]
-                        .into_iter()
-                        .chain(secrets.volumes.iter().cloned())
-                        .collect(),
-                    ),
-                    ..PodSpec::default()
-                }),
-            },
-            ..JobSpec::default()
-        }),
-        ..Job::default()
     }
+}
+
+fn runner_volumes(id: &RunIdentity, secrets: &RunnerSecrets) -> Vec<Volume> {
+    [
+        Volume {
+            name: "config".into(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: id.job_name(),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+        Volume {
+            name: "token".into(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(secret_name(&id.name)),
+                default_mode: Some(0o440),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+    ]
+    .into_iter()
+    .chain(secrets.volumes.iter().cloned())
+    .collect()
 }
 
 #[cfg(test)]
@@ -276,7 +337,14 @@ spec:
         insta::assert_yaml_snapshot!("runner_config_map", config_map(&id, &cfg).unwrap());
         insta::assert_yaml_snapshot!(
             "runner_job",
-            job(&id, &br.spec, Some(&server), 300, &RunnerSecrets::default())
+            job(
+                &id,
+                &br.spec,
+                Some(&server),
+                300,
+                &RunnerSecrets::default(),
+                &OperandDefaults::default(),
+            )
         );
     }
 
@@ -290,6 +358,7 @@ spec:
             Some(&server),
             300,
             &RunnerSecrets::default(),
+            &OperandDefaults::default(),
         );
         let spec = j.spec.unwrap();
         assert_eq!(spec.backoff_limit, Some(0), "no silent re-runs");
@@ -314,6 +383,67 @@ spec:
             .match_labels
             .as_ref()
             == Some(&server)));
+    }
+
+    #[test]
+    fn runner_pods_take_the_operators_defaults_and_the_runs_additions() {
+        let mut br = sample();
+        let mut operands = OperandDefaults::default();
+        operands.images.bench_runner = "r.example/x/msgbench/bench-runner:9".into();
+        operands.image_pull_policy = "Always".into();
+        operands.runner_pods.image_pull_secrets = vec![msgbench_crds::PullSecret {
+            name: "chart-pull".into(),
+        }];
+        operands.runner_pods.priority_class_name = Some("bench".into());
+        br.spec.runners.pod.labels = BTreeMap::from([
+            ("team".to_string(), "platform".to_string()),
+            // A run may let its mesh in on purpose.
+            ("sidecar.istio.io/inject".to_string(), "true".to_string()),
+        ]);
+        br.spec.runners.pod.service_account_name = Some("runner-sa".into());
+        let j = job(
+            &identity(&br),
+            &br.spec,
+            None,
+            300,
+            &RunnerSecrets::default(),
+            &operands,
+        );
+        let t = j.spec.unwrap().template;
+        let meta = t.metadata.unwrap();
+        let (labels, annotations) = (meta.labels.unwrap(), meta.annotations.unwrap());
+        assert_eq!(labels["team"], "platform");
+        assert_eq!(labels["sidecar.istio.io/inject"], "true");
+        assert_eq!(labels["kuma.io/sidecar-injection"], "disabled");
+        assert_eq!(labels[LABEL_INSTANCE], "js-r1", "the selector labels stay");
+        assert_eq!(annotations["linkerd.io/inject"], "disabled");
+        let pod = t.spec.unwrap();
+        let c = &pod.containers[0];
+        assert_eq!(
+            c.image.as_deref(),
+            Some("r.example/x/msgbench/bench-runner:9")
+        );
+        assert_eq!(c.image_pull_policy.as_deref(), Some("Always"));
+        assert_eq!(pod.image_pull_secrets.unwrap()[0].name, "chart-pull");
+        assert_eq!(pod.priority_class_name.as_deref(), Some("bench"));
+        assert_eq!(pod.service_account_name.as_deref(), Some("runner-sa"));
+        assert_eq!(
+            pod.automount_service_account_token,
+            Some(false),
+            "still no token"
+        );
+        // The run's own image wins over the default.
+        br.spec.runners.image = Some("own/runner:1".into());
+        let j = job(
+            &identity(&br),
+            &br.spec,
+            None,
+            300,
+            &RunnerSecrets::default(),
+            &operands,
+        );
+        let pod = j.spec.unwrap().template.spec.unwrap();
+        assert_eq!(pod.containers[0].image.as_deref(), Some("own/runner:1"));
     }
 
     #[test]

@@ -45,6 +45,8 @@ pub struct Observed {
     pub server_pods: Vec<ObservedPod>,
     /// This operator may delete server pods for `spec.faults` (its `--allow-faults`).
     pub faults_allowed: bool,
+    /// What this operator puts into runner pods a spec leaves open (image, pod additions).
+    pub operands: std::sync::Arc<crate::operands::OperandDefaults>,
 }
 
 impl Observed {
@@ -61,6 +63,7 @@ impl Observed {
             server_usage: None,
             server_pods: Vec::new(),
             faults_allowed: false,
+            operands: Default::default(),
         }
     }
 }
@@ -115,6 +118,7 @@ pub async fn observe(
 ) -> Result<Observed> {
     let mut obs = Observed::at(now());
     obs.faults_allowed = ctx.allow_faults;
+    obs.operands = ctx.operands.clone();
     if st.observed_generation != Some(id.generation) {
         return Ok(obs); // a new generation starts over: nothing to read
     }

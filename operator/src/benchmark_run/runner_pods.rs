@@ -3,6 +3,7 @@
 use crate::node_loss::{node_lost, NodeLoss};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use msgbench_crds::benchmark_run::ObservedPod;
 
@@ -184,18 +185,60 @@ pub fn unschedulable(pods: &[Pod]) -> Option<(String, String)> {
         })
 }
 
+/// Container waiting reasons of an image that cannot be pulled.
+const PULL_FAILURES: &[&str] = &[
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+];
+/// Pull failures that no retry can mend: the reference itself is wrong, or pulls are off.
+const PERMANENT_PULL_FAILURES: &[&str] = &["InvalidImageName", "ErrImageNeverPull"];
+
+/// A runner pod whose image the kubelet cannot pull.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PullFailure {
+    pub pod: String,
+    pub image: String,
+    /// The kubelet's reason (ErrImagePull, ImagePullBackOff, ...) and message.
+    pub reason: String,
+    pub message: String,
+    /// No retry can mend it (an invalid reference, pull policy Never).
+    pub permanent: bool,
+    pub pod_created: Option<Time>,
+}
+
+/// The first runner pod waiting on an image pull that failed.
+pub fn image_pull_failure(pods: &[Pod]) -> Option<PullFailure> {
+    pods.iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .find_map(|p| {
+            let cs = p.status.as_ref()?.container_statuses.as_ref()?;
+            cs.iter().find_map(|c| {
+                let waiting = c.state.as_ref()?.waiting.as_ref()?;
+                let reason = waiting.reason.as_deref()?;
+                PULL_FAILURES.contains(&reason).then(|| PullFailure {
+                    pod: p.name_any(),
+                    image: c.image.clone(),
+                    reason: reason.into(),
+                    message: waiting.message.clone().unwrap_or_default(),
+                    permanent: PERMANENT_PULL_FAILURES.contains(&reason),
+                    pod_created: p.metadata.creation_timestamp.clone(),
+                })
+            })
+        })
+}
+
 /// How a pod is reported in the environment.
 pub fn observed_pod(p: &Pod) -> ObservedPod {
     let s = p.status.as_ref();
+    let running = crate::pod_observer::running_image(p);
     ObservedPod {
         name: p.name_any(),
         node: p.spec.as_ref().and_then(|s| s.node_name.clone()),
         qos_class: s.and_then(|s| s.qos_class.clone()),
         cpus: None,
-        image: p
-            .spec
-            .as_ref()
-            .and_then(|s| s.containers.first())
-            .and_then(|c| c.image.clone()),
+        image: running.as_ref().map(|r| r.image.clone()),
+        image_id: running.and_then(|r| r.image_id),
     }
 }

@@ -3,6 +3,7 @@
 use super::nats_conf::{self, CLIENT_PORT, CLUSTER_PORT, MONITOR_PORT, PID_FILE, TLS_DIR};
 use crate::apply::Children;
 use crate::meta::Owner;
+use crate::operands::{merged, OperandDefaults};
 use crate::server_pod::{empty_dir, mount, pod_template, secret_volume, ServerPod};
 use crate::tuning::{bytes, threads};
 use k8s_openapi::api::apps::v1::{
@@ -31,7 +32,12 @@ pub fn config_name(name: &str) -> String {
     format!("{name}-config")
 }
 
-pub fn build(jsc: &JetStreamCluster, owner: &Owner, replicas: i32) -> Children {
+pub fn build(
+    jsc: &JetStreamCluster,
+    owner: &Owner,
+    replicas: i32,
+    operands: &OperandDefaults,
+) -> Children {
     let spec = &jsc.spec;
     let name = owner.name.as_str();
     let headless = headless_name(name);
@@ -117,7 +123,11 @@ pub fn build(jsc: &JetStreamCluster, owner: &Owner, replicas: i32) -> Children {
     }
     let container = Container {
         name: "nats".into(),
-        image: Some(spec.image.clone()),
+        image: Some(
+            spec.image
+                .clone()
+                .unwrap_or_else(|| operands.images.nats.clone()),
+        ),
         args: Some(vec!["--config".into(), format!("/etc/nats/{CONFIG_FILE}")]),
         ports: Some(vec![
             container_port("client", CLIENT_PORT),
@@ -158,6 +168,8 @@ pub fn build(jsc: &JetStreamCluster, owner: &Owner, replicas: i32) -> Children {
         termination_grace_period_seconds: Some(
             nats_conf::LAME_DUCK_DURATION_SECS + nats_conf::LAME_DUCK_GRACE_SECS + 20,
         ),
+        pod: merged(&operands.server_pods, &spec.pod),
+        image_pull_policy: &operands.image_pull_policy,
     });
     let claims = file_storage.then(|| {
         vec![PersistentVolumeClaim {

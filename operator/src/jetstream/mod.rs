@@ -5,6 +5,7 @@ pub mod nats_conf;
 
 use crate::apply::Children;
 use crate::meta::Owner;
+use crate::operands::OperandDefaults;
 use crate::server_kind::ManagedServerKind;
 use crate::validate::{check_secret, check_tuning, SecretFacts, SpecViolation};
 use msgbench_crds::common::{Resources, ServerStatus, Tuning};
@@ -34,8 +35,8 @@ impl ManagedServerKind for JetStreamCluster {
     fn validate(&self, secrets: &[SecretFacts]) -> Vec<SpecViolation> {
         validate(self, secrets)
     }
-    fn build(&self, owner: &Owner, replicas: i32) -> Children {
-        build::build(self, owner, replicas)
+    fn build(&self, owner: &Owner, replicas: i32, operands: &OperandDefaults) -> Children {
+        build::build(self, owner, replicas, operands)
     }
     fn client_url(&self, owner: &Owner) -> String {
         let scheme = if self.spec.tls.is_some() {

@@ -4,6 +4,7 @@ use super::broker_conf::{self, MOSQUITTO_DATA_DIR};
 use crate::apply::Children;
 use crate::jetstream::build::value_env;
 use crate::meta::Owner;
+use crate::operands::{merged, OperandDefaults};
 use crate::server_pod::{empty_dir, pod_template, ServerPod};
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, StatefulSet, StatefulSetSpec,
@@ -15,9 +16,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use msgbench_crds::mqtt_broker::{
-    MqttBroker, MqttEngine, DEFAULT_MOSQUITTO_IMAGE, DEFAULT_RUMQTTD_IMAGE,
-};
+use msgbench_crds::mqtt_broker::{MqttBroker, MqttEngine};
 use std::collections::BTreeMap;
 
 pub const MOSQUITTO_UID: i64 = 1883;
@@ -29,7 +28,12 @@ pub fn config_name(name: &str) -> String {
     format!("{name}-config")
 }
 
-pub fn build(mqb: &MqttBroker, owner: &Owner, replicas: i32) -> Children {
+pub fn build(
+    mqb: &MqttBroker,
+    owner: &Owner,
+    replicas: i32,
+    operands: &OperandDefaults,
+) -> Children {
     let spec = &mqb.spec;
     let name = owner.name.as_str();
     let conf = broker_conf::render(spec);
@@ -108,7 +112,7 @@ pub fn build(mqb: &MqttBroker, owner: &Owner, replicas: i32) -> Children {
         MqttEngine::Mosquitto => (
             spec.image
                 .clone()
-                .unwrap_or_else(|| DEFAULT_MOSQUITTO_IMAGE.into()),
+                .unwrap_or_else(|| operands.images.mosquitto.clone()),
             Some(vec![
                 "/usr/sbin/mosquitto".to_string(),
                 "-c".into(),
@@ -120,7 +124,7 @@ pub fn build(mqb: &MqttBroker, owner: &Owner, replicas: i32) -> Children {
         MqttEngine::Rumqttd => (
             spec.image
                 .clone()
-                .unwrap_or_else(|| DEFAULT_RUMQTTD_IMAGE.into()),
+                .unwrap_or_else(|| operands.images.rumqttd.clone()),
             Some(vec![
                 "rumqttd".to_string(),
                 "--config".into(),
@@ -175,6 +179,8 @@ pub fn build(mqb: &MqttBroker, owner: &Owner, replicas: i32) -> Children {
         placement: &spec.placement,
         config: conf.as_deref(),
         termination_grace_period_seconds: Some(30),
+        pod: merged(&operands.server_pods, &spec.pod),
+        image_pull_policy: &operands.image_pull_policy,
     });
     let selector = LabelSelector {
         match_labels: Some(owner.selector_labels()),

@@ -5,6 +5,7 @@ pub mod build;
 
 use crate::apply::Children;
 use crate::meta::Owner;
+use crate::operands::OperandDefaults;
 use crate::server_kind::ManagedServerKind;
 use crate::validate::{check_tuning, SecretFacts, SpecViolation};
 use msgbench_crds::common::{Resources, ServerStatus, Tuning};
@@ -28,8 +29,8 @@ impl ManagedServerKind for MqttBroker {
     fn validate(&self, _secrets: &[SecretFacts]) -> Vec<SpecViolation> {
         validate(self)
     }
-    fn build(&self, owner: &Owner, replicas: i32) -> Children {
-        build::build(self, owner, replicas)
+    fn build(&self, owner: &Owner, replicas: i32, operands: &OperandDefaults) -> Children {
+        build::build(self, owner, replicas, operands)
     }
     fn client_url(&self, owner: &Owner) -> String {
         format!(

@@ -5,6 +5,7 @@ use crate::apply::Children;
 use crate::jetstream::build::value_env;
 use crate::meta::Owner;
 use crate::mqtt::build::{recreate_when_pinned, DEFAULT_UID};
+use crate::operands::{merged, DefaultImages, OperandDefaults};
 use crate::server_pod::{empty_dir, mount, pod_template, ServerPod};
 use crate::tuning::threads;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
@@ -14,7 +15,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use msgbench_crds::common::Resources;
-use msgbench_crds::pubsub_server::{DatabaseMode, PubSubProtocol, PubSubServer};
+use msgbench_crds::pubsub_server::{DatabaseMode, PubSubProtocol, PubSubServer, PubSubServerSpec};
 
 const DATA_DIR: &str = "/data";
 
@@ -48,7 +49,22 @@ fn ports(port: i32, pusher: bool) -> Vec<ContainerPort> {
     p
 }
 
-pub fn build(pss: &PubSubServer, owner: &Owner, replicas: i32) -> Children {
+/// The image to run: the spec's, else the operator's default for the protocol (sockudo serves
+/// pusher, the reference server everything else).
+pub fn image(spec: &PubSubServerSpec, defaults: &DefaultImages) -> String {
+    match (&spec.image, spec.protocol) {
+        (Some(image), _) => image.clone(),
+        (None, PubSubProtocol::Pusher) => defaults.sockudo.clone(),
+        (None, _) => defaults.pubsub_server.clone(),
+    }
+}
+
+pub fn build(
+    pss: &PubSubServer,
+    owner: &Owner,
+    replicas: i32,
+    operands: &OperandDefaults,
+) -> Children {
     let spec = &pss.spec;
     let name = owner.name.as_str();
     let service = Service {
@@ -103,7 +119,7 @@ pub fn build(pss: &PubSubServer, owner: &Owner, replicas: i32) -> Children {
     };
     let container = Container {
         name: "pubsub-server".into(),
-        image: Some(spec.effective_image().to_string()),
+        image: Some(image(spec, &operands.images)),
         ports: Some(ports(spec.port, pusher)),
         env: Some(env),
         volume_mounts: Some(vec![
@@ -125,6 +141,8 @@ pub fn build(pss: &PubSubServer, owner: &Owner, replicas: i32) -> Children {
         placement: &spec.placement,
         config: None,
         termination_grace_period_seconds: Some(30),
+        pod: merged(&operands.server_pods, &spec.pod),
+        image_pull_policy: &operands.image_pull_policy,
     });
     let deployment = Deployment {
         metadata: owner.child_meta(name),

@@ -5,6 +5,7 @@ pub mod sockudo;
 
 use crate::apply::Children;
 use crate::meta::Owner;
+use crate::operands::OperandDefaults;
 use crate::server_kind::ManagedServerKind;
 use crate::validate::{check_secret, check_tuning, SecretFacts, SpecViolation};
 use msgbench_crds::common::{Resources, ServerStatus, Tuning};
@@ -44,8 +45,8 @@ impl ManagedServerKind for PubSubServer {
         }
         v
     }
-    fn build(&self, owner: &Owner, replicas: i32) -> Children {
-        build::build(self, owner, replicas)
+    fn build(&self, owner: &Owner, replicas: i32, operands: &OperandDefaults) -> Children {
+        build::build(self, owner, replicas, operands)
     }
     fn client_url(&self, owner: &Owner) -> String {
         let scheme = match self.spec.protocol {

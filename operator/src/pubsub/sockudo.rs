@@ -76,9 +76,10 @@ mod tests {
                 ("SOCKUDO_DEFAULT_APP_SECRET", "app", "secret"),
             ]
         );
+        let defaults = crate::operands::DefaultImages::default();
         assert_eq!(
-            pss.spec.effective_image(),
-            msgbench_crds::pubsub_server::DEFAULT_SOCKUDO_IMAGE
+            crate::pubsub::build::image(&pss.spec, &defaults),
+            defaults.sockudo
         );
     }
 }

@@ -19,6 +19,9 @@ pub const START_LEAD_MS: u64 = 2_000;
 pub const TRIAL_LEAD_MS: u64 = 500;
 /// Runners whose starts differ by more than this did not run concurrently.
 pub const START_APART_TOLERANCE_MS: u64 = 500;
+/// How long a runner image pull may keep failing before the run ends (ImagePullFailed): the
+/// kubelet retries after 10 s and 20 s, so a registry that was briefly unreachable recovers.
+pub const PULL_GRACE_SECONDS: i64 = 40;
 /// A start sent less than this before its time may arrive after it.
 const SEND_MARGIN_MS: u64 = 100;
 
@@ -31,6 +34,11 @@ pub fn starting(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Dec
     if let Some((reason, msg)) = view.failure() {
         fail(&mut d.status, reason, &msg, g, &obs.now);
         return;
+    }
+    if let Some(f) = runner_pods::image_pull_failure(&obs.runner_pods) {
+        if image_pull_failed(&f, d, g, &obs.now) {
+            return;
+        }
     }
     if let Some(read) = &obs.server_usage {
         let connections = br.spec.workload.connections.is_some();
@@ -54,6 +62,42 @@ pub fn starting(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Dec
         None => barrier_timeout(br, obs, d, ready, count),
         Some(start) => release(br, obs, d, start, count),
     }
+}
+
+/// A runner image the kubelet cannot pull: a registry blip is waited out for
+/// [`PULL_GRACE_SECONDS`] since the pod was created (the kubelet retries by itself); a pull that
+/// still fails then, or one no retry can mend, ends the run naming the image and the kubelet's
+/// words, long before the barrier's bound. Returns whether the run ended.
+fn image_pull_failed(f: &runner_pods::PullFailure, d: &mut Decision, g: i64, now: &Time) -> bool {
+    let age = f
+        .pod_created
+        .as_ref()
+        .map_or(0, |c| seconds_between(c, now));
+    let what = format!(
+        "runner pod {} cannot pull image {:?} ({}): {}",
+        f.pod, f.image, f.reason, f.message
+    );
+    if f.permanent || age >= PULL_GRACE_SECONDS {
+        let msg = match f.permanent {
+            true => what,
+            false => format!("{what}; still failing {age}s after the pod was created"),
+        };
+        fail(&mut d.status, "ImagePullFailed", &msg, g, now);
+        return true;
+    }
+    let msg = format!(
+        "{what}; the kubelet retries until {PULL_GRACE_SECONDS}s after the pod was created"
+    );
+    cond::set(
+        &mut d.status.conditions,
+        RUNNERS_READY,
+        Status::False,
+        &f.reason,
+        &msg,
+        Some(g),
+        now,
+    );
+    false
 }
 
 /// The stored start goes to every runner that does not have it yet.

@@ -11,7 +11,7 @@
 //! | Succeeded, Failed             | `finished` | never (a new generation starts over)          |
 //!
 //! A run ends Failed with one reason: InvalidSpec, TargetNotFound, TargetNotReady,
-//! TargetUnfit, TargetUnreachable, BaselineCycle, BarrierTimeout, RunnersUnschedulable (a
+//! TargetUnfit, TargetUnreachable, BaselineCycle, ImagePullFailed, BarrierTimeout, RunnersUnschedulable (a
 //! runner pod no node can take, at the barrier's bound), RunnerFailed, RunnerNodeLost (a
 //! runner's node stopped reporting), RunnersStartedApart, DeadlineExceeded, ResultsLost, ThresholdsNotMet, FaultsNotAllowed (the operator may not
 //! delete pods) or FaultsNotInjected (a fault in `spec.faults` was not carried out).

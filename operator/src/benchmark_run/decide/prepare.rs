@@ -300,6 +300,7 @@ fn create_runners(
         resolved.server_labels.as_ref(),
         timing::job_deadline_seconds(br),
         &secrets,
+        &obs.operands,
     );
     d.effects.push(Effect::CreateRunners {
         config_map: Box::new(config_map),

@@ -673,6 +673,63 @@ fn a_runner_no_node_takes_fails_at_the_barrier_bound_in_the_schedulers_words() {
     );
 }
 
+/// A runner pod created at `created` whose container waits on an image pull.
+fn pulling(created: i64, reason: &str, message: &str) -> Pod {
+    let mut p = pod(1, "Pending", false);
+    p.metadata.creation_timestamp = Some(at(created));
+    p.status.as_mut().unwrap().container_statuses = Some(vec![serde_json::from_value(json!({
+        "name": "runner", "image": "reg.example/x/msgbench/bench-runner:nope", "imageID": "",
+        "ready": false, "restartCount": 0,
+        "state": {"waiting": {"reason": reason, "message": message}}
+    }))
+    .unwrap()]);
+    p
+}
+
+#[test]
+fn a_runner_image_that_cannot_be_pulled_ends_the_run_naming_it_within_the_grace() {
+    let br = run(2, "");
+    let kubelet = "failed to pull and unpack image \"reg.example/x/msgbench/bench-runner:nope\": \
+                   not found";
+    let mut obs = Observed::at(at(T0 + 20));
+    obs.job = Some(job(T0 + 5));
+    obs.runner_pods = vec![
+        pod(0, "Running", true),
+        pulling(T0 + 5, "ErrImagePull", kubelet),
+    ];
+    // A registry blip is waited out, and the wait says why.
+    let d = decide_at(&br, &status(Phase::Starting), &obs);
+    assert_eq!(d.status.phase, Some(Phase::Starting));
+    let c = cond::get(&d.status.conditions, cond::RUNNERS_READY).unwrap();
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_str()),
+        ("False", "ErrImagePull")
+    );
+    assert!(
+        c.message
+            .contains("reg.example/x/msgbench/bench-runner:nope"),
+        "{}",
+        c.message
+    );
+    // Still failing at the grace's end: Failed, naming the pod, the image and the kubelet's
+    // words, long before the barrier's bound.
+    obs.now = at(T0 + 5 + barrier::PULL_GRACE_SECONDS);
+    assert!(barrier::PULL_GRACE_SECONDS + 5 < timing::barrier_limit_seconds(&br));
+    obs.runner_pods[1] = pulling(T0 + 5, "ImagePullBackOff", "Back-off pulling image");
+    let d = decide_at(&br, &status(Phase::Starting), &obs);
+    assert_eq!(verdict(&d), (Some(Phase::Failed), "ImagePullFailed".into()));
+    assert_eq!(
+        message(&d),
+        "runner pod r1-g1-1-x cannot pull image \"reg.example/x/msgbench/bench-runner:nope\" \
+         (ImagePullBackOff): Back-off pulling image; still failing 40s after the pod was created"
+    );
+    // An invalid reference is not waited for.
+    obs.now = at(T0 + 6);
+    obs.runner_pods[1] = pulling(T0 + 5, "InvalidImageName", "couldn't parse image name");
+    let d = decide_at(&br, &status(Phase::Starting), &obs);
+    assert_eq!(verdict(&d), (Some(Phase::Failed), "ImagePullFailed".into()));
+}
+
 /// Running with the common start stored at `start_ms`, two runner pods up.
 fn running(start_ms: u64, now_ms: u64, agents: Vec<AgentSeen>) -> (BenchmarkRunStatus, Observed) {
     in_phase(Phase::Running, start_ms, now_ms, agents)
