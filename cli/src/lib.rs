@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod browser;
+pub mod cluster;
 pub mod compare;
 pub mod export;
 mod fault_tables;

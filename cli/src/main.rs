@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use kubectl_msgbench::cluster::ClusterAccess;
 use kubectl_msgbench::{browser, compare, export, report, source};
 use std::path::PathBuf;
 
@@ -15,14 +16,13 @@ use std::path::PathBuf;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    access: ClusterAccess,
 }
 
-/// Where a run is read from.
+/// Where a run is read from besides the cluster.
 #[derive(Args)]
 struct From {
-    /// Namespace of the BenchmarkRun (default: the kubeconfig context's namespace).
-    #[arg(short, long)]
-    namespace: Option<String>,
     /// Read the run from this file instead of the cluster: a BenchmarkRun (YAML or JSON, as
     /// `kubectl get benchmarkrun X -o yaml` prints it) or a `bench-runner run --output` result.
     #[arg(long)]
@@ -61,9 +61,6 @@ enum Command {
         run_a: String,
         /// Run B.
         run_b: String,
-        /// Namespace of both runs.
-        #[arg(short, long)]
-        namespace: Option<String>,
         /// Read run A from this file.
         #[arg(long)]
         file_a: Option<PathBuf>,
@@ -93,6 +90,7 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<()> {
+    let access = &cli.access;
     match cli.command {
         Command::Report {
             run,
@@ -100,7 +98,7 @@ async fn run(cli: Cli) -> Result<()> {
             output,
             screenshot,
         } => {
-            let run = source::load(&run, from.namespace.as_deref(), from.file.as_deref()).await?;
+            let run = source::load(&run, access, from.file.as_deref()).await?;
             let html = report::render(&run)?;
             std::fs::write(&output, &html)
                 .with_context(|| format!("writing {}", output.display()))?;
@@ -113,7 +111,7 @@ async fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Export { run, from, format } => {
-            let run = source::load(&run, from.namespace.as_deref(), from.file.as_deref()).await?;
+            let run = source::load(&run, access, from.file.as_deref()).await?;
             let text = match format {
                 Format::Json => export::to_json(&run)?,
                 Format::Csv => export::to_csv(&run)?,
@@ -123,13 +121,11 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Compare {
             run_a,
             run_b,
-            namespace,
             file_a,
             file_b,
         } => {
-            let ns = namespace.as_deref();
-            let a = source::load(&run_a, ns, file_a.as_deref()).await?;
-            let b = source::load(&run_b, ns, file_b.as_deref()).await?;
+            let a = source::load(&run_a, access, file_a.as_deref()).await?;
+            let b = source::load(&run_b, access, file_b.as_deref()).await?;
             print!("{}", compare::render(&a, &b)?);
         }
     }

@@ -1,37 +1,34 @@
-//! Where a run comes from: the cluster (current kubeconfig) or a file holding a BenchmarkRun
-//! (YAML or JSON) or a standalone `bench-runner run --output` result. Every path ends in the
-//! same [`Run`], so the report, export and compare read one set of figures.
+//! Where a run comes from: the cluster (picked by kubectl's flags, [`ClusterAccess`]) or a file
+//! holding a BenchmarkRun (YAML or JSON) or a standalone `bench-runner run --output` result.
+//! Every path ends in the same [`Run`], so the report, export and compare read one set of
+//! figures.
 use anyhow::{bail, Context, Result};
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus};
 use runner_api::result::{RunnerResult, FORMAT};
 use std::path::Path;
 
+use crate::cluster::ClusterAccess;
 use crate::model::Run;
 
-/// Reads `name` from the cluster, or from `file` when given.
-pub async fn load(name: &str, namespace: Option<&str>, file: Option<&Path>) -> Result<Run> {
+/// Reads `name` from the cluster `access` picks, or from `file` when given.
+pub async fn load(name: &str, access: &ClusterAccess, file: Option<&Path>) -> Result<Run> {
     let run = match file {
         Some(path) => from_file_named(path, name)?,
-        None => from_cluster(name, namespace).await?,
+        None => from_cluster(name, access).await?,
     };
     run.require_results()?;
     Ok(run)
 }
 
-async fn from_cluster(name: &str, namespace: Option<&str>) -> Result<Run> {
-    // kube's TLS (rustls) needs a process-wide crypto provider; another one installed first is fine.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = kube::Client::try_default()
-        .await
-        .context("connecting with the current kubeconfig")?;
-    let api: kube::Api<BenchmarkRun> = match namespace {
-        Some(ns) => kube::Api::namespaced(client, ns),
-        None => kube::Api::default_namespaced(client),
-    };
-    let br = api
-        .get(name)
-        .await
-        .with_context(|| format!("reading BenchmarkRun {name}"))?;
+async fn from_cluster(name: &str, access: &ClusterAccess) -> Result<Run> {
+    let conn = access.connect().await?;
+    let api: kube::Api<BenchmarkRun> = kube::Api::namespaced(conn.client, &conn.namespace);
+    let br = api.get(name).await.with_context(|| {
+        format!(
+            "reading BenchmarkRun {name} in namespace {}",
+            conn.namespace
+        )
+    })?;
     Ok(Run::from_benchmark_run(br))
 }
 
