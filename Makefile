@@ -13,7 +13,8 @@ export NODES ?= 1
 MULTI_NODE_TESTS := --test placement --test node_failure
 
 .PHONY: test tools lint fmt-check clippy unit crds crds-check chart-test gitops-test cluster-up \
-        cluster-down cluster-status images e2e e2e-sockudo demo demo-faults bench bench-operator
+        cluster-down cluster-status images e2e e2e-sockudo demo demo-faults bench bench-operator \
+        plugin-release push chart-push registry-up registry-down
 
 ## test: everything CI runs — lint, unit tests, CRD freshness, chart checks, GitOps checks, e2e on
 ## a real cluster.
@@ -59,6 +60,26 @@ cluster-status:
 images:
 	e2e/images/build
 
+## push: the images (built as by `make images`, but never loaded into a cluster) to a registry of
+## your own: make push REGISTRY=host[:port]/path [TAG=...] -> REGISTRY/msgbench/operator:TAG, ...,
+## REGISTRY/library/nats:2.12.1 (the chart's images.registry = REGISTRY). TAG (default: the chart's
+## appVersion) tags msgbench's own images only. Log in once with `helm registry login HOST`.
+## Prints reference@sha256:digest per image.
+push:
+	@[ -n "$(REGISTRY)" ] || { echo "make push: REGISTRY=host[:port]/path is required" >&2; exit 2; }
+	IMAGES_NO_IMPORT=1 e2e/images/build
+	REGISTRY='$(REGISTRY)' TAG='$(TAG)' e2e/images/push
+## chart-push: helm package charts/msgbench, helm push to oci://REGISTRY/charts; prints its digest.
+chart-push:
+	@[ -n "$(REGISTRY)" ] || { echo "make chart-push: REGISTRY=host[:port]/path is required" >&2; exit 2; }
+	REGISTRY='$(REGISTRY)' e2e/images/push chart
+## registry-up: a local OCI registry for tests (https://127.0.0.1:5443, htpasswd, throwaway CA);
+## `eval "$(e2e/registry/env)"` for its address, user, password and CA. registry-down stops it.
+registry-up:
+	e2e/registry/up
+registry-down:
+	e2e/registry/down
+
 ## e2e: the cluster's own smoke checks (pinning, sysctls, DNS, Services, volumes), then the suite:
 ## with NODES=1 every single-node test; with NODES>1 the multi-node tests only (they are ignored
 ## on one node, and the single-node ones assume one).
@@ -101,3 +122,9 @@ bench:
 ## (bench/operator/RESULTS.md; about 15 min).
 bench-operator:
 	bench/operator/run
+
+## plugin-release: the kubectl plugin's release archive, its sha256 and krew manifest in dist/
+## (RELEASE_URL= where the archive is published), checked with krew's validate-krew-manifest
+## and installed with krew from the archive.
+plugin-release:
+	cli/release --check

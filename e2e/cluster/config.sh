@@ -16,6 +16,11 @@ config_changed() {  # config_changed FILE: whether the last write_configs replac
   return 1
 }
 
+# Registry hosts directory of every node's containerd (CRI `config_path`): <dir>/<host:port>/hosts.toml
+# sets how a registry is reached and trusted (e2e/registry/up writes the local test registry's, with
+# its CA). containerd reads it at each pull; changing `config_path` itself needs a containerd restart.
+CONTAINERD_HOSTS_DIR="$CACHE/containerd/certs.d"
+
 # containerd_toml ROOT STATE SOCKET CNI_DIR: containerd 1.6 (Debian). This sandbox refuses
 # oom_score_adj < 0, so runc must not try it.
 containerd_toml() {
@@ -39,6 +44,8 @@ state = "$2"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$4"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$CONTAINERD_HOSTS_DIR"
 EOF
 }
 
@@ -111,7 +118,7 @@ EOF
 }
 
 write_configs() {
-  mkdir -p "$CONF/cni" "$LOGS" "$STATIC_POD_DIR"
+  mkdir -p "$CONF/cni" "$LOGS" "$STATIC_POD_DIR" "$CONTAINERD_HOSTS_DIR"
 
   containerd_toml /var/lib/containerd /run/containerd "$CONTAINERD_SOCK" "$CONF/cni" |
     put "$CONF/containerd.toml"
