@@ -149,8 +149,8 @@ fn update_fixtures_come_in_pairs_and_parse() {
 }
 
 #[test]
-fn demo_manifests_parse() {
-    for dir in ["config/demo", "config/demo-faults"] {
+fn demo_and_quickstart_manifests_parse() {
+    for dir in ["config/demo", "config/demo-faults", "config/quickstart"] {
         let files = yaml_files(&repo_root().join(dir));
         assert!(files.len() >= 2, "{dir}: {} manifests", files.len());
         for p in files {

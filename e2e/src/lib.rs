@@ -19,6 +19,7 @@ pub mod node;
 pub mod nodes;
 pub mod probe;
 pub mod procfs;
+pub mod registry;
 pub mod runs;
 pub mod scenarios;
 pub mod secrets;

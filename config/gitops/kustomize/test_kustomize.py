@@ -68,7 +68,8 @@ def check_base(base, chart, repo):
     check(len(deps) == 1, f"base: one operator Deployment, found {len(deps)}")
     values = yaml.safe_load(open(os.path.join(repo, "charts/msgbench/values.yaml")))
     app_version = yaml.safe_load(open(os.path.join(repo, "charts/msgbench/Chart.yaml")))["appVersion"]
-    image = f"{values['image']['repository']}:{values['image']['tag'] or app_version}"
+    op = values["images"]["operator"]
+    image = f"{values['images']['registry'] or op['registry']}/{op['repository']}:{op['tag'] or app_version}"
     for dep in deps:
         images = [c.get("image") for c in dep["spec"]["template"]["spec"]["containers"]]
         check(images == [image], f"base: operator image {images}, expected [{image!r}]")

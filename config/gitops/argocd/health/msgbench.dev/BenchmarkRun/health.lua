@@ -14,7 +14,7 @@
 --      is Passed, and warn means "report only".
 --    - Failed: Degraded with "<reason>: <message>", for every failure reason alike
 --      (InvalidSpec, TargetNotFound, TargetNotReady, TargetUnfit, TargetUnreachable, BaselineCycle,
---      BarrierTimeout, RunnersUnschedulable, RunnerFailed, RunnerNodeLost, RunnersStartedApart,
+--      ImagePullFailed, BarrierTimeout, RunnersUnschedulable, RunnerFailed, RunnerNodeLost, RunnersStartedApart,
 --      DeadlineExceeded, ResultsLost, ThresholdsNotMet, FaultsNotAllowed, FaultsNotInjected). It stays Degraded until the spec changes or the run is deleted: a
 --      failed benchmark is a result someone has to look at, not a transient state.
 -- 4. Anything else (Pending, WaitingForTarget, Starting, Running, Merging): Progressing, with
