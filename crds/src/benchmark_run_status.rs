@@ -550,7 +550,7 @@ pub struct ObservedPod {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
     /// The image the kubelet pulled for it, by digest (`repo@sha256:…`), once pulled.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, rename = "imageID", skip_serializing_if = "Option::is_none")]
     pub image_id: Option<String>,
 }
 

@@ -337,7 +337,7 @@ pub struct RunningImage {
     /// The image reference in the pod spec.
     pub image: String,
     /// What the kubelet pulled, by digest (`repo@sha256:…`); unset until it has.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, rename = "imageID", skip_serializing_if = "Option::is_none")]
     pub image_id: Option<String>,
 }
 
