@@ -150,6 +150,16 @@ fn get(ns: &str) -> String {
 }
 
 /// The export of the run read from the cluster is the export of the fixture it served.
+/// `asked` got exactly one read of the run in `ns`, and `spared` nothing.
+fn assert_only(asked: &ApiServer, ns: &str, spared: &ApiServer) {
+    assert_eq!(asked.requests(), [get(ns)]);
+    assert!(
+        spared.requests().is_empty(),
+        "the other server was asked: {:?}",
+        spared.requests()
+    );
+}
+
 fn assert_exported(out: &Output) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "plugin failed: {stderr}");
@@ -175,12 +185,7 @@ fn context_b_and_namespace_before_the_subcommand() {
     ];
     let out = plugin(&args, None);
     assert_exported(&out);
-    assert_eq!(s.b.requests(), [get("team-x")]);
-    assert!(
-        s.a.requests().is_empty(),
-        "context a's server was asked: {:?}",
-        s.a.requests()
-    );
+    assert_only(&s.b, "team-x", &s.a);
 }
 
 #[test]
@@ -198,12 +203,7 @@ fn context_b_after_the_subcommand_reads_its_namespace() {
         "b",
     ];
     assert_exported(&plugin(&args, None));
-    assert_eq!(s.b.requests(), [get("ns-b")]);
-    assert!(
-        s.a.requests().is_empty(),
-        "context a's server was asked: {:?}",
-        s.a.requests()
-    );
+    assert_only(&s.b, "ns-b", &s.a);
 }
 
 /// No flag: $KUBECONFIG's current-context (a) and its namespace, as kubectl.
@@ -212,12 +212,7 @@ fn no_flags_use_kubeconfig_env_and_current_context() {
     let s = setup();
     let out = plugin(&["export", RUN, "--format", "json"], Some(&s.kubeconfig));
     assert_exported(&out);
-    assert_eq!(s.a.requests(), [get("ns-a")]);
-    assert!(
-        s.b.requests().is_empty(),
-        "context b's server was asked: {:?}",
-        s.b.requests()
-    );
+    assert_only(&s.a, "ns-a", &s.b);
 }
 
 /// --cluster overrides the context's cluster; the namespace stays the context's.
@@ -238,12 +233,7 @@ fn cluster_flag_overrides_the_contexts_cluster() {
         "cluster-a",
     ];
     assert_exported(&plugin(&args, None));
-    assert_eq!(s.a.requests(), [get("ns-b")]);
-    assert!(
-        s.b.requests().is_empty(),
-        "cluster-b was asked: {:?}",
-        s.b.requests()
-    );
+    assert_only(&s.a, "ns-b", &s.b);
 }
 
 /// An unknown name fails before any request and names the flag and the file.
