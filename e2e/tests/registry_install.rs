@@ -14,7 +14,7 @@ use kube::Api;
 use msgbench_e2e::harness::E2E_LABEL;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::registry;
-use msgbench_e2e::{chart, run, runs, TestContext};
+use msgbench_e2e::{chart, run, runs, wait, TestContext};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -44,7 +44,14 @@ async fn body(ctx: TestContext) -> Result<()> {
         "make push printed no {runner_ref}"
     );
     block(&env, "e2e:registry-install").await?;
-    let operator = one_image(&ctx, chart::NAMESPACE, chart::OPERATOR_SELECTOR).await?;
+    let operator_ref = format!("{registry}/msgbench/operator:0.1.0");
+    let operator = ready_pod_running(
+        &ctx,
+        chart::NAMESPACE,
+        chart::OPERATOR_SELECTOR,
+        &operator_ref,
+    )
+    .await?;
     same_digest(&operator, &digests)?;
 
     pull_failures_end_runs(&ctx, &registry, &runner_ref).await?;
@@ -84,21 +91,38 @@ async fn block(env: &BTreeMap<String, String>, marker: &'static str) -> Result<S
     tokio::task::spawn_blocking(move || registry::run_block(marker, &env)).await?
 }
 
-/// The (image, imageID) of the one running pod that `selector` picks in `ns`.
-async fn one_image(ctx: &TestContext, ns: &str, selector: &str) -> Result<(String, String)> {
+/// The (image, imageID) of a ready pod that `selector` picks in `ns` running `image`. Pods of
+/// the install before may still be on their way out: they are not the ones asked about.
+async fn ready_pod_running(
+    ctx: &TestContext,
+    ns: &str,
+    selector: &str,
+    image: &str,
+) -> Result<(String, String)> {
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
-    let list = pods.list(&ListParams::default().labels(selector)).await?;
-    let pod = list
-        .items
-        .iter()
-        .find(|p| p.metadata.deletion_timestamp.is_none())
-        .context("no pod")?;
-    let cs = &pod
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.clone())
-        .unwrap_or_default()[0];
-    Ok((cs.image.clone(), cs.image_id.clone()))
+    let what = format!("a ready pod {selector} in {ns} running {image}");
+    wait::poll(
+        Duration::from_secs(60),
+        Duration::from_secs(1),
+        &what,
+        || {
+            let pods = pods.clone();
+            async move {
+                let list = pods.list(&ListParams::default().labels(selector)).await?;
+                Ok(list.items.iter().find_map(|p| {
+                    let st = p.status.as_ref()?;
+                    let ready = st
+                        .conditions
+                        .as_ref()?
+                        .iter()
+                        .any(|c| c.type_ == "Ready" && c.status == "True");
+                    let cs = st.container_statuses.as_ref()?.first()?;
+                    (ready && cs.image == image).then(|| (cs.image.clone(), cs.image_id.clone()))
+                }))
+            }
+        },
+    )
+    .await
 }
 
 /// The pod's imageID names the digest `make push` printed for its image.
