@@ -116,8 +116,12 @@ async fn ready_pod_running(
                         .as_ref()?
                         .iter()
                         .any(|c| c.type_ == "Ready" && c.status == "True");
+                    // The spec's reference: the status may name another tag of the same
+                    // content (this build pushed under an earlier run's path); the digest is
+                    // what is compared.
+                    let asked = p.spec.as_ref()?.containers.first()?.image.as_deref()?;
                     let cs = st.container_statuses.as_ref()?.first()?;
-                    (ready && cs.image == image).then(|| (cs.image.clone(), cs.image_id.clone()))
+                    (ready && asked == image).then(|| (asked.to_string(), cs.image_id.clone()))
                 }))
             }
         },
