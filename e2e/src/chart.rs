@@ -40,6 +40,7 @@ fn install() -> Result<()> {
         bail!("e2e/tools/ensure helm failed ({ensure})");
     }
     let helm = helm_binary();
+    recover_interrupted_release(&helm)?;
     let mut cmd = Command::new(&helm);
     // A locally built operator image under another tag (e.g. a debug build) can be tested as is.
     if let Ok(tag) = std::env::var("MSGBENCH_E2E_OPERATOR_TAG") {
@@ -71,6 +72,39 @@ fn install() -> Result<()> {
             output.status,
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(())
+}
+
+/// A helm run killed mid-upgrade (a test run stopped by hand, a CI job timed out) leaves the
+/// release `pending-*`, and every later upgrade fails with "another operation is in progress":
+/// roll back to the last deployed revision first.
+fn recover_interrupted_release(helm: &str) -> Result<()> {
+    let status = Command::new(helm)
+        .args(["status", RELEASE, "--namespace", NAMESPACE, "-o", "json"])
+        .arg("--kubeconfig")
+        .arg(kubeconfig_path())
+        .output()
+        .context("helm status")?;
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&status.stdout) else {
+        return Ok(()); // no release yet
+    };
+    let state = v["info"]["status"].as_str().unwrap_or_default();
+    if !state.starts_with("pending-") {
+        return Ok(());
+    }
+    eprintln!("helm release {RELEASE} is {state} (an interrupted run): rolling back");
+    let out = Command::new(helm)
+        .args(["rollback", RELEASE, "--namespace", NAMESPACE, "--wait"])
+        .arg("--kubeconfig")
+        .arg(kubeconfig_path())
+        .output()
+        .context("helm rollback")?;
+    if !out.status.success() {
+        bail!(
+            "helm rollback of the {state} release failed: {}",
+            String::from_utf8_lossy(&out.stderr)
         );
     }
     Ok(())
