@@ -30,7 +30,7 @@ fn cel_list(items: &[&str]) -> String {
 
 fn labels_rule() -> Rule {
     Rule::new(format!(
-        "self.labels.all(k, !(k in {}) && !k.startsWith('{RESERVED_PREFIX}'))",
+        "!has(self.labels) || self.labels.all(k, !(k in {}) && !k.startsWith('{RESERVED_PREFIX}'))",
         cel_list(RESERVED_LABELS)
     ))
     .message(Message::Message(format!(
@@ -43,7 +43,7 @@ fn labels_rule() -> Rule {
 
 fn annotations_rule() -> Rule {
     Rule::new(format!(
-        "self.annotations.all(k, !k.startsWith('{RESERVED_PREFIX}'))"
+        "!has(self.annotations) || self.annotations.all(k, !k.startsWith('{RESERVED_PREFIX}'))"
     ))
     .message(Message::Message(format!(
         "pod.annotations: {RESERVED_PREFIX}* annotations are the operator's own and cannot be set"
