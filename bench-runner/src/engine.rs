@@ -1,6 +1,7 @@
 //! Runs a workload: connects subscribers and publishers, waits at the start gate, drives each
 //! publisher on its open-loop schedule, drains, and assembles the result.
 use crate::clock;
+use crate::drain_counts::DrainCounts;
 use crate::drivers::{self, Driver, Outgoing, Publisher};
 use crate::options::RunOptions;
 use crate::payload::Header;
@@ -110,7 +111,7 @@ async fn run_messaging(
         all_stats.push(st.clone());
         let h = window
             .retry(|| {
-                let rec = ReceiveRecorder::new(opts.runner_id, st.clone());
+                let rec = ReceiveRecorder::new(opts.runner_id, opts.run_tag, st.clone());
                 driver.subscribe(i, topics.clone(), rec, stop_rx.clone())
             })
             .await
@@ -123,7 +124,7 @@ async fn run_messaging(
         all_stats.push(st.clone());
         let p = window
             .retry(|| {
-                let rec = ReceiveRecorder::new(opts.runner_id, st.clone());
+                let rec = ReceiveRecorder::new(opts.runner_id, opts.run_tag, st.clone());
                 driver.publisher(i, st.clone(), rec, stop_rx.clone())
             })
             .await
@@ -199,6 +200,7 @@ async fn run_messaging(
         let ctx = PubCtx {
             idx: i as u32,
             runner: opts.runner_id,
+            run_tag: opts.run_tag,
             topic: i as u32 % w.topics,
             phases: phases.clone(),
             start_us,
@@ -417,38 +419,19 @@ async fn drain(stats: &[Shared], delivery: Delivery, limit: Duration) {
     let deadline = tokio::time::Instant::now() + limit;
     let (mut last_total, mut quiet_since) = (u64::MAX, tokio::time::Instant::now());
     loop {
-        let mut total = 0;
-        let (mut published_by_topic, mut subs, mut published, mut own_unique) =
-            (Vec::new(), Vec::new(), 0, 0);
-        for s in stats {
-            let s = s.lock().expect("stats lock");
-            for p in &s.phases {
-                add_into(&mut published_by_topic, &p.published_by_topic);
-                add_into(&mut subs, &p.subscribers_by_topic);
-                published += p.published;
-                own_unique += p.received - p.duplicates - p.received_remote;
-                total += p.received;
-            }
-        }
-        let now = tokio::time::Instant::now();
-        if total != last_total {
-            (last_total, quiet_since) = (total, now);
-        }
-        let expected: u64 = match delivery {
-            Delivery::RoundTrip => published,
-            // Subscriber counts are repeated in every phase: divide back to one set.
-            Delivery::FanOut => {
-                let n = stats
-                    .first()
-                    .map_or(1, |s| s.lock().expect("lock").phases.len() as u64);
-                published_by_topic
-                    .iter()
-                    .zip(&subs)
-                    .map(|(p, s)| p * (s / n))
-                    .sum()
-            }
+        let counts = {
+            let guards: Vec<_> = stats
+                .iter()
+                .map(|s| s.lock().expect("stats lock"))
+                .collect();
+            let tasks: Vec<&TaskStats> = guards.iter().map(|g| &**g).collect();
+            DrainCounts::of(&tasks, delivery)
         };
-        let own_done = own_unique >= expected;
+        let now = tokio::time::Instant::now();
+        if counts.received != last_total {
+            (last_total, quiet_since) = (counts.received, now);
+        }
+        let own_done = counts.own_unique >= counts.expected;
         if (own_done && now - quiet_since >= DRAIN_QUIET) || now >= deadline {
             return;
         }
@@ -456,18 +439,19 @@ async fn drain(stats: &[Shared], delivery: Delivery, limit: Duration) {
     }
 }
 
-fn add_into(a: &mut Vec<u64>, b: &[u64]) {
+pub(crate) fn add_into(a: &mut Vec<u64>, b: &[u64]) {
     if a.len() < b.len() {
         a.resize(b.len(), 0);
     }
     for (x, y) in a.iter_mut().zip(b) {
-        *x += y;
+        *x = x.saturating_add(*y);
     }
 }
 
 struct PubCtx {
     idx: u32,
     runner: u16,
+    run_tag: u16,
     topic: u32,
     phases: Arc<Vec<PlanPhase>>,
     start_us: u64,
@@ -593,6 +577,7 @@ async fn send_phase(
         .unwrap_or(0)
         .max(1_000_000);
     let header = |seq: u64, intended_us: u64| Header {
+        run: ctx.run_tag,
         runner: ctx.runner,
         phase: k as u8,
         publisher: ctx.idx as u16,

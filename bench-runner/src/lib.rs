@@ -8,6 +8,7 @@ pub mod clock;
 pub mod connect;
 pub mod connections;
 pub mod cpu;
+mod drain_counts;
 pub mod drivers;
 pub mod engine;
 pub mod options;

@@ -38,9 +38,9 @@ enum Cmd {
         /// Where to write the JSON result.
         #[arg(long, short = 'o')]
         output: Option<PathBuf>,
-        /// Runner id carried in every payload (default: random). Runners of one run need
-        /// distinct ids; latency is only measured for messages carrying this runner's id.
-        #[arg(long, env = "MSGBENCH_RUNNER_ID")]
+        /// Runner id carried in every payload, 1 to 255 (default: random). Runners of one run
+        /// need distinct ids; latency is only measured for messages carrying this runner's id.
+        #[arg(long, env = "MSGBENCH_RUNNER_ID", value_parser = clap::value_parser!(u16).range(1..=255))]
         runner_id: Option<u16>,
         /// Exit with status 3 when the generator was saturated.
         #[arg(long)]
@@ -73,8 +73,8 @@ enum Cmd {
             default_value = "/etc/msgbench/agent.yaml"
         )]
         config: PathBuf,
-        /// Runner id (default: JOB_COMPLETION_INDEX + 1 of an Indexed Job).
-        #[arg(long, env = "MSGBENCH_RUNNER_ID")]
+        /// Runner id, 1 to 255 (default: JOB_COMPLETION_INDEX + 1 of an Indexed Job).
+        #[arg(long, env = "MSGBENCH_RUNNER_ID", value_parser = clap::value_parser!(u16).range(1..=255))]
         runner_id: Option<u16>,
         /// Address of /ready, /start, /progress and /results.
         #[arg(long, default_value = "0.0.0.0:9090")]
@@ -128,6 +128,7 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
                 .with_context(|| format!("{}: not a valid workload", file.display()))?;
             let opts = RunOptions {
                 runner_id: runner_id.unwrap_or_else(random_id),
+                run_tag: 0,
                 progress: std::io::stderr().is_terminal(),
                 gate: None,
                 setup: Default::default(),
@@ -245,7 +246,8 @@ fn random_id() -> u16 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     let x = t.as_nanos() as u64 ^ (u64::from(std::process::id()) << 17);
-    (x ^ (x >> 16) ^ (x >> 32) ^ (x >> 48)) as u16
+    // One byte on the wire (see payload.rs), never 0.
+    ((x ^ (x >> 16) ^ (x >> 32) ^ (x >> 48)) % 255) as u16 + 1
 }
 
 /// Runner id of an Indexed Job pod: completion index + 1 (ids of one run differ).

@@ -18,6 +18,9 @@ pub trait StartGate: Send + Sync {
 #[derive(Clone)]
 pub struct RunOptions {
     pub runner_id: u16,
+    /// Written into every payload header; deliveries carrying another tag are another run's
+    /// (or another client's) and counted apart as foreign. Standalone runs use 0.
+    pub run_tag: u16,
     pub progress: bool,
     pub gate: Option<Arc<dyn StartGate>>,
     pub setup: SharedSetup,
@@ -34,6 +37,7 @@ impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             runner_id: 0,
+            run_tag: 0,
             progress: false,
             gate: None,
             setup: SharedSetup::default(),

@@ -34,6 +34,8 @@ pub struct TaskStats {
     pub acks: AckBook,
     /// Sequences received per (runner, publisher) stream (subscriber tasks).
     streams: HashMap<(u16, u16), SeqTracker>,
+    /// Per phase: first deliveries of this runner's own messages (what the drain waits for).
+    pub own_unique: Vec<u64>,
 }
 
 impl TaskStats {
@@ -55,6 +57,7 @@ impl TaskStats {
             timeline_out_of_order: Vec::new(),
             acks: AckBook::new(phase_names.len()),
             streams: HashMap::new(),
+            own_unique: vec![0; phase_names.len()],
         }
     }
 
@@ -117,9 +120,21 @@ struct SeqTracker {
     highest: Option<u64>,
 }
 
+/// The bitset grows only this far past the highest sequence seen (2 MiB per step), so one
+/// stray header can never make a runner allocate gigabytes.
+const SEQ_WINDOW: u64 = 1 << 24;
+/// No stream's bitset grows past 2^32 sequences (512 MiB).
+const SEQ_TRACKED_MAX: u64 = 1 << 32;
+
 impl SeqTracker {
-    /// Returns (duplicate, out_of_order).
-    fn observe(&mut self, seq: u64) -> (bool, bool) {
+    /// Returns (duplicate, out_of_order), or `None` for a sequence too far ahead to track.
+    fn observe(&mut self, seq: u64) -> Option<(bool, bool)> {
+        let reach = self
+            .highest
+            .map_or(SEQ_WINDOW, |h| h.saturating_add(SEQ_WINDOW));
+        if seq >= SEQ_TRACKED_MAX || seq > reach {
+            return None;
+        }
         let dup = self.seen.contains(seq as usize);
         if !dup {
             self.seen.grow_and_insert(seq as usize);
@@ -128,19 +143,25 @@ impl SeqTracker {
         if self.highest.is_none_or(|h| seq > h) {
             self.highest = Some(seq);
         }
-        (dup, ooo)
+        Some((dup, ooo))
     }
 }
 
 /// What a subscriber task calls for each delivered payload.
 pub struct ReceiveRecorder {
     runner: u16,
+    run_tag: u16,
     stats: Shared,
 }
 
 impl ReceiveRecorder {
-    pub fn new(runner: u16, stats: Shared) -> Self {
-        ReceiveRecorder { runner, stats }
+    /// Records for runner `runner` of the run (trial) tagged `run_tag`.
+    pub fn new(runner: u16, run_tag: u16, stats: Shared) -> Self {
+        ReceiveRecorder {
+            runner,
+            run_tag,
+            stats,
+        }
     }
 
     /// Records one delivery; `now_us` is read by the caller right after the message arrived.
@@ -151,20 +172,37 @@ impl ReceiveRecorder {
             *s.phases[i].errors.entry("badPayload".into()).or_default() += 1;
             return;
         };
+        if h.run != self.run_tag {
+            // Another run's (or another client's) message on this run's subjects: counted
+            // apart, never as a delivery, a duplicate or a latency of this run.
+            let i = unphased(s.phases.len());
+            s.phases[i].foreign += 1;
+            return;
+        }
         let phase = h.phase as usize;
         if phase >= s.phases.len() {
             let i = unphased(s.phases.len());
             *s.phases[i].errors.entry("unknownPhase".into()).or_default() += 1;
             return;
         }
-        let (dup, ooo) = s
+        let tracked = s
             .streams
             .entry((h.runner, h.publisher))
             .or_default()
             .observe(h.seq);
+        let Some((dup, ooo)) = tracked else {
+            *s.phases[phase]
+                .errors
+                .entry("sequenceOutOfRange".into())
+                .or_default() += 1;
+            return;
+        };
+        let own = h.runner == self.runner && !dup;
+        if own {
+            s.own_unique[phase] += 1;
+        }
         // One clock per sample: only this runner's own messages carry a latency.
-        let own_latency =
-            (h.runner == self.runner && !dup).then(|| now_us.saturating_sub(h.intended_us));
+        let own_latency = own.then(|| h.latency_at(now_us));
         s.count_received(now_us, own_latency, (dup, ooo));
         let first = *s.first_recv_us[phase].get_or_insert(now_us);
         s.last_recv_us[phase] = s.last_recv_us[phase].max(now_us);
@@ -219,7 +257,7 @@ pub fn record_ack(stats: &Shared, h: &Header) {
     let Some(p) = s.phases.get_mut(h.phase as usize) else {
         return;
     };
-    p.ack_latency.record(now.saturating_sub(h.intended_us));
+    p.ack_latency.record(h.latency_at(now));
     s.acks.acked(h.phase, h.seq, now);
     if let Some(i) = s.second(now) {
         bump(&mut s.timeline_acked, i, 1);
@@ -285,9 +323,10 @@ mod tests {
             Delivery::FanOut,
             0,
         )));
-        let mut r = ReceiveRecorder::new(1, stats.clone());
+        let mut r = ReceiveRecorder::new(1, 0, stats.clone());
         for seq in [0, 1, 3, 2, 3, 5, 4, 0] {
             let h = Header {
+                run: 0,
                 runner: 1,
                 phase: 0,
                 publisher: 0,
@@ -298,6 +337,7 @@ mod tests {
         }
         r.on_payload(
             Some(Header {
+                run: 0,
                 runner: 2,
                 phase: 0,
                 publisher: 0,
@@ -329,6 +369,7 @@ mod tests {
         // Two seconds later: one more duplicate and one late arrival, in their own second.
         for seq in [5, 6, 9, 8] {
             let h = Header {
+                run: 0,
                 runner: 1,
                 phase: 0,
                 publisher: 0,
@@ -340,6 +381,43 @@ mod tests {
         let s = stats.lock().unwrap();
         assert_eq!(s.timeline_duplicates, [2, 0, 1]);
         assert_eq!(s.timeline_out_of_order, [2, 0, 1]);
+    }
+
+    /// A header from the wire never sizes memory: a sequence far past what the stream has
+    /// reached is refused (counted as an error), and the bitset stays small.
+    #[test]
+    fn a_stray_sequence_cannot_grow_the_bitset() {
+        let stats = Arc::new(Mutex::new(TaskStats::new(
+            &["m".into()],
+            1,
+            Delivery::FanOut,
+            0,
+        )));
+        let mut r = ReceiveRecorder::new(1, 3, stats.clone());
+        let h = |seq| Header {
+            run: 3,
+            runner: 1,
+            phase: 0,
+            publisher: 0,
+            seq,
+            intended_us: 0,
+        };
+        for seq in [0, 1, (1 << 40) - 1, 1 << 30, 2] {
+            r.on_payload(Some(h(seq)), 1);
+        }
+        let s = stats.lock().unwrap();
+        assert_eq!(s.phases[0].received, 3);
+        assert_eq!(s.phases[0].errors.get("sequenceOutOfRange"), Some(&2));
+        assert!(
+            s.seen(1, 0).unwrap().len() <= 64,
+            "{}",
+            s.seen(1, 0).unwrap().len()
+        );
+        // Another run's tag: foreign, not a delivery.
+        drop(s);
+        r.on_payload(Some(Header { run: 4, ..h(3) }), 1);
+        let s = stats.lock().unwrap();
+        assert_eq!((s.phases[0].received, s.phases[0].foreign), (3, 1));
     }
 
     /// Runner 1: publisher 0 on topic 0 (acks 0..10 in phase 1), subscriber A on topic 0 that
@@ -357,13 +435,14 @@ mod tests {
         register_subscription(&a, &[0]);
         register_subscription(&b, &[1]);
         let h = |runner, seq| Header {
+            run: 0,
             runner,
             phase: 1,
             publisher: 0,
             seq,
             intended_us: 0,
         };
-        let mut rec = ReceiveRecorder::new(1, a.clone());
+        let mut rec = ReceiveRecorder::new(1, 0, a.clone());
         for seq in 0..10 {
             record_ack(&publisher, &h(1, seq));
             rec.on_payload(Some(h(2, seq)), 5);

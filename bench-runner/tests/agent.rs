@@ -61,6 +61,11 @@ fn config(port: u16, trials: u32, barrier: u32) -> AgentConfig {
         results_hold_seconds: 30,
         target_auth: vec![],
         target_tls: vec![],
+        // As the operator writes it: every trial on subjects and a tag of its own.
+        isolation: Some(runner_api::agent::RunIsolation {
+            id: "a1b2c3d4g1".into(),
+            tag: 77,
+        }),
     }
 }
 

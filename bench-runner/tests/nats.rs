@@ -380,3 +380,49 @@ async fn bad_workloads_are_rejected_naming_the_field() {
     .to_string();
     assert!(e.contains("does not fit protocol"), "{e}");
 }
+
+/// Two runs against one server at once. With the same subjects, each counts the other's
+/// messages apart (foreign) and its own figures stay exact; with each run's own names (what
+/// the operator configures) no message of the other run even arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_runs_on_one_server_never_count_each_others_messages() {
+    use runner_api::agent::RunIsolation;
+    let s = nats_server(false);
+    let target = format!("nats://127.0.0.1:{}", s.port);
+    let yaml = "protocol: nats\npublishers: 1\nsubscribers: 1\nratePerPublisher: 500\ndurationSeconds: 2\ndrainSeconds: 2\n";
+    let b = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+    let o = |tag| RunOptions {
+        runner_id: 1,
+        run_tag: tag,
+        gate: Some(std::sync::Arc::new(Barrier(b.clone()))),
+        ..Default::default()
+    };
+    let (a, c) = tokio::join!(
+        run(workload(yaml), &target, o(1)),
+        run(workload(yaml), &target, o(2))
+    );
+    for r in [a.unwrap(), c.unwrap()] {
+        let m = &r.measured;
+        assert_eq!(
+            (m.published, m.received, m.summary.expected),
+            (1000, 1000, 1000)
+        );
+        assert_eq!((m.duplicates, m.out_of_order, m.received_remote), (0, 0, 0));
+        assert_eq!(m.latency.len(), 1000);
+        assert_eq!(m.foreign, 1000, "the other run's messages, counted apart");
+    }
+    let isolated = |id: &str, tag| {
+        let iso = RunIsolation { id: id.into(), tag };
+        let mut w = workload(yaml);
+        iso.apply(&mut w, 1);
+        (w, iso.tag_of(1))
+    };
+    let ((wa, ta), (wc, tc)) = (isolated("runa", 5), isolated("runc", 9));
+    assert_ne!(wa.topic_prefix, wc.topic_prefix);
+    let (a, c) = tokio::join!(run(wa, &target, o(ta)), run(wc, &target, o(tc)));
+    for r in [a.unwrap(), c.unwrap()] {
+        let m = &r.measured;
+        assert_eq!((m.published, m.received, m.foreign), (1000, 1000, 0));
+        assert_eq!(m.summary.delivered_ratio, 1.0);
+    }
+}

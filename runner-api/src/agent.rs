@@ -1,6 +1,6 @@
 //! What the operator and an agent exchange: the agent config (from the run's ConfigMap) and the
 //! bodies of the control endpoint (`/start`, `/progress`, `/results`, `/results/ack`).
-use msgbench_crds::workload::Workload;
+use msgbench_crds::workload::{Protocol, Workload};
 use serde::{Deserialize, Serialize};
 
 /// Version of the result record envelope.
@@ -51,6 +51,59 @@ pub struct AgentConfig {
     /// the server's Secret, key `ca.crt`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub target_tls: Vec<TargetTls>,
+    /// Names and tags that keep this run's traffic apart from every other run's on the same
+    /// server. `None` (standalone use): the workload's names as written, tag 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<RunIsolation>,
+}
+
+/// One run's identity on the wire. Every trial gets its own subjects (topics, channels),
+/// client ids, JetStream stream and payload tag, so neither another run nor a late message of
+/// an earlier trial is ever counted as this trial's.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunIsolation {
+    /// Short id of the run and spec generation (lowercase letters and digits).
+    pub id: String,
+    /// Payload tag of trial 0; trial `n` uses `tag + n * TRIAL_STRIDE` (mod 2^16, distinct for
+    /// every trial of a run).
+    pub tag: u16,
+}
+
+/// Odd, so `n * TRIAL_STRIDE` differs for every trial number below 2^16.
+const TRIAL_STRIDE: u16 = 0x9E37;
+
+impl RunIsolation {
+    /// The payload tag of `trial` (1-based).
+    pub fn tag_of(&self, trial: u32) -> u16 {
+        self.tag
+            .wrapping_add((trial as u16).wrapping_mul(TRIAL_STRIDE))
+    }
+
+    /// `prefix` made this trial's own: `<prefix>-<id>-t<trial>` (valid in NATS subjects,
+    /// MQTT topics, Socket.IO rooms and Pusher channels alike).
+    pub fn topic_prefix(&self, prefix: &str, trial: u32) -> String {
+        format!("{prefix}-{}-t{trial}", self.id)
+    }
+
+    /// A JetStream stream name made this trial's own: `<stream>_<ID>_T<trial>`.
+    pub fn stream(&self, stream: &str, trial: u32) -> String {
+        format!("{stream}_{}_T{trial}", self.id.to_uppercase())
+    }
+
+    /// `w` with this trial's names: a stream the run creates gets its own name and subjects;
+    /// an existing stream (`createStream: false`) keeps the names it was given, which must
+    /// match its subjects (the tag still tells other traffic apart).
+    pub fn apply(&self, w: &mut Workload, trial: u32) {
+        if w.protocol == Protocol::Jetstream {
+            let js = w.jetstream.get_or_insert_with(Default::default);
+            if !js.create_stream {
+                return;
+            }
+            js.stream = self.stream(&js.stream, trial);
+        }
+        w.topic_prefix = self.topic_prefix(&w.topic_prefix, trial);
+    }
 }
 
 /// The CA a `tls://` target's certificate is verified with.

@@ -44,6 +44,10 @@ pub struct PhaseStats {
     pub out_of_order: u64,
     /// Deliveries of messages another runner sent: counted, never used for latency.
     pub received_remote: u64,
+    /// Deliveries that carry another run's tag (another run, trial or client publishing on
+    /// this run's subjects): counted here only, never in `received`, duplicates or latency.
+    #[serde(default)]
+    pub foreign: u64,
     pub errors: BTreeMap<String, u64>,
     /// Longest publisher time in the phase and longest receive span, seconds.
     pub publish_seconds: f64,
@@ -163,6 +167,7 @@ impl PhaseStats {
         self.duplicates = self.duplicates.saturating_add(o.duplicates);
         self.out_of_order = self.out_of_order.saturating_add(o.out_of_order);
         self.received_remote = self.received_remote.saturating_add(o.received_remote);
+        self.foreign = self.foreign.saturating_add(o.foreign);
         add_errors(&mut self.errors, &o.errors);
         self.publish_seconds = self.publish_seconds.max(o.publish_seconds);
         self.receive_seconds = self.receive_seconds.max(o.receive_seconds);

@@ -232,6 +232,11 @@ pub async fn run(
         "trials: must be between 1 and 20, got {}",
         cfg.trials
     );
+    anyhow::ensure!(
+        (1..=crate::payload::MAX_RUNNER).contains(&runner_id),
+        "runner id must be between 1 and {}, got {runner_id}",
+        crate::payload::MAX_RUNNER
+    );
     let plan = cfg.plan();
     anyhow::ensure!(
         plan.len() <= 120,
@@ -267,8 +272,17 @@ pub async fn run(
                 wait: Duration::from_secs(u64::from(cfg.barrier_timeout_seconds)),
             }
         };
+        let mut workload = planned.workload.clone();
+        let run_tag = match &cfg.isolation {
+            Some(iso) => {
+                iso.apply(&mut workload, trial);
+                iso.tag_of(trial)
+            }
+            None => 0,
+        };
         let opts = RunOptions {
             runner_id,
+            run_tag,
             progress: false,
             gate: Some(Arc::new(gate)),
             setup,
@@ -281,7 +295,7 @@ pub async fn run(
                 .map(|t| t.ca_file.clone().into()),
         };
         let label = variant_label(&planned);
-        let result = engine::run(planned.workload, &planned.target, opts)
+        let result = engine::run(workload, &planned.target, opts)
             .await
             .map_err(|e| e.context(format!("trial {trial}{label}")))?;
         let started_ms = *released_ms.lock().expect("released");

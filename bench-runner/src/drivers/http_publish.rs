@@ -261,6 +261,7 @@ mod tests {
         Outgoing {
             topic: 0,
             header: Header {
+                run: 0,
                 runner: 1,
                 phase: 0,
                 publisher: 0,

@@ -39,7 +39,9 @@ impl MqttDriver {
 
     /// Connects and waits for CONNACK (the first event after a successful connect).
     async fn connect(&self, role: &str, idx: u32) -> anyhow::Result<(Client, Loop)> {
-        let id = format!("msgbench-{}-{role}-{idx}", self.runner);
+        // Client ids from the run's own prefix: two runs on one broker never take over each
+        // other's sessions.
+        let id = format!("{}-{}-{role}-{idx}", self.w.topic_prefix, self.runner);
         let (c, mut l) = mqtt_client::new(&self.target.host, self.target.port, id, &self.o);
         let connected = tokio::time::timeout(Duration::from_secs(10), async {
             loop {
@@ -147,7 +149,7 @@ impl Driver for MqttDriver {
             if self.o.version == MqttVersion::V311 && self.o.qos <= 1 {
                 let p = super::mqtt_wire::WirePublisher::connect(
                     &self.target,
-                    &format!("msgbench-{}-pub-{idx}", self.runner),
+                    &format!("{}-{}-pub-{idx}", self.w.topic_prefix, self.runner),
                     self.o.keep_alive_seconds,
                     self.o.qos,
                     self.o.max_in_flight,

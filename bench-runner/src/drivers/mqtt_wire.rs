@@ -472,6 +472,7 @@ mod tests {
                 .await
                 .unwrap();
             let header = crate::payload::Header {
+                run: 0,
                 runner: 1,
                 phase: 1,
                 publisher: 0,

@@ -261,6 +261,7 @@ mod tests {
     fn frames_are_deliveries_pings_or_other() {
         assert_eq!(EVENT_KEY, format!("\"event\":\"{EVENT}\""));
         let h = Header {
+            run: 0,
             runner: 3,
             phase: 1,
             publisher: 2,

@@ -264,6 +264,7 @@ mod tests {
     #[test]
     fn message_events_yield_their_header() {
         let h = Header {
+            run: 0,
             runner: 3,
             phase: 1,
             publisher: 2,

@@ -185,6 +185,7 @@ mod tests {
 
     fn msg(topic: u32, seq: u64) -> Outgoing {
         let header = Header {
+            run: 0,
             runner: 1,
             phase: 0,
             publisher: 2,
