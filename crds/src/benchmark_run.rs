@@ -96,6 +96,14 @@ pub struct BenchmarkRunSpec {
     /// A finished BenchmarkRun in this namespace to compare with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline_ref: Option<BaselineRef>,
+    /// Let other runs load this run's targets at the same time (a scenario that wants
+    /// contention). By default a run has its targets to itself: it waits (WaitingForTarget,
+    /// reason TargetInUse, naming the run in the way) until every run applied before it that
+    /// uses one of its targets is done. Two runs run together only when both set this; each
+    /// then says so (condition TargetReady, reason TargetShared) and its figures include the
+    /// other's load on the server.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub share_target: bool,
     /// Seconds the target may take to become Ready before the run fails with TargetNotReady.
     #[serde(default = "default_target_timeout")]
     #[schemars(range(min = 1, max = 3600))]

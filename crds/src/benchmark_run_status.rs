@@ -175,6 +175,12 @@ pub struct RunResult {
     pub duplicates: u64,
     /// Messages received out of a publisher's order.
     pub out_of_order: u64,
+    /// Deliveries of messages this run did not send (another run or client publishing on this
+    /// run's subjects, told apart by the run tag in every payload): never counted in
+    /// `received`, duplicates or latency. Above 0, the server carried load this run did not
+    /// generate, so its rates and latency are not this workload's alone.
+    #[serde(default)]
+    pub foreign: u64,
     /// Errors (publish failures, disconnects, timeouts).
     pub errors: u64,
     /// Measured-phase seconds.

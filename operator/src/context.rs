@@ -35,6 +35,9 @@ pub struct Context {
     /// The resourceVersion of each run's last status write, by uid: a cached run older than
     /// that is read again before anything is decided on it.
     pub run_versions: Mutex<HashMap<String, String>>,
+    /// The BenchmarkRun controller's cache, once it runs: who else uses a run's target.
+    pub run_cache:
+        std::sync::OnceLock<kube::runtime::reflector::Store<msgbench_crds::BenchmarkRun>>,
 }
 
 /// Requeue intervals: short while converging, long when stable (watches do the rest).
@@ -106,6 +109,7 @@ impl Context {
             runner_peer: crate::benchmark_run::runner_access::OperatorPeer::from_env(),
             agent_port: runner_api::agent::AGENT_PORT,
             run_versions: Mutex::default(),
+            run_cache: std::sync::OnceLock::new(),
         }
     }
 }

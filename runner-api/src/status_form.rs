@@ -113,6 +113,7 @@ pub fn to_status(r: &RunnerResult, trials: u32) -> RunResult {
         delivered_ratio: s.delivered_ratio,
         duplicates: m.duplicates,
         out_of_order: m.out_of_order,
+        foreign: m.foreign,
         // A connection that failed is an error, so `errors le 0` gates connection workloads.
         errors: s
             .errors

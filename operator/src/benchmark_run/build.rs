@@ -21,7 +21,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use msgbench_crds::benchmark_run::{BenchmarkRunSpec, ServerKind};
 use msgbench_crds::common::Tuning;
 use msgbench_crds::PodCustomization;
-use runner_api::agent::{AgentConfig, AGENT_PORT};
+use runner_api::agent::{AgentConfig, RunIsolation, AGENT_PORT};
 use std::collections::BTreeMap;
 
 pub const CONFIG_FILE: &str = "agent.yaml";
@@ -44,6 +44,29 @@ pub fn agent_config(spec: &BenchmarkRunSpec, target_url: &str) -> AgentConfig {
         results_hold_seconds: spec.runners.results_hold_seconds.max(0) as u32,
         target_auth: Vec::new(),
         target_tls: Vec::new(),
+        isolation: None,
+    }
+}
+
+/// A run's wire identity, from its uid (random) and spec generation: trial `n` of this run
+/// uses subjects `<prefix>-<id>-t<n>` and its own payload tag, so runs sharing a server never
+/// see each other's messages, nor a generation its predecessor's.
+pub fn run_isolation(uid: &str, generation: i64) -> RunIsolation {
+    let hex: String = uid
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    let hex = if hex.len() >= 12 {
+        hex
+    } else {
+        // Objects from the API always have a uid; tests may not.
+        format!("{:0>12}", hex)
+    };
+    let tag = u16::from_str_radix(&hex[8..12], 16).unwrap_or(0) ^ (generation as u16);
+    RunIsolation {
+        id: format!("{}g{generation}", &hex[..8]),
+        tag,
     }
 }
 

@@ -223,7 +223,7 @@ async fn stream_leader(
     rec: &FaultRecord,
     pods: &[Pod],
 ) -> Result<String, String> {
-    let stream = stream_name(br, rec.variant.as_deref());
+    let stream = stream_name(br, rec.trial);
     let asks = pods.iter().filter_map(|p| {
         let ip: IpAddr = p.status.as_ref()?.pod_ip.as_ref()?.parse().ok()?;
         Some(async move {
@@ -245,15 +245,14 @@ fn leader_of<'a>(stream: &str, answers: impl Iterator<Item = &'a Jsz>) -> Option
         .find_map(|s| s.cluster.as_ref()?.leader.clone())
 }
 
-fn stream_name(br: &BenchmarkRun, _variant: Option<&str>) -> String {
-    // Variants override replicas and storage, never the stream's name.
-    br.spec
-        .workload
-        .jetstream
-        .as_ref()
-        .cloned()
-        .unwrap_or_default()
-        .stream
+/// The stream trial `trial` uses: the runners name it after the run (see `run_isolation`).
+/// Variants override replicas and storage, never the stream's name.
+fn stream_name(br: &BenchmarkRun, trial: i32) -> String {
+    let mut w = br.spec.workload.clone();
+    let generation = br.metadata.generation.unwrap_or(0);
+    let uid = br.metadata.uid.as_deref().unwrap_or_default();
+    super::build::run_isolation(uid, generation).apply(&mut w, trial.max(0) as u32);
+    w.jetstream.unwrap_or_default().stream
 }
 
 #[cfg(test)]

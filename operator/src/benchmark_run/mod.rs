@@ -31,6 +31,7 @@ pub mod stats;
 pub mod stop_runners;
 pub mod target;
 pub mod target_auth;
+pub mod target_lock;
 pub mod timing;
 pub mod variant_results;
 pub mod variants;

@@ -6,6 +6,7 @@ use super::gather::{self, DoneRunner, Gathered};
 use super::runner_pods::{self, RunnerView};
 use super::server_usage::{self, UsageRead};
 use super::target::{self, Resolved};
+use super::target_lock::{self, RunOnTarget};
 use super::{endpoints, runner_http, runner_token, timing};
 use crate::context::Context;
 use crate::error::Result;
@@ -33,6 +34,8 @@ pub struct Observed {
     pub targets: Vec<TargetSeen>,
     /// `spec.baselineRef`'s run, when the phase needs it.
     pub baseline: Option<BaselineSeen>,
+    /// The namespace's other runs that use one of this run's targets (while preparing).
+    pub on_target: Vec<RunOnTarget>,
     pub job: Option<Job>,
     pub runner_pods: Vec<Pod>,
     /// What each running agent said on `/progress` (agents that did not answer are absent).
@@ -56,6 +59,7 @@ impl Observed {
             now,
             targets: Vec::new(),
             baseline: None,
+            on_target: Vec::new(),
             job: None,
             runner_pods: Vec::new(),
             agents: Vec::new(),
@@ -97,6 +101,32 @@ pub struct BaselineState {
     pub observed_generation: Option<i64>,
 }
 
+/// The namespace's other runs that use one of `br`'s targets: from the controller's cache
+/// (see `target_lock` for why a stale one is safe), else listed (tests without a controller).
+async fn runs_on_target(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Vec<RunOnTarget>> {
+    let mine = target_lock::target_keys(&br.spec);
+    let runs: Vec<BenchmarkRun> = match ctx.run_cache.get() {
+        Some(store) => store
+            .state()
+            .iter()
+            .filter(|r| r.metadata.namespace.as_deref() == Some(ns))
+            .map(|r| (**r).clone())
+            .collect(),
+        None => {
+            Api::<BenchmarkRun>::namespaced(ctx.client.clone(), ns)
+                .list(&ListParams::default())
+                .await?
+                .items
+        }
+    };
+    Ok(runs
+        .iter()
+        .filter(|r| r.metadata.name != br.metadata.name)
+        .map(RunOnTarget::of)
+        .filter(|r| !r.targets.is_disjoint(&mine))
+        .collect())
+}
+
 /// One running agent's answer.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AgentSeen {
@@ -129,6 +159,7 @@ pub async fn observe(
     if matches!(phase, Phase::Pending | Phase::WaitingForTarget) {
         obs.targets = targets(ctx, br, &id.namespace).await?;
         obs.baseline = baseline(ctx, br, &id.namespace, &id.name).await?;
+        obs.on_target = runs_on_target(ctx, br, &id.namespace).await?;
         return Ok(obs);
     }
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &id.namespace);

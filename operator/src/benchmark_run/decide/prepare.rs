@@ -7,6 +7,7 @@ use crate::benchmark_run::build::{self, RunIdentity};
 use crate::benchmark_run::conditions::{self as cond, Status, RUNNERS_READY, TARGET_READY};
 use crate::benchmark_run::observe::{BaselineSeen, Observed, TargetSeen};
 use crate::benchmark_run::target::Resolved;
+use crate::benchmark_run::target_lock::{target_use, RunOnTarget, TargetUse};
 use crate::benchmark_run::{endpoints, target_auth, timing, variants};
 use msgbench_crds::benchmark_run::{BenchmarkRun, Phase, MAX_RUN_NAME};
 use msgbench_crds::names::name_violation;
@@ -84,7 +85,74 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
             return;
         }
     }
+    match target_use(&RunOnTarget::of(br), &obs.on_target) {
+        TargetUse::Busy { run, target, holds } => {
+            wait_for_target_in_use(d, obs, &run, &target, holds);
+            return;
+        }
+        TargetUse::Shared(with) => {
+            let msg = format!(
+                "{} (spec.shareTarget: true; running alongside {}: figures include their load)",
+                resolved.url,
+                with.join(", ")
+            );
+            let st = &mut d.status.conditions;
+            cond::set(
+                st,
+                TARGET_READY,
+                Status::True,
+                "TargetShared",
+                &msg,
+                Some(g),
+                &obs.now,
+            );
+        }
+        TargetUse::Free if br.spec.share_target => {
+            let msg = format!(
+                "{} (spec.shareTarget: true; no other run on it at the start)",
+                resolved.url
+            );
+            let st = &mut d.status.conditions;
+            cond::set(
+                st,
+                TARGET_READY,
+                Status::True,
+                "TargetShared",
+                &msg,
+                Some(g),
+                &obs.now,
+            );
+        }
+        TargetUse::Free => {}
+    }
     create_runners(br, id, obs, d, resolved, &planned, &urls);
+}
+
+/// Another run loads (or, applied earlier, will load first) one of this run's targets: wait
+/// without a deadline of our own — the run in the way is bounded by its own deadline.
+fn wait_for_target_in_use(d: &mut Decision, obs: &Observed, run: &str, target: &str, holds: bool) {
+    let g = d.status.observed_generation.unwrap_or(0);
+    let how = if holds {
+        "is running on it"
+    } else {
+        "was applied earlier and goes first"
+    };
+    let msg = format!(
+        "{target} is in use: run {run} {how}; this run starts when it is done \
+         (set spec.shareTarget: true on both to run together)"
+    );
+    let st = &mut d.status;
+    cond::set(
+        &mut st.conditions,
+        TARGET_READY,
+        Status::False,
+        "TargetInUse",
+        &msg,
+        Some(g),
+        &obs.now,
+    );
+    st.phase = Some(Phase::WaitingForTarget);
+    d.requeue = Some(BASELINE_POLL);
 }
 
 /// Why a target is not usable yet, as the wait it causes.
@@ -248,6 +316,10 @@ fn create_runners(
     let g = id.generation;
     let st = &mut d.status;
     let mut cfg = build::agent_config(&br.spec, &resolved.url);
+    cfg.isolation = Some(build::run_isolation(
+        br.metadata.uid.as_deref().unwrap_or_default(),
+        g,
+    ));
     if !planned.is_empty() {
         if st.schedule.is_empty() {
             let names: Vec<String> = planned.iter().map(|v| v.name.clone()).collect();

@@ -401,6 +401,51 @@ fn a_reachable_target_creates_the_runners() {
     );
 }
 
+/// Another run holds the target: this run waits, naming it, and creates nothing; the runners
+/// it creates once the target is free carry the run's own wire identity.
+#[test]
+fn a_target_in_use_by_another_run_is_waited_for_then_the_run_starts_isolated() {
+    use crate::benchmark_run::target_lock::RunOnTarget;
+    let br = run(1, "");
+    let mut obs = Observed::at(at(T0 + 3));
+    obs.targets = vec![ready_target()];
+    let mut other = RunOnTarget::of(&br);
+    other.name = "holder".into();
+    other.holds = true;
+    obs.on_target = vec![other.clone()];
+    let d = decide_at(&br, &status(Phase::WaitingForTarget), &obs);
+    assert_eq!(d.status.phase, Some(Phase::WaitingForTarget));
+    assert!(d.effects.is_empty(), "{:?}", d.effects);
+    assert_eq!(
+        condition(&d, cond::TARGET_READY),
+        ("False".into(), "TargetInUse".into())
+    );
+    let msg = &cond::get(&d.status.conditions, cond::TARGET_READY)
+        .unwrap()
+        .message;
+    assert!(msg.contains("run holder is running on it"), "{msg}");
+    // Done: the run starts, and its agent config isolates it.
+    obs.on_target[0].holds = false;
+    obs.on_target[0].finished = true;
+    let d = decide_at(&br, &status(Phase::WaitingForTarget), &obs);
+    let [Effect::CreateRunners { config_map, .. }] = d.effects.as_slice() else {
+        panic!("{:?}", d.effects)
+    };
+    let cfg: runner_api::agent::AgentConfig =
+        serde_norway::from_str(&config_map.data.as_ref().unwrap()[build::CONFIG_FILE]).unwrap();
+    assert_eq!(cfg.isolation, Some(build::run_isolation("u-1", 1)));
+    // Both sharing: the run starts alongside and says so.
+    let shared = run(1, "shareTarget: true");
+    other.shares = true;
+    obs.on_target = vec![other];
+    let d = decide_at(&shared, &status(Phase::WaitingForTarget), &obs);
+    assert_eq!(d.status.phase, Some(Phase::Starting));
+    assert_eq!(
+        condition(&d, cond::TARGET_READY),
+        ("True".into(), "TargetShared".into())
+    );
+}
+
 /// A target with `spec.auth`: the runner container reads the server's Secret through
 /// `secretKeyRef`, and the agent config names only where (no credential passes the operator).
 #[test]
