@@ -2,6 +2,7 @@
 //! into the next status and effects. What is read depends on the phase: targets before the
 //! runners exist, runner pods and agents while they run, results once every runner is done.
 use super::build::{server_selector, RunIdentity};
+use super::faults::FaultPodSeen;
 use super::gather::{self, DoneRunner, Gathered};
 use super::runner_pods::{self, RunnerView};
 use super::server_usage::{self, UsageRead};
@@ -47,6 +48,8 @@ pub struct Observed {
     pub faults_allowed: bool,
     /// What this operator puts into runner pods a spec leaves open (image, pod additions).
     pub operands: std::sync::Arc<crate::operands::OperandDefaults>,
+    /// The pods of faults recorded as being injected whose outcome is not recorded yet.
+    pub fault_pods: Vec<FaultPodSeen>,
 }
 
 impl Observed {
@@ -64,6 +67,7 @@ impl Observed {
             server_pods: Vec::new(),
             faults_allowed: false,
             operands: Default::default(),
+            fault_pods: Vec::new(),
         }
     }
 }
@@ -162,6 +166,7 @@ pub async fn observe(
     if phase == Phase::Starting {
         return Ok(obs);
     }
+    obs.fault_pods = super::fault_inject::injected_pods(ctx, &id.namespace, &st.faults).await?;
     let done = done_runners(&view, &obs.agents, ctx.agent_port);
     if done.len() >= br.spec.runners.count.max(1) as usize {
         let trials = timing::total_trials(br) as u32;
