@@ -136,13 +136,17 @@ pub async fn observe(
         return Ok(obs);
     }
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &id.namespace);
+    // Only this run's Job (a Job of that name left by an earlier run of the same name is not),
+    // and only the pods it controls: labels alone can be anyone's.
     obs.job = Api::<Job>::namespaced(ctx.client.clone(), &id.namespace)
         .get_opt(&id.job_name())
-        .await?;
-    obs.runner_pods = pods
+        .await?
+        .filter(|j| runner_pods::controller_uid(&j.metadata) == Some(id.owner_ref.uid.as_str()));
+    let labelled = pods
         .list(&ListParams::default().labels(&id.pod_selector()))
         .await?
         .items;
+    obs.runner_pods = runner_pods::owned_by_job(labelled, obs.job.as_ref());
     if matches!(phase, Phase::Succeeded | Phase::Failed) {
         let comparing = st
             .comparison
