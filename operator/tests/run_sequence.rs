@@ -307,6 +307,10 @@ async fn a_whole_run_survives_a_restart_between_storing_and_sending_the_start() 
     assert!(pass(&api, &ctx).await.is_empty());
     assert_eq!(a1.lock().unwrap().acked, Some(2));
     assert_eq!(a2.lock().unwrap().acked, Some(2));
+    assert!(
+        ctx.runner_tokens.lock().unwrap().is_empty(),
+        "a finished run's token is not kept in memory"
+    );
 }
 
 /// One runner's run, Starting: its Job created, no pod yet; agents at .31 (for the Job's pod)
