@@ -252,7 +252,7 @@ fn a_recorded_choice_whose_pod_is_gone_replaced_or_terminating_counts_as_carried
         seen(Some("u0"), true),
     ] {
         let mut recs = vec![injecting()];
-        settle_injections(&br, &mut recs, &[pod.clone()], &late);
+        settle_injections(&br, &mut recs, std::slice::from_ref(&pod), &late);
         let r = &recs[0];
         assert_eq!(
             r.executed_time,
