@@ -98,6 +98,27 @@ pub struct FaultRecord {
     /// What the fault did to delivery, read from the trial's timeline once the run is merged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effect: Option<FaultEffect>,
+    /// Set while the fault is being carried out: written to status before the pod is deleted,
+    /// so a pass after a lost status write or a leader change confirms this very deletion
+    /// (or finishes it) instead of judging it late or choosing another pod. Cleared once the
+    /// outcome is recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub injecting: Option<FaultInjection>,
+}
+
+/// The pod a fault is about to act on, recorded before it is touched.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FaultInjection {
+    /// The chosen pod.
+    pub pod: String,
+    /// Its uid: a pod of the same name with another uid is its replacement (the deletion
+    /// happened), never a second target.
+    pub pod_uid: String,
+    /// When the deletion was about to be sent.
+    pub started_time: Time,
+    /// How the pod was chosen.
+    pub how: String,
 }
 
 impl FaultRecord {

@@ -4,7 +4,7 @@ use crate::metrics::Metrics;
 use crate::operands::OperandDefaults;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::Client;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -114,6 +114,27 @@ impl Context {
     }
 }
 
+impl Context {
+    /// Forgets what is kept in memory for runs whose uid is not in `live` (deleted runs): their
+    /// runner tokens and last written versions.
+    pub fn forget_runs_except(&self, live: &BTreeSet<String>) {
+        self.runner_tokens
+            .lock()
+            .expect("tokens")
+            .retain(|uid, _| live.contains(uid));
+        self.run_versions
+            .lock()
+            .expect("run versions")
+            .retain(|uid, _| live.contains(uid));
+    }
+
+    /// Drops a finished run's cached token: only letting holding runners go still needs it,
+    /// and that reads it from the run's Secret again.
+    pub fn forget_token(&self, run_uid: &str) {
+        self.runner_tokens.lock().expect("tokens").remove(run_uid);
+    }
+}
+
 /// This replica's part in leader election, as far as `/readyz` is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -186,6 +207,39 @@ mod tests {
         assert_eq!(b.failed("a"), 2);
         b.succeeded("a");
         assert_eq!(b.failed("a"), 1);
+    }
+
+    #[tokio::test]
+    async fn tokens_and_versions_of_deleted_runs_are_forgotten() {
+        // No request is made: any answer does.
+        let client = kube::Client::new(
+            tower::service_fn(|_: http::Request<kube::client::Body>| async {
+                Ok::<_, std::convert::Infallible>(http::Response::new(kube::client::Body::empty()))
+            }),
+            "default",
+        );
+        let ctx = Context::new(client, Arc::new(Readiness::new(1)), false);
+        for uid in ["gone", "live"] {
+            let t = ctx
+                .runner_tokens
+                .lock()
+                .unwrap()
+                .insert(uid.into(), "t".into());
+            assert!(t.is_none());
+            ctx.run_versions
+                .lock()
+                .unwrap()
+                .insert(uid.into(), "1".into());
+        }
+        ctx.forget_runs_except(&BTreeSet::from(["live".to_string()]));
+        let tokens: Vec<_> = ctx.runner_tokens.lock().unwrap().keys().cloned().collect();
+        let versions: Vec<_> = ctx.run_versions.lock().unwrap().keys().cloned().collect();
+        assert_eq!(
+            (tokens, versions),
+            (vec!["live".to_string()], vec!["live".to_string()])
+        );
+        ctx.forget_token("live");
+        assert!(ctx.runner_tokens.lock().unwrap().is_empty());
     }
 
     #[test]

@@ -27,6 +27,8 @@ struct Agent {
     /// Trial → the first start time it got (later ones are kept like a real agent does).
     starts: BTreeMap<u32, u64>,
     start_calls: usize,
+    /// `/progress` requests (each carries the run's token).
+    progress_calls: usize,
     records: Vec<ResultLine>,
     acked: Option<u32>,
 }
@@ -49,7 +51,11 @@ async fn agent_app(ip: &str, port: u16) -> (Shared, u16) {
         .route("/start", post(start))
         .route(
             "/progress",
-            get(|State(a): State<Shared>| async move { Json(a.lock().unwrap().progress.clone()) }),
+            get(|State(a): State<Shared>| async move {
+                let mut a = a.lock().unwrap();
+                a.progress_calls += 1;
+                Json(a.progress.clone())
+            }),
         )
         .route(
             "/results",
@@ -97,17 +103,27 @@ fn run_object() -> Value {
     })
 }
 
-fn runner_pod(index: u32, ip: &str) -> Value {
+/// A ready runner pod of the Job with uid `job_uid`, as the Job controller makes it.
+fn runner_pod(name: &str, index: u32, ip: &str, job_uid: &str) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": format!("seq-g1-{index}-abc"), "namespace": "bench",
+        "metadata": {"name": name, "namespace": "bench",
             "labels": {"app.kubernetes.io/name": "benchmarkrun", "app.kubernetes.io/instance": "seq",
                        "msgbench.dev/generation": "1",
-                       "batch.kubernetes.io/job-completion-index": index.to_string()}},
+                       "batch.kubernetes.io/job-completion-index": index.to_string()},
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "seq-g1",
+                                 "uid": job_uid, "controller": true}]},
         "spec": {"containers": [{"name": "runner", "image": "bench-runner"}]},
         "status": {"phase": "Running", "podIP": ip,
                    "conditions": [{"type": "Ready", "status": "True"}]}
     })
+}
+
+fn job_uid(api: &FakeApi) -> String {
+    api.get(JOB).expect("the Job exists")["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 fn context(api: &FakeApi, port: u16) -> Arc<Context> {
@@ -175,8 +191,14 @@ async fn a_whole_run_survives_a_restart_between_storing_and_sending_the_start() 
         "no runner ready: nothing to write"
     );
 
-    api.insert(&format!("{PODS}/seq-g1-0-abc"), runner_pod(0, "127.0.0.21"));
-    api.insert(&format!("{PODS}/seq-g1-1-abc"), runner_pod(1, "127.0.0.22"));
+    let job = job_uid(&api);
+    for (i, ip) in ["127.0.0.21", "127.0.0.22"].into_iter().enumerate() {
+        let name = format!("seq-g1-{i}-abc");
+        api.insert(
+            &format!("{PODS}/{name}"),
+            runner_pod(&name, i as u32, ip, &job),
+        );
+    }
     for a in [&a1, &a2] {
         a.lock().unwrap().progress.ready = true;
     }
@@ -285,4 +307,69 @@ async fn a_whole_run_survives_a_restart_between_storing_and_sending_the_start() 
     assert!(pass(&api, &ctx).await.is_empty());
     assert_eq!(a1.lock().unwrap().acked, Some(2));
     assert_eq!(a2.lock().unwrap().acked, Some(2));
+    assert!(
+        ctx.runner_tokens.lock().unwrap().is_empty(),
+        "a finished run's token is not kept in memory"
+    );
+}
+
+/// One runner's run, Starting: its Job created, no pod yet; agents at .31 (for the Job's pod)
+/// and .32 (for a stale one).
+async fn starting_run() -> (FakeApi, Arc<Context>, Shared, Shared) {
+    let (mine, port) = agent_app("127.0.0.31", 0).await;
+    let (stale, _) = agent_app("127.0.0.32", port).await;
+    let api = FakeApi::default();
+    let mut run = run_object();
+    run["spec"]["runners"]["count"] = json!(1);
+    api.insert(RUN, run);
+    let ctx = context(&api, port);
+    pass(&api, &ctx).await;
+    pass(&api, &ctx).await;
+    assert_eq!(status(&api, "/phase"), "Starting");
+    (api, ctx, mine, stale)
+}
+
+/// The run was deleted and created again under the same name while its old runners still
+/// terminate: they carry the same labels, but another Job (uid) controls them.
+#[tokio::test]
+async fn a_failed_pod_of_another_job_with_the_runs_labels_does_not_fail_the_run() {
+    let (api, ctx, _, _) = starting_run().await;
+    let mut failed = runner_pod("seq-g1-0-old", 0, "127.0.0.33", "old-job-uid");
+    failed["status"] = json!({"phase": "Failed", "reason": "Error"});
+    api.insert(&format!("{PODS}/seq-g1-0-old"), failed);
+    pass(&api, &ctx).await;
+    assert_eq!(
+        status(&api, "/phase"),
+        "Starting",
+        "{}",
+        api.get(RUN).unwrap()["status"]
+    );
+}
+
+#[tokio::test]
+async fn a_running_pod_of_another_job_with_the_runs_labels_is_never_sent_the_token() {
+    let (api, ctx, mine, stale) = starting_run().await;
+    let old = runner_pod("seq-g1-0-old", 0, "127.0.0.32", "old-job-uid");
+    api.insert(&format!("{PODS}/seq-g1-0-old"), old);
+    stale.lock().unwrap().progress.ready = true;
+    pass(&api, &ctx).await;
+    assert_eq!(
+        status(&api, "/progress/runnersReady"),
+        0,
+        "not a ready runner"
+    );
+
+    let pod = runner_pod("seq-g1-0-new", 0, "127.0.0.31", &job_uid(&api));
+    api.insert(&format!("{PODS}/seq-g1-0-new"), pod);
+    mine.lock().unwrap().progress.ready = true;
+    pass(&api, &ctx).await; // the start is chosen and stored
+    pass(&api, &ctx).await; // ... and sent; the agents are polled with the token
+    assert_eq!(status(&api, "/phase"), "Running");
+    assert!(mine.lock().unwrap().progress_calls > 0);
+    let s = stale.lock().unwrap();
+    assert_eq!(
+        (s.progress_calls, s.start_calls),
+        (0, 0),
+        "never told the token"
+    );
 }

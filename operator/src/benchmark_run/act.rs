@@ -2,8 +2,9 @@
 //! results, suspend or delete children), then the one status write and its events.
 use super::build::{self, RunIdentity};
 use super::decide::{self, Decision, Effect};
+use super::fault_inject::Deletion;
 use super::observe::Observed;
-use super::{runner_access, runner_http, runner_token};
+use super::{faults, runner_access, runner_http, runner_token};
 use crate::context::{Context, CONTROLLER_NAME};
 use crate::error::Result;
 use k8s_openapi::api::batch::v1::Job;
@@ -12,7 +13,7 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PropagationPolicy};
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, Resource, ResourceExt};
-use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Outcome, Phase};
+use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, FaultRecord, Outcome, Phase};
 use std::collections::BTreeMap;
 
 /// Carries out `d.effects` in order. A release whose answers show runners that started apart
@@ -60,41 +61,65 @@ pub async fn carry_out(
             }
             Effect::SuspendJob { name } => suspend(ctx, &id.namespace, name).await?,
             Effect::DeleteChildren => delete_children(ctx, id, |_| true).await?,
-            Effect::InjectFault { index } => inject_fault(ctx, br, id, d, *index).await,
+            Effect::InjectFault { index } => inject_fault(ctx, br, id, d, *index).await?,
         }
         d.effects.push(effect);
     }
     Ok(())
 }
 
-/// Carries out one due fault and records it (pod, time, how chosen) in status and an Event.
+/// Carries out one due fault, intent first: the chosen pod is written to status before it is
+/// deleted, so a lost status write or a leader change afterwards can neither turn the deletion
+/// into "not done" (the next pass confirms it, `faults::settle_injections`) nor repeat it on
+/// another pod. A pass that finds the choice recorded deletes that same pod (uid-checked).
 async fn inject_fault(
     ctx: &Context,
     br: &BenchmarkRun,
     id: &RunIdentity,
     d: &mut Decision,
     i: usize,
-) {
+) -> Result<()> {
     let Some(rec) = d.status.faults.get(i).cloned() else {
-        return;
+        return Ok(());
     };
-    let out = super::fault_inject::inject(ctx, br, &id.namespace, &rec).await;
-    let now = super::observe::now();
+    let inj = match rec.injecting.clone() {
+        Some(inj) => inj,
+        None => {
+            let now = super::observe::now();
+            match super::fault_inject::choose(ctx, br, &id.namespace, &rec, &now).await {
+                Ok(inj) => {
+                    d.status.faults[i].injecting = Some(inj.clone());
+                    write_status(ctx, br, id, &d.status).await?;
+                    inj
+                }
+                Err(e) => {
+                    d.status.faults[i].message = Some(format!("not done: {e}"));
+                    fault_event(ctx, br, id, &d.status.faults[i]).await;
+                    return Ok(());
+                }
+            }
+        }
+    };
     let rec = &mut d.status.faults[i];
-    let due = rec.planned_time.as_ref().map_or(0, decide::millis) as f64;
-    let after = br
-        .spec
-        .faults
-        .get(rec.fault as usize)
-        .map_or(0, |f| f.after_seconds);
-    if out.pod.is_some() {
-        rec.executed_time = Some(now.clone());
-        let late_s = (decide::millis(&now) as f64 - due) / 1000.0;
-        rec.offset_seconds = Some(((f64::from(after) + late_s) * 1000.0).round() / 1000.0);
+    match super::fault_inject::delete(ctx, &id.namespace, &inj, rec.action).await {
+        Deletion::Done => faults::mark_executed(br, rec, &inj, &super::observe::now()),
+        Deletion::Refused(e) => {
+            rec.message = Some(format!("not done: {e}"));
+            rec.injecting = None;
+        }
+        Deletion::Unknown(e) => {
+            // The pod is looked at on the next pass (soon: the record is still due).
+            tracing::warn!(run = %id.name, error = %e, "fault deletion unconfirmed");
+            return Ok(());
+        }
     }
-    rec.pod = out.pod.clone();
-    rec.message = Some(out.message.clone());
-    let (ty, reason) = if out.pod.is_some() {
+    fault_event(ctx, br, id, &d.status.faults[i]).await;
+    Ok(())
+}
+
+/// The Event of a fault's outcome: what was done to which pod, or why nothing was.
+async fn fault_event(ctx: &Context, br: &BenchmarkRun, id: &RunIdentity, rec: &FaultRecord) {
+    let (ty, reason) = if rec.executed() {
         (EventType::Normal, "FaultInjected")
     } else {
         (EventType::Warning, "FaultNotInjected")
@@ -107,7 +132,9 @@ async fn inject_fault(
         });
     let note = format!(
         "fault {} ({where_}) on {}: {}",
-        rec.fault, rec.server, out.message
+        rec.fault,
+        rec.server,
+        rec.message.as_deref().unwrap_or_default()
     );
     tracing::info!(run = %id.name, %note, "fault");
     publish(ctx, br, ty, reason, note).await;

@@ -83,7 +83,8 @@ pub async fn run(ctx: Arc<Context>, namespace: Option<String>) {
 }
 
 /// Reconcile never sees a deleted run (no finalizer), so its gauges would stay on `/metrics`
-/// forever, and its last written version in the context: sweep both against the store.
+/// forever, and its last written version and runner token in the context: sweep them against
+/// the store.
 async fn prune_deleted_runs(store: Store<BenchmarkRun>, ctx: Arc<Context>) {
     if store.wait_until_ready().await.is_err() {
         return;
@@ -97,10 +98,7 @@ async fn prune_deleted_runs(store: Store<BenchmarkRun>, ctx: Arc<Context>) {
             .map(|r| (r.namespace().unwrap_or_default(), r.name_any()))
             .collect();
         let uids: BTreeSet<String> = store.state().iter().filter_map(|r| r.uid()).collect();
-        ctx.run_versions
-            .lock()
-            .expect("run versions")
-            .retain(|uid, _| uids.contains(uid));
+        ctx.forget_runs_except(&uids);
         let n = super::metrics::prune(|ns, name| present.contains(&(ns.into(), name.into())));
         if n > 0 {
             tracing::debug!(pruned = n, "removed gauges of deleted BenchmarkRuns");

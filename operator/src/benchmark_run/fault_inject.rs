@@ -1,18 +1,20 @@
 //! Carries out one due fault: finds the target server's own pods (a pod counts only when its
 //! StatefulSet is owned by that very server object), chooses one (`faults::choose_pod`; the
-//! stream leader from the servers' `/jsz`), and deletes it with a uid precondition, so no other
-//! pod can ever be hit. The outcome goes into the fault's record and an Event.
-use super::faults::{self, choose_pod};
+//! stream leader from the servers' `/jsz`), and, once `act` has recorded that choice in status,
+//! deletes it with a uid precondition, so no other pod can ever be hit. The outcome goes into
+//! the fault's record and an Event.
+use super::faults::{self, choose_pod, FaultPodSeen};
 use super::variants;
 use crate::context::Context;
 use crate::pod_http::{self, Options};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, ListParams, Preconditions};
 use kube::{Api, Resource, ResourceExt};
 use msgbench_crds::benchmark_run::{
-    BenchmarkRun, FaultAction, FaultPod, FaultRecord, ServerKind, ServerRef,
+    BenchmarkRun, FaultAction, FaultInjection, FaultPod, FaultRecord, ServerKind, ServerRef,
 };
 use msgbench_crds::{JetStreamCluster, MqttBroker};
 use std::net::{IpAddr, SocketAddr};
@@ -22,38 +24,14 @@ use std::time::Duration;
 const JSZ: Options<'static> = Options::new(Duration::from_secs(2), 4 << 20);
 const MONITOR_PORT: u16 = crate::jetstream::nats_conf::MONITOR_PORT as u16;
 
-/// What was done: the pod, or why nothing was.
-pub struct Outcome {
-    pub pod: Option<String>,
-    pub message: String,
-}
-
-pub async fn inject(ctx: &Context, br: &BenchmarkRun, ns: &str, rec: &FaultRecord) -> Outcome {
-    match try_inject(ctx, br, ns, rec).await {
-        Ok((pod, how)) => Outcome {
-            message: format!("{} {pod} ({how})", verb(rec.action)),
-            pod: Some(pod),
-        },
-        Err(e) => Outcome {
-            pod: None,
-            message: format!("not done: {e}"),
-        },
-    }
-}
-
-fn verb(a: Option<FaultAction>) -> &'static str {
-    match a {
-        Some(FaultAction::Kill) => "killed (grace 0)",
-        _ => "deleted",
-    }
-}
-
-async fn try_inject(
+/// The pod chosen for a due fault, not yet touched: `act` records it in status first.
+pub async fn choose(
     ctx: &Context,
     br: &BenchmarkRun,
     ns: &str,
     rec: &FaultRecord,
-) -> Result<(String, String), String> {
+    now: &Time,
+) -> Result<FaultInjection, String> {
     let fault = br
         .spec
         .faults
@@ -78,8 +56,67 @@ async fn try_inject(
         .iter()
         .find(|p| p.name_any() == name)
         .ok_or("the chosen pod is gone")?;
-    delete(ctx, ns, pod, rec.action).await?;
-    Ok((name, how))
+    Ok(FaultInjection {
+        pod: name,
+        pod_uid: pod.uid().ok_or("the chosen pod has no uid")?,
+        started_time: now.clone(),
+        how,
+    })
+}
+
+/// What a delete request came to.
+pub enum Deletion {
+    Done,
+    /// The API server refused it (gone, replaced, forbidden): the pod was not deleted.
+    Refused(String),
+    /// No answer we can trust (a timeout, a server error): the next pass looks at the pod.
+    Unknown(String),
+}
+
+/// Deletes the recorded pod, only while it still has the recorded uid.
+pub async fn delete(
+    ctx: &Context,
+    ns: &str,
+    inj: &FaultInjection,
+    action: Option<FaultAction>,
+) -> Deletion {
+    let dp = DeleteParams {
+        grace_period_seconds: matches!(action, Some(FaultAction::Kill)).then_some(0),
+        preconditions: Some(Preconditions {
+            uid: Some(inj.pod_uid.clone()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    let res = Api::<Pod>::namespaced(ctx.client.clone(), ns)
+        .delete(&inj.pod, &dp)
+        .await;
+    match res {
+        Ok(_) => Deletion::Done,
+        Err(kube::Error::Api(e)) if matches!(e.code, 403 | 404 | 409 | 422) => {
+            Deletion::Refused(format!("deleting pod {}: {e}", inj.pod))
+        }
+        Err(e) => Deletion::Unknown(format!("deleting pod {}: {e}", inj.pod)),
+    }
+}
+
+/// The pods that recorded injections name and that have no outcome yet, as they are now.
+pub async fn injected_pods(
+    ctx: &Context,
+    ns: &str,
+    recs: &[FaultRecord],
+) -> kube::Result<Vec<FaultPodSeen>> {
+    let api = Api::<Pod>::namespaced(ctx.client.clone(), ns);
+    let mut out = Vec::new();
+    for inj in recs.iter().filter_map(faults::unsettled_injection) {
+        let pod = api.get_opt(&inj.pod).await?;
+        out.push(FaultPodSeen {
+            pod: inj.pod.clone(),
+            uid: pod.as_ref().and_then(|p| p.uid()),
+            deleting: pod.is_some_and(|p| p.metadata.deletion_timestamp.is_some()),
+        });
+    }
+    Ok(out)
 }
 
 /// Uids of what directly controls the server's pods: its StatefulSets, and the ReplicaSets of
@@ -173,27 +210,6 @@ async fn server_uid(ctx: &Context, s: &ServerRef, ns: &str) -> Result<String, St
     };
     uid.map_err(|e| format!("reading {}: {e}", faults::server_display(s)))?
         .ok_or_else(|| "the server has no uid".into())
-}
-
-async fn delete(
-    ctx: &Context,
-    ns: &str,
-    pod: &Pod,
-    action: Option<FaultAction>,
-) -> Result<(), String> {
-    let dp = DeleteParams {
-        grace_period_seconds: matches!(action, Some(FaultAction::Kill)).then_some(0),
-        preconditions: Some(Preconditions {
-            uid: pod.uid(),
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    };
-    Api::<Pod>::namespaced(ctx.client.clone(), ns)
-        .delete(&pod.name_any(), &dp)
-        .await
-        .map(|_| ())
-        .map_err(|e| format!("deleting pod {}: {e}", pod.name_any()))
 }
 
 #[derive(serde::Deserialize)]

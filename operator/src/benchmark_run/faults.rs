@@ -7,7 +7,8 @@ use super::timing::millis;
 use super::variants;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{
-    BenchmarkRun, Fault, FaultPod, FaultRecord, ScheduledRound, ServerKind, ServerRef,
+    BenchmarkRun, Fault, FaultAction, FaultInjection, FaultPod, FaultRecord, ScheduledRound,
+    ServerKind, ServerRef,
 };
 use std::time::Duration;
 
@@ -104,6 +105,79 @@ pub fn next_due_in(faults: &[FaultRecord], now: &Time) -> Option<Duration> {
 
 fn pending(f: &FaultRecord) -> bool {
     f.executed_time.is_none() && f.message.is_none()
+}
+
+/// A pod named by a recorded injection, as read this pass.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultPodSeen {
+    pub pod: String,
+    /// `None`: no pod of that name exists.
+    pub uid: Option<String>,
+    /// It has a deletion timestamp (a graceful delete in progress).
+    pub deleting: bool,
+}
+
+/// The injection of a record whose outcome is not recorded yet.
+pub fn unsettled_injection(f: &FaultRecord) -> Option<&FaultInjection> {
+    f.injecting.as_ref().filter(|_| pending(f))
+}
+
+pub fn verb(a: Option<FaultAction>) -> &'static str {
+    match a {
+        Some(FaultAction::Kill) => "killed (grace 0)",
+        _ => "deleted",
+    }
+}
+
+/// Records `rec` as carried out on `inj`'s pod at `at`: its offset into the measured phase is
+/// `afterSeconds` plus how late it came.
+pub fn mark_executed(br: &BenchmarkRun, rec: &mut FaultRecord, inj: &FaultInjection, at: &Time) {
+    let after = br
+        .spec
+        .faults
+        .get(rec.fault as usize)
+        .map_or(0, |f| f.after_seconds);
+    let due = rec.planned_time.as_ref().map_or(0, millis) as f64;
+    let late_s = (millis(at) as f64 - due) / 1000.0;
+    rec.offset_seconds = Some(((f64::from(after) + late_s) * 1000.0).round() / 1000.0);
+    rec.executed_time = Some(at.clone());
+    rec.pod = Some(inj.pod.clone());
+    rec.message = Some(format!("{} {} ({})", verb(rec.action), inj.pod, inj.how));
+    rec.injecting = None;
+}
+
+/// Settles records whose injection was written to status but whose outcome was not (a status
+/// write lost after the delete, or a leader change in between), from the named pod as `seen`:
+/// gone, replaced (another uid) or terminating: carried out at the recorded time; still there
+/// and late: not done; still there in time: left for `act` to delete that same pod.
+pub fn settle_injections(
+    br: &BenchmarkRun,
+    faults: &mut [FaultRecord],
+    seen: &[FaultPodSeen],
+    now: &Time,
+) {
+    for rec in faults.iter_mut() {
+        let Some(inj) = unsettled_injection(rec).cloned() else {
+            continue;
+        };
+        let Some(pod) = seen.iter().find(|p| p.pod == inj.pod) else {
+            continue; // not looked at this pass
+        };
+        if pod.uid.as_deref() != Some(inj.pod_uid.as_str()) || pod.deleting {
+            mark_executed(br, rec, &inj, &inj.started_time);
+            continue;
+        }
+        let planned = rec.planned_time.as_ref().map_or(0, millis);
+        let late = millis(now).saturating_sub(planned);
+        if late > LATE_LIMIT_MS {
+            rec.message = Some(format!(
+                "not done: pod {} was chosen but is still there {late} ms after the fault was \
+                 due (more than {LATE_LIMIT_MS} ms late)",
+                inj.pod
+            ));
+            rec.injecting = None;
+        }
+    }
 }
 
 /// Every trial must have had every fault: a run that asked for a fault and ran without it

@@ -213,3 +213,92 @@ fn deployment_pods_are_numbered_in_name_order_statefulset_pods_by_name() {
         vec![(0, "mq-7d7-aa".into()), (1, "mq-7d7-zz".into())]
     );
 }
+
+/// A record whose pod `demo-0` (uid `u0`) was recorded as chosen at 10_050, due at 10_000.
+fn injecting() -> FaultRecord {
+    FaultRecord {
+        fault: 0,
+        trial: 1,
+        action: Some(FaultAction::Kill),
+        planned_time: time_at(10_000),
+        injecting: Some(msgbench_crds::benchmark_run::FaultInjection {
+            pod: "demo-0".into(),
+            pod_uid: "u0".into(),
+            started_time: time_at(10_050).unwrap(),
+            how: "ordinal 0".into(),
+        }),
+        ..FaultRecord::default()
+    }
+}
+
+fn seen(uid: Option<&str>, deleting: bool) -> FaultPodSeen {
+    FaultPodSeen {
+        pod: "demo-0".into(),
+        uid: uid.map(Into::into),
+        deleting,
+    }
+}
+
+#[test]
+fn a_recorded_choice_whose_pod_is_gone_replaced_or_terminating_counts_as_carried_out() {
+    let br = run(
+        "    - {afterSeconds: 5, action: kill, pod: ordinal, ordinal: 0}\n",
+        false,
+    );
+    let late = time_at(60_000).unwrap(); // far past the lateness limit: no matter
+    for pod in [
+        seen(None, false),
+        seen(Some("u1"), false),
+        seen(Some("u0"), true),
+    ] {
+        let mut recs = vec![injecting()];
+        settle_injections(&br, &mut recs, std::slice::from_ref(&pod), &late);
+        let r = &recs[0];
+        assert_eq!(
+            r.executed_time,
+            time_at(10_050),
+            "at the recorded time: {pod:?}"
+        );
+        assert_eq!(r.offset_seconds, Some(5.05));
+        assert_eq!(r.pod.as_deref(), Some("demo-0"));
+        assert_eq!(
+            r.message.as_deref(),
+            Some("killed (grace 0) demo-0 (ordinal 0)")
+        );
+        assert!(r.injecting.is_none());
+        assert_eq!(not_injected(&br, &recs), None, "no FaultsNotInjected");
+    }
+}
+
+#[test]
+fn a_recorded_choice_whose_pod_is_untouched_is_finished_in_time_and_not_done_when_late() {
+    let br = run(
+        "    - {afterSeconds: 5, action: kill, pod: ordinal, ordinal: 0}\n",
+        false,
+    );
+    let mut recs = vec![injecting()];
+    settle_injections(
+        &br,
+        &mut recs,
+        &[seen(Some("u0"), false)],
+        &time_at(11_000).unwrap(),
+    );
+    assert_eq!(recs[0], injecting(), "left for act to delete that same pod");
+    assert_eq!(due(&recs, &time_at(11_000).unwrap()), [0]);
+    settle_injections(
+        &br,
+        &mut recs,
+        &[seen(Some("u0"), false)],
+        &time_at(12_500).unwrap(),
+    );
+    assert!(recs[0].executed_time.is_none() && recs[0].injecting.is_none());
+    assert!(recs[0]
+        .message
+        .as_deref()
+        .unwrap()
+        .starts_with("not done: pod demo-0"));
+    // Not looked at this pass: nothing is concluded.
+    let mut recs = vec![injecting()];
+    settle_injections(&br, &mut recs, &[], &time_at(60_000).unwrap());
+    assert_eq!(recs[0], injecting());
+}

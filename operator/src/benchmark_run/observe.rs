@@ -2,6 +2,7 @@
 //! into the next status and effects. What is read depends on the phase: targets before the
 //! runners exist, runner pods and agents while they run, results once every runner is done.
 use super::build::{server_selector, RunIdentity};
+use super::faults::FaultPodSeen;
 use super::gather::{self, DoneRunner, Gathered};
 use super::runner_pods::{self, RunnerView};
 use super::server_usage::{self, UsageRead};
@@ -50,6 +51,8 @@ pub struct Observed {
     pub faults_allowed: bool,
     /// What this operator puts into runner pods a spec leaves open (image, pod additions).
     pub operands: std::sync::Arc<crate::operands::OperandDefaults>,
+    /// The pods of faults recorded as being injected whose outcome is not recorded yet.
+    pub fault_pods: Vec<FaultPodSeen>,
 }
 
 impl Observed {
@@ -68,6 +71,7 @@ impl Observed {
             server_pods: Vec::new(),
             faults_allowed: false,
             operands: Default::default(),
+            fault_pods: Vec::new(),
         }
     }
 }
@@ -163,13 +167,17 @@ pub async fn observe(
         return Ok(obs);
     }
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &id.namespace);
+    // Only this run's Job (a Job of that name left by an earlier run of the same name is not),
+    // and only the pods it controls: labels alone can be anyone's.
     obs.job = Api::<Job>::namespaced(ctx.client.clone(), &id.namespace)
         .get_opt(&id.job_name())
-        .await?;
-    obs.runner_pods = pods
+        .await?
+        .filter(|j| runner_pods::controller_uid(&j.metadata) == Some(id.owner_ref.uid.as_str()));
+    let labelled = pods
         .list(&ListParams::default().labels(&id.pod_selector()))
         .await?
         .items;
+    obs.runner_pods = runner_pods::owned_by_job(labelled, obs.job.as_ref());
     if matches!(phase, Phase::Succeeded | Phase::Failed) {
         let comparing = st
             .comparison
@@ -193,6 +201,7 @@ pub async fn observe(
     if phase == Phase::Starting {
         return Ok(obs);
     }
+    obs.fault_pods = super::fault_inject::injected_pods(ctx, &id.namespace, &st.faults).await?;
     let done = done_runners(&view, &obs.agents, ctx.agent_port);
     if done.len() >= br.spec.runners.count.max(1) as usize {
         let trials = timing::total_trials(br) as u32;

@@ -3,7 +3,7 @@
 use crate::node_loss::{node_lost, NodeLoss};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::ResourceExt;
 use msgbench_crds::benchmark_run::ObservedPod;
 
@@ -34,6 +34,27 @@ fn is_ready(p: &Pod) -> bool {
 
 pub fn ip(p: &Pod) -> Option<String> {
     p.status.as_ref()?.pod_ip.clone()
+}
+
+/// The pods the run's current Job controls, by uid. A pod that only carries the run's labels
+/// (a runner of an earlier run of the same name still terminating, or anything labelled to
+/// look like one) is not this run's runner: it must not fail the run, nor be sent its token.
+pub fn owned_by_job(pods: Vec<Pod>, job: Option<&Job>) -> Vec<Pod> {
+    let Some(uid) = job.and_then(|j| j.metadata.uid.as_deref()) else {
+        return Vec::new();
+    };
+    pods.into_iter()
+        .filter(|p| controller_uid(&p.metadata) == Some(uid))
+        .collect()
+}
+
+/// The uid of what controls this object (its controller ownerReference).
+pub fn controller_uid(meta: &ObjectMeta) -> Option<&str> {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
+        .map(|o| o.uid.as_str())
 }
 
 pub fn job_complete(j: &Job) -> bool {

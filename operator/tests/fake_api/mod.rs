@@ -17,6 +17,10 @@ pub struct State {
     pub objects: BTreeMap<String, Value>,
     /// (verb, path) of every write.
     pub writes: Vec<(String, String)>,
+    /// Status writes fail (HTTP 500) once a pod was deleted, until this is cleared: a status
+    /// write lost right after a fault's delete.
+    pub fail_status_after_pod_delete: bool,
+    pod_deleted: bool,
     next_rv: u64,
 }
 
@@ -38,6 +42,12 @@ impl FakeApi {
     }
     pub fn get(&self, path: &str) -> Option<Value> {
         self.0.lock().unwrap().objects.get(path).cloned()
+    }
+    /// Status writes work again (see `fail_status_after_pod_delete`).
+    pub fn heal_status_writes(&self) {
+        let mut st = self.0.lock().unwrap();
+        st.fail_status_after_pod_delete = false;
+        st.pod_deleted = false;
     }
     pub fn remove(&self, path: &str) {
         self.0.lock().unwrap().objects.remove(path);
@@ -87,6 +97,9 @@ impl FakeApi {
                 st.next_rv += 1;
                 let rv = st.next_rv.to_string();
                 if let Some(obj_path) = path.strip_suffix("/status") {
+                    if st.fail_status_after_pod_delete && st.pod_deleted {
+                        return server_error(&path);
+                    }
                     let Some(obj) = st.objects.get_mut(obj_path) else {
                         return not_found(&path);
                     };
@@ -102,6 +115,7 @@ impl FakeApi {
             }
             "DELETE" => {
                 st.writes.push(("DELETE".into(), path.clone()));
+                st.pod_deleted |= path.contains("/pods/");
                 match st.objects.remove(&path) {
                     Some(_) => respond(
                         StatusCode::OK,
@@ -185,5 +199,13 @@ fn not_found(path: &str) -> Response<Full<Bytes>> {
         StatusCode::NOT_FOUND,
         json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                "message": format!("{path} not found"), "reason": "NotFound", "code": 404}),
+    )
+}
+
+fn server_error(path: &str) -> Response<Full<Bytes>> {
+    respond(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": format!("{path}: etcd timeout"), "reason": "InternalError", "code": 500}),
     )
 }

@@ -21,6 +21,8 @@ const BARRIER_POLL: Duration = Duration::from_millis(500);
 pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decision) {
     let g = id.generation;
     let count = br.spec.runners.count.max(1) as usize;
+    // Before anything can end the run: a fault whose pod was deleted counts as carried out.
+    faults::settle_injections(br, &mut d.status.faults, &obs.fault_pods, &obs.now);
     let view = RunnerView::of(&obs.runner_pods, obs.job.as_ref());
     if let Some((reason, msg)) = view.failure() {
         fail(&mut d.status, reason, &msg, g, &obs.now);
@@ -80,12 +82,18 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
 }
 
 /// Plans the faults of trials that started, marks due ones for `act` (or records why a late
-/// one is not done) and says when the next one is due, so it is carried out on time.
+/// one is not done; one already chosen is never judged late here: `settle_injections` did)
+/// and says when the next one is due, so it is carried out on time.
 fn schedule_faults(br: &BenchmarkRun, obs: &Observed, d: &mut Decision) -> Option<Duration> {
     let st = &mut d.status;
     faults::plan(br, &mut st.faults, &st.schedule, &obs.agents);
     let now = millis(&obs.now);
     for i in faults::due(&st.faults, &obs.now) {
+        if st.faults[i].injecting.is_some() {
+            // Chosen and recorded, not deleted yet, still in time: that same pod.
+            d.effects.push(Effect::InjectFault { index: i });
+            continue;
+        }
         let planned = st.faults[i].planned_time.as_ref().map_or(now, millis);
         let late = now.saturating_sub(planned);
         if late > faults::LATE_LIMIT_MS {
