@@ -1,5 +1,6 @@
 //! State shared by every reconcile: API client, event recorder, metrics, readiness.
 
+use crate::merge_budget::MergeBudget;
 use crate::metrics::Metrics;
 use crate::operands::OperandDefaults;
 use kube::runtime::events::{Recorder, Reporter};
@@ -35,6 +36,8 @@ pub struct Context {
     /// The resourceVersion of each run's last status write, by uid: a cached run older than
     /// that is read again before anything is decided on it.
     pub run_versions: Mutex<HashMap<String, String>>,
+    /// Memory for run results, shared by every concurrent reconcile.
+    pub merge_budget: Arc<MergeBudget>,
 }
 
 /// Requeue intervals: short while converging, long when stable (watches do the rest).
@@ -106,6 +109,10 @@ impl Context {
             runner_peer: crate::benchmark_run::runner_access::OperatorPeer::from_env(),
             agent_port: runner_api::agent::AGENT_PORT,
             run_versions: Mutex::default(),
+            merge_budget: Arc::new(MergeBudget::from_memory_limit(
+                None,
+                crate::benchmark_run::gather::RESULTS_BUDGET_BYTES,
+            )),
         }
     }
 }

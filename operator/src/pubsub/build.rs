@@ -6,7 +6,7 @@ use crate::jetstream::build::value_env;
 use crate::meta::Owner;
 use crate::mqtt::build::{recreate_when_pinned, DEFAULT_UID};
 use crate::operands::{merged, DefaultImages, OperandDefaults};
-use crate::server_pod::{empty_dir, empty_dir_limited, mount, pod_template, ServerPod};
+use crate::server_pod::{empty_dir_limited, mount, pod_template, ServerPod};
 use crate::tuning::threads;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
@@ -179,6 +179,7 @@ pub fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server_pod::empty_dir;
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
     use msgbench_crds::common::ResourceAmounts;
 
