@@ -3,8 +3,9 @@
 //!
 //! With `--leader-election` (the chart's default) several replicas may run: each campaigns for a
 //! Lease in its own namespace and only the holder runs the controllers (`leader.rs`). A standby
-//! serves /healthz and a ready /readyz; a leader that loses the Lease exits non-zero at once and
-//! comes back as a standby. On SIGTERM the leader finishes in-flight reconciles, then frees the
+//! serves /healthz and a ready /readyz; a leader that loses the Lease (another holder, or no
+//! successful renewal within the renew deadline) exits non-zero at once and comes back as a
+//! standby. On SIGTERM the leader finishes in-flight reconciles, then frees the
 //! Lease so a standby takes over without waiting for it to expire. Without the flag (a local
 //! `cargo run`) the process leads unconditionally: run only one.
 #![forbid(unsafe_code)]
