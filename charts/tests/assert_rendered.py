@@ -285,6 +285,8 @@ def main():
     env_from = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in container.get("env", [])}
     check(env_from.get("POD_NAME") == "metadata.name", "POD_NAME from the downward API (Lease identity)")
     check(env_from.get("OPERATOR_NAMESPACE") == "metadata.namespace", "OPERATOR_NAMESPACE from the downward API (Lease namespace)")
+    resource_from = {e["name"]: e.get("valueFrom", {}).get("resourceFieldRef", {}).get("resource") for e in container.get("env", [])}
+    check(resource_from.get("MEMORY_LIMIT_BYTES") == "limits.memory", "MEMORY_LIMIT_BYTES from the downward API (results memory budget)")
     leader_election = case != "no-leader-election"
     replicas = dep.get("spec", {}).get("replicas")
     strategy = dep.get("spec", {}).get("strategy", {})

@@ -1,5 +1,6 @@
 //! State shared by every reconcile: API client, event recorder, metrics, readiness.
 
+use crate::merge_budget::MergeBudget;
 use crate::metrics::Metrics;
 use crate::operands::OperandDefaults;
 use kube::runtime::events::{Recorder, Reporter};
@@ -38,6 +39,8 @@ pub struct Context {
     /// The BenchmarkRun controller's cache, once it runs: who else uses a run's target.
     pub run_cache:
         std::sync::OnceLock<kube::runtime::reflector::Store<msgbench_crds::BenchmarkRun>>,
+    /// Memory for run results, shared by every concurrent reconcile.
+    pub merge_budget: Arc<MergeBudget>,
 }
 
 /// Requeue intervals: short while converging, long when stable (watches do the rest).
@@ -110,6 +113,10 @@ impl Context {
             agent_port: runner_api::agent::AGENT_PORT,
             run_versions: Mutex::default(),
             run_cache: std::sync::OnceLock::new(),
+            merge_budget: Arc::new(MergeBudget::from_memory_limit(
+                None,
+                crate::benchmark_run::gather::RESULTS_BUDGET_BYTES,
+            )),
         }
     }
 }

@@ -3,16 +3,16 @@
 //!
 //! Built on kube-lease-manager (maintained, server-side-apply based; its 0.13 line is the one built
 //! on kube 5 / k8s-openapi 0.29 — kubert's lease module still requires kube 1.x). The crate keeps
-//! renewing and says when this replica gains or loses the Lease; it does not say when a renewal
-//! *fails*, and a leader that cannot renew would keep believing it leads. This wrapper closes that
-//! gap, client-go style:
-//! - every Lease request has short timeouts ([`Timing::api_timeout`]), so none can hang past the
-//!   lease;
-//! - a leader whose renewal fails, or which finds another holder, steps down at once: the caller
-//!   exits the process (non-zero), so no reconcile can run without the Lease; the kubelet restarts
-//!   the container, which comes back as a standby (or leads again at once if nobody took over: the
-//!   identity is the pod name, which a container restart keeps);
-//! - [`Timing::check`] proves the step-down happens before the Lease can expire for the others.
+//! renewing and says when this replica gains or loses the Lease; it neither bounds a request
+//! (kube's client timeouts do not cap a whole exchange) nor says when a renewal *succeeds*. This
+//! wrapper adds both, client-go style, through the client it hands the crate ([`bounded_client`]):
+//! - every Lease request, body included, is cut off after [`Timing::api_timeout`];
+//! - every successful renewal (a PATCH setting `renewTime`) is recorded;
+//! - a leader whose renewal fails retries with a short backoff and stays leader while its last
+//!   successful renewal is younger than [`Timing::renew_deadline`]; past it, or on finding
+//!   another holder, it steps down (the caller exits the process, so no reconcile runs without
+//!   the Lease; the kubelet restarts the container, which comes back as a standby);
+//! - [`Timing::check`] proves the step-down comes before the Lease can expire for the others.
 //!
 //! A standby's `/readyz` is ready (see [`crate::context::Readiness`]): a rolling update starts the
 //! new pod as a standby and must count it as available. `/metrics` has `msgbench_leader` (1 while
@@ -28,43 +28,47 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 /// Lease name when `--leader-election-lease` is not given (the chart passes `<release>-operator`).
 pub const DEFAULT_LEASE_NAME: &str = "msgbench-operator";
 
-/// How the Lease is held. Whole seconds: `leaseDurationSeconds` is an integer.
+/// How the Lease is held. Whole seconds where the Lease has them (`leaseDurationSeconds`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timing {
     /// A Lease not renewed for this long may be taken by a standby.
     pub lease_seconds: u64,
     /// The holder renews this long after its last renewal.
     pub renew_seconds: u64,
-    /// Bound on connecting to, writing to and reading from the API server per Lease request.
+    /// A leader whose last successful renewal is this old steps down (failed renewals are
+    /// retried until then).
+    pub renew_deadline: Duration,
+    /// Bound on one Lease request, answer body included.
     pub api_timeout: Duration,
     /// Clock difference between nodes the timing tolerates (standbys judge expiry by their clock).
     pub max_clock_skew: Duration,
 }
 
 impl Timing {
-    /// 15 s lease, renewed every 5 s, 3 s request timeouts, 2 s clock skew.
+    /// 15 s lease, renewed every 5 s and retried until 10 s, 3 s per request, 2 s clock skew
+    /// (client-go's lease and renew deadline).
     pub const DEFAULT: Timing = Timing {
         lease_seconds: 15,
         renew_seconds: 5,
+        renew_deadline: Duration::from_secs(10),
         api_timeout: Duration::from_secs(3),
         max_clock_skew: Duration::from_secs(2),
     };
 
-    /// The longest a leader can go on after the renewal time recorded in the Lease before it
-    /// learns that it no longer leads: the next renewal starts `renew_seconds` later; its PATCH
-    /// and the GET that follows each fail within `api_timeout`. (When the PATCH succeeds and only
-    /// the GET fails, the Lease was just renewed, so the same bound holds from the new renewal.)
+    /// The longest a leader acts after its last successful renewal: it steps down when the
+    /// renew deadline passes (a timer, not a request, so nothing can hold it up).
     pub fn step_down_within(&self) -> Duration {
-        Duration::from_secs(self.renew_seconds) + 2 * self.api_timeout
+        self.renew_deadline
     }
 
     /// The rule that makes two leaders impossible (short of a process frozen for longer than the
-    /// lease): a leader notices a failed renewal and steps down before any standby may take the
-    /// Lease, even with a skewed clock.
+    /// lease): a leader stops before any standby may take the Lease, even with a skewed clock;
+    /// and at least one whole renewal attempt fits before the deadline.
     pub fn check(&self) -> Result<(), String> {
         if self.renew_seconds == 0 || self.renew_seconds >= self.lease_seconds {
             return Err(format!(
@@ -72,13 +76,20 @@ impl Timing {
                 self.renew_seconds, self.lease_seconds
             ));
         }
+        let first_attempt = Duration::from_secs(self.renew_seconds) + self.api_timeout;
+        if first_attempt > self.renew_deadline {
+            return Err(format!(
+                "leader election: renew deadline {:?} leaves no whole attempt (renew {}s + \
+                 request timeout {:?})",
+                self.renew_deadline, self.renew_seconds, self.api_timeout
+            ));
+        }
         let bound = self.step_down_within() + self.max_clock_skew;
         if bound >= Duration::from_secs(self.lease_seconds) {
             return Err(format!(
-                "leader election: a leader may notice a failed renewal only {bound:?} after the \
-                 last one (renew {}s + 2 x request timeout {:?} + clock skew {:?}), not before \
-                 the {}s lease can expire",
-                self.renew_seconds, self.api_timeout, self.max_clock_skew, self.lease_seconds
+                "leader election: a leader may act until {bound:?} after its last renewal \
+                 (renew deadline {:?} + clock skew {:?}), not before the {}s lease can expire",
+                self.renew_deadline, self.max_clock_skew, self.lease_seconds
             ));
         }
         Ok(())
@@ -116,7 +127,7 @@ pub enum Step {
     Lead,
     /// Someone else holds it; keep waiting.
     Wait,
-    /// A standby could not reach the Lease: retry after a backoff, nothing is at stake.
+    /// A Lease request failed: retry after a backoff (a leader only until its renew deadline).
     Retry(String),
     /// A leader lost the Lease or cannot confirm it: stop reconciling at once.
     StepDown(String),
@@ -129,10 +140,8 @@ pub fn next_step(leading: bool, answer: Result<bool, String>) -> Step {
         (_, Ok(true)) => Step::Lead,
         (false, Ok(false)) => Step::Wait,
         (true, Ok(false)) => Step::StepDown("another replica holds the lease".into()),
-        (false, Err(e)) => Step::Retry(e),
-        (true, Err(e)) => Step::StepDown(format!(
-            "could not renew the lease ({e}); it cannot be confirmed before it may expire"
-        )),
+        // A leader retries too: the renew deadline, not one request, decides when it stops.
+        (_, Err(e)) => Step::Retry(e),
     }
 }
 
@@ -142,13 +151,72 @@ pub fn retry_delay(consecutive_failures: u32) -> Duration {
     Duration::from_secs(1 << exp).min(Duration::from_secs(30))
 }
 
-/// A client for Lease requests only: short timeouts, so a hung request cannot outlive the lease.
+/// Backoff for a leader's failed renewals: 100 ms doubling to 1 s, so several attempts fit
+/// before the renew deadline.
+pub fn renew_retry_delay(consecutive_failures: u32) -> Duration {
+    let exp = consecutive_failures.saturating_sub(1).min(4);
+    Duration::from_millis(100 << exp).min(Duration::from_secs(1))
+}
+
+/// A client for Lease requests only: short connection timeouts (each request is bounded as a
+/// whole by [`bounded_client`] besides).
 pub fn lease_client(config: &kube::Config, timing: &Timing) -> kube::Result<Client> {
     let mut config = config.clone();
     config.connect_timeout = Some(timing.api_timeout);
     config.read_timeout = Some(timing.api_timeout);
     config.write_timeout = Some(timing.api_timeout);
     Client::try_from(config)
+}
+
+/// When this process last renewed the Lease successfully (when that request was sent, which is
+/// no earlier than the `renewTime` it wrote).
+pub type Renewals = watch::Receiver<Option<Instant>>;
+
+#[derive(Debug, thiserror::Error)]
+#[error("lease request: no complete answer within {0:?}")]
+pub struct RequestTimedOut(Duration);
+
+/// `inner`, with each request (answer body included) cut off after `timeout`, and every 2xx
+/// PATCH that sets `renewTime` recorded in the returned [`Renewals`].
+pub fn bounded_client(inner: Client, timeout: Duration) -> (Client, Renewals) {
+    let (tx, rx) = watch::channel(None);
+    let tx = Arc::new(tx);
+    let ns = inner.default_namespace().to_string();
+    let svc = tower::service_fn(move |req: hyper::Request<kube::client::Body>| {
+        let (inner, tx) = (inner.clone(), tx.clone());
+        async move {
+            let copy = (req.method() == hyper::Method::PATCH)
+                .then(|| req.body().try_clone())
+                .flatten();
+            let renews = match copy {
+                Some(body) => sets_renew_time(body).await,
+                None => false,
+            };
+            let sent = Instant::now();
+            let exchange = async {
+                let (parts, body) = inner.send(req).await?.into_parts();
+                let body = body.collect_bytes().await?;
+                Ok::<_, kube::Error>(hyper::Response::from_parts(
+                    parts,
+                    kube::client::Body::from(body),
+                ))
+            };
+            let resp = tokio::time::timeout(timeout, exchange)
+                .await
+                .map_err(|_| tower::BoxError::from(RequestTimedOut(timeout)))??;
+            if renews && resp.status().is_success() {
+                tx.send_replace(Some(sent));
+            }
+            Ok::<_, tower::BoxError>(resp)
+        }
+    });
+    (Client::new(svc, ns), rx)
+}
+
+/// Whether a (small, in-memory) Lease patch writes `renewTime`.
+async fn sets_renew_time(body: kube::client::Body) -> bool {
+    let bytes = body.collect_bytes().await.unwrap_or_default();
+    bytes.windows(b"renewTime".len()).any(|w| w == b"renewTime")
 }
 
 /// `msgbench_leader` and `msgbench_leader_election_errors_total` (public so the dashboard
@@ -165,7 +233,7 @@ impl ElectionMetrics {
             .expect("static metric");
         let errors = IntCounter::new(
             "leader_election_errors_total",
-            "Lease requests that failed (a leader steps down on the first)",
+            "Lease requests that failed (a leader retries until its renew deadline)",
         )
         .expect("static metric");
         // Registered once per process; a second elector (tests) keeps its own copies.
@@ -195,6 +263,7 @@ impl Elector {
         config.timing.check().map_err(anyhow::Error::msg)?;
         readiness.set_role(Role::Campaigning);
         let metrics = ElectionMetrics::register(metrics);
+        let (client, renewals) = bounded_client(client, config.timing.api_timeout);
         let manager = Arc::new(connect(client.clone(), &config, &metrics).await?);
         let holder = Api::<Lease>::namespaced(client, &config.namespace)
             .get_opt(&config.lease)
@@ -206,13 +275,15 @@ impl Elector {
             identity = %config.identity, holder = ?holder, "leader election: campaigning");
         readiness.set_role(Role::Standby);
         let (tx, state) = watch::channel(State::Standby);
-        let task = tokio::spawn(campaign(
-            manager.clone(),
+        let election = Election {
+            manager: manager.clone(),
+            renewals,
             tx,
             metrics,
             readiness,
-            config.clone(),
-        ));
+            config: config.clone(),
+        };
+        let task = tokio::spawn(election.campaign());
         Ok(Self {
             manager,
             state,
@@ -308,44 +379,111 @@ async fn connect(
     }
 }
 
-/// Keeps asking the manager for changes; publishes Leader / Lost. Ends after Lost.
-async fn campaign(
+/// What the election task works with.
+struct Election {
     manager: Arc<LeaseManager>,
+    renewals: Renewals,
     tx: watch::Sender<State>,
     metrics: ElectionMetrics,
     readiness: Arc<Readiness>,
     config: Config,
-) {
-    let (lease, me) = (&config.lease, &config.identity);
-    let mut failures = 0;
-    loop {
-        let answer = manager.changed().await.map_err(|e| e.to_string());
-        let leading = *tx.borrow() == State::Leader;
-        match next_step(leading, answer) {
-            Step::Lead => {
-                failures = 0;
-                if !leading {
-                    metrics.leader.set(1);
-                    readiness.set_role(Role::Leader);
-                    tracing::info!(%lease, identity = %me, "leader election: acquired the lease; starting controllers");
-                    tx.send_replace(State::Leader);
+}
+
+impl Election {
+    /// Waits for the Lease as a standby, then leads until it steps down; publishes Leader and
+    /// Lost. Ends after Lost.
+    async fn campaign(self) {
+        let (lease, me) = (&self.config.lease, &self.config.identity);
+        let mut failures = 0;
+        loop {
+            let answer = self.manager.changed().await.map_err(|e| e.to_string());
+            match next_step(false, answer) {
+                Step::Lead => break,
+                Step::Wait | Step::StepDown(_) => failures = 0,
+                Step::Retry(e) => {
+                    failures += 1;
+                    self.metrics.errors.inc();
+                    let delay = retry_delay(failures);
+                    tracing::warn!(%lease, error = %e, retry_in = ?delay, "leader election: lease request failed (standby)");
+                    tokio::time::sleep(delay).await;
                 }
             }
-            Step::Wait => failures = 0,
-            Step::Retry(e) => {
-                failures += 1;
-                metrics.errors.inc();
-                let delay = retry_delay(failures);
-                tracing::warn!(%lease, error = %e, retry_in = ?delay, "leader election: lease request failed (standby)");
-                tokio::time::sleep(delay).await;
+        }
+        let why = self.lead().await;
+        self.metrics.leader.set(0);
+        self.readiness.set_role(Role::Campaigning);
+        tracing::error!(%lease, identity = %me, reason = %why, "leader election: lost the lease");
+        self.tx.send_replace(State::Lost(why));
+    }
+
+    /// Holds the Lease: the manager keeps renewing, failed renewals are retried, and the renew
+    /// deadline is watched beside them. Leader is published only after a renewal of this
+    /// process (a Lease found already in this pod's name, after a container restart, has an
+    /// unknown age). Returns why it stepped down.
+    async fn lead(&self) -> String {
+        let entered = Instant::now();
+        let deadline = self.config.timing.renew_deadline;
+        let mut failures = 0;
+        loop {
+            let changed = self.manager.changed();
+            tokio::pin!(changed);
+            let answer = loop {
+                let published = *self.tx.borrow() == State::Leader;
+                tokio::select! {
+                    why = deadline_passed(self.renewals.clone(), entered, deadline) => return why,
+                    _ = first_renewal(self.renewals.clone()), if !published => self.publish_leader(),
+                    answer = &mut changed => break answer,
+                }
+            };
+            match next_step(true, answer.map_err(|e| e.to_string())) {
+                Step::Lead | Step::Wait => failures = 0,
+                Step::StepDown(why) => return why,
+                Step::Retry(e) => {
+                    failures += 1;
+                    self.metrics.errors.inc();
+                    let delay = renew_retry_delay(failures);
+                    tracing::warn!(lease = %self.config.lease, error = %e, retry_in = ?delay,
+                        "leader election: renewal failed; retrying until the renew deadline");
+                    tokio::select! {
+                        why = deadline_passed(self.renewals.clone(), entered, deadline) => return why,
+                        _ = tokio::time::sleep(delay) => {}
+                    }
+                }
             }
-            Step::StepDown(why) => {
-                metrics.errors.inc();
-                metrics.leader.set(0);
-                readiness.set_role(Role::Campaigning);
-                tracing::error!(%lease, identity = %me, reason = %why, "leader election: lost the lease");
-                tx.send_replace(State::Lost(why));
-                return;
+        }
+    }
+
+    fn publish_leader(&self) {
+        self.metrics.leader.set(1);
+        self.readiness.set_role(Role::Leader);
+        tracing::info!(lease = %self.config.lease, identity = %self.config.identity,
+            "leader election: acquired the lease; starting controllers");
+        self.tx.send_replace(State::Leader);
+    }
+}
+
+/// Resolves once this process has renewed the Lease at least once.
+async fn first_renewal(mut renewals: Renewals) {
+    let _ = renewals.wait_for(Option::is_some).await;
+}
+
+/// Resolves (with the reason) once `deadline` has passed since the last successful renewal, or
+/// since `entered` when there was none.
+async fn deadline_passed(mut renewals: Renewals, entered: Instant, deadline: Duration) -> String {
+    loop {
+        let last = renewals.borrow_and_update().unwrap_or(entered);
+        tokio::select! {
+            _ = tokio::time::sleep_until(last + deadline) => {
+                return format!(
+                    "no lease renewal succeeded within the renew deadline ({deadline:?}); \
+                     stepping down before the lease can expire"
+                );
+            }
+            changed = renewals.changed() => {
+                if changed.is_err() {
+                    // The client is gone: no renewal can come any more; wait out the deadline.
+                    tokio::time::sleep_until(last + deadline).await;
+                }
             }
         }
     }
@@ -364,17 +502,23 @@ mod tests {
             10,
             "renew 10 s before the 15 s lease expires"
         );
-        assert_eq!(t.step_down_within(), Duration::from_secs(11));
+        assert_eq!(t.step_down_within(), Duration::from_secs(10));
     }
 
     #[test]
     fn timings_that_allow_two_leaders_are_refused() {
         let slow_requests = Timing {
-            api_timeout: Duration::from_secs(5),
+            api_timeout: Duration::from_secs(6),
             ..Timing::DEFAULT
         };
         let err = slow_requests.check().unwrap_err();
-        assert!(err.contains("request timeout"), "{err}");
+        assert!(err.contains("leaves no whole attempt"), "{err}");
+        let late_deadline = Timing {
+            renew_deadline: Duration::from_secs(13),
+            ..Timing::DEFAULT
+        };
+        let err = late_deadline.check().unwrap_err();
+        assert!(err.contains("not before the 15s lease can expire"), "{err}");
         let late_renewal = Timing {
             renew_seconds: 15,
             ..Timing::DEFAULT
@@ -388,15 +532,16 @@ mod tests {
     }
 
     #[test]
-    fn a_leader_steps_down_on_loss_and_on_any_failed_renewal() {
+    fn a_leader_steps_down_on_loss_and_retries_a_failed_renewal() {
         assert_eq!(next_step(false, Ok(true)), Step::Lead);
         assert_eq!(next_step(true, Ok(true)), Step::Lead);
         assert_eq!(next_step(false, Ok(false)), Step::Wait);
         assert!(
             matches!(next_step(true, Ok(false)), Step::StepDown(m) if m.contains("another replica"))
         );
-        assert!(
-            matches!(next_step(true, Err("timed out".into())), Step::StepDown(m) if m.contains("timed out"))
+        assert_eq!(
+            next_step(true, Err("timed out".into())),
+            Step::Retry("timed out".into())
         );
         assert_eq!(
             next_step(false, Err("timed out".into())),

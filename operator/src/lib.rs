@@ -10,6 +10,7 @@ pub mod error;
 pub mod http_server;
 pub mod jetstream;
 pub mod leader;
+pub mod merge_budget;
 pub mod meta;
 pub mod metrics;
 pub mod mqtt;

@@ -3,15 +3,18 @@
 //!
 //! With `--leader-election` (the chart's default) several replicas may run: each campaigns for a
 //! Lease in its own namespace and only the holder runs the controllers (`leader.rs`). A standby
-//! serves /healthz and a ready /readyz; a leader that loses the Lease exits non-zero at once and
-//! comes back as a standby. On SIGTERM the leader finishes in-flight reconciles, then frees the
+//! serves /healthz and a ready /readyz; a leader that loses the Lease (another holder, or no
+//! successful renewal within the renew deadline) exits non-zero at once and comes back as a
+//! standby. On SIGTERM the leader finishes in-flight reconciles, then frees the
 //! Lease so a standby takes over without waiting for it to expire. Without the flag (a local
 //! `cargo run`) the process leads unconditionally: run only one.
 #![forbid(unsafe_code)]
 
 use clap::{Parser, ValueEnum};
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
+use msgbench_operator::benchmark_run::gather::RESULTS_BUDGET_BYTES;
 use msgbench_operator::context::{Context, Readiness};
+use msgbench_operator::merge_budget::MergeBudget;
 use msgbench_operator::operands::OperandDefaults;
 use msgbench_operator::{controllers, http_server, leader};
 use std::net::SocketAddr;
@@ -64,6 +67,10 @@ struct Args {
     /// ghcr.io/msgbench, tagged with this operator's version).
     #[arg(long, env = "OPERANDS_CONFIG")]
     operands_config: Option<std::path::PathBuf>,
+    /// The container's memory limit in bytes (the chart sets it from resources.limits.memory
+    /// through the downward API); a quarter of it is the budget for run results in memory.
+    #[arg(long, env = "MEMORY_LIMIT_BYTES")]
+    memory_limit_bytes: Option<u64>,
 }
 
 impl Args {
@@ -122,6 +129,14 @@ async fn main() -> anyhow::Result<()> {
     let mut ctx = Context::new(client, readiness.clone(), !args.no_varz);
     ctx.allow_faults = args.allow_faults;
     ctx.operands = Arc::new(operands);
+    ctx.merge_budget = Arc::new(MergeBudget::from_memory_limit(
+        args.memory_limit_bytes,
+        RESULTS_BUDGET_BYTES,
+    ));
+    tracing::info!(
+        bytes = ctx.merge_budget.total_bytes(),
+        "memory budget for run results"
+    );
     let ctx = Arc::new(ctx);
 
     let listener = tokio::net::TcpListener::bind(args.metrics_addr).await?;

@@ -1,6 +1,7 @@
 //! HTTP/1 requests to pods on their IPs (runner agents, servers' monitoring endpoints): one
 //! client for all of them, with a timeout over the whole exchange, a bounded response body, an
 //! optional bearer token, and errors that name the method, the URL and what went wrong.
+use crate::merge_budget::{BudgetError, Reservation};
 use crate::status_text::plain_bounded;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Bytes, Incoming};
@@ -96,6 +97,8 @@ pub enum ErrorKind {
     Request(String),
     /// A 2xx body that is not the expected JSON.
     Decode(serde_json::Error),
+    /// The body could not be given room in the operator's memory budget.
+    Budget(BudgetError),
 }
 
 impl fmt::Display for ErrorKind {
@@ -108,6 +111,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Transport(why) => f.write_str(why),
             ErrorKind::Request(why) => write!(f, "bad request: {why}"),
             ErrorKind::Decode(e) => write!(f, "response is not the expected JSON: {e}"),
+            ErrorKind::Budget(e) => e.fmt(f),
         }
     }
 }
@@ -125,6 +129,75 @@ impl Error {
 /// `GET http://{addr}{path}`.
 pub async fn get(addr: SocketAddr, path: &str, opts: Options<'_>) -> Result<Reply, Error> {
     send(Method::GET, addr, path, None, opts).await
+}
+
+/// `GET http://{addr}{path}` whose body is counted in `held`: reserved before it is read (by
+/// its Content-Length, which is refused at once when over `max_body_bytes`), grown frame by
+/// frame otherwise. `timeout` bounds the network time; waiting for the budget is not counted.
+pub async fn get_reserved(
+    addr: SocketAddr,
+    path: &str,
+    opts: Options<'_>,
+    held: &mut Reservation,
+) -> Result<Reply, Error> {
+    let (method, url) = (Method::GET, url(addr, path));
+    let fail = |kind| Error {
+        method: Method::GET,
+        url: url.clone(),
+        kind,
+    };
+    let req = request(&method, &url, None, opts.bearer).map_err(fail)?;
+    let resp = match tokio::time::timeout(opts.timeout, CLIENT.request(req)).await {
+        Err(_) => return Err(fail(ErrorKind::Timeout(opts.timeout))),
+        Ok(Err(e)) => return Err(fail(ErrorKind::Transport(chain(&e)))),
+        Ok(Ok(resp)) => resp,
+    };
+    let body = read_reserved(resp, opts, held).await.map_err(fail)?;
+    Ok(Reply { method, url, body })
+}
+
+async fn read_reserved(
+    resp: hyper::Response<Incoming>,
+    opts: Options<'_>,
+    held: &mut Reservation,
+) -> Result<Bytes, ErrorKind> {
+    if !resp.status().is_success() {
+        return Err(status_error(resp).await);
+    }
+    let (max, base) = (opts.max_body_bytes, held.bytes());
+    let announced = resp
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if let Some(n) = announced {
+        if n > max {
+            return Err(ErrorKind::TooLarge(max));
+        }
+        held.hold(base + n).await.map_err(ErrorKind::Budget)?;
+    }
+    let mut deadline = tokio::time::Instant::now() + opts.timeout;
+    let mut body = resp.into_body();
+    let mut out = Vec::with_capacity(announced.unwrap_or(0));
+    loop {
+        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+            Err(_) => return Err(ErrorKind::Timeout(opts.timeout)),
+            Ok(None) => break,
+            Ok(Some(Err(e))) => return Err(ErrorKind::Transport(chain(&e))),
+            Ok(Some(Ok(frame))) => frame,
+        };
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers
+        };
+        let len = out.len() + data.len();
+        if len > max {
+            return Err(ErrorKind::TooLarge(max));
+        }
+        let waited_from = tokio::time::Instant::now();
+        held.hold(base + len).await.map_err(ErrorKind::Budget)?;
+        deadline += waited_from.elapsed();
+        out.extend_from_slice(&data);
+    }
+    Ok(Bytes::from(out))
 }
 
 /// `POST http://{addr}{path}` with `body` as JSON.
@@ -193,22 +266,27 @@ fn request(
 /// The body of a 2xx answer, at most `max` bytes; for any other status, the status and the
 /// start of its body.
 async fn read(resp: hyper::Response<Incoming>, max: usize) -> Result<Bytes, ErrorKind> {
-    let status = resp.status();
-    if !status.is_success() {
-        // Best effort: an error body too long or cut off is left out.
-        let body = Limited::new(resp.into_body(), 4 * ERROR_BODY_BYTES)
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        let body = plain_bounded(&String::from_utf8_lossy(&body), ERROR_BODY_BYTES);
-        return Err(ErrorKind::Status { status, body });
+    if !resp.status().is_success() {
+        return Err(status_error(resp).await);
     }
     match Limited::new(resp.into_body(), max).collect().await {
         Ok(b) => Ok(b.to_bytes()),
         Err(e) if e.is::<LengthLimitError>() => Err(ErrorKind::TooLarge(max)),
         Err(e) => Err(ErrorKind::Transport(chain(&*e))),
     }
+}
+
+/// A non-2xx answer: its status and the start of its body.
+async fn status_error(resp: hyper::Response<Incoming>) -> ErrorKind {
+    let status = resp.status();
+    // Best effort: an error body too long or cut off is left out.
+    let body = Limited::new(resp.into_body(), 4 * ERROR_BODY_BYTES)
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let body = plain_bounded(&String::from_utf8_lossy(&body), ERROR_BODY_BYTES);
+    ErrorKind::Status { status, body }
 }
 
 /// `e` and its sources, joined: hyper's own message alone ("client error (Connect)") does not
@@ -227,9 +305,11 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::merge_budget::MergeBudget;
     use axum::http::HeaderMap;
     use axum::routing::{get as route_get, post as route_post};
     use axum::{Json, Router};
+    use std::sync::Arc;
 
     /// A local server standing in for a pod: echoes the token and JSON, answers late, too much
     /// or with an error.
@@ -254,6 +334,14 @@ mod tests {
                 }),
             )
             .route("/big", route_get(|| async { "x".repeat(2048) }))
+            .route(
+                "/chunked",
+                route_get(|| async {
+                    // No Content-Length: three chunks of 1000 bytes.
+                    let chunks = (0..3).map(|_| Ok::<_, std::io::Error>(vec![b'y'; 1000]));
+                    axum::body::Body::from_stream(futures::stream::iter(chunks))
+                }),
+            )
             .route(
                 "/busy",
                 route_get(|| async { (StatusCode::SERVICE_UNAVAILABLE, "connecting\n") }),
@@ -310,6 +398,77 @@ mod tests {
         assert!(err.to_string().ends_with("response body over 1024 bytes"));
         let exact = Options::new(Duration::from_secs(5), 2048);
         assert_eq!(get(addr, "/big", exact).await.unwrap().body.len(), 2048);
+    }
+
+    const KIB: usize = 1024;
+
+    #[tokio::test]
+    async fn an_announced_body_over_the_share_is_refused_before_reading() {
+        let addr = pod().await;
+        let budget = MergeBudget::new(64 * KIB, 64 * KIB, Duration::from_secs(5));
+        let mut held = budget.reservation();
+        let err = get_reserved(addr, "/big", OPTS, &mut held)
+            .await
+            .unwrap_err();
+        assert!(matches!(err.kind, ErrorKind::TooLarge(1024)), "{err}");
+        assert_eq!(held.bytes(), 0, "nothing reserved for a refused body");
+        let opts = Options::new(Duration::from_secs(5), 4 * KIB);
+        let reply = get_reserved(addr, "/big", opts, &mut held).await.unwrap();
+        assert_eq!((reply.body.len(), held.bytes()), (2048, 2048));
+    }
+
+    #[tokio::test]
+    async fn an_unannounced_body_grows_its_reservation_up_to_the_run_cap() {
+        let addr = pod().await;
+        let opts = Options::new(Duration::from_secs(5), 64 * KIB);
+        let budget = MergeBudget::new(64 * KIB, 64 * KIB, Duration::from_secs(5));
+        let mut held = budget.reservation();
+        let reply = get_reserved(addr, "/chunked", opts, &mut held)
+            .await
+            .unwrap();
+        assert_eq!((reply.body.len(), held.bytes()), (3000, 3000));
+        // The per-run cap (2 KiB here) refuses the stream part-way, never past it.
+        let small = MergeBudget::new(64 * KIB, 2 * KIB, Duration::from_secs(5));
+        let mut held = small.reservation();
+        let err = get_reserved(addr, "/chunked", opts, &mut held)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err.kind,
+                ErrorKind::Budget(BudgetError::OverShare { cap: 2048, .. })
+            ),
+            "{err}"
+        );
+        assert!(held.bytes() <= 2 * KIB);
+    }
+
+    #[tokio::test]
+    async fn downloads_beyond_the_budget_wait_for_each_other() {
+        let addr = pod().await;
+        let opts = Options::new(Duration::from_secs(5), 4 * KIB);
+        // Room for one 2 KiB body at a time (plus a little), not two.
+        let budget = Arc::new(MergeBudget::new(3 * KIB, 3 * KIB, Duration::from_secs(30)));
+        let mut first = budget.reservation();
+        get_reserved(addr, "/big", opts, &mut first).await.unwrap();
+        let b = budget.clone();
+        let second = tokio::spawn(async move {
+            let mut held = b.reservation();
+            let reply = get_reserved(addr, "/big", opts, &mut held).await;
+            reply.map(|r| (r.body.len(), held))
+        });
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while budget.waiting() == 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "second never waited"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(!second.is_finished());
+        drop(first); // the first run's merge is done
+        let (len, held) = second.await.unwrap().unwrap();
+        assert_eq!((len, held.bytes()), (2048, 2048));
     }
 
     #[tokio::test]

@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::{
     Container, EmptyDirVolumeSource, KeyToPath, PodSpec, PodTemplateSpec, SecretVolumeSource,
     Volume, VolumeMount,
 };
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use msgbench_crds::common::{Placement, Resources, Tuning};
 use msgbench_crds::PodCustomization;
@@ -104,6 +105,15 @@ pub fn empty_dir(name: &str, in_memory: bool) -> Volume {
         }),
         ..Volume::default()
     }
+}
+
+/// A disk emptyDir the kubelet evicts the pod over, instead of letting it fill the node's disk.
+pub fn empty_dir_limited(name: &str, size_limit: &str) -> Volume {
+    let mut v = empty_dir(name, false);
+    if let Some(d) = v.empty_dir.as_mut() {
+        d.size_limit = Some(Quantity(size_limit.into()));
+    }
+    v
 }
 
 /// Volume `name` with only `keys` of Secret `secret` (each a file of its own name), readable by

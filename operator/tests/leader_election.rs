@@ -2,8 +2,9 @@
 //! kube-lease-manager relies on it: server-side apply refuses to move `holderIdentity` away from
 //! another field manager (409), a strategic merge patch takes the field over or clears it.
 //! It also enforces `rbac::LEASE_RULES` (403 otherwise), so the documented RBAC is exactly what
-//! the election needs. Short timings (2 s lease, renewed every second) keep each test to a few
-//! seconds of real time.
+//! the election needs. Faults are injected per request: a status, a late answer, or none at all
+//! (a hang). Short timings keep each test to a few seconds of real time (paused time cannot be
+//! used: kube-lease-manager judges expiry by the wall clock).
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -13,6 +14,7 @@ use msgbench_operator::metrics::Metrics;
 use msgbench_operator::rbac::LEASE_RULES;
 use serde_json::{json, Map, Value};
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,8 +25,27 @@ const PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/msgbench-system/leas
 const FAST: Timing = Timing {
     lease_seconds: 2,
     renew_seconds: 1,
-    api_timeout: Duration::from_millis(200),
+    renew_deadline: Duration::from_millis(1500),
+    api_timeout: Duration::from_millis(400),
     max_clock_skew: Duration::from_millis(100),
+};
+
+/// Room for a burst of failures and a few retries before the renew deadline.
+const TOLERANT: Timing = Timing {
+    lease_seconds: 4,
+    renew_seconds: 1,
+    renew_deadline: Duration::from_millis(2500),
+    api_timeout: Duration::from_secs(1),
+    max_clock_skew: Duration::from_millis(500),
+};
+
+/// Requests may take 2 s and still count.
+const PATIENT: Timing = Timing {
+    lease_seconds: 10,
+    renew_seconds: 1,
+    renew_deadline: Duration::from_secs(7),
+    api_timeout: Duration::from_millis(2500),
+    max_clock_skew: Duration::from_secs(1),
 };
 
 #[derive(Default)]
@@ -35,6 +56,12 @@ struct LeaseStore {
     rv: u64,
     /// Answer every request with this status (500: API down, 403: RBAC missing).
     fail_with: Option<u16>,
+    /// Answer every request this late.
+    delay: Duration,
+    /// Never answer.
+    hang: bool,
+    /// When the Lease's renewTime was last written.
+    last_renewed: Option<Instant>,
 }
 
 #[derive(Clone, Default)]
@@ -42,12 +69,34 @@ struct FakeLeaseApi(Arc<Mutex<LeaseStore>>);
 
 impl FakeLeaseApi {
     fn client(&self) -> kube::Client {
+        self.client_behind(Arc::default())
+    }
+
+    /// A client whose requests never answer while `cut` is set (a partition of one replica).
+    fn client_behind(&self, cut: Arc<AtomicBool>) -> kube::Client {
         let me = self.clone();
         let svc = tower::service_fn(move |req: Request<kube::client::Body>| {
-            let me = me.clone();
-            async move { Ok::<_, Infallible>(me.handle(req).await) }
+            let (me, cut) = (me.clone(), cut.clone());
+            async move {
+                if cut.load(Ordering::SeqCst) {
+                    std::future::pending::<()>().await;
+                }
+                Ok::<_, Infallible>(me.handle(req).await)
+            }
         });
         kube::Client::new(svc, NS)
+    }
+
+    fn delay(&self, by: Duration) {
+        self.0.lock().unwrap().delay = by;
+    }
+
+    fn hang(&self) {
+        self.0.lock().unwrap().hang = true;
+    }
+
+    fn last_renewed(&self) -> Instant {
+        self.0.lock().unwrap().last_renewed.expect("renewed once")
     }
 
     fn holder(&self) -> Option<String> {
@@ -84,6 +133,14 @@ impl FakeLeaseApi {
             .get("content-type")
             .is_some_and(|v| v.as_bytes().starts_with(b"application/apply-patch"));
         let body = req.into_body().collect().await.unwrap().to_bytes();
+        let (delay, hang) = {
+            let st = self.0.lock().unwrap();
+            (st.delay, st.hang)
+        };
+        if hang {
+            std::future::pending::<()>().await;
+        }
+        tokio::time::sleep(delay).await;
         let mut st = self.0.lock().unwrap();
         if let Some(code) = st.fail_with {
             return status(code, "Injected", "injected failure");
@@ -134,6 +191,9 @@ impl LeaseStore {
             return status(404, "NotFound", "lease not found");
         };
         let spec_patch = patch["spec"].as_object().cloned().unwrap_or_default();
+        if spec_patch.contains_key("renewTime") {
+            self.last_renewed = Some(Instant::now());
+        }
         let current = lease["spec"]["holderIdentity"].clone();
         if let Some(wanted) = spec_patch.get("holderIdentity") {
             let owned_elsewhere = self.holder_owner.as_deref().is_some_and(|o| o != manager);
@@ -198,15 +258,23 @@ struct Replica {
 }
 
 async fn replica(api: &FakeLeaseApi, identity: &str) -> anyhow::Result<Replica> {
+    replica_with(api.client(), identity, FAST).await
+}
+
+async fn replica_with(
+    client: kube::Client,
+    identity: &str,
+    timing: Timing,
+) -> anyhow::Result<Replica> {
     let readiness = Arc::new(Readiness::new(0));
     let metrics = Metrics::default();
     let config = Config {
         lease: LEASE.into(),
         namespace: NS.into(),
         identity: identity.into(),
-        timing: FAST,
+        timing,
     };
-    let elector = Elector::start(api.client(), config, &metrics, readiness.clone()).await?;
+    let elector = Elector::start(client, config, &metrics, readiness.clone()).await?;
     Ok(Replica {
         elector,
         readiness,
@@ -263,24 +331,118 @@ async fn a_standby_takes_an_abandoned_lease_only_after_it_expires() {
     assert_eq!(api.holder().as_deref(), Some("pod-b"));
 }
 
+/// Waits for `r` to step down; returns why and when.
+async fn steps_down_within(r: &mut Replica, bound: Duration) -> (String, Instant) {
+    let why = tokio::time::timeout(bound, r.elector.until_lost())
+        .await
+        .expect("the leader must step down");
+    (why, Instant::now())
+}
+
+/// `r` is still the leader after `window` (its step-down would have ended the wait).
+async fn still_leads_after(r: &mut Replica, window: Duration) -> bool {
+    tokio::time::timeout(window, r.elector.until_lost())
+        .await
+        .is_err()
+}
+
 #[tokio::test]
-async fn a_leader_that_cannot_renew_steps_down_before_the_lease_expires() {
+async fn a_leader_that_cannot_renew_steps_down_after_the_deadline_before_the_lease_expires() {
     let api = FakeLeaseApi::default();
     let mut a = replica(&api, "pod-a").await.unwrap();
     assert!(leads_within(&mut a, Duration::from_secs(5)).await);
     api.fail_with(Some(500));
-    let t0 = Instant::now();
-    let why = tokio::time::timeout(Duration::from_secs(5), a.elector.until_lost())
-        .await
-        .expect("a leader whose renewal fails must step down");
-    assert!(why.contains("could not renew"), "{why}");
+    let (why, at) = steps_down_within(&mut a, Duration::from_secs(5)).await;
+    assert!(why.contains("renew deadline"), "{why}");
+    let since_renewal = at - api.last_renewed();
     assert!(
-        t0.elapsed() < FAST.step_down_within(),
-        "stepped down after {:?}",
-        t0.elapsed()
+        since_renewal >= FAST.renew_deadline,
+        "{since_renewal:?}: retries first"
+    );
+    let expiry = Duration::from_secs(FAST.lease_seconds) - FAST.max_clock_skew;
+    assert!(
+        since_renewal < expiry,
+        "stepped down {since_renewal:?} after the last renewal"
     );
     assert!(a.metrics.render().contains("msgbench_leader 0"));
     assert!(!a.readiness.is_ready());
+}
+
+#[tokio::test]
+async fn a_leader_facing_a_hanging_api_steps_down_before_the_lease_expires() {
+    let api = FakeLeaseApi::default();
+    let mut a = replica_with(api.client(), "pod-a", TOLERANT).await.unwrap();
+    assert!(leads_within(&mut a, Duration::from_secs(5)).await);
+    api.hang();
+    let (why, at) = steps_down_within(&mut a, Duration::from_secs(8)).await;
+    assert!(why.contains("renew deadline"), "{why}");
+    let since_renewal = at - api.last_renewed();
+    let expiry = Duration::from_secs(TOLERANT.lease_seconds) - TOLERANT.max_clock_skew;
+    assert!(
+        since_renewal < expiry,
+        "stepped down {since_renewal:?} after the last renewal"
+    );
+    assert!(a
+        .metrics
+        .render()
+        .contains("msgbench_leader_election_errors_total"));
+}
+
+#[tokio::test]
+async fn a_leader_rides_out_a_burst_of_errors_shorter_than_the_deadline() {
+    let api = FakeLeaseApi::default();
+    let mut a = replica_with(api.client(), "pod-a", TOLERANT).await.unwrap();
+    assert!(leads_within(&mut a, Duration::from_secs(5)).await);
+    let before = api.last_renewed();
+    api.fail_with(Some(500));
+    // Until just past the first failed renewal (1 s after the last good one) and a retry.
+    assert!(still_leads_after(&mut a, Duration::from_millis(1500)).await);
+    api.fail_with(None);
+    // Two whole leases later: still the leader, and renewing again.
+    assert!(still_leads_after(&mut a, Duration::from_secs(2 * TOLERANT.lease_seconds)).await);
+    assert_eq!(api.holder().as_deref(), Some("pod-a"));
+    assert!(api.last_renewed() > before + Duration::from_millis(1500));
+    let errors = a.metrics.render();
+    assert!(
+        !errors.contains("msgbench_leader_election_errors_total 0"),
+        "{errors}"
+    );
+    assert_eq!(a.readiness.role(), Role::Leader);
+}
+
+#[tokio::test]
+async fn a_leader_rides_out_answers_slower_than_a_second() {
+    let api = FakeLeaseApi::default();
+    let mut a = replica_with(api.client(), "pod-a", PATIENT).await.unwrap();
+    assert!(leads_within(&mut a, Duration::from_secs(5)).await);
+    api.delay(Duration::from_secs(2));
+    let before = api.last_renewed();
+    assert!(still_leads_after(&mut a, Duration::from_secs(PATIENT.lease_seconds)).await);
+    assert!(api.last_renewed() > before, "slow renewals still count");
+    assert_eq!(api.holder().as_deref(), Some("pod-a"));
+}
+
+#[tokio::test]
+async fn a_partitioned_leader_stops_before_the_standby_takes_over() {
+    let api = FakeLeaseApi::default();
+    let cut = Arc::new(AtomicBool::new(false));
+    let mut a = replica_with(api.client_behind(cut.clone()), "pod-a", TOLERANT)
+        .await
+        .unwrap();
+    assert!(leads_within(&mut a, Duration::from_secs(5)).await);
+    let mut b = replica_with(api.client(), "pod-b", TOLERANT).await.unwrap();
+    cut.store(true, Ordering::SeqCst);
+    let a_lost =
+        tokio::spawn(async move { steps_down_within(&mut a, Duration::from_secs(8)).await.1 });
+    assert!(leads_within(&mut b, Duration::from_secs(15)).await);
+    let b_leads = Instant::now();
+    let a_lost = a_lost.await.unwrap();
+    assert!(
+        a_lost < b_leads,
+        "two leaders: b led {:?} before a stopped",
+        a_lost - b_leads
+    );
+    assert_eq!(api.holder().as_deref(), Some("pod-b"));
 }
 
 #[tokio::test]

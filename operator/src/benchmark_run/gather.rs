@@ -2,6 +2,7 @@
 //! endpoint while it holds them, else from the checksummed frames in its pod log. A record
 //! that cannot be read intact fails the run as `ResultsLost`, naming the runner and the trial.
 use super::runner_http;
+use crate::merge_budget::{BudgetError, MergeBudget, Reservation};
 use crate::pod_http;
 use futures::{AsyncBufReadExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
@@ -27,6 +28,8 @@ pub enum Gathered {
     NotYet(String),
     /// Some record cannot be had: the message names runner, pod and trial.
     Lost(String),
+    /// A runner offered more than the run may bring into the operator's memory.
+    TooLarge(String),
 }
 
 /// Runner id of an Indexed Job pod: its completion index + 1 (what the agent uses).
@@ -72,35 +75,40 @@ pub fn complete_records<R>(
 /// Bytes of record JSON one run may bring into the operator, over all its runners: the
 /// records are held until every runner is in (the admission bound on runners x trials x
 /// phases keeps real runs far below it), and a runner image is user-chosen, so a hostile or
-/// broken one must not be able to take the operator past its memory limit.
+/// broken one must not be able to take the operator past its memory limit. All runs together
+/// share one budget besides ([`MergeBudget`], which caps this share to the whole).
 pub const RESULTS_BUDGET_BYTES: usize = 32 << 20;
 
-/// Why an agent's records could not be had: `Lost` when asking again cannot help.
+/// Why an agent's records could not be had.
 enum AgentRead {
     NotYet(String),
-    Lost(String),
+    TooLarge(String),
+}
+
+/// Sorts a failed `/results` read: more than the run's share is final; anything else (a busy
+/// budget, an agent that did not answer) is worth asking again.
+fn classify(e: pod_http::Error, share: usize) -> AgentRead {
+    match &e.kind {
+        pod_http::ErrorKind::TooLarge(_)
+        | pod_http::ErrorKind::Budget(BudgetError::OverShare { .. }) => {
+            AgentRead::TooLarge(format!(
+                "{e} (the results of a run may take {share} bytes of the operator's memory in all)"
+            ))
+        }
+        _ => AgentRead::NotYet(e.to_string()),
+    }
 }
 
 async fn from_agent(
     addr: SocketAddr,
     token: &str,
-    budget: usize,
+    held: &mut Reservation,
 ) -> Result<(u16, BTreeMap<u32, RawResultLine>), AgentRead> {
-    let r = runner_http::results(addr, token, budget)
+    let share = held.cap();
+    let max = share.saturating_sub(held.bytes());
+    let r = runner_http::results(addr, token, max, held)
         .await
-        .map_err(|e| {
-            let too_large = e
-                .downcast_ref::<pod_http::Error>()
-                .is_some_and(|e| matches!(e.kind, pod_http::ErrorKind::TooLarge(_)));
-            let why = format!("{e:#}");
-            if too_large {
-                AgentRead::Lost(format!(
-                    "{why} (the results of a run may take {RESULTS_BUDGET_BYTES} bytes in all)"
-                ))
-            } else {
-                AgentRead::NotYet(why)
-            }
-        })?;
+        .map_err(|e| classify(e, share))?;
     if !r.finished {
         return Err(AgentRead::NotYet(format!(
             "agent on {addr} has not finished"
@@ -135,19 +143,28 @@ async fn from_log(
     Ok(r.finish())
 }
 
-/// One runner's records: from its agent while it holds them, else from its log.
+/// One runner's records: from its agent while it holds them, else from its log. Either way
+/// they end up counted in `held`.
 async fn records_of(
     pods: &Api<Pod>,
     d: &DoneRunner<'_>,
     runner: u16,
     token: &str,
-    budget: usize,
+    held: &mut Reservation,
 ) -> kube::Result<Result<Reassembled, Gathered>> {
     let name = d.pod.name_any();
     let Some(addr) = d.holding_at else {
-        return Ok(Ok(from_log(pods, d.pod, runner, budget).await?));
+        // The log is read line by line and only frames kept, bounded by the run's share; the
+        // kept bytes are counted once read.
+        let share_left = held.cap().saturating_sub(held.bytes());
+        let got = from_log(pods, d.pod, runner, share_left).await?;
+        let bytes = got.records.values().map(|l| l.json_bytes()).sum::<usize>();
+        return Ok(match held.hold(held.bytes() + bytes).await {
+            Ok(()) => Ok(got),
+            Err(e) => Err(Gathered::NotYet(format!("pod {name}: {e}"))),
+        });
     };
-    Ok(match from_agent(addr, token, budget).await {
+    Ok(match from_agent(addr, token, held).await {
         Ok((id, records)) if id == runner => Ok(Reassembled {
             records,
             damaged: BTreeMap::new(),
@@ -155,39 +172,40 @@ async fn records_of(
         Ok((id, _)) => Err(Gathered::Lost(format!(
             "pod {name} is runner {runner} but its agent says {id}"
         ))),
-        Err(AgentRead::Lost(e)) => Err(Gathered::Lost(format!("pod {name}: {e}"))),
+        Err(AgentRead::TooLarge(e)) => Err(Gathered::TooLarge(format!("pod {name}: {e}"))),
         Err(AgentRead::NotYet(e)) => Err(Gathered::NotYet(format!("pod {name}: {e}"))),
     })
 }
 
-/// Every runner's records, or why not (yet).
+/// Every runner's records, or why not (yet), and the memory they hold in the operator's
+/// budget (keep it until the merge is written).
 pub async fn gather(
     pods: &Api<Pod>,
     done: &[DoneRunner<'_>],
     token: &str,
     trials: u32,
-) -> kube::Result<Gathered> {
+    budget: &MergeBudget,
+) -> kube::Result<(Gathered, Reservation)> {
+    let mut held = budget.reservation();
     let mut all = Vec::new();
-    let mut used = 0usize;
     for d in done {
         let name = d.pod.name_any();
         let Some(runner) = runner_id(d.pod) else {
-            return Ok(Gathered::Lost(format!(
+            let why = format!(
                 "runner pod {name} has no job-completion-index: cannot tell which runner it is"
-            )));
+            );
+            return Ok((Gathered::Lost(why), held));
         };
-        let budget = RESULTS_BUDGET_BYTES.saturating_sub(used);
-        let got = match records_of(pods, d, runner, token, budget).await? {
+        let got = match records_of(pods, d, runner, token, &mut held).await? {
             Ok(got) => got,
-            Err(g) => return Ok(g),
+            Err(g) => return Ok((g, held)),
         };
-        used += got.records.values().map(|l| l.json_bytes()).sum::<usize>();
         match complete_records(runner, &name, got.records, &got.damaged, trials) {
             Ok(lines) => all.extend(lines),
-            Err(why) => return Ok(Gathered::Lost(why)),
+            Err(why) => return Ok((Gathered::Lost(why), held)),
         }
     }
-    Ok(Gathered::Complete(all))
+    Ok((Gathered::Complete(all), held))
 }
 
 /// Tells every runner still holding its results that the operator stored them all.
@@ -217,6 +235,62 @@ mod tests {
         assert!(err.starts_with("runner 2 (pod run-g1-1-abc): "), "{err}");
         assert!(err.contains("trial 2: frames 2 of 3 missing"), "{err}");
         assert!(err.contains("trial 4: no record"), "{err}");
+    }
+
+    /// A runner pod with completion index 0 (runner 1).
+    fn runner_pod() -> Pod {
+        let mut p = Pod::default();
+        p.metadata.name = Some("run-g1-0-abc".into());
+        let index = (
+            "batch.kubernetes.io/job-completion-index".to_string(),
+            "0".to_string(),
+        );
+        p.metadata.labels = Some(BTreeMap::from([index]));
+        p
+    }
+
+    /// An agent whose `/results` answer is `bytes` long, as a hostile image might send.
+    async fn agent_answering(bytes: usize) -> SocketAddr {
+        let app = axum::Router::new().route(
+            "/results",
+            axum::routing::get(move || async move { "x".repeat(bytes) }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        addr
+    }
+
+    #[tokio::test]
+    async fn an_answer_over_the_runs_share_is_refused_with_a_reason() {
+        let addr = agent_answering(64 << 10).await;
+        // Never asked: the runner still holds its results.
+        let pods: Api<Pod> = Api::namespaced(
+            kube::Client::new(
+                tower::service_fn(|_| async {
+                    Err::<http::Response<kube::client::Body>, _>("no API")
+                }),
+                "ns",
+            ),
+            "ns",
+        );
+        let pod = runner_pod();
+        let done = [DoneRunner {
+            pod: &pod,
+            holding_at: Some(addr),
+        }];
+        let budget = MergeBudget::new(1 << 20, 32 << 10, std::time::Duration::from_secs(5));
+        let (got, held) = gather(&pods, &done, "t", 1, &budget).await.unwrap();
+        let Gathered::TooLarge(why) = got else {
+            panic!("not refused: {got:?}");
+        };
+        assert!(why.starts_with("pod run-g1-0-abc: GET http://"), "{why}");
+        assert!(why.contains("response body over 32768 bytes"), "{why}");
+        assert!(
+            why.contains("may take 32768 bytes of the operator's memory"),
+            "{why}"
+        );
+        assert_eq!(held.bytes(), 0, "a refused answer is never read");
     }
 
     #[test]

@@ -43,6 +43,8 @@ pub struct Observed {
     pub agents: Vec<AgentSeen>,
     /// Every runner's records, once every runner is done.
     pub results: Option<Gathered>,
+    /// The results' share of the operator's memory budget, held until this pass ends.
+    pub results_memory: Option<std::sync::Arc<crate::merge_budget::Reservation>>,
     /// A sample of the target's server pods, when one was due.
     pub server_usage: Option<UsageRead>,
     /// The run's servers, for the environment report (read with the results).
@@ -67,6 +69,7 @@ impl Observed {
             runner_pods: Vec::new(),
             agents: Vec::new(),
             results: None,
+            results_memory: None,
             server_usage: None,
             server_pods: Vec::new(),
             faults_allowed: false,
@@ -205,7 +208,9 @@ pub async fn observe(
     let done = done_runners(&view, &obs.agents, ctx.agent_port);
     if done.len() >= br.spec.runners.count.max(1) as usize {
         let trials = timing::total_trials(br) as u32;
-        obs.results = Some(gather::gather(&pods, &done, &token, trials).await?);
+        let budget = &ctx.merge_budget;
+        let (results, held) = gather::gather(&pods, &done, &token, trials, budget).await?;
+        (obs.results, obs.results_memory) = (Some(results), Some(std::sync::Arc::new(held)));
         obs.baseline = baseline(ctx, br, &id.namespace, &id.name).await?;
         obs.server_pods = server_pods(ctx, br, &id.namespace).await?;
     }

@@ -2,6 +2,7 @@
 //! results and confirm them. Every call presents the run's token (the agent refuses others).
 //! Each call takes the agent's address (pod IP and port, see [`agent_addr`]; the port is
 //! `AGENT_PORT` outside tests), so tests can run fake agents on any local port.
+use crate::merge_budget::Reservation;
 use crate::pod_http::{self, Options};
 use runner_api::agent::{AgentProgress, AgentResults, RawJson, ResultsAck, StartRequest};
 use std::net::{IpAddr, SocketAddr};
@@ -42,16 +43,17 @@ pub async fn progress(addr: SocketAddr, token: &str) -> Option<AgentProgress> {
     reply.ok()?.json().ok()
 }
 
-/// GET /results: the agent's records so far, read as at most `max_bytes` (records stay JSON
-/// text until merged).
+/// GET /results: the agent's records so far, read as at most `max_bytes` held in `held` (the
+/// operator's memory budget; records stay JSON text until merged).
 pub async fn results(
     addr: SocketAddr,
     token: &str,
     max_bytes: usize,
-) -> anyhow::Result<AgentResults<RawJson>> {
+    held: &mut Reservation,
+) -> Result<AgentResults<RawJson>, pod_http::Error> {
     let opts = Options::new(Duration::from_secs(20), max_bytes).bearer(token);
-    let reply = pod_http::get(addr, "/results", opts).await?;
-    Ok(reply.json()?)
+    let reply = pod_http::get_reserved(addr, "/results", opts, held).await?;
+    reply.json()
 }
 
 /// POST /results/ack: the operator stored `records` records; the agent may exit.

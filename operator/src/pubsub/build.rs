@@ -6,7 +6,7 @@ use crate::jetstream::build::value_env;
 use crate::meta::Owner;
 use crate::mqtt::build::{recreate_when_pinned, DEFAULT_UID};
 use crate::operands::{merged, DefaultImages, OperandDefaults};
-use crate::server_pod::{empty_dir, mount, pod_template, ServerPod};
+use crate::server_pod::{empty_dir_limited, mount, pod_template, ServerPod};
 use crate::tuning::threads;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
@@ -18,6 +18,14 @@ use msgbench_crds::common::Resources;
 use msgbench_crds::pubsub_server::{DatabaseMode, PubSubProtocol, PubSubServer, PubSubServerSpec};
 
 const DATA_DIR: &str = "/data";
+
+/// `sizeLimit` of the `/data` emptyDir that holds the `database: file` store. The spec has no
+/// storage field, so this is fixed: far above what a benchmark's message store reaches, and a
+/// runaway database gets the pod evicted instead of filling the node's disk.
+pub const DATA_SIZE_LIMIT: &str = "1Gi";
+
+/// `sizeLimit` of `/tmp` (nothing large is written there).
+pub const TMP_SIZE_LIMIT: &str = "64Mi";
 
 fn enum_str<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_value(v)
@@ -135,7 +143,10 @@ pub fn build(
         owner,
         uid: DEFAULT_UID,
         container,
-        volumes: vec![empty_dir("data", false), empty_dir("tmp", false)],
+        volumes: vec![
+            empty_dir_limited("data", DATA_SIZE_LIMIT),
+            empty_dir_limited("tmp", TMP_SIZE_LIMIT),
+        ],
         resources: &spec.resources,
         tuning: &spec.tuning,
         placement: &spec.placement,
@@ -168,6 +179,7 @@ pub fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server_pod::empty_dir;
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
     use msgbench_crds::common::ResourceAmounts;
 
@@ -187,5 +199,31 @@ mod tests {
         assert_eq!(memory_budget(&limited("1Gi")), Some(384 << 20));
         assert_eq!(memory_budget(&limited("32Mi")), Some(16 << 20));
         assert_eq!(memory_budget(&Resources::default()), None);
+    }
+
+    #[test]
+    fn the_file_database_volume_has_a_size_limit() {
+        let mut pss = PubSubServer::new(
+            "p",
+            serde_json::from_value(serde_json::json!({"database": "file"})).unwrap(),
+        );
+        pss.metadata.namespace = Some("bench".into());
+        pss.metadata.uid = Some("u1".into());
+        let owner = Owner::of(&pss, "pubsubserver").unwrap();
+        let children = build(&pss, &owner, 1, &OperandDefaults::default());
+        let pod = children.deployments[0]
+            .spec
+            .as_ref()
+            .unwrap()
+            .template
+            .clone();
+        let volumes = pod.spec.unwrap().volumes.unwrap();
+        let limit = |name: &str| {
+            let v = volumes.iter().find(|v| v.name == name).unwrap();
+            v.empty_dir.as_ref().unwrap().size_limit.clone()
+        };
+        assert_eq!(limit("data"), Some(Quantity(DATA_SIZE_LIMIT.into())));
+        assert_eq!(limit("tmp"), Some(Quantity(TMP_SIZE_LIMIT.into())));
+        assert_eq!(empty_dir("x", false).empty_dir.unwrap().size_limit, None);
     }
 }

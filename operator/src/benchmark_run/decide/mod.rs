@@ -13,7 +13,8 @@
 //! A run ends Failed with one reason: InvalidSpec, TargetNotFound, TargetNotReady,
 //! TargetUnfit, TargetUnreachable, BaselineCycle, ImagePullFailed, BarrierTimeout, RunnersUnschedulable (a
 //! runner pod no node can take, at the barrier's bound), RunnerFailed, RunnerNodeLost (a
-//! runner's node stopped reporting), RunnersStartedApart, DeadlineExceeded, ResultsLost, ThresholdsNotMet, FaultsNotAllowed (the operator may not
+//! runner's node stopped reporting), RunnersStartedApart, DeadlineExceeded, ResultsLost, ResultsTooLarge (a runner offered more
+//! than a run may hold in the operator's memory), ThresholdsNotMet, FaultsNotAllowed (the operator may not
 //! delete pods) or FaultsNotInjected (a fault in `spec.faults` was not carried out).
 mod barrier;
 mod finished;

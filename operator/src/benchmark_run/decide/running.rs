@@ -42,6 +42,9 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
             return;
         }
         Some(Gathered::Lost(why)) => return fail(&mut d.status, "ResultsLost", why, g, &obs.now),
+        Some(Gathered::TooLarge(why)) => {
+            return fail(&mut d.status, "ResultsTooLarge", why, g, &obs.now)
+        }
         None => {}
     }
     let gone = obs.job.is_none() && view.running.is_empty();

@@ -994,6 +994,17 @@ fn progress_is_written_at_most_every_few_seconds() {
 }
 
 #[test]
+fn results_over_the_memory_share_fail_the_run_as_results_too_large() {
+    let br = run(1, "");
+    let (st, mut obs) = running(START, START + 20_000, vec![]);
+    let why = "pod p: GET http://10.0.0.7:9090/results: response body over 33554432 bytes";
+    obs.results = Some(Gathered::TooLarge(why.into()));
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(verdict(&d), (Some(Phase::Failed), "ResultsTooLarge".into()));
+    assert!(message(&d).contains("response body over 33554432 bytes"));
+}
+
+#[test]
 fn lost_results_fail_the_run_as_results_lost() {
     let br = run(1, "");
     let (st, mut obs) = running(START, START + 20_000, vec![]);
