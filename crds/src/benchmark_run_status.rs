@@ -27,10 +27,12 @@ pub struct BenchmarkRunStatus {
     /// Complete is True once the run ended, passed or failed (its reason says how); Succeeded
     /// is the verdict (True, or False with the reason); Reconciling (True while running) and
     /// Stalled (True after a failure) are for kstatus-based tools; TargetReady and RunnersReady
-    /// report the stages before the load. CI gate: `kubectl wait --for=condition=Complete`, then
-    /// `kubectl wait --for=condition=Succeeded --timeout=0`. Reasons such as TargetNotFound,
-    /// BarrierTimeout, RunnerFailed, RunnersStartedApart, BaselineCycle, DeadlineExceeded,
-    /// ResultsLost, ThresholdsNotMet, FaultsNotAllowed, FaultsNotInjected.
+    /// report the stages before the load (TargetReady False with TargetInUse while another run
+    /// has the target; True with TargetShared under spec.shareTarget). CI gate: `kubectl wait
+    /// --for=condition=Complete`, then `kubectl wait --for=condition=Succeeded --timeout=0`.
+    /// Reasons such as TargetNotFound, BarrierTimeout, RunnerFailed, RunnersStartedApart,
+    /// BaselineCycle, DeadlineExceeded, ResultsLost, ResultsTooLarge, ThresholdsNotMet,
+    /// FaultsNotAllowed, FaultsNotInjected.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 8))]
     pub conditions: Vec<Condition>,

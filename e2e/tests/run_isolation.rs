@@ -70,7 +70,8 @@ spec:
 
 const JS: &str = "{kind: JetStreamCluster, name: js1}";
 const MQ: &str = "{kind: MqttBroker, name: mq}";
-const JS_LOAD: &str = "protocol: jetstream\n    jetstream: {replicas: 1, storage: memory, publish: async}";
+const JS_LOAD: &str =
+    "protocol: jetstream\n    jetstream: {replicas: 1, storage: memory, publish: async}";
 const MQ_LOAD: &str = "protocol: mqtt\n    mqtt: {qos: 1}";
 
 #[tokio::test]
@@ -82,7 +83,13 @@ async fn body(ctx: TestContext) -> Result<()> {
     for m in SERVERS {
         kinds::create(&ctx.client, &ctx.ns, m).await?;
     }
-    servers::wait_ready(&ctx, Kind::JetStreamCluster, "js1", Duration::from_secs(180)).await?;
+    servers::wait_ready(
+        &ctx,
+        Kind::JetStreamCluster,
+        "js1",
+        Duration::from_secs(180),
+    )
+    .await?;
     servers::wait_ready(&ctx, Kind::MqttBroker, "mq", Duration::from_secs(180)).await?;
     // Applied together, in this order.
     let runs = [
@@ -115,7 +122,9 @@ async fn body(ctx: TestContext) -> Result<()> {
     }
     // The two sharing runs say so; the later one names the earlier it ran alongside.
     for i in [4, 5] {
-        let c = kinds::condition(&done[i], "TargetReady").cloned().unwrap_or(Value::Null);
+        let c = kinds::condition(&done[i], "TargetReady")
+            .cloned()
+            .unwrap_or(Value::Null);
         ensure!(
             c["reason"] == "TargetShared",
             "{}: TargetReady should say TargetShared, got {c}",
