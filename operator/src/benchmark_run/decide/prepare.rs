@@ -85,47 +85,36 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
             return;
         }
     }
-    match target_use(&RunOnTarget::of(br), &obs.on_target) {
-        TargetUse::Busy { run, target, holds } => {
-            wait_for_target_in_use(d, obs, &run, &target, holds);
-            return;
-        }
-        TargetUse::Shared(with) => {
-            let msg = format!(
-                "{} (spec.shareTarget: true; running alongside {}: figures include their load)",
-                resolved.url,
-                with.join(", ")
-            );
-            let st = &mut d.status.conditions;
-            cond::set(
-                st,
-                TARGET_READY,
-                Status::True,
-                "TargetShared",
-                &msg,
-                Some(g),
-                &obs.now,
-            );
-        }
-        TargetUse::Free if br.spec.share_target => {
-            let msg = format!(
-                "{} (spec.shareTarget: true; no other run on it at the start)",
-                resolved.url
-            );
-            let st = &mut d.status.conditions;
-            cond::set(
-                st,
-                TARGET_READY,
-                Status::True,
-                "TargetShared",
-                &msg,
-                Some(g),
-                &obs.now,
-            );
-        }
-        TargetUse::Free => {}
+    if !claim_target(br, obs, d, &resolved.url) {
+        return;
     }
     create_runners(br, id, obs, d, resolved, &planned, &urls);
+}
+
+/// Whether this run may load its targets now (see `target_lock`); a shared start says so.
+fn claim_target(br: &BenchmarkRun, obs: &Observed, d: &mut Decision, url: &str) -> bool {
+    let alongside = match target_use(&RunOnTarget::of(br), &obs.on_target) {
+        TargetUse::Busy { run, target, holds } => {
+            wait_for_target_in_use(d, obs, &run, &target, holds);
+            return false;
+        }
+        TargetUse::Shared(with) => format!("running alongside {}", with.join(", ")),
+        TargetUse::Free if br.spec.share_target => "no other run on it at the start".into(),
+        TargetUse::Free => return true,
+    };
+    let msg = format!("{url} (spec.shareTarget: true; {alongside}: figures include their load)");
+    let g = d.status.observed_generation;
+    let st = &mut d.status.conditions;
+    cond::set(
+        st,
+        TARGET_READY,
+        Status::True,
+        "TargetShared",
+        &msg,
+        g,
+        &obs.now,
+    );
+    true
 }
 
 /// Another run loads (or, applied earlier, will load first) one of this run's targets: wait
