@@ -1,10 +1,12 @@
-//! The largest results admission allows are merged by an operator that stays under its memory
-//! limit. The run below sits at both corners at once: 32 step-load stages (the most a record may
-//! carry, each with its own histograms) and 2550 phase records (runners x trials x phases, the
-//! bound is 2560). The operator is restarted first so its peak resident memory (VmHWM, exported
-//! as `msgbench_process_peak_resident_memory_bytes`) is this run's; the test fails if the peak
-//! reaches the container's limit, if the operator restarted (OOM-killed), or if any stage is
-//! missing from the merged result.
+//! The largest results admission allows, four runs at once, are merged by an operator that
+//! stays under its memory limit (one results budget for the whole operator, not one per run).
+//! Each run sits at both corners at once: 32 step-load stages (the most a record may carry, each
+//! with its own histograms) and 2550 phase records (runners x trials x phases, the bound is
+//! 2560); the four share their server (`shareTarget`) so they finish together. The operator is
+//! restarted first so its peak resident memory (VmHWM, exported as
+//! `msgbench_process_peak_resident_memory_bytes`) is these runs'; the test fails if the peak
+//! reaches the container's limit, if the operator restarted (OOM-killed), or if any run failed
+//! or misses a stage in its merged result.
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
@@ -18,6 +20,7 @@ use std::time::Duration;
 const RUNNERS: i64 = 15;
 const TRIALS: i64 = 5;
 const STAGES: i64 = 32;
+const RUNS: usize = 4;
 
 const SERVER: &str = r#"
 apiVersion: msgbench.dev/v1alpha1
@@ -33,14 +36,15 @@ spec:
   placement: {podAntiAffinity: none}
 "#;
 
-fn run_manifest() -> String {
+fn run_manifest(name: &str) -> String {
     format!(
         r#"
 apiVersion: msgbench.dev/v1alpha1
 kind: BenchmarkRun
 metadata:
-  name: largest
+  name: {name}
 spec:
+  shareTarget: true
   target: {{serverRef: {{kind: JetStreamCluster, name: limits}}}}
   workload:
     protocol: nats
@@ -83,8 +87,14 @@ async fn body(ctx: TestContext) -> Result<()> {
         Duration::from_secs(240),
     )
     .await?;
-    kinds::create(&ctx.client, &ctx.ns, &run_manifest()).await?;
-    let done = runs::finished(&ctx, "largest", Duration::from_secs(900)).await?;
+    let names: Vec<String> = (1..=RUNS).map(|i| format!("largest-{i}")).collect();
+    for name in &names {
+        kinds::create(&ctx.client, &ctx.ns, &run_manifest(name)).await?;
+    }
+    let mut done = Vec::new();
+    for name in &names {
+        done.push(runs::finished(&ctx, name, Duration::from_secs(1200)).await?);
+    }
 
     let peak = operator_peak_bytes(&ctx).await?;
     eprintln!(
@@ -92,22 +102,9 @@ async fn body(ctx: TestContext) -> Result<()> {
         peak as f64 / 1048576.0,
         limit as f64 / 1048576.0
     );
-    ensure!(
-        runs::field(&done, "/status/phase") == "Succeeded",
-        "the run did not succeed: {}",
-        kinds::conditions_summary(&done)
-    );
-    let stages = runs::field(&done, "/status/result/stages")
-        .as_array()
-        .map_or(0, Vec::len);
-    ensure!(
-        stages as i64 == STAGES,
-        "{stages} of {STAGES} stages in the merged result"
-    );
-    ensure!(
-        !runs::field(&done, "/status/result/warmup").is_null(),
-        "no warm-up in the merged result"
-    );
+    for (name, done) in names.iter().zip(&done) {
+        complete(name, done)?;
+    }
     ensure!(
         operator_restarts(&ctx).await? == restarts_before,
         "the operator restarted while merging (OOM-killed?)"
@@ -115,6 +112,27 @@ async fn body(ctx: TestContext) -> Result<()> {
     ensure!(
         peak < limit,
         "operator peak {peak} B reached its {limit} B memory limit"
+    );
+    Ok(())
+}
+
+/// Succeeded, with every stage and the warm-up in its merged result.
+fn complete(name: &str, done: &kube::core::DynamicObject) -> Result<()> {
+    ensure!(
+        runs::field(done, "/status/phase") == "Succeeded",
+        "{name} did not succeed: {}",
+        kinds::conditions_summary(done)
+    );
+    let stages = runs::field(done, "/status/result/stages")
+        .as_array()
+        .map_or(0, Vec::len);
+    ensure!(
+        stages as i64 == STAGES,
+        "{name}: {stages} of {STAGES} stages in the merged result"
+    );
+    ensure!(
+        !runs::field(done, "/status/result/warmup").is_null(),
+        "{name}: no warm-up in the merged result"
     );
     Ok(())
 }
