@@ -185,6 +185,14 @@ async fn barrier_holds_the_load_until_start_then_results_are_held_until_acknowle
         assert_eq!(l.result.measured.published, 250);
         assert_eq!(l.result.measured.received, 250);
     }
+    // Each trial ran on its own subjects, yet the trials merge: results name the workload as
+    // specified, not the trial's wire names.
+    let trials: Vec<(String, runner_api::result::RunnerResult)> = lines
+        .iter()
+        .map(|l| (format!("trial {}", l.trial), l.result.clone()))
+        .collect();
+    let merged = runner_api::result::RunnerResult::merge(&trials).expect("trials merge");
+    assert_eq!(merged.measured.published, 500);
     records_survive_a_log_that_splits_and_interleaves(&lines);
 }
 

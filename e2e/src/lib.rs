@@ -17,6 +17,8 @@ pub mod harness;
 pub mod kinds;
 pub mod node;
 pub mod nodes;
+pub mod operator_lease;
+pub mod partition;
 pub mod probe;
 pub mod procfs;
 pub mod registry;

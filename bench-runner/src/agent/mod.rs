@@ -295,9 +295,12 @@ pub async fn run(
                 .map(|t| t.ca_file.clone().into()),
         };
         let label = variant_label(&planned);
-        let result = engine::run(workload, &planned.target, opts)
+        let mut result = engine::run(workload, &planned.target, opts)
             .await
             .map_err(|e| e.context(format!("trial {trial}{label}")))?;
+        // The result reports the workload as specified: the trial's own names are wire detail,
+        // and trials merge only when their workloads are equal.
+        result.workload = planned.workload.clone();
         let started_ms = *released_ms.lock().expect("released");
         let line = ResultLine {
             format: LINE_FORMAT.into(),

@@ -1,0 +1,214 @@
+//! The leader loses the API server for 20 s in the middle of a run with faults (its packets to
+//! the API are dropped, so its requests hang; local cluster only). With two replicas:
+//! - the leader steps down on its own within its renew deadline (its log says why), before the
+//!   Lease can pass to the standby: the Lease's new acquire time is later than the old holder's
+//!   last renewal plus the step-down bound, so two leaders never act at once;
+//! - the standby takes the Lease and finishes the run: it Succeeds;
+//! - the fault records match the pod deletions that happened: every recorded kill replaced its
+//!   pod exactly once, and no pod was deleted without a record.
+use anyhow::{ensure, Context, Result};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, LogParams};
+use msgbench_e2e::chart::NAMESPACE;
+use msgbench_e2e::harness::scale_operator;
+use msgbench_e2e::kinds::{self, Kind};
+use msgbench_e2e::operator_lease::{
+    holder, lease, lease_held_by_one_of, operator_pods, LEASE_SECONDS,
+};
+use msgbench_e2e::partition::ApiPartition;
+use msgbench_e2e::runs::{field as s, finished};
+use msgbench_e2e::{run, servers, wait, TestContext};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// How long a leader acts without a successful renewal (the operator's renew deadline).
+const STEP_DOWN_WITHIN: i64 = 10;
+const PARTITION: Duration = Duration::from_secs(20);
+
+const SERVER: &str = r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: JetStreamCluster
+metadata: {name: js3}
+spec:
+  replicas: 3
+  jetstream: {storage: {type: memory}, maxMemoryStore: 64Mi}
+  resources:
+    requests: {cpu: 10m, memory: 64Mi}
+    limits: {memory: 256Mi}
+  placement: {podAntiAffinity: none}
+"#;
+
+/// 70 s of R3 load with a kill before the partition and one after the standby took over.
+const RUN: &str = r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {name: partitioned}
+spec:
+  target: {serverRef: {kind: JetStreamCluster, name: js3}}
+  workload:
+    protocol: jetstream
+    publishers: 1
+    subscribers: 1
+    payloadBytes: 128
+    ratePerPublisher: 50
+    durationSeconds: 70
+    drainSeconds: 2
+    jetstream: {replicas: 3, storage: memory}
+  runners:
+    resources:
+      requests: {cpu: 20m, memory: 32Mi}
+      limits: {memory: 128Mi}
+  barrierTimeoutSeconds: 120
+  faults:
+    - {afterSeconds: 3, action: kill, pod: ordinal, ordinal: 1}
+    - {afterSeconds: 55, action: kill, pod: ordinal, ordinal: 2}
+"#;
+
+#[tokio::test]
+async fn a_partitioned_leader_steps_down_before_the_standby_leads_and_the_run_succeeds() {
+    run("leader-partition", body).await;
+}
+
+async fn body(ctx: TestContext) -> Result<()> {
+    let outcome = partitioned_run(&ctx).await;
+    // Back to one leading replica whatever happened: the CPU pinning tests need the node.
+    let restored = async {
+        scale_operator(&ctx.client, 1, Duration::from_secs(180)).await?;
+        let pods = operator_pods(&ctx.client).await?;
+        lease_held_by_one_of(&ctx.client, &pods, Duration::from_secs(90)).await
+    }
+    .await;
+    outcome?;
+    restored.context("restoring one leading operator replica")?;
+    Ok(())
+}
+
+async fn partitioned_run(ctx: &TestContext) -> Result<()> {
+    scale_operator(&ctx.client, 2, Duration::from_secs(180)).await?;
+    let pods = operator_pods(&ctx.client).await?;
+    ensure!(pods.len() == 2, "two operator pods, found {pods:?}");
+    let leader = lease_held_by_one_of(&ctx.client, &pods, Duration::from_secs(60)).await?;
+    let standby = pods
+        .iter()
+        .find(|p| **p != leader)
+        .cloned()
+        .context("standby")?;
+
+    kinds::create(&ctx.client, &ctx.ns, SERVER).await?;
+    servers::wait_ready(ctx, Kind::JetStreamCluster, "js3", Duration::from_secs(240)).await?;
+    let uids_before = server_uids(ctx).await?;
+    kinds::create(&ctx.client, &ctx.ns, RUN).await?;
+    // The first kill is recorded as done: then cut the leader off.
+    let runs = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
+    wait::until(
+        &runs,
+        "partitioned",
+        Duration::from_secs(240),
+        "first fault executed",
+        |o| o.data.pointer("/status/faults/0/executedTime").is_some(),
+    )
+    .await?;
+    let cut = ApiPartition::block(&leader)?;
+    eprintln!("partition: leader {leader} cut off from the API for {PARTITION:?}");
+    // The old leader's last renewal: read once it can write no more (a request already on
+    // its way has landed after a second).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let last = renew_time(&ctx.client).await?;
+    let taken = lease_held_by_one_of(&ctx.client, std::slice::from_ref(&standby), PARTITION * 2)
+        .await
+        .context("the standby should take the Lease while the leader is cut off")?;
+    tokio::time::sleep(PARTITION.saturating_sub(Duration::from_secs(LEASE_SECONDS as u64))).await;
+    cut.lift()?;
+    drop(cut);
+
+    let l = lease(&ctx.client).await?;
+    let spec = l.spec.clone().unwrap_or_default();
+    let acquired = spec
+        .acquire_time
+        .context("Lease acquireTime")?
+        .0
+        .as_second();
+    ensure!(
+        holder(&l).as_deref() == Some(taken.as_str()) && acquired >= last + STEP_DOWN_WITHIN,
+        "the standby acquired the Lease at {acquired}, only {}s after the old leader's last \
+         renewal at {last}: the old leader may still have been acting",
+        acquired - last
+    );
+    stepped_down_in_log(ctx, &leader).await?;
+
+    let done = finished(ctx, "partitioned", Duration::from_secs(300)).await?;
+    ensure!(
+        s(&done, "/status/phase") == "Succeeded",
+        "the run did not succeed: {}",
+        kinds::conditions_summary(&done)
+    );
+    faults_match_deletions(ctx, &done, &uids_before).await
+}
+
+/// The Lease's renewTime as the test last saw it (seconds).
+async fn renew_time(client: &kube::Client) -> Result<i64> {
+    let l = lease(client).await?;
+    Ok(l.spec
+        .and_then(|s| s.renew_time)
+        .map_or(0, |t| t.0.as_second()))
+}
+
+/// The old leader's previous container says it stepped down for want of a renewal.
+async fn stepped_down_in_log(ctx: &TestContext, pod: &str) -> Result<()> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), NAMESPACE);
+    let mut text = String::new();
+    for previous in [true, false] {
+        let p = LogParams {
+            previous,
+            ..LogParams::default()
+        };
+        if let Ok(t) = pods.logs(pod, &p).await {
+            text.push_str(&t);
+        }
+    }
+    ensure!(
+        text.lines()
+            .any(|l| l.contains("lost the lease") && l.contains("renew deadline")),
+        "{pod}'s log does not say it stepped down at its renew deadline"
+    );
+    Ok(())
+}
+
+async fn server_uids(ctx: &TestContext) -> Result<BTreeSet<(String, String)>> {
+    Ok(servers::server_pods(ctx, "js3")
+        .await?
+        .iter()
+        .filter_map(|p| Some((p.metadata.name.clone()?, p.metadata.uid.clone()?)))
+        .collect())
+}
+
+/// Every recorded kill names a pod that was replaced, and only those pods were replaced.
+async fn faults_match_deletions(
+    ctx: &TestContext,
+    done: &kube::core::DynamicObject,
+    before: &BTreeSet<(String, String)>,
+) -> Result<()> {
+    let faults = s(done, "/status/faults")
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    ensure!(faults.len() == 2, "two fault records: {faults:?}");
+    let recorded: BTreeSet<String> = faults
+        .iter()
+        .filter(|f| !f["executedTime"].is_null())
+        .filter_map(|f| f["pod"].as_str().map(str::to_string))
+        .collect();
+    let after = server_uids(ctx).await?;
+    let replaced: BTreeSet<String> = before
+        .iter()
+        .filter(|b| !after.contains(b))
+        .map(|(name, _)| name.clone())
+        .collect();
+    ensure!(
+        recorded == replaced && recorded.len() == 2,
+        "recorded kills {recorded:?}, replaced pods {replaced:?}: {}",
+        Value::Array(faults)
+    );
+    Ok(())
+}
