@@ -19,18 +19,17 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::Client;
-use msgbench_e2e::chart::{NAMESPACE, OPERATOR_DEPLOYMENT, OPERATOR_SELECTOR};
+use msgbench_e2e::chart::{NAMESPACE, OPERATOR_DEPLOYMENT};
 use msgbench_e2e::harness::scale_operator;
 use msgbench_e2e::kinds::{self, Kind};
+use msgbench_e2e::operator_lease::{
+    holder, lease_held_by_one_of, operator_pods, LEASE, LEASE_SECONDS,
+};
 use msgbench_e2e::runs::{field as s, finished};
 use msgbench_e2e::{probe, run, servers, wait, TestContext};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-/// The chart names the Lease after the operator Deployment.
-const LEASE: &str = OPERATOR_DEPLOYMENT;
-/// The operator's lease duration; a standby may take an abandoned Lease only after it.
-const LEASE_SECONDS: i32 = 15;
 /// Stop -> new holder: a standby looks again when the last renewal it saw expires (at most one
 /// lease after the stop), then takes the Lease; 2 x the lease is a generous bound.
 const TAKEOVER_BOUND: Duration = Duration::from_secs(2 * LEASE_SECONDS as u64);
@@ -310,49 +309,6 @@ async fn lease_access_is_least_privilege(ctx: &TestContext) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The operator pods that are neither terminating nor finished, by name.
-async fn operator_pods(client: &Client) -> Result<Vec<String>> {
-    let mut names: Vec<String> = Api::<Pod>::namespaced(client.clone(), NAMESPACE)
-        .list(&ListParams::default().labels(OPERATOR_SELECTOR))
-        .await?
-        .items
-        .into_iter()
-        // A pod that stepped down and exited can linger as a finished pod: not an operator.
-        .filter(|p| {
-            p.metadata.deletion_timestamp.is_none()
-                && !matches!(
-                    p.status.as_ref().and_then(|s| s.phase.as_deref()),
-                    Some("Succeeded" | "Failed")
-                )
-        })
-        .filter_map(|p| p.metadata.name)
-        .collect();
-    names.sort();
-    Ok(names)
-}
-
-fn holder(l: &Lease) -> Option<String> {
-    l.spec.as_ref()?.holder_identity.clone()
-}
-
-/// Waits until the Lease names one of `pods` as its holder; returns that pod.
-async fn lease_held_by_one_of(
-    client: &Client,
-    pods: &[String],
-    timeout: Duration,
-) -> Result<String> {
-    let pods = pods.to_vec();
-    let lease = wait::until(
-        &Api::<Lease>::namespaced(client.clone(), NAMESPACE),
-        LEASE,
-        timeout,
-        &format!("Lease {LEASE} held by one of {pods:?}"),
-        move |l: &Lease| holder(l).is_some_and(|h| pods.contains(&h)),
-    )
-    .await?;
-    holder(&lease).context("holder")
 }
 
 /// Both replicas are ready and say which they are on /readyz and /metrics.
