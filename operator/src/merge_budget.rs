@@ -14,12 +14,15 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 const KIB: usize = 1024;
 
-/// Budget when the container's memory limit is unknown: a quarter of the chart's 128Mi.
-pub const DEFAULT_BUDGET_BYTES: usize = 32 << 20;
+/// Budget when the container's memory limit is unknown: 1/16 of the chart's 128Mi.
+pub const DEFAULT_BUDGET_BYTES: usize = 8 << 20;
 
-/// The budget is this fraction (1/n) of the container's memory limit: the process itself, the
-/// watch caches and the merge's own working set (see tests/results_memory.rs) need the rest.
-pub const LIMIT_DIVISOR: u64 = 4;
+/// The budget (record bytes as they arrive) is this fraction (1/n) of the container's memory
+/// limit. Records decode to about ten times their size: the largest admitted run, 4.3 MB of
+/// records, peaked the operator at 62.5 MiB, and four of them merged at once under a 1/4
+/// budget peaked it at 116.7 of 128 MiB (e2e results_at_limits). At 1/16 the merges in flight
+/// decode to about 60% of the limit; the process and its watch caches need the rest.
+pub const LIMIT_DIVISOR: u64 = 16;
 
 /// How long a run waits for other runs' results to leave memory before it gives up for this
 /// reconcile (it is read again at the next one; nothing fails).
@@ -31,7 +34,8 @@ pub enum BudgetError {
     /// The run offers more than one run may bring in: asking again cannot help.
     #[error(
         "results of {asked} bytes exceed the {cap} bytes one run may hold in the operator \
-         (its memory budget for results is {total} bytes)"
+         (its memory budget for results is {total} bytes, 1/16 of its memory limit: raise the \
+         chart's resources.limits.memory, or run fewer runners, trials or stages)"
     )]
     OverShare {
         asked: usize,
@@ -240,11 +244,14 @@ mod tests {
     }
 
     #[test]
-    fn the_budget_is_a_quarter_of_the_limit_or_the_default() {
-        let b = MergeBudget::from_memory_limit(Some(512 * MIB as u64), 32 * MIB);
-        assert_eq!((b.total_bytes(), b.per_run_bytes()), (128 * MIB, 32 * MIB));
+    fn the_budget_is_a_sixteenth_of_the_limit_or_the_default() {
+        let b = MergeBudget::from_memory_limit(Some(1024 * MIB as u64), 32 * MIB);
+        assert_eq!((b.total_bytes(), b.per_run_bytes()), (64 * MIB, 32 * MIB));
         let small = MergeBudget::from_memory_limit(Some(128 * MIB as u64), 32 * MIB);
-        assert_eq!(small.total_bytes(), 32 * MIB);
+        assert_eq!(
+            (small.total_bytes(), small.per_run_bytes()),
+            (8 * MIB, 8 * MIB)
+        );
         let none = MergeBudget::from_memory_limit(None, 32 * MIB);
         assert_eq!(none.total_bytes(), DEFAULT_BUDGET_BYTES);
     }
