@@ -222,8 +222,9 @@ struct StreamSeen {
 }
 
 /// Polls every js3 server's `/jsz?streams=true` through the pod proxy until `done`: the last
-/// state seen of each incarnation of the benchmark stream (the runner recreates it per trial
-/// and deletes it after its drain, while the state no longer changes), in creation order.
+/// state seen of each trial's benchmark stream (the runners create one per trial, named after
+/// the run and trial, and delete it after its drain, while the state no longer changes), in
+/// creation order.
 async fn watch_streams(
     client: kube::Client,
     ns: String,
@@ -246,7 +247,8 @@ async fn watch_streams(
                     };
                     // Only replicas that are current: the leader's view.
                     let leader = st["cluster"]["leader"].as_str() == Some(pod);
-                    if name == "leader-kill" && leader {
+                    // Each trial's own stream: `leader-kill_<RUN ID>_T<trial>`.
+                    if name.starts_with("leader-kill_") && leader {
                         seen.insert(
                             created.to_string(),
                             StreamSeen {
