@@ -1,7 +1,8 @@
 //! The operator's leader-election Lease and its replicas, as the leader tests watch them.
 use crate::chart::{NAMESPACE, OPERATOR_DEPLOYMENT, OPERATOR_SELECTOR};
+use crate::harness::scale_operator;
 use crate::wait;
-use anyhow::{Context, Result};
+use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
@@ -61,4 +62,26 @@ pub async fn lease_held_by_one_of(
     )
     .await?;
     holder(&lease).context("holder")
+}
+
+/// Scales the operator to two replicas and waits for one to hold the Lease: (leader, standby).
+pub async fn two_replicas(client: &Client) -> Result<(String, String)> {
+    scale_operator(client, 2, Duration::from_secs(180)).await?;
+    let pods = operator_pods(client).await?;
+    ensure!(pods.len() == 2, "two operator pods, found {pods:?}");
+    let leader = lease_held_by_one_of(client, &pods, Duration::from_secs(60)).await?;
+    let standby = pods
+        .iter()
+        .find(|p| **p != leader)
+        .cloned()
+        .context("standby")?;
+    Ok((leader, standby))
+}
+
+/// Back to one operator replica, holding the Lease within `timeout` (what the tests after a
+/// leader test expect: the CPU pinning tests need the node).
+pub async fn one_leading_replica(client: &Client, timeout: Duration) -> Result<String> {
+    scale_operator(client, 1, Duration::from_secs(180)).await?;
+    let pods = operator_pods(client).await?;
+    lease_held_by_one_of(client, &pods, timeout).await
 }

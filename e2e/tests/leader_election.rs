@@ -23,7 +23,8 @@ use msgbench_e2e::chart::{NAMESPACE, OPERATOR_DEPLOYMENT};
 use msgbench_e2e::harness::scale_operator;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::operator_lease::{
-    holder, lease_held_by_one_of, operator_pods, LEASE, LEASE_SECONDS,
+    holder, lease_held_by_one_of, one_leading_replica, operator_pods, two_replicas, LEASE,
+    LEASE_SECONDS,
 };
 use msgbench_e2e::runs::{field as s, finished};
 use msgbench_e2e::{probe, run, servers, wait, TestContext};
@@ -93,12 +94,7 @@ async fn body(ctx: TestContext) -> Result<()> {
         Err(_) => Ok(()),
     };
     // Back to one replica whatever happened, and that one leading, for the tests that follow.
-    let restored = async {
-        scale_operator(&ctx.client, 1, Duration::from_secs(180)).await?;
-        let pods = operator_pods(&ctx.client).await?;
-        lease_held_by_one_of(&ctx.client, &pods, Duration::from_secs(60)).await
-    }
-    .await;
+    let restored = one_leading_replica(&ctx.client, Duration::from_secs(60)).await;
     outcome?;
     handover.context("scale-down handover to the standby")?;
     restored.context("restoring one leading operator replica")?;
@@ -107,15 +103,7 @@ async fn body(ctx: TestContext) -> Result<()> {
 
 async fn failover(ctx: &TestContext) -> Result<()> {
     lease_access_is_least_privilege(ctx).await?;
-    scale_operator(&ctx.client, 2, Duration::from_secs(180)).await?;
-    let pods = operator_pods(&ctx.client).await?;
-    ensure!(pods.len() == 2, "two operator pods, found {pods:?}");
-    let leader = lease_held_by_one_of(&ctx.client, &pods, Duration::from_secs(60)).await?;
-    let standby = pods
-        .iter()
-        .find(|p| **p != leader)
-        .cloned()
-        .context("standby")?;
+    let (leader, standby) = two_replicas(&ctx.client).await?;
     let lease = Api::<Lease>::namespaced(ctx.client.clone(), NAMESPACE)
         .get(LEASE)
         .await?;

@@ -10,10 +10,9 @@ use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, LogParams};
 use msgbench_e2e::chart::NAMESPACE;
-use msgbench_e2e::harness::scale_operator;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::operator_lease::{
-    holder, lease, lease_held_by_one_of, operator_pods, LEASE_SECONDS,
+    holder, lease, lease_held_by_one_of, one_leading_replica, two_replicas, LEASE_SECONDS,
 };
 use msgbench_e2e::partition::ApiPartition;
 use msgbench_e2e::runs::{field as s, finished};
@@ -73,27 +72,14 @@ async fn a_partitioned_leader_steps_down_before_the_standby_leads_and_the_run_su
 async fn body(ctx: TestContext) -> Result<()> {
     let outcome = partitioned_run(&ctx).await;
     // Back to one leading replica whatever happened: the CPU pinning tests need the node.
-    let restored = async {
-        scale_operator(&ctx.client, 1, Duration::from_secs(180)).await?;
-        let pods = operator_pods(&ctx.client).await?;
-        lease_held_by_one_of(&ctx.client, &pods, Duration::from_secs(90)).await
-    }
-    .await;
+    let restored = one_leading_replica(&ctx.client, Duration::from_secs(90)).await;
     outcome?;
     restored.context("restoring one leading operator replica")?;
     Ok(())
 }
 
 async fn partitioned_run(ctx: &TestContext) -> Result<()> {
-    scale_operator(&ctx.client, 2, Duration::from_secs(180)).await?;
-    let pods = operator_pods(&ctx.client).await?;
-    ensure!(pods.len() == 2, "two operator pods, found {pods:?}");
-    let leader = lease_held_by_one_of(&ctx.client, &pods, Duration::from_secs(60)).await?;
-    let standby = pods
-        .iter()
-        .find(|p| **p != leader)
-        .cloned()
-        .context("standby")?;
+    let (leader, standby) = two_replicas(&ctx.client).await?;
 
     kinds::create(&ctx.client, &ctx.ns, SERVER).await?;
     servers::wait_ready(ctx, Kind::JetStreamCluster, "js3", Duration::from_secs(240)).await?;

@@ -8,7 +8,7 @@
 //! cache before any later run's, and an earlier run blocks a later one whatever phase the
 //! cache shows for it; a stale phase only delays.
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunSpec, Phase, ServerKind, Target};
+use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunSpec, Phase, Target};
 use std::collections::BTreeSet;
 
 /// Another run as the lock sees it.
@@ -52,12 +52,7 @@ pub fn target_keys(spec: &BenchmarkRunSpec) -> BTreeSet<String> {
 
 fn target_key(t: &Target) -> Option<String> {
     if let Some(r) = &t.server_ref {
-        let kind = match r.kind {
-            ServerKind::JetStreamCluster => "JetStreamCluster",
-            ServerKind::MqttBroker => "MqttBroker",
-            ServerKind::PubSubServer => "PubSubServer",
-        };
-        return Some(format!("{kind}/{}", r.name));
+        return Some(super::faults::server_display(r));
     }
     t.endpoint.as_ref().map(|e| e.url.clone())
 }
