@@ -25,19 +25,6 @@ use std::time::Duration;
 const STEP_DOWN_WITHIN: i64 = 10;
 const PARTITION: Duration = Duration::from_secs(20);
 
-const SERVER: &str = r#"
-apiVersion: msgbench.dev/v1alpha1
-kind: JetStreamCluster
-metadata: {name: js3}
-spec:
-  replicas: 3
-  jetstream: {storage: {type: memory}, maxMemoryStore: 64Mi}
-  resources:
-    requests: {cpu: 10m, memory: 64Mi}
-    limits: {memory: 256Mi}
-  placement: {podAntiAffinity: none}
-"#;
-
 /// 70 s of R3 load with a kill before the partition and one after the standby took over.
 const RUN: &str = r#"
 apiVersion: msgbench.dev/v1alpha1
@@ -81,7 +68,7 @@ async fn body(ctx: TestContext) -> Result<()> {
 async fn partitioned_run(ctx: &TestContext) -> Result<()> {
     let (leader, standby) = two_replicas(&ctx.client).await?;
 
-    kinds::create(&ctx.client, &ctx.ns, SERVER).await?;
+    kinds::create(&ctx.client, &ctx.ns, &servers::js_memory("js3", 3, "none")).await?;
     servers::wait_ready(ctx, Kind::JetStreamCluster, "js3", Duration::from_secs(240)).await?;
     let uids_before = server_uids(ctx).await?;
     kinds::create(&ctx.client, &ctx.ns, RUN).await?;

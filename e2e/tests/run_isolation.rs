@@ -10,22 +10,8 @@ use msgbench_e2e::{run, servers, TestContext};
 use serde_json::Value;
 use std::time::Duration;
 
-const SERVERS: [&str; 2] = [
-    r#"
-apiVersion: msgbench.dev/v1alpha1
-kind: JetStreamCluster
-metadata: {name: js1}
-spec:
-  replicas: 1
-  jetstream:
-    storage: {type: memory}
-    maxMemoryStore: 64Mi
-  resources:
-    requests: {cpu: 10m, memory: 64Mi}
-    limits: {memory: 256Mi}
-  placement: {podAntiAffinity: none}
-"#,
-    r#"
+/// The MqttBroker beside `servers::js_memory("js1", 1, "none")`.
+const MQTT_BROKER: &str = r#"
 apiVersion: msgbench.dev/v1alpha1
 kind: MqttBroker
 metadata: {name: mq}
@@ -35,8 +21,7 @@ spec:
   resources:
     requests: {cpu: 10m, memory: 32Mi}
     limits: {memory: 128Mi}
-"#,
-];
+"#;
 
 /// A 3 s run on `target` with every name left at its default (stream MSGBENCH, prefix
 /// msgbench): before run isolation, two of these on one server spoiled each other.
@@ -80,7 +65,8 @@ async fn runs_sharing_a_server_take_turns_and_count_only_their_own_messages() {
 }
 
 async fn body(ctx: TestContext) -> Result<()> {
-    for m in SERVERS {
+    let js = servers::js_memory("js1", 1, "none");
+    for m in [js.as_str(), MQTT_BROKER] {
         kinds::create(&ctx.client, &ctx.ns, m).await?;
     }
     servers::wait_ready(
