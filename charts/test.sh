@@ -50,6 +50,11 @@ python3 "$CHECK" faults "$work/faults.yaml" "$CHART" && pass "faults.enabled=tru
   || fail "faults.enabled=true render assertions"
 python3 "$CHECK" default "$work/faults.yaml" "$CHART" 2>/dev/null && fail "assertions catch: delete on pods without faults.enabled" \
   || pass "assertions catch: delete on pods without faults.enabled"
+render "$work/pod-logs.yaml" --set results.fromPodLogs=true
+python3 "$CHECK" pod-logs "$work/pod-logs.yaml" "$CHART" && pass "results.fromPodLogs=true render assertions (pods/log, RESULTS_FROM_POD_LOGS)" \
+  || fail "results.fromPodLogs=true render assertions"
+python3 "$CHECK" default "$work/pod-logs.yaml" "$CHART" 2>/dev/null && fail "assertions catch: pods/log without results.fromPodLogs" \
+  || pass "assertions catch: pods/log without results.fromPodLogs"
 # helm reads no file outside the chart: the dashboard ships as a copy, which must be current.
 cmp -s config/dashboards/msgbench-operator.json "$CHART/dashboards/msgbench-operator.json" \
   && pass "chart's dashboard copy equals config/dashboards/msgbench-operator.json" \
@@ -117,6 +122,7 @@ dep = next(d for d in docs if d["kind"] == "Deployment")
 c = dep["spec"]["template"]["spec"]["containers"][0]
 role = next(d for d in docs if d["kind"] == "ClusterRole")
 lease_role = next(d for d in docs if d["kind"] == "Role" and d["metadata"]["name"].endswith("-leader-election"))
+key_role = next(d for d in docs if d["kind"] == "Role" and d["metadata"]["name"].endswith("-control-key"))
 env = {e["name"]: e for e in c["env"]}
 exec(sys.argv[3])
 yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
@@ -135,7 +141,10 @@ mutate "wildcard verb" 'role["rules"][0]["verbs"] = ["*"]'
 mutate "wildcard resource" 'role["rules"].append({"apiGroups": [""], "resources": ["*"], "verbs": ["get"]})'
 mutate "nodes readable" 'role["rules"].append({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]})'
 mutate "pods deletable" 'next(r for r in role["rules"] if "pods" in r["resources"])["verbs"].append("delete")'
-mutate "secrets listable" 'next(r for r in role["rules"] if "secrets" in r["resources"])["verbs"].append("list")'
+mutate "secrets readable cluster-wide" 'role["rules"].append({"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]})'
+mutate "control key readable under any name" 'del key_role["rules"][0]["resourceNames"]'
+mutate "control key Role in another namespace" 'key_role["metadata"]["namespace"] = "default"'
+mutate "control key Secret not passed" 'c["env"] = [e for e in c["env"] if e["name"] != "CONTROL_KEY_SECRET"]'
 mutate "two operator replicas by default" 'dep["spec"]["replicas"] = 2'
 mutate "leader election switched off" 'c["env"] = [e for e in c["env"] if e["name"] != "LEADER_ELECTION"]'
 mutate "Lease identity not the pod name" 'env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] = "spec.nodeName"'

@@ -4,6 +4,7 @@ use anyhow::Context;
 use bench_runner::{agent, engine, report, termination, RunOptions};
 use clap::{Parser, Subcommand};
 use runner_api::agent::{AgentConfig, ResultLine};
+use runner_api::control_auth::ControlVerifier;
 use runner_api::result::RunnerResult;
 use runner_api::result_frames;
 use runner_api::target::Credentials;
@@ -79,10 +80,13 @@ enum Cmd {
         /// Address of /ready, /start, /progress and /results.
         #[arg(long, default_value = "0.0.0.0:9090")]
         listen: std::net::SocketAddr,
-        /// File holding the run's control token (mounted from the run's Secret): every
-        /// endpoint but /ready then requires it as a Bearer token.
-        #[arg(long, env = "MSGBENCH_TOKEN_FILE")]
-        token_file: Option<PathBuf>,
+        /// The operator's Ed25519 public key (base64): every endpoint but /ready then needs a
+        /// credential it signed for `--run-uid`. Not a secret.
+        #[arg(long, env = runner_api::control_auth::PUBLIC_KEY_ENV, requires = "run_uid")]
+        control_public_key: Option<String>,
+        /// The uid of this runner's BenchmarkRun: credentials for other runs are refused.
+        #[arg(long, env = runner_api::control_auth::RUN_UID_ENV)]
+        run_uid: Option<String>,
     },
 }
 
@@ -171,7 +175,8 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
             config,
             runner_id,
             listen,
-            token_file,
+            control_public_key,
+            run_uid,
         } => {
             let text = std::fs::read_to_string(&config)
                 .with_context(|| format!("reading {}", config.display()))?;
@@ -181,19 +186,16 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
                 Some(id) => id,
                 None => job_index_id()?,
             };
-            let token = match &token_file {
-                Some(p) => Some(
-                    std::fs::read_to_string(p)
-                        .with_context(|| format!("reading the token file {}", p.display()))?
-                        .trim()
-                        .to_string(),
-                ),
-                None => None,
+            let auth = match (control_public_key, run_uid) {
+                (Some(key), Some(uid)) => {
+                    Some(ControlVerifier::new(&key, &uid).map_err(anyhow::Error::msg)?)
+                }
+                _ => None,
             };
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
-            rt.block_on(run_agent(cfg, runner_id, listen, token))?;
+            rt.block_on(run_agent(cfg, runner_id, listen, auth))?;
             Ok(0)
         }
     }
@@ -204,10 +206,10 @@ async fn run_agent(
     cfg: AgentConfig,
     runner_id: u16,
     listen: std::net::SocketAddr,
-    token: Option<String>,
+    auth: Option<ControlVerifier>,
 ) -> anyhow::Result<()> {
     let hold = std::time::Duration::from_secs(u64::from(cfg.results_hold_seconds));
-    let state = agent::AgentState::with_token(token);
+    let state = agent::AgentState::with_auth(auth);
     agent::serve(listen, state.clone()).await?;
     // Each record also goes to stdout as frames: the fallback when /results cannot be read.
     let mut emit = |l: &ResultLine| -> anyhow::Result<()> {

@@ -7,6 +7,7 @@ use bench_runner::agent;
 use runner_api::agent::{
     AgentConfig, AgentProgress, AgentResults, RawResultLine, ResultLine, ScheduledTrial,
 };
+use runner_api::control_auth::{ControlSigner, ControlVerifier};
 use runner_api::result_frames;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -76,10 +77,19 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
-const TOKEN: &str = "0123456789abcdef";
+const RUN_UID: &str = "run-uid-1";
+
+fn signer() -> ControlSigner {
+    ControlSigner::from_seed([9; 32])
+}
+
+/// A credential the operator would present for this run, now.
+fn credential() -> String {
+    signer().credential(RUN_UID, now_ms() / 1000)
+}
 
 async fn progress_as(addr: SocketAddr) -> AgentProgress {
-    let (code, body) = http_as(addr, Some(TOKEN), "GET", "/progress", "").await;
+    let (code, body) = http_as(addr, Some(&credential()), "GET", "/progress", "").await;
     assert_eq!(code, 200, "{body}");
     serde_json::from_str(&body).expect("progress json")
 }
@@ -87,7 +97,8 @@ async fn progress_as(addr: SocketAddr) -> AgentProgress {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn barrier_holds_the_load_until_start_then_results_are_held_until_acknowledged() {
     let s = nats_server(false);
-    let state = agent::AgentState::with_token(Some(TOKEN.into()));
+    let verifier = ControlVerifier::new(&signer().public_key(), RUN_UID).unwrap();
+    let state = agent::AgentState::with_auth(Some(verifier));
     let addr = agent::serve("127.0.0.1:0".parse().unwrap(), state.clone())
         .await
         .unwrap();
@@ -121,17 +132,29 @@ async fn barrier_holds_the_load_until_start_then_results_are_held_until_acknowle
     assert_eq!(http(addr, "POST", "/start", &start).await.0, 401);
     assert_eq!(http(addr, "GET", "/progress", "").await.0, 401);
     assert_eq!(http(addr, "GET", "/results", "").await.0, 401);
-    let wrong = http_as(addr, Some("0123456789abcdeX"), "POST", "/start", &start).await;
-    assert_eq!(wrong.0, 403);
+    let now = now_ms() / 1000;
+    let other_key = ControlSigner::from_seed([8; 32]).credential(RUN_UID, now);
+    let other_run = signer().credential("run-uid-2", now);
+    for wrong in [other_key, other_run, "0123456789abcdef".into()] {
+        let refused = http_as(addr, Some(&wrong), "POST", "/start", &start).await;
+        assert_eq!(refused.0, 403, "{refused:?}");
+    }
     assert!(
         !progress_as(addr).await.started,
         "a refused /start released the load"
     );
 
-    let (code, body) = http_as(addr, Some(TOKEN), "POST", "/start", &start).await;
+    let (code, body) = http_as(addr, Some(&credential()), "POST", "/start", &start).await;
     assert_eq!(code, 200, "{body}");
     // A resent /start (operator restart) keeps the first time.
-    let (_, again) = http_as(addr, Some(TOKEN), "POST", "/start", "{\"startAtUnixMs\":1}").await;
+    let (_, again) = http_as(
+        addr,
+        Some(&credential()),
+        "POST",
+        "/start",
+        "{\"startAtUnixMs\":1}",
+    )
+    .await;
     assert!(again.contains(&at.to_string()), "{again}");
 
     // Finished: the records wait on /results; an ack for fewer than all is refused.
@@ -140,7 +163,7 @@ async fn barrier_holds_the_load_until_start_then_results_are_held_until_acknowle
         assert!(Instant::now() < deadline, "agent never finished");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let (code, body) = http_as(addr, Some(TOKEN), "GET", "/results", "").await;
+    let (code, body) = http_as(addr, Some(&credential()), "GET", "/results", "").await;
     assert_eq!(code, 200);
     let held: AgentResults = serde_json::from_str(&body).unwrap();
     assert_eq!((held.runner_id, held.trials, held.finished), (3, 2, true));
@@ -154,13 +177,13 @@ async fn barrier_holds_the_load_until_start_then_results_are_held_until_acknowle
     );
     let ack = |n: u32| format!("{{\"records\":{n}}}");
     assert_eq!(
-        http_as(addr, Some(TOKEN), "POST", "/results/ack", &ack(1))
+        http_as(addr, Some(&credential()), "POST", "/results/ack", &ack(1))
             .await
             .0,
         409
     );
     assert_eq!(
-        http_as(addr, Some(TOKEN), "POST", "/results/ack", &ack(2))
+        http_as(addr, Some(&credential()), "POST", "/results/ack", &ack(2))
             .await
             .0,
         200

@@ -56,21 +56,23 @@ def check_security(dep):
         check(bool(res.get("limits", {}).get("memory")), f"container {name}: memory limit must be set")
 
 
-def rbac_md_grants(repo):
-    """(group, resource, verb) triples from operator/RBAC.md's table, or None when it does not exist."""
+def triples_of(repo, heading):
+    """(group, resource, verb) from a 4-column table (apiGroup, resources, verbs, used for) of
+    operator/RBAC.md under `heading`, or None when RBAC.md does not exist."""
     path = os.path.join(repo, "operator", "RBAC.md")
     if not os.path.exists(path):
         return None
     triples = set()
-    for line in open(path):
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 3 or cells[0] in ("apiGroup", "---") or set(cells[0]) <= {"-"}:
-            continue
+    for cells in section_rows(path, heading, 4):
         group = "" if cells[0].startswith('""') else cells[0].strip("`")
         for r in cells[1].split(","):
             for v in cells[2].split(","):
                 triples.add((group, r.strip().strip("`"), v.strip().strip("`")))
     return triples
+
+
+def rbac_md_grants(repo):
+    return triples_of(repo, "## Cluster-wide")
 
 
 LEASE_ROLE_SUFFIX = "-leader-election"
@@ -141,18 +143,58 @@ def section_rows(path, heading, columns):
 
 
 def rbac_md_fault_grants(repo):
-    """(group, resource, verb) from operator/RBAC.md's fault injection table (4 columns)."""
-    triples = set()
-    for cells in section_rows(os.path.join(repo, "operator", "RBAC.md"), "## Fault injection", 4):
-        group = "" if cells[0].startswith('""') else cells[0]
-        for r in cells[1].split(","):
-            for v in cells[2].split(","):
-                triples.add((group, r.strip(), v.strip()))
-    return triples
+    return triples_of(repo, "## Fault injection") or set()
 
 
-def check_rbac(docs, repo, faults=False):
-    roles = [d for d in by_kind(docs, "ClusterRole") + by_kind(docs, "Role") if not is_lease_role(d)]
+def rbac_md_log_grants(repo):
+    return triples_of(repo, "## Results from pod logs") or set()
+
+
+CONTROL_KEY_ROLE_SUFFIX = "-control-key"
+
+
+def is_own_namespace_role(d):
+    """The Roles in the operator's own namespace: its Lease and its control key."""
+    name = d.get("metadata", {}).get("name", "")
+    return name.endswith(LEASE_ROLE_SUFFIX) or name.endswith(CONTROL_KEY_ROLE_SUFFIX)
+
+
+def check_control_key_rbac(docs, repo, dep, env):
+    """The one Secret the operator reads: its control key, by name, in its own namespace."""
+    roles = [d for d in by_kind(docs, "Role") if d["metadata"]["name"].endswith(CONTROL_KEY_ROLE_SUFFIX)]
+    bindings = [d for d in by_kind(docs, "RoleBinding") if d["metadata"]["name"].endswith(CONTROL_KEY_ROLE_SUFFIX)]
+    check(len(roles) == 1 and len(bindings) == 1, f"one control-key Role and binding, found {len(roles)}/{len(bindings)}")
+    if not roles:
+        return
+    ns = dep.get("metadata", {}).get("namespace")
+    check(roles[0]["metadata"].get("namespace") == ns, "control-key Role lives in the operator's namespace")
+    check(bindings and bindings[0]["metadata"].get("namespace") == ns, "control-key RoleBinding in the operator's namespace")
+    check(bindings and bindings[0].get("roleRef", {}).get("name") == roles[0]["metadata"]["name"],
+          "control-key RoleBinding binds the control-key Role")
+    key = env.get("CONTROL_KEY_SECRET")
+    check(bool(key), "CONTROL_KEY_SECRET set: runs survive an operator restart")
+    rendered = set()
+    for rule in roles[0].get("rules", []):
+        names = rule.get("resourceNames")
+        check(names in (None, [key]), f"control-key Role: resourceNames must be exactly {key}: {rule}")
+        for r in rule.get("resources", []):
+            for v in rule.get("verbs", []):
+                check(bool(names) or v == "create", f"control-key Role: {v} on {r} must be limited to the key by name")
+                rendered.add((r, v, bool(names)))
+    path = os.path.join(repo, "operator", "RBAC.md")
+    if os.path.exists(path):
+        documented = set()
+        for cells in section_rows(path, "## Runner control key", 5):
+            for r in cells[1].split(","):
+                for v in cells[3].split(","):
+                    documented.add((r.strip(), v.strip(), not cells[2].startswith("(any")))
+        check(rendered == documented,
+              f"control-key Role differs from operator/RBAC.md: extra {sorted(rendered - documented)}, "
+              f"missing {sorted(documented - rendered)}")
+
+
+def check_rbac(docs, repo, faults=False, pod_logs=False):
+    roles = [d for d in by_kind(docs, "ClusterRole") + by_kind(docs, "Role") if not is_own_namespace_role(d)]
     check(len(roles) == 1, f"one (Cluster)Role for the operator, found {len(roles)}")
     granted = {}
     for role in roles:
@@ -170,8 +212,9 @@ def check_rbac(docs, repo, faults=False):
                         "pods/portforward", "pods/ephemeralcontainers", "customresourcedefinitions"),
               f"RBAC grants {sorted(verbs)} on sensitive resource {g or 'core'}/{r}")
         check(not ({"escalate", "bind", "impersonate"} & verbs), f"RBAC grants escalate/bind/impersonate on {r}")
-    # get (a named Secret) and create (a run's runner token); never list/watch/update/delete.
-    check(granted.get(("", "secrets"), set()) <= {"get", "create"}, "secrets: at most get and create (never list/watch)")
+    # No Secret outside the operator's own namespace (check_control_key_rbac), pod logs only opted in.
+    check(("", "secrets") not in granted, f"no Secrets in the operator's wide role: {granted.get(('', 'secrets'))}")
+    check((("", "pods/log") in granted) == pod_logs, f"pods/log exactly when results.fromPodLogs ({pod_logs})")
     pods_allowed = {"get", "list", "watch"} | ({"delete"} if faults else set())
     check(granted.get(("", "pods"), set()) <= pods_allowed,
           "pods must be read-only (delete only with faults.enabled)")
@@ -190,6 +233,8 @@ def check_rbac(docs, repo, faults=False):
     documented = rbac_md_grants(repo)
     if documented is not None and faults:
         documented = documented | rbac_md_fault_grants(repo)
+    if documented is not None and pod_logs:
+        documented = documented | rbac_md_log_grants(repo)
     if documented is not None:
         rendered = {(g, r, v) for (g, r), verbs in granted.items() for v in verbs}
         check(rendered == documented,
@@ -271,7 +316,8 @@ def main():
     check_security(dep)
     repo = os.path.dirname(os.path.dirname(os.path.abspath(chart)))
     faults = case == "faults"
-    check_rbac(docs, repo, faults)
+    pod_logs = case == "pod-logs"
+    check_rbac(docs, repo, faults, pod_logs)
     sa = one(docs, "ServiceAccount")
     check(sa.get("automountServiceAccountToken") is False, "ServiceAccount must not automount tokens by default")
     check(dep.get("spec", {}).get("template", {}).get("spec", {}).get("serviceAccountName")
@@ -302,6 +348,9 @@ def main():
         check(replicas == 1, "without leader election exactly one operator replica")
         check(strategy.get("type") == "Recreate", "without leader election Recreate: two operators never overlap")
     check_lease_rbac(docs, repo, dep, env, leader_election)
+    check_control_key_rbac(docs, repo, dep, env)
+    check((env.get("RESULTS_FROM_POD_LOGS") == "true") == pod_logs,
+          f"RESULTS_FROM_POD_LOGS exactly when results.fromPodLogs ({pod_logs})")
     check((len(pdbs) == 1) == (isinstance(replicas, int) and replicas > 1), f"a PodDisruptionBudget exactly when replicas > 1 ({replicas})")
     for pdb in pdbs:
         check(pdb.get("spec", {}).get("minAvailable") == 1, "PDB keeps one operator")
@@ -316,7 +365,7 @@ def main():
           f"OPERATOR_POD_LABELS {peer} must select the operator pod ({pod_labels})")
 
     operands = check_operands(docs, dep, container, env)
-    if case in ("default", "no-leader-election", "dashboard", "faults"):
+    if case in ("default", "no-leader-election", "dashboard", "faults", "pod-logs"):
         check(operands.get("images") == DEFAULT_OPERAND_IMAGES, f"default operand images, got {operands.get('images')}")
         check(operands.get("imagePullPolicy") == "IfNotPresent", "default operand pull policy")
         check(operands.get("runnerPods") == {"imagePullSecrets": [], "labels": {}, "annotations": {}},
@@ -362,7 +411,7 @@ def main():
         check(not crds, f"crds.install=false must render no CRDs, got {len(crds)}")
         check(not by_kind(docs, "ClusterRole") and not by_kind(docs, "ClusterRoleBinding"),
               "watchNamespace: no cluster-wide RBAC")
-        watch_docs = [d for d in docs if not is_lease_role(d)]
+        watch_docs = [d for d in docs if not is_own_namespace_role(d)]
         role = one(watch_docs, "Role")
         check(role.get("metadata", {}).get("namespace") == "bench", "watchNamespace: Role in the watched namespace")
         check(one(watch_docs, "RoleBinding").get("metadata", {}).get("namespace") == "bench", "RoleBinding in bench")

@@ -70,23 +70,53 @@ async fn body(ctx: TestContext) -> Result<()> {
         "system:serviceaccount:{NAMESPACE}:{}",
         spec.service_account_name.clone().unwrap_or_default()
     );
+    let (test_ns, key) = (ctx.ns.as_str(), "msgbench-operator-control-key");
+    // (group, resource, verb, namespace, name, allowed)
     let checks = [
-        ("", "services", "patch", true),
-        ("apps", "statefulsets", "delete", true),
-        ("msgbench.dev", "jetstreamclusters", "watch", true),
-        ("", "pods", "list", true),
-        ("", "secrets", "get", true),
-        ("", "secrets", "list", false),
-        // The e2e values turn faults.enabled on (e2e/tests/faults.rs); charts/test.sh proves
-        // the default chart grants no delete on pods.
-        ("", "pods", "delete", true),
-        ("", "pods/exec", "create", false),
-        ("msgbench.dev", "jetstreamclusters", "delete", false),
-        ("rbac.authorization.k8s.io", "clusterroles", "create", false),
-        ("", "nodes", "get", false),
+        ("", "services", "patch", test_ns, None, true),
+        ("apps", "statefulsets", "delete", test_ns, None, true),
+        (
+            "msgbench.dev",
+            "jetstreamclusters",
+            "watch",
+            test_ns,
+            None,
+            true,
+        ),
+        ("", "pods", "list", test_ns, None, true),
+        // Secrets: its own control key by name, in its own namespace, and nothing else.
+        ("", "secrets", "get", test_ns, None, false),
+        ("", "secrets", "get", test_ns, Some(key), false),
+        ("", "secrets", "create", test_ns, None, false),
+        ("", "secrets", "list", test_ns, None, false),
+        ("", "secrets", "get", NAMESPACE, Some(key), true),
+        ("", "secrets", "get", NAMESPACE, Some("another"), false),
+        ("", "secrets", "list", NAMESPACE, None, false),
+        // The e2e values turn faults.enabled and results.fromPodLogs on (e2e/tests/faults.rs,
+        // runner_control.rs); charts/test.sh proves the default chart grants neither.
+        ("", "pods", "delete", test_ns, None, true),
+        ("", "pods/log", "get", test_ns, None, true),
+        ("", "pods/exec", "create", test_ns, None, false),
+        (
+            "msgbench.dev",
+            "jetstreamclusters",
+            "delete",
+            test_ns,
+            None,
+            false,
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "clusterroles",
+            "create",
+            test_ns,
+            None,
+            false,
+        ),
+        ("", "nodes", "get", test_ns, None, false),
     ];
     let reviews = Api::<SubjectAccessReview>::all(ctx.client.clone());
-    for (group, resource, verb, want) in checks {
+    for (group, resource, verb, namespace, name, want) in checks {
         let review = SubjectAccessReview {
             spec: SubjectAccessReviewSpec {
                 user: Some(sa.clone()),
@@ -98,7 +128,8 @@ async fn body(ctx: TestContext) -> Result<()> {
                     group: Some(group.into()),
                     resource: Some(resource.into()),
                     verb: Some(verb.into()),
-                    namespace: Some(ctx.ns.clone()),
+                    namespace: Some(namespace.into()),
+                    name: name.map(str::to_string),
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -112,7 +143,7 @@ async fn body(ctx: TestContext) -> Result<()> {
             .map(|s| s.allowed);
         ensure!(
             allowed == Some(want),
-            "operator may {verb} {group}/{resource}: got {allowed:?}, want {want}"
+            "operator may {verb} {group}/{resource} {name:?} in {namespace}: got {allowed:?}, want {want}"
         );
     }
     Ok(())

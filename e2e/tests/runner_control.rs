@@ -2,17 +2,20 @@
 //! - With `resultsHoldSeconds: 0` the log is the only path: records far above 16 KiB (8000
 //!   topics make long per-topic vectors) over 6 trials, while the runner floods stderr at
 //!   `logLevel: trace`, all arrive intact: the merged counts equal the runner's own account.
-//! - A pod in another namespace cannot release, read or confirm a runner (401 without the
-//!   run's token, or no connection where NetworkPolicy is enforced); the run is unaffected and
-//!   its results come over the control endpoint. The token is in a Secret, never in the
-//!   runners' ConfigMap or the run's status.
+//! - A pod in another namespace cannot release, read or confirm a runner: 401 without a
+//!   credential, 403 with one signed by another key for this very run (or no connection where
+//!   NetworkPolicy is enforced); the run is unaffected and its results come over the control
+//!   endpoint. Runner pods hold only the operator's public key (the one in its control-key
+//!   Secret) and their run's uid; the run's namespace holds no Secret at all.
 use anyhow::{ensure, Context, Result};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
+use kube::ResourceExt;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::runs::{field as s, finished};
 use msgbench_e2e::{run, servers, toolbox, wait, TestContext};
+use runner_api::control_auth::{self, ControlSigner};
 use std::time::Duration;
 
 const SERVER: &str = r#"
@@ -224,12 +227,22 @@ async fn guarded(ctx: TestContext) -> Result<()> {
         "metadata": {"name": outsider, "labels": {"msgbench.dev/e2e": "true"}}
     }))?;
     nsapi.create(&PostParams::default(), &ns).await?;
+    // A credential for this very run, signed by a key that is not the operator's.
+    let run_uid = api.get("guarded").await?.uid().context("run uid")?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs();
+    let forged = ControlSigner::from_seed(rand::random()).credential(&run_uid, now);
     let script = format!(
-        r#"for req in 'POST /start' 'GET /results' 'GET /progress' 'POST /results/ack'; do
+        r#"for auth in none forged; do
+for req in 'POST /start' 'GET /results' 'GET /progress' 'POST /results/ack'; do
   body='{{"startAtUnixMs":1,"trial":2,"records":1}}'
-  printf '%s HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\nContent-Length: %s\r\nConnection: close\r\n\r\n%s' "$req" "${{#body}}" "$body" \
-    | timeout 5 nc {ip} 9090 | head -n 1 | sed "s|^|$req -> |"
-  echo "$req done"
+  header=''
+  [ "$auth" = forged ] && header='Authorization: Bearer {forged}\r\n'
+  printf "%s HTTP/1.1\r\nHost: r\r\n${{header}}Content-Type: application/json\r\nContent-Length: %s\r\nConnection: close\r\n\r\n%s" "$req" "${{#body}}" "$body" \
+    | timeout 5 nc {ip} 9090 | head -n 1 | sed "s|^|$auth $req -> |"
+  echo "$auth $req done"
+done
 done"#
     );
     let out = toolbox::run_script(
@@ -242,32 +255,35 @@ done"#
     .await;
     let _ = nsapi.delete(&outsider, &DeleteParams::background()).await;
     let out = out?;
-    for req in [
-        "POST /start",
-        "GET /results",
-        "GET /progress",
-        "POST /results/ack",
-    ] {
-        ensure!(
-            out.logs.contains(&format!("{req} done")),
-            "script did not try {req}: {}",
-            out.logs
-        );
-        let answered_ok = out
-            .logs
-            .lines()
-            .any(|l| l.starts_with(&format!("{req} -> HTTP/1.1 2")));
-        ensure!(!answered_ok, "an outsider was served {req}: {}", out.logs);
-        let refused = out
-            .logs
-            .lines()
-            .any(|l| l.starts_with(&format!("{req} -> HTTP/1.1 401")));
-        let no_line = !out.logs.contains(&format!("{req} -> "));
-        ensure!(
-            refused || no_line,
-            "{req}: neither 401 nor blocked: {}",
-            out.logs
-        );
+    for (auth, refusal) in [("none", "401"), ("forged", "403")] {
+        for req in [
+            "POST /start",
+            "GET /results",
+            "GET /progress",
+            "POST /results/ack",
+        ] {
+            let what = format!("{auth} {req}");
+            ensure!(
+                out.logs.contains(&format!("{what} done")),
+                "script did not try {what}: {}",
+                out.logs
+            );
+            let answered_ok = out
+                .logs
+                .lines()
+                .any(|l| l.starts_with(&format!("{what} -> HTTP/1.1 2")));
+            ensure!(!answered_ok, "an outsider was served {what}: {}", out.logs);
+            let refused = out
+                .logs
+                .lines()
+                .any(|l| l.starts_with(&format!("{what} -> HTTP/1.1 {refusal}")));
+            let no_line = !out.logs.contains(&format!("{what} -> "));
+            ensure!(
+                refused || no_line,
+                "{what}: neither {refusal} nor blocked: {}",
+                out.logs
+            );
+        }
     }
 
     // The run is unaffected and finishes with all its results.
@@ -279,30 +295,44 @@ done"#
     );
     ensure!(s(&done, "/status/result/received").as_u64().unwrap_or(0) >= 2500);
 
-    // The token lives in the run's Secret only.
-    let secret = Api::<Secret>::namespaced(ctx.client.clone(), &ctx.ns)
-        .get("guarded-runner-token")
+    // The runner pod has the operator's public key and the run's uid; no Secret exists here.
+    let key = Api::<Secret>::namespaced(ctx.client.clone(), "msgbench-system")
+        .get("msgbench-operator-control-key")
         .await?;
-    let token = secret
+    let seed: [u8; 32] = key
         .data
-        .and_then(|d| {
-            d.get("token")
-                .map(|b| String::from_utf8_lossy(&b.0).to_string())
-        })
-        .context("token key")?;
-    ensure!(token.len() == 64, "token of {} chars", token.len());
-    let cms = Api::<ConfigMap>::namespaced(ctx.client.clone(), &ctx.ns)
-        .list(&ListParams::default().labels("app.kubernetes.io/instance=guarded"))
-        .await?;
-    for cm in cms.items {
-        ensure!(
-            !serde_json::to_string(&cm)?.contains(&token),
-            "token found in ConfigMap"
-        );
-    }
+        .and_then(|d| d.get(control_auth::SEED_KEY).map(|b| b.0.clone()))
+        .and_then(|b| b.try_into().ok())
+        .context("the control key Secret holds no 32-byte seed")?;
+    let public = ControlSigner::from_seed(seed).public_key();
+    let env: Vec<(String, Option<String>)> = pod
+        .spec
+        .as_ref()
+        .map(|s| s.containers[0].env.clone().unwrap_or_default())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| (e.name, e.value))
+        .collect();
+    let var = |n: &str| {
+        env.iter()
+            .find(|(k, _)| k == n)
+            .and_then(|(_, v)| v.clone())
+    };
     ensure!(
-        !serde_json::to_string(&done)?.contains(&token),
-        "token found in the run"
+        var(control_auth::PUBLIC_KEY_ENV) == Some(public),
+        "runner pod's public key is not the operator's: {env:?}"
+    );
+    ensure!(
+        var(control_auth::RUN_UID_ENV) == Some(run_uid.clone()),
+        "runner pod's run uid: {env:?}"
+    );
+    let secrets = Api::<Secret>::namespaced(ctx.client.clone(), &ctx.ns)
+        .list(&ListParams::default())
+        .await?;
+    let names: Vec<String> = secrets.items.iter().map(|s| s.name_any()).collect();
+    ensure!(
+        names.is_empty(),
+        "Secrets in the run's namespace: {names:?}"
     );
     // The runner exits once the operator confirmed the results (well before its 120 s hold).
     let pods = Api::<Pod>::namespaced(ctx.client.clone(), &ctx.ns);

@@ -5,6 +5,7 @@ use crate::metrics::Metrics;
 use crate::operands::OperandDefaults;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::Client;
+use runner_api::control_auth::ControlSigner;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,8 +28,12 @@ pub struct Context {
     pub operands: Arc<OperandDefaults>,
     pub requeue: Requeue,
     pub backoff: Backoff,
-    /// Runner control tokens by run uid (each also in its run's Secret).
-    pub runner_tokens: Mutex<HashMap<String, String>>,
+    /// Signs runner control credentials (`runner_api::control_auth`); its key is the chart's
+    /// control-key Secret, or a key of this process only (`--control-key-secret` unset).
+    pub control: Arc<ControlSigner>,
+    /// A runner's results may be read from its pod log once its agent let them go
+    /// (`--results-from-pod-logs`; needs `get` on pods/log).
+    pub results_from_pod_logs: bool,
     /// The operator's own pods, for runner NetworkPolicies; None outside a cluster.
     pub runner_peer: Option<crate::benchmark_run::runner_access::OperatorPeer>,
     /// Port of the runner agents' control endpoint (tests run fake agents elsewhere).
@@ -108,7 +113,8 @@ impl Context {
             operands: Arc::new(OperandDefaults::default()),
             requeue: Requeue::default(),
             backoff: Backoff::default(),
-            runner_tokens: Mutex::default(),
+            control: Arc::new(ControlSigner::from_seed(rand::random())),
+            results_from_pod_logs: false,
             runner_peer: crate::benchmark_run::runner_access::OperatorPeer::from_env(),
             agent_port: runner_api::agent::AGENT_PORT,
             run_versions: Mutex::default(),
@@ -123,22 +129,20 @@ impl Context {
 
 impl Context {
     /// Forgets what is kept in memory for runs whose uid is not in `live` (deleted runs): their
-    /// runner tokens and last written versions.
+    /// last written versions.
     pub fn forget_runs_except(&self, live: &BTreeSet<String>) {
-        self.runner_tokens
-            .lock()
-            .expect("tokens")
-            .retain(|uid, _| live.contains(uid));
         self.run_versions
             .lock()
             .expect("run versions")
             .retain(|uid, _| live.contains(uid));
     }
 
-    /// Drops a finished run's cached token: only letting holding runners go still needs it,
-    /// and that reads it from the run's Secret again.
-    pub fn forget_token(&self, run_uid: &str) {
-        self.runner_tokens.lock().expect("tokens").remove(run_uid);
+    /// A credential for the runners of the run `run_uid`, valid for a few minutes from now.
+    pub fn runner_credential(&self, run_uid: &str) -> String {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.control.credential(run_uid, now)
     }
 }
 
@@ -217,7 +221,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn tokens_and_versions_of_deleted_runs_are_forgotten() {
+    async fn versions_of_deleted_runs_are_forgotten() {
         // No request is made: any answer does.
         let client = kube::Client::new(
             tower::service_fn(|_: http::Request<kube::client::Body>| async {
@@ -227,26 +231,14 @@ mod tests {
         );
         let ctx = Context::new(client, Arc::new(Readiness::new(1)), false);
         for uid in ["gone", "live"] {
-            let t = ctx
-                .runner_tokens
-                .lock()
-                .unwrap()
-                .insert(uid.into(), "t".into());
-            assert!(t.is_none());
             ctx.run_versions
                 .lock()
                 .unwrap()
                 .insert(uid.into(), "1".into());
         }
         ctx.forget_runs_except(&BTreeSet::from(["live".to_string()]));
-        let tokens: Vec<_> = ctx.runner_tokens.lock().unwrap().keys().cloned().collect();
         let versions: Vec<_> = ctx.run_versions.lock().unwrap().keys().cloned().collect();
-        assert_eq!(
-            (tokens, versions),
-            (vec!["live".to_string()], vec!["live".to_string()])
-        );
-        ctx.forget_token("live");
-        assert!(ctx.runner_tokens.lock().unwrap().is_empty());
+        assert_eq!(versions, vec!["live".to_string()]);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 pub mod apply;
 pub mod benchmark_run;
 pub mod context;
+pub mod control_key;
 pub mod controllers;
 pub mod error;
 pub mod http_server;

@@ -16,7 +16,7 @@ use msgbench_operator::benchmark_run::gather::RESULTS_BUDGET_BYTES;
 use msgbench_operator::context::{Context, Readiness};
 use msgbench_operator::merge_budget::MergeBudget;
 use msgbench_operator::operands::OperandDefaults;
-use msgbench_operator::{controllers, http_server, leader};
+use msgbench_operator::{control_key, controllers, http_server, leader};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tracing_subscriber::EnvFilter;
@@ -71,6 +71,15 @@ struct Args {
     /// through the downward API); a quarter of it is the budget for run results in memory.
     #[arg(long, env = "MEMORY_LIMIT_BYTES")]
     memory_limit_bytes: Option<u64>,
+    /// Secret in OPERATOR_NAMESPACE holding the key that signs runner control credentials,
+    /// created when missing (the chart: `<release>-operator-control-key`). Unset: a key of this
+    /// process only, so runs in flight fail when it restarts.
+    #[arg(long, env = "CONTROL_KEY_SECRET")]
+    control_key_secret: Option<String>,
+    /// Read a runner's results from its pod log when its agent no longer holds them (needs
+    /// `get` on pods/log: chart `results.fromPodLogs`). Off: such a run ends ResultsLost.
+    #[arg(long, env = "RESULTS_FROM_POD_LOGS")]
+    results_from_pod_logs: bool,
 }
 
 impl Args {
@@ -129,6 +138,18 @@ async fn main() -> anyhow::Result<()> {
     let mut ctx = Context::new(client, readiness.clone(), !args.no_varz);
     ctx.allow_faults = args.allow_faults;
     ctx.operands = Arc::new(operands);
+    ctx.results_from_pod_logs = args.results_from_pod_logs;
+    match (&args.control_key_secret, &args.operator_namespace) {
+        (Some(name), Some(ns)) => {
+            let signer = control_key::load_or_create(ctx.client.clone(), ns, name).await?;
+            ctx.control = Arc::new(signer);
+            tracing::info!(secret = %format!("{ns}/{name}"), "runner control key loaded");
+        }
+        (Some(_), None) => anyhow::bail!("--control-key-secret needs OPERATOR_NAMESPACE"),
+        (None, _) => tracing::warn!(
+            "no --control-key-secret: runner control key of this process only; runs in flight fail when it restarts"
+        ),
+    }
     ctx.merge_budget = Arc::new(MergeBudget::from_memory_limit(
         args.memory_limit_bytes,
         RESULTS_BUDGET_BYTES,

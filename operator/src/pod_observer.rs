@@ -44,6 +44,21 @@ const STUCK_WAITING_REASONS: &[&str] = &[
     "RunContainerError",
 ];
 
+/// The kubelet's words for a Secret or key a container references and cannot find, as the
+/// operator's own reasons (it does not read Secrets, so this is where it learns of them).
+fn secret_reason<'a>(reason: &'a str, message: &str) -> &'a str {
+    if reason != "CreateContainerConfigError" {
+        return reason;
+    }
+    if message.starts_with("secret \"") && message.ends_with("not found") {
+        "SecretNotFound"
+    } else if message.starts_with("couldn't find key ") && message.contains(" in Secret ") {
+        "SecretKeyMissing"
+    } else {
+        reason
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PodObservation {
     pub pods: i32,
@@ -183,15 +198,12 @@ pub fn observe_pods(pods: &[Pod], template_hash: Option<&str>) -> PodObservation
                 continue;
             };
             if STUCK_WAITING_REASONS.contains(&reason) {
-                let message = format!(
-                    "pod {name} container {}: {}",
-                    cs.name,
-                    waiting.message.as_deref().unwrap_or(reason)
-                );
+                let said = waiting.message.as_deref().unwrap_or(reason);
+                let message = format!("pod {name} container {}: {said}", cs.name);
                 set_problem(
                     &mut obs,
                     PodProblem {
-                        reason: reason.into(),
+                        reason: secret_reason(reason, said).into(),
                         message,
                         rejected: false,
                         refused_at: None,
@@ -309,6 +321,33 @@ mod tests {
         assert_eq!((obs.pods, obs.ready), (1, 0));
         let back = observe_pods(&[on_node("True")], None);
         assert_eq!((back.problem, back.ready), (None, 1));
+    }
+
+    /// The kubelet's refusal for a missing Secret or key becomes the operator's reason, with
+    /// its words (which name the Secret and key) kept in the message.
+    #[test]
+    fn a_missing_secret_or_key_is_named_by_reason() {
+        let refused = |message: &str| {
+            pod(
+                json!({"metadata": {"name": "js-0"}, "status": {"phase": "Pending",
+                "containerStatuses": [{"name": "nats", "image": "x", "imageID": "", "ready": false,
+                    "restartCount": 0, "state": {"waiting": {"reason": "CreateContainerConfigError",
+                    "message": message}}}]}}),
+            )
+        };
+        let cases = [
+            ("secret \"js-tls\" not found", "SecretNotFound"),
+            (
+                "couldn't find key ca.crt in Secret bench/js-tls",
+                "SecretKeyMissing",
+            ),
+            ("configmap \"c\" not found", "CreateContainerConfigError"),
+        ];
+        for (message, reason) in cases {
+            let p = observe_pods(&[refused(message)], None).problem.unwrap();
+            assert_eq!(p.reason, reason, "{message}");
+            assert_eq!(p.message, format!("pod js-0 container nats: {message}"));
+        }
     }
 
     #[test]

@@ -1,13 +1,16 @@
-//! The exact API access the server controllers use. `operator/RBAC.md` is rendered from this
-//! table (a test keeps them equal); the Helm chart's ClusterRole is derived from it.
+//! The exact API access the operator uses, each verb with what it is for. `operator/RBAC.md` is
+//! rendered from these tables (a test keeps them equal); `charts/test.sh` checks the chart's
+//! roles against RBAC.md.
 
-/// (API group, resources, verbs). Children are only listed (never fetched one by one), applied
-/// (SSA: `patch`, plus `create` for the first apply) and deleted when orphaned.
-pub const RULES: &[(&str, &[&str], &[&str])] = &[
+/// (API group, resources, verbs, what for). Children are only listed (never fetched one by one),
+/// applied (SSA: `patch`, plus `create` for the first apply) and deleted when orphaned. No
+/// Secrets and no pod logs: see [`CONTROL_KEY_RULES`] and [`LOG_RULES`].
+pub const RULES: &[(&str, &[&str], &[&str], &str)] = &[
     (
         "msgbench.dev",
         &["jetstreamclusters", "mqttbrokers", "pubsubservers"],
         &["list", "watch"],
+        "the server kinds it reconciles",
     ),
     (
         "msgbench.dev",
@@ -17,56 +20,113 @@ pub const RULES: &[(&str, &[&str], &[&str])] = &[
             "pubsubservers/status",
         ],
         &["patch"],
+        "their status (server-side apply)",
     ),
     (
         "",
         &["configmaps", "services"],
         &["list", "watch", "create", "patch", "delete"],
+        "server config and Services, runner agent configs: applied, watched, orphans deleted",
     ),
     (
         "apps",
         &["statefulsets", "deployments"],
         &["list", "watch", "create", "patch", "delete"],
+        "the server workloads: applied, watched, orphans deleted",
     ),
     (
         "policy",
         &["poddisruptionbudgets"],
         &["list", "watch", "create", "patch", "delete"],
+        "the servers' PodDisruptionBudgets",
     ),
-    ("", &["pods"], &["list", "watch"]),
-    // get: the Secrets named in JetStreamCluster.spec.auth/.tls or PubSubServer.spec.pusher (to report
-    // a missing one or key) and a run's runner token; create: the runner token Secret. Never
-    // list (that reads them all).
-    ("", &["secrets"], &["get", "create"]),
-    ("events.k8s.io", &["events"], &["create", "patch"]),
-    // BenchmarkRun controller: runs (get: a baseline run), their status, the target server
-    // looked up by name, runner Jobs, and runner results read from the pod logs.
+    (
+        "",
+        &["pods"],
+        &["list", "watch"],
+        "server and runner pods: readiness, QoS, kubelet refusals (a missing Secret included), IPs",
+    ),
+    (
+        "events.k8s.io",
+        &["events"],
+        &["create", "patch"],
+        "Events on its objects (faults injected, runs finished)",
+    ),
     (
         "msgbench.dev",
         &["benchmarkruns"],
         &["get", "list", "watch"],
+        "runs; `get`: a run's baseline run by name",
     ),
-    ("msgbench.dev", &["benchmarkruns/status"], &["patch"]),
+    (
+        "msgbench.dev",
+        &["benchmarkruns/status"],
+        &["patch"],
+        "a run's status: phase, results, verdict",
+    ),
     (
         "msgbench.dev",
         &["jetstreamclusters", "mqttbrokers", "pubsubservers"],
         &["get"],
+        "a run's target server, by name",
     ),
     (
         "batch",
         &["jobs"],
         &["get", "list", "watch", "create", "patch", "delete"],
+        "runner Jobs: created, watched, suspended when a run ends, deleted with old generations",
     ),
-    ("", &["pods/log"], &["get"]),
-    // Per-run NetworkPolicy: only the operator reaches the runners' control port.
     (
         "networking.k8s.io",
         &["networkpolicies"],
         &["list", "create", "patch", "delete"],
+        "per-run NetworkPolicy: only the operator reaches the runners' control port",
     ),
-    // A run's target Service must list a ready endpoint before runners start (list by the
-    // kubernetes.io/service-name label; the Service itself is listed by name).
-    ("discovery.k8s.io", &["endpointslices"], &["list"]),
+    (
+        "discovery.k8s.io",
+        &["endpointslices"],
+        &["list"],
+        "a run's target Service must list a ready endpoint before runners start",
+    ),
+];
+
+/// Reading runner results from pod logs (`--results-from-pod-logs`; chart value
+/// `results.fromPodLogs`, off by default): only when a runner exited before the operator read
+/// its results from the runner itself (an operator down longer than `resultsHoldSeconds`).
+pub const LOG_RULES: &[(&str, &[&str], &[&str], &str)] = &[(
+    "",
+    &["pods/log"],
+    &["get"],
+    "results framed in the log of a runner pod that exited holding them",
+)];
+
+/// (API group, resources, verbs, limited by `resourceNames`, what for).
+pub type NamedRule = (
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
+    bool,
+    &'static str,
+);
+
+/// The runner control key (`--control-key-secret`): a Role in the operator's own namespace.
+/// (API group, resources, verbs, limited by `resourceNames` to the key Secret, what for).
+pub const CONTROL_KEY_RULES: &[NamedRule] = &[
+    (
+        "",
+        &["secrets"],
+        &["get"],
+        true,
+        "reading the key that signs runner control credentials",
+    ),
+    // `create` carries the name in the request body: RBAC cannot limit it by name.
+    (
+        "",
+        &["secrets"],
+        &["create"],
+        false,
+        "creating that key on first start",
+    ),
 ];
 
 /// Fault injection (`--allow-faults`; chart value `faults.enabled`, off by default): delete (or
@@ -112,17 +172,35 @@ fn row(group: &str, resources: &[&str], verbs: &[&str]) -> String {
     )
 }
 
-/// Markdown tables of [`RULES`] and [`LEASE_RULES`] (the content of `operator/RBAC.md`).
+/// Markdown tables of [`RULES`], [`CONTROL_KEY_RULES`], [`LEASE_RULES`], [`FAULT_RULES`] and
+/// [`LOG_RULES`] (the content of `operator/RBAC.md`).
 pub fn render_markdown() -> String {
     let mut s = String::from(
-        "# RBAC used by msgbench-operator (server controllers)\n\n\
-         Generated from `operator/src/rbac.rs` (`cargo test -p msgbench-operator rbac` checks it).\n\
-         Cluster-wide (ClusterRole) unless the operator runs with `--namespace`, then a Role in\n\
-         that namespace suffices. Runner pods get no API access at all (no token mounted).\n\n\
-         | apiGroup | resources | verbs |\n|---|---|---|\n",
+        "# RBAC used by msgbench-operator\n\n\
+         Generated from `operator/src/rbac.rs` (`cargo test -p msgbench-operator rbac` checks it;\n\
+         `charts/test.sh` checks the chart against it). Runner and server pods get no API access\n\
+         at all (no token mounted).\n\n\
+         ## Cluster-wide\n\n\
+         A ClusterRole, or a Role in that namespace when the operator runs with `--namespace`.\n\
+         No Secrets and no pod logs: the operator never reads a Secret a spec names (pods take\n\
+         them by reference; a missing one shows as the kubelet's refusal in the pod status).\n\n",
     );
-    for (group, resources, verbs) in RULES {
-        s.push_str(&format!("{} |\n", row(group, resources, verbs)));
+    four_column_table(&mut s, RULES);
+    s.push_str(
+        "\n## Runner control key\n\n\
+         A Role in the operator's own namespace (`--control-key-secret`; the chart always sets \
+         it).\n\n\
+         | apiGroup | resources | resourceNames | verbs | used for |\n|---|---|---|---|---|\n",
+    );
+    for (group, resources, verbs, by_name, used_for) in CONTROL_KEY_RULES {
+        let names = match by_name {
+            true => "the key Secret (chart: `<release>-operator-control-key`)",
+            false => "(any: `create` cannot be limited by name)",
+        };
+        s.push_str(&format!(
+            "{} | {used_for} |\n",
+            row_with_names(group, resources, names, verbs)
+        ));
     }
     s.push_str(
         "\n## Leader election\n\n\
@@ -145,15 +223,16 @@ pub fn render_markdown() -> String {
     s.push_str(
         "\n## Fault injection\n\n\
          Only with `--allow-faults` (chart value `faults.enabled`, off by default), for \
-         BenchmarkRun `spec.faults`.\n\n\
-         | apiGroup | resources | verbs | used for |\n|---|---|---|---|\n",
+         BenchmarkRun `spec.faults`. Added to the cluster-wide role.\n\n",
     );
-    for (group, resources, verbs, used_for) in FAULT_RULES {
-        s.push_str(&format!(
-            "{} | {used_for} |\n",
-            row(group, resources, verbs)
-        ));
-    }
+    four_column_table(&mut s, FAULT_RULES);
+    s.push_str(
+        "\n## Results from pod logs\n\n\
+         Only with `--results-from-pod-logs` (chart value `results.fromPodLogs`, off by default). \
+         Added to the cluster-wide role. Off, a run whose runner exited before the operator read \
+         its results ends `ResultsLost`, naming both remedies.\n\n",
+    );
+    four_column_table(&mut s, LOG_RULES);
     s.push_str(
         "\nNot needed: `get` on children (the operator lists by label), `update` (server-side \
          apply only),\n`pods/proxy` or `pods/exec` (nats `/varz` and mosquitto `$SYS` are read from the pod \
@@ -163,10 +242,35 @@ pub fn render_markdown() -> String {
          (children go by owner-reference garbage collection),\n`nodes/proxy` or \
          `metrics.k8s.io` (a run's serverUsage comes from nats `/varz`, pubsub-server \
          `/health` and mosquitto `$SYS` on the pod IPs),\n`list`, `watch`, `update` or `delete` on leases (the \
-         operator reads and patches its own Lease by name).\n",
+         operator reads and patches its own Lease by name), \
+         `list` or `watch` on events.\n",
     );
     s.push_str(TRUST_MODEL);
     s
+}
+
+fn four_column_table(s: &mut String, rules: &[(&str, &[&str], &[&str], &str)]) {
+    s.push_str("| apiGroup | resources | verbs | used for |\n|---|---|---|---|\n");
+    for (group, resources, verbs, used_for) in rules {
+        s.push_str(&format!(
+            "{} | {used_for} |\n",
+            row(group, resources, verbs)
+        ));
+    }
+}
+
+/// `| group | resources | names | verbs` (the caller closes the row).
+fn row_with_names(group: &str, resources: &[&str], names: &str, verbs: &[&str]) -> String {
+    let group = if group.is_empty() {
+        "\"\" (core)"
+    } else {
+        group
+    };
+    format!(
+        "| {group} | {} | {names} | {}",
+        resources.join(", "),
+        verbs.join(", ")
+    )
 }
 
 /// Who can make the operator do what: appended to RBAC.md.
@@ -193,10 +297,13 @@ that namespace, and grant it to the same people. What bounds it:
 - **What a runner image can do to the operator.** Nothing beyond its own run: the operator
   reads at most 32 MiB of records per run, checks every histogram header and record shape
   before decoding, and a record it cannot read fails that run as `ResultsLost`.
-- **Secrets.** The operator can `get` (never `list`) Secrets: the auth and TLS Secrets a
-  server spec names (to report a missing one or key; their values go to pods only by
-  reference) and each run's runner token, which it creates. It reads pod logs (`pods/log`) only of
-  its own runner pods, as the fallback path for results.
+- **Secrets.** The operator reads one Secret: its own control key, by name, in its own
+  namespace. It signs a short-lived credential per run with it; runner pods hold only the
+  public key and their run's uid (`runner_api::control_auth`). The auth and TLS Secrets a
+  server spec names go to pods by reference only; the operator learns of a missing one or
+  key from the kubelet's refusal in the pod status (reasons `SecretNotFound`,
+  `SecretKeyMissing`). Pod logs are read only with `results.fromPodLogs`, and then only of a
+  run's own runner pods, as the fallback path for results.
 - **Pods deleted.** `delete` on pods is granted only with `faults.enabled`, for
   `BenchmarkRun.spec.faults`; without it a run with faults ends `FaultsNotAllowed`. The operator
   deletes a pod only while that run measures, only a pod whose StatefulSet is controlled by the

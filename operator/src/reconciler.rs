@@ -8,8 +8,8 @@ use crate::meta::Owner;
 use crate::pod_observer::observe_pods;
 use crate::server_kind::ManagedServerKind;
 use crate::status::{self, ServerReport, StatusInput};
-use crate::validate::{SecretFacts, SpecViolation};
-use k8s_openapi::api::core::v1::{Pod, Secret};
+use crate::validate::SpecViolation;
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
@@ -33,15 +33,8 @@ pub async fn reconcile<K: ManagedServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> 
     let generation = obj.meta().generation;
     let previous = obj.server_status();
 
-    // validate (with the facts admission cannot see)
-    let mut secrets = Vec::new();
-    for name in obj.secret_refs() {
-        // auth and tls may name one Secret: read it once.
-        if !secrets.iter().any(|f: &SecretFacts| f.name == name) {
-            secrets.push(secret_facts(&ctx, &owner.namespace, name).await?);
-        }
-    }
-    let mut violations = obj.validate(&secrets);
+    // validate what admission cannot
+    let mut violations = obj.validate();
     if let Some(rule) = name_violation(&owner.name, MAX_SERVER_NAME) {
         violations.push(SpecViolation::invalid("metadata.name", rule));
     }
@@ -150,19 +143,6 @@ fn backoff_key<K: ManagedServerKind>(obj: &K) -> String {
         obj.namespace().unwrap_or_default(),
         obj.name_any()
     )
-}
-
-async fn secret_facts(ctx: &Context, ns: &str, name: &str) -> Result<SecretFacts> {
-    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
-    let keys = secrets.get_opt(name).await?.map(|s| {
-        let mut k: Vec<String> = s.data.unwrap_or_default().into_keys().collect();
-        k.extend(s.string_data.unwrap_or_default().into_keys());
-        k
-    });
-    Ok(SecretFacts {
-        name: name.into(),
-        keys,
-    })
 }
 
 async fn patch_status<K: ManagedServerKind>(

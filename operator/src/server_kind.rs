@@ -4,7 +4,7 @@
 use crate::apply::Children;
 use crate::meta::Owner;
 use crate::operands::OperandDefaults;
-use crate::validate::{SecretFacts, SpecViolation};
+use crate::validate::SpecViolation;
 use k8s_openapi::NamespaceResourceScope;
 use kube::Resource;
 use msgbench_crds::common::{Resources, ServerStatus, Tuning};
@@ -33,13 +33,10 @@ pub trait ManagedServerKind:
     fn tuning(&self) -> &Tuning;
     fn resources(&self) -> &Resources;
     fn desired_replicas(&self) -> i32;
-    /// Secrets the spec references (looked up by the reconciler, judged by `validate`).
-    fn secret_refs(&self) -> Vec<&str> {
-        Vec::new()
-    }
-    /// Spec rules admission cannot check, with the facts the reconciler looked up (one per
-    /// `secret_refs` entry).
-    fn validate(&self, secrets: &[SecretFacts]) -> Vec<SpecViolation>;
+    /// Spec rules admission cannot check. Secrets the spec names are not read (the operator
+    /// has no access to them): a missing one or key shows as the kubelet's refusal to start
+    /// the server container (`pod_observer`: SecretNotFound, SecretKeyMissing).
+    fn validate(&self) -> Vec<SpecViolation>;
     /// Desired children. `replicas` may be 0 when the operator holds the workload; `operands`
     /// fills in what the spec leaves to the operator (default image, pod additions).
     fn build(&self, owner: &Owner, replicas: i32, operands: &OperandDefaults) -> Children;

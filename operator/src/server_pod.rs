@@ -116,6 +116,16 @@ pub fn empty_dir_limited(name: &str, size_limit: &str) -> Volume {
     v
 }
 
+/// [`secret_volume`] that mounts what there is: for a Secret whose presence and keys the
+/// kubelet checks through environment references of the same container.
+pub fn optional_secret_volume(name: &str, secret: &str, keys: &[&str]) -> Volume {
+    let mut v = secret_volume(name, secret, keys);
+    if let Some(s) = v.secret.as_mut() {
+        s.optional = Some(true);
+    }
+    v
+}
+
 /// Volume `name` with only `keys` of Secret `secret` (each a file of its own name), readable by
 /// the pod's group (fsGroup) and nobody else; a missing Secret or key keeps the pod from
 /// starting instead of running without it.

@@ -1,5 +1,5 @@
-//! Spec checks the operator repeats or adds to admission. Pure: cluster facts (does a Secret
-//! exist?) are passed in. Violations become a Degraded condition, never an error loop.
+//! Spec checks the operator repeats or adds to admission. Pure. Violations become a Degraded
+//! condition, never an error loop.
 
 use crate::tuning::is_integer_cpu;
 use msgbench_crds::common::{is_safe_sysctl, sysctl_problem, Resources, Tuning};
@@ -9,7 +9,7 @@ use std::fmt;
 /// `msgbench_crds::workload::Violation` (a rule a run's workload breaks).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SpecViolation {
-    /// Condition reason, e.g. `InvalidSpec`, `SecretNotFound`.
+    /// Condition reason, e.g. `InvalidSpec`.
     pub reason: &'static str,
     /// JSON path below the object, e.g. `spec.resources.limits.cpu`.
     pub field: String,
@@ -30,14 +30,6 @@ impl SpecViolation {
             rule: rule.into(),
         }
     }
-}
-
-/// What the operator found in the cluster about a Secret the spec references.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SecretFacts {
-    pub name: String,
-    /// `None` when the Secret does not exist.
-    pub keys: Option<Vec<String>>,
 }
 
 /// Checks shared by every server kind: pinning needs integer CPUs with a memory limit, sysctls
@@ -101,26 +93,6 @@ pub fn check_tuning(tuning: &Tuning, res: &Resources) -> Vec<SpecViolation> {
         ));
     }
     v
-}
-
-/// A referenced Secret must exist and hold `required` keys.
-pub fn check_secret(field: &str, facts: &SecretFacts, required: &[&str]) -> Vec<SpecViolation> {
-    match &facts.keys {
-        None => vec![SpecViolation {
-            reason: "SecretNotFound",
-            field: field.into(),
-            rule: format!("Secret {:?} does not exist in this namespace", facts.name),
-        }],
-        Some(keys) => required
-            .iter()
-            .filter(|k| !keys.iter().any(|have| have == *k))
-            .map(|k| SpecViolation {
-                reason: "SecretKeyMissing",
-                field: field.into(),
-                rule: format!("Secret {:?} has no key {k:?}", facts.name),
-            })
-            .collect(),
-    }
 }
 
 #[cfg(test)]
@@ -203,23 +175,5 @@ mod tests {
         assert!(check_tuning(&t, &Resources::default())
             .iter()
             .any(|v| v.rule.contains("unique")));
-    }
-
-    #[test]
-    fn missing_secret_and_missing_key_are_named() {
-        let missing = SecretFacts {
-            name: "auth".into(),
-            keys: None,
-        };
-        let v = check_secret("spec.auth.secretName", &missing, &["token"]);
-        assert_eq!(v[0].reason, "SecretNotFound");
-        let partial = SecretFacts {
-            name: "auth".into(),
-            keys: Some(vec!["username".into()]),
-        };
-        let v = check_secret("spec.auth.secretName", &partial, &["username", "password"]);
-        assert_eq!(v.len(), 1);
-        assert_eq!(v[0].reason, "SecretKeyMissing");
-        assert!(v[0].rule.contains("password"));
     }
 }

@@ -224,6 +224,8 @@ async fn kubelet_refusal_scales_to_zero_and_stays_quiet_until_the_spec_changes()
     );
 }
 
+/// The operator never reads the Secret a spec names: the servers are built, and when the kubelet
+/// cannot start one for want of it, that becomes the Degraded reason, with the kubelet's words.
 #[tokio::test]
 async fn missing_secret_is_a_condition_not_an_error() {
     let api = FakeApi::default();
@@ -232,27 +234,35 @@ async fn missing_secret_is_a_condition_not_an_error() {
     api.insert(JSC, cr);
     let ctx = ctx(&api);
     let writes = reconcile_jsc(&api, &ctx).await;
-    assert_eq!(
-        count(&writes, "/statefulsets/"),
-        0,
-        "nothing built from an invalid spec"
-    );
-    let degraded = condition(&api.get(JSC).unwrap(), "Degraded");
-    assert_eq!(degraded["reason"], "SecretNotFound");
-    assert!(degraded["message"]
-        .as_str()
-        .unwrap()
-        .contains("spec.auth.secretName"));
-    assert!(
-        reconcile_jsc(&api, &ctx).await.is_empty(),
-        "no writes while still invalid"
-    );
-
-    api.insert(
-        "/api/v1/namespaces/bench/secrets/nats-auth",
-        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "nats-auth", "namespace": "bench"},
-               "data": {"username": "dQ==", "password": "cA=="}}),
-    );
-    let writes = reconcile_jsc(&api, &ctx).await;
     assert_eq!(count(&writes, "/statefulsets/demo"), 1, "{writes:?}");
+    let hash = api.get(STS).unwrap()["spec"]["template"]["metadata"]["annotations"]
+        ["msgbench.dev/template-hash"]
+        .clone();
+    let refused = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "demo-0", "namespace": "bench",
+            "annotations": {"msgbench.dev/template-hash": hash},
+            "labels": {"app.kubernetes.io/name": "jetstreamcluster",
+                "app.kubernetes.io/instance": "demo", "app.kubernetes.io/component": "server",
+                "app.kubernetes.io/managed-by": "msgbench-operator"}},
+        "status": {"phase": "Pending", "containerStatuses": [{"name": "nats", "image": "nats",
+            "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"waiting": {"reason": "CreateContainerConfigError",
+                "message": "secret \"nats-auth\" not found"}}}]}});
+    api.insert("/api/v1/namespaces/bench/pods/demo-0", refused);
+    reconcile_jsc(&api, &ctx).await;
+    let degraded = condition(&api.get(JSC).unwrap(), "Degraded");
+    assert_eq!(
+        (&degraded["status"], &degraded["reason"]),
+        (&json!("True"), &json!("SecretNotFound"))
+    );
+    let message = degraded["message"].as_str().unwrap();
+    assert!(
+        message.contains("secret \"nats-auth\" not found"),
+        "{message}"
+    );
+    let reads = api.0.lock().unwrap().reads.clone();
+    assert!(
+        !reads.iter().any(|p| p.contains("/secrets")),
+        "a Secret was read: {reads:?}"
+    );
 }

@@ -12,6 +12,7 @@ use msgbench_crds::BenchmarkRun;
 use msgbench_operator::benchmark_run::reconcile::reconcile;
 use msgbench_operator::context::{Context, Readiness};
 use runner_api::agent::{AgentProgress, AgentResults, ResultLine, ResultsAck, StartRequest};
+use runner_api::control_auth::ControlVerifier;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -27,8 +28,10 @@ struct Agent {
     /// Trial → the first start time it got (later ones are kept like a real agent does).
     starts: BTreeMap<u32, u64>,
     start_calls: usize,
-    /// `/progress` requests (each carries the run's token).
+    /// `/progress` requests (each carries a credential for the run).
     progress_calls: usize,
+    /// The `Authorization` header of the last `/progress` request.
+    last_auth: Option<String>,
     records: Vec<ResultLine>,
     acked: Option<u32>,
 }
@@ -51,11 +54,17 @@ async fn agent_app(ip: &str, port: u16) -> (Shared, u16) {
         .route("/start", post(start))
         .route(
             "/progress",
-            get(|State(a): State<Shared>| async move {
-                let mut a = a.lock().unwrap();
-                a.progress_calls += 1;
-                Json(a.progress.clone())
-            }),
+            get(
+                |State(a): State<Shared>, headers: axum::http::HeaderMap| async move {
+                    let mut a = a.lock().unwrap();
+                    a.progress_calls += 1;
+                    a.last_auth = headers
+                        .get("authorization")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string);
+                    Json(a.progress.clone())
+                },
+            ),
         )
         .route(
             "/results",
@@ -173,12 +182,11 @@ async fn a_whole_run_survives_a_restart_between_storing_and_sending_the_start() 
     assert_eq!(
         paths,
         [
-            "/api/v1/namespaces/bench/secrets",
             "/api/v1/namespaces/bench/configmaps/seq-g1",
             JOB,
             &format!("{RUN}/status"),
         ],
-        "token first, then config and Job, then one status write"
+        "config and Job, then one status write: no Secret"
     );
     assert_eq!(status(&api, "/phase"), "Starting");
     // The first look at the starting runners records progress and the server-usage source ...
@@ -307,9 +315,23 @@ async fn a_whole_run_survives_a_restart_between_storing_and_sending_the_start() 
     assert!(pass(&api, &ctx).await.is_empty());
     assert_eq!(a1.lock().unwrap().acked, Some(2));
     assert_eq!(a2.lock().unwrap().acked, Some(2));
+    // Every call carried a credential the runner pods' key and run uid accept.
+    let verifier = ControlVerifier::new(&ctx.control.public_key(), "run-uid").unwrap();
+    let auth = a1.lock().unwrap().last_auth.clone().expect("a credential");
+    let credential = auth.strip_prefix("Bearer ").expect("a Bearer credential");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert_eq!(verifier.check(credential, now), Ok(()));
+    let other_run = ControlVerifier::new(&ctx.control.public_key(), "other-uid").unwrap();
+    assert!(other_run.check(credential, now).is_err());
+    let reads = api.0.lock().unwrap().reads.clone();
     assert!(
-        ctx.runner_tokens.lock().unwrap().is_empty(),
-        "a finished run's token is not kept in memory"
+        !reads
+            .iter()
+            .any(|p| p.contains("/secrets") || p.ends_with("/log")),
+        "a Secret or a pod log was read: {reads:?}"
     );
 }
 
@@ -347,7 +369,7 @@ async fn a_failed_pod_of_another_job_with_the_runs_labels_does_not_fail_the_run(
 }
 
 #[tokio::test]
-async fn a_running_pod_of_another_job_with_the_runs_labels_is_never_sent_the_token() {
+async fn a_running_pod_of_another_job_with_the_runs_labels_is_never_sent_a_credential() {
     let (api, ctx, mine, stale) = starting_run().await;
     let old = runner_pod("seq-g1-0-old", 0, "127.0.0.32", "old-job-uid");
     api.insert(&format!("{PODS}/seq-g1-0-old"), old);
@@ -363,13 +385,13 @@ async fn a_running_pod_of_another_job_with_the_runs_labels_is_never_sent_the_tok
     api.insert(&format!("{PODS}/seq-g1-0-new"), pod);
     mine.lock().unwrap().progress.ready = true;
     pass(&api, &ctx).await; // the start is chosen and stored
-    pass(&api, &ctx).await; // ... and sent; the agents are polled with the token
+    pass(&api, &ctx).await; // ... and sent; the agents are polled with a credential
     assert_eq!(status(&api, "/phase"), "Running");
     assert!(mine.lock().unwrap().progress_calls > 0);
     let s = stale.lock().unwrap();
     assert_eq!(
         (s.progress_calls, s.start_calls),
         (0, 0),
-        "never told the token"
+        "never sent a credential"
     );
 }

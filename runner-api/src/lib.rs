@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod coarse;
+pub mod control_auth;
 pub mod histo;
 pub mod result;
 pub mod result_frames;

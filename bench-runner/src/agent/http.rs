@@ -1,6 +1,7 @@
 //! The agent's control endpoint. `/ready` is open (the kubelet probes it); everything else
-//! needs the run's token as `Authorization: Bearer …` when the agent has one, so only the
-//! operator can release the load or read results.
+//! needs a credential the operator signed for this run (`runner_api::control_auth`) as
+//! `Authorization: Bearer …` when the agent has a verifier, so only the operator can release
+//! the load or read results.
 use super::AgentState;
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
@@ -25,13 +26,8 @@ pub fn router(state: Arc<AgentState>) -> Router {
         .with_state(state)
 }
 
-/// Equal length and every byte equal, without an early exit on the first difference.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 async fn authorize(State(s): State<Arc<AgentState>>, req: Request, next: Next) -> Response {
-    let Some(token) = s.token.as_deref() else {
+    let Some(auth) = s.auth.as_ref() else {
         return next.run(req).await;
     };
     let presented = req
@@ -39,13 +35,16 @@ async fn authorize(State(s): State<Arc<AgentState>>, req: Request, next: Next) -
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    match presented {
-        Some(p) if same_secret(p.as_bytes(), token.as_bytes()) => next.run(req).await,
-        Some(_) => (StatusCode::FORBIDDEN, "wrong token\n").into_response(),
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    match presented.map(|p| auth.check(p, now)) {
+        Some(Ok(())) => next.run(req).await,
+        Some(Err(e)) => (StatusCode::FORBIDDEN, format!("{e}\n")).into_response(),
         None => (
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, "Bearer")],
-            "this endpoint needs the run's token\n",
+            "this endpoint needs the operator's credential for this run\n",
         )
             .into_response(),
     }
@@ -96,24 +95,11 @@ pub async fn serve(
 ) -> anyhow::Result<std::net::SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    tracing::info!(addr = %bound, auth = state.token.is_some(), "agent listening");
+    tracing::info!(addr = %bound, auth = state.auth.is_some(), "agent listening");
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, router(state)).await {
             tracing::error!(error = %e, "agent HTTP server stopped");
         }
     });
     Ok(bound)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_secret;
-
-    #[test]
-    fn secrets_compare_by_length_and_every_byte() {
-        assert!(same_secret(b"abc", b"abc"));
-        assert!(!same_secret(b"abc", b"abd"));
-        assert!(!same_secret(b"abc", b"abcd"));
-        assert!(!same_secret(b"", b"a"));
-    }
 }

@@ -18,6 +18,7 @@ use runner_api::agent::{
     AgentConfig, AgentProgress, AgentResults, RawJson, RawResultLine, ResultLine, ScheduledTrial,
     LINE_FORMAT,
 };
+use runner_api::control_auth::ControlVerifier;
 use runner_api::target::Credentials;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -37,8 +38,9 @@ pub struct AgentState {
     start: Mutex<Option<watch::Sender<Releases>>>,
     start_rx: Mutex<Option<watch::Receiver<Releases>>>,
     stats: Arc<Mutex<Vec<Shared>>>,
-    /// The run's control token; `None` (standalone use, tests) leaves the endpoint open.
-    token: Option<String>,
+    /// Checks the operator's credentials; `None` (standalone use, tests) leaves the endpoint
+    /// open.
+    auth: Option<ControlVerifier>,
     runner_id: AtomicU32,
     planned: AtomicU32,
     finished: AtomicBool,
@@ -51,16 +53,16 @@ pub struct AgentState {
 
 impl AgentState {
     pub fn new() -> Arc<Self> {
-        Self::with_token(None)
+        Self::with_auth(None)
     }
 
-    /// An agent whose control endpoint requires `token` (see [`http`]).
-    pub fn with_token(token: Option<String>) -> Arc<Self> {
+    /// An agent whose control endpoint requires a credential `auth` accepts (see [`http`]).
+    pub fn with_auth(auth: Option<ControlVerifier>) -> Arc<Self> {
         let (tx, rx) = watch::channel(Releases::new());
         Arc::new(AgentState {
             start: Mutex::new(Some(tx)),
             start_rx: Mutex::new(Some(rx)),
-            token: token.filter(|t| !t.is_empty()),
+            auth,
             ..Default::default()
         })
     }

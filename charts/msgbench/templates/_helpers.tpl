@@ -21,6 +21,11 @@
 {{- include "msgbench.operatorName" . -}}
 {{- end -}}
 
+{{/* The Secret holding the key that signs runner control credentials (the operator creates it). */}}
+{{- define "msgbench.controlKeyName" -}}
+{{- include "msgbench.operatorName" . -}}-control-key
+{{- end -}}
+
 {{- define "msgbench.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "msgbench.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}

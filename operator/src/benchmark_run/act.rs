@@ -4,7 +4,7 @@ use super::build::{self, RunIdentity};
 use super::decide::{self, Decision, Effect};
 use super::fault_inject::Deletion;
 use super::observe::Observed;
-use super::{faults, runner_access, runner_http, runner_token};
+use super::{faults, runner_access, runner_http};
 use crate::context::{Context, CONTROLLER_NAME};
 use crate::error::Result;
 use k8s_openapi::api::batch::v1::Job;
@@ -39,7 +39,7 @@ pub async fn carry_out(
                 at_unix_ms,
                 ips,
             } => {
-                let token = runner_token::ensure_token(ctx, id).await?;
+                let token = ctx.runner_credential(&id.owner_ref.uid);
                 let echoes = release(ctx, &token, *trial, *at_unix_ms, ips).await;
                 if let Some(msg) = decide::check_echoes(*trial, *at_unix_ms, &echoes) {
                     decide::fail(
@@ -52,7 +52,7 @@ pub async fn carry_out(
                 }
             }
             Effect::AckResults { ips, records } => {
-                let token = runner_token::ensure_token(ctx, id).await?;
+                let token = ctx.runner_credential(&id.owner_ref.uid);
                 let addrs: Vec<_> = ips
                     .iter()
                     .filter_map(|ip| runner_http::agent_addr(ip, ctx.agent_port))
@@ -153,9 +153,9 @@ async fn publish(ctx: &Context, br: &BenchmarkRun, type_: EventType, reason: &st
     }
 }
 
-/// The token Secret first (the pods mount it), the NetworkPolicy, the ConfigMap, the Job.
+/// The NetworkPolicy first (nothing but the operator may reach the runners), the ConfigMap,
+/// the Job.
 async fn create_runners(ctx: &Context, id: &RunIdentity, cm: &ConfigMap, job: &Job) -> Result<()> {
-    runner_token::ensure_token(ctx, id).await?;
     let pp = PatchParams::apply(CONTROLLER_NAME).force();
     let name = id.job_name();
     if let Some(peer) = &ctx.runner_peer {

@@ -3,7 +3,6 @@
 //! target's server nodes where the cluster allows it.
 // Re-exported: most of the run controller names them through the builders.
 pub use super::identity::{RunIdentity, KIND_LABEL, LABEL_GENERATION};
-use super::runner_access::{secret_name, TOKEN_DIR, TOKEN_KEY};
 use super::target_auth::RunnerSecrets;
 use crate::meta::{LABEL_COMPONENT, LABEL_INSTANCE, LABEL_NAME};
 use crate::operands::{customize, merged, OperandDefaults};
@@ -14,7 +13,7 @@ use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Affinity, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, HTTPGetAction,
     PodAffinityTerm, PodAntiAffinity, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
-    SeccompProfile, SecretVolumeSource, Volume, VolumeMount, WeightedPodAffinityTerm,
+    SeccompProfile, Volume, VolumeMount, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -248,8 +247,6 @@ fn runner_container(
             format!("{CONFIG_DIR}/{CONFIG_FILE}"),
             "--listen".into(),
             format!("0.0.0.0:{AGENT_PORT}"),
-            "--token-file".into(),
-            format!("{TOKEN_DIR}/{TOKEN_KEY}"),
         ]),
         env: Some(
             [EnvVar {
@@ -281,7 +278,7 @@ fn runner_container(
         // The last log lines become the termination message of a failed runner.
         termination_message_policy: Some("FallbackToLogsOnError".into()),
         volume_mounts: Some(
-            [mount("config", CONFIG_DIR), mount("token", TOKEN_DIR)]
+            [mount("config", CONFIG_DIR)]
                 .into_iter()
                 .chain(secrets.mounts.iter().cloned())
                 .collect(),
@@ -291,25 +288,14 @@ fn runner_container(
 }
 
 fn runner_volumes(id: &RunIdentity, secrets: &RunnerSecrets) -> Vec<Volume> {
-    [
-        Volume {
-            name: "config".into(),
-            config_map: Some(ConfigMapVolumeSource {
-                name: id.job_name(),
-                ..ConfigMapVolumeSource::default()
-            }),
-            ..Volume::default()
-        },
-        Volume {
-            name: "token".into(),
-            secret: Some(SecretVolumeSource {
-                secret_name: Some(secret_name(&id.name)),
-                default_mode: Some(0o440),
-                ..SecretVolumeSource::default()
-            }),
-            ..Volume::default()
-        },
-    ]
+    [Volume {
+        name: "config".into(),
+        config_map: Some(ConfigMapVolumeSource {
+            name: id.job_name(),
+            ..ConfigMapVolumeSource::default()
+        }),
+        ..Volume::default()
+    }]
     .into_iter()
     .chain(secrets.volumes.iter().cloned())
     .collect()

@@ -1,5 +1,6 @@
 //! Gathering every runner's records once all runners are done: from the agent's control
-//! endpoint while it holds them, else from the checksummed frames in its pod log. A record
+//! endpoint while it holds them, else (only with `--results-from-pod-logs`, which needs `get`
+//! on pods/log) from the checksummed frames in its pod log. A record
 //! that cannot be read intact fails the run as `ResultsLost`, naming the runner and the trial.
 use super::runner_http;
 use crate::merge_budget::{BudgetError, MergeBudget, Reservation};
@@ -149,11 +150,14 @@ async fn records_of(
     pods: &Api<Pod>,
     d: &DoneRunner<'_>,
     runner: u16,
-    token: &str,
+    access: &ResultsAccess<'_>,
     held: &mut Reservation,
 ) -> kube::Result<Result<Reassembled, Gathered>> {
     let name = d.pod.name_any();
     let Some(addr) = d.holding_at else {
+        if !access.from_logs {
+            return Ok(Err(Gathered::Lost(not_held(&name, runner))));
+        }
         // The log is read line by line and only frames kept, bounded by the run's share; the
         // kept bytes are counted once read.
         let share_left = held.cap().saturating_sub(held.bytes());
@@ -164,7 +168,7 @@ async fn records_of(
             Err(e) => Err(Gathered::NotYet(format!("pod {name}: {e}"))),
         });
     };
-    Ok(match from_agent(addr, token, held).await {
+    Ok(match from_agent(addr, access.credential, held).await {
         Ok((id, records)) if id == runner => Ok(Reassembled {
             records,
             damaged: BTreeMap::new(),
@@ -177,12 +181,27 @@ async fn records_of(
     })
 }
 
+/// How the operator may read results: the run's control credential, and whether pod logs too.
+pub struct ResultsAccess<'a> {
+    pub credential: &'a str,
+    pub from_logs: bool,
+}
+
+/// Why a runner that exited cannot give its results when pod logs are off.
+fn not_held(pod: &str, runner: u16) -> String {
+    format!(
+        "runner {runner} (pod {pod}) exited before the operator read its results: raise \
+         spec.runners.resultsHoldSeconds, or let the operator read pod logs (chart value \
+         results.fromPodLogs)"
+    )
+}
+
 /// Every runner's records, or why not (yet), and the memory they hold in the operator's
 /// budget (keep it until the merge is written).
 pub async fn gather(
     pods: &Api<Pod>,
     done: &[DoneRunner<'_>],
-    token: &str,
+    access: &ResultsAccess<'_>,
     trials: u32,
     budget: &MergeBudget,
 ) -> kube::Result<(Gathered, Reservation)> {
@@ -196,7 +215,7 @@ pub async fn gather(
             );
             return Ok((Gathered::Lost(why), held));
         };
-        let got = match records_of(pods, d, runner, token, &mut held).await? {
+        let got = match records_of(pods, d, runner, access, &mut held).await? {
             Ok(got) => got,
             Err(g) => return Ok((g, held)),
         };
@@ -249,6 +268,46 @@ mod tests {
         p
     }
 
+    /// An API that answers nothing: a test that reaches it fails.
+    fn no_api() -> Api<Pod> {
+        let client = kube::Client::new(
+            tower::service_fn(|_| async { Err::<http::Response<kube::client::Body>, _>("no API") }),
+            "ns",
+        );
+        Api::namespaced(client, "ns")
+    }
+
+    /// Without pod-log access, a runner that let its results go is lost with the two ways out,
+    /// and its log is never asked for.
+    #[tokio::test]
+    async fn an_exited_runner_without_log_access_names_the_remedies() {
+        let pod = runner_pod();
+        let done = [DoneRunner {
+            pod: &pod,
+            holding_at: None,
+        }];
+        let budget = MergeBudget::new(1 << 20, 32 << 10, std::time::Duration::from_secs(5));
+        let access = ResultsAccess {
+            credential: "t",
+            from_logs: false,
+        };
+        let (got, _) = gather(&no_api(), &done, &access, 1, &budget).await.unwrap();
+        let Gathered::Lost(why) = got else {
+            panic!("not lost: {got:?}");
+        };
+        assert!(
+            why.starts_with("runner 1 (pod run-g1-0-abc) exited"),
+            "{why}"
+        );
+        assert!(why.contains("resultsHoldSeconds") && why.contains("results.fromPodLogs"));
+        // With access, the log is asked for (and this API fails, as an error, not a loss).
+        let access = ResultsAccess {
+            from_logs: true,
+            ..access
+        };
+        assert!(gather(&no_api(), &done, &access, 1, &budget).await.is_err());
+    }
+
     /// An agent whose `/results` answer is `bytes` long, as a hostile image might send.
     async fn agent_answering(bytes: usize) -> SocketAddr {
         let app = axum::Router::new().route(
@@ -265,22 +324,18 @@ mod tests {
     async fn an_answer_over_the_runs_share_is_refused_with_a_reason() {
         let addr = agent_answering(64 << 10).await;
         // Never asked: the runner still holds its results.
-        let pods: Api<Pod> = Api::namespaced(
-            kube::Client::new(
-                tower::service_fn(|_| async {
-                    Err::<http::Response<kube::client::Body>, _>("no API")
-                }),
-                "ns",
-            ),
-            "ns",
-        );
+        let pods = no_api();
         let pod = runner_pod();
         let done = [DoneRunner {
             pod: &pod,
             holding_at: Some(addr),
         }];
         let budget = MergeBudget::new(1 << 20, 32 << 10, std::time::Duration::from_secs(5));
-        let (got, held) = gather(&pods, &done, "t", 1, &budget).await.unwrap();
+        let access = ResultsAccess {
+            credential: "t",
+            from_logs: false,
+        };
+        let (got, held) = gather(&pods, &done, &access, 1, &budget).await.unwrap();
         let Gathered::TooLarge(why) = got else {
             panic!("not refused: {got:?}");
         };

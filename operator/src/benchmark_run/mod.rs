@@ -25,7 +25,6 @@ pub mod runner_access;
 pub mod runner_failure;
 pub mod runner_http;
 pub mod runner_pods;
-pub mod runner_token;
 pub mod server_usage;
 pub mod stats;
 pub mod stop_runners;

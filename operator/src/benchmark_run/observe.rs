@@ -8,7 +8,7 @@ use super::runner_pods::{self, RunnerView};
 use super::server_usage::{self, UsageRead};
 use super::target::{self, Resolved};
 use super::target_lock::{self, RunOnTarget};
-use super::{endpoints, runner_http, runner_token, timing};
+use super::{endpoints, runner_http, timing};
 use crate::context::Context;
 use crate::error::Result;
 use k8s_openapi::api::batch::v1::Job;
@@ -53,6 +53,8 @@ pub struct Observed {
     pub faults_allowed: bool,
     /// What this operator puts into runner pods a spec leaves open (image, pod additions).
     pub operands: std::sync::Arc<crate::operands::OperandDefaults>,
+    /// The operator's control public key, which runner pods check credentials against.
+    pub control_public_key: String,
     /// The pods of faults recorded as being injected whose outcome is not recorded yet.
     pub fault_pods: Vec<FaultPodSeen>,
 }
@@ -74,6 +76,7 @@ impl Observed {
             server_pods: Vec::new(),
             faults_allowed: false,
             operands: Default::default(),
+            control_public_key: String::new(),
             fault_pods: Vec::new(),
         }
     }
@@ -156,6 +159,7 @@ pub async fn observe(
     let mut obs = Observed::at(now());
     obs.faults_allowed = ctx.allow_faults;
     obs.operands = ctx.operands.clone();
+    obs.control_public_key = ctx.control.public_key();
     if st.observed_generation != Some(id.generation) {
         return Ok(obs); // a new generation starts over: nothing to read
     }
@@ -199,7 +203,7 @@ pub async fn observe(
     if phase == Phase::Starting && st.start_time.is_none() {
         return Ok(obs); // nothing to ask the agents before the start is chosen
     }
-    let token = runner_token::ensure_token(ctx, id).await?;
+    let token = ctx.runner_credential(&id.owner_ref.uid);
     obs.agents = poll_agents(ctx, &view, &token).await;
     if phase == Phase::Starting {
         return Ok(obs);
@@ -209,7 +213,11 @@ pub async fn observe(
     if done.len() >= br.spec.runners.count.max(1) as usize {
         let trials = timing::total_trials(br) as u32;
         let budget = &ctx.merge_budget;
-        let (results, held) = gather::gather(&pods, &done, &token, trials, budget).await?;
+        let access = gather::ResultsAccess {
+            credential: &token,
+            from_logs: ctx.results_from_pod_logs,
+        };
+        let (results, held) = gather::gather(&pods, &done, &access, trials, budget).await?;
         (obs.results, obs.results_memory) = (Some(results), Some(std::sync::Arc::new(held)));
         obs.baseline = baseline(ctx, br, &id.namespace, &id.name).await?;
         obs.server_pods = server_pods(ctx, br, &id.namespace).await?;

@@ -7,7 +7,7 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
-use msgbench_crds::benchmark_run::{BenchmarkRun, Phase};
+use msgbench_crds::benchmark_run::BenchmarkRun;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,9 +25,6 @@ pub async fn reconcile(br: Arc<BenchmarkRun>, ctx: Arc<Context>) -> Result<Actio
     if d.status != prev {
         act::write_status(&ctx, &br, &id, &d.status).await?;
         act::announce(&ctx, &br, &prev, &d.status).await;
-    }
-    if matches!(d.status.phase, Some(Phase::Succeeded | Phase::Failed)) {
-        ctx.forget_token(&id.owner_ref.uid);
     }
     super::metrics::observe_status(&ctx.metrics.registry, &id.namespace, &id.name, &d.status);
     ctx.backoff.succeeded(&backoff_key(&br));

@@ -1,27 +1,23 @@
 //! Only the operator drives a run's runners. Two layers:
-//! - a per-run token in a Secret owned by the run, mounted into the runner pods and presented
-//!   by the operator on every control request (never in a ConfigMap, a log or status);
+//! - a credential the operator signs for the run on every control request
+//!   (`runner_api::control_auth`); runner pods know only the public key and their run's uid,
+//!   so there is no per-run secret to create, read or leak;
 //! - a NetworkPolicy admitting only the operator's pods to the runners' control port, where
 //!   the operator knows its own pods (in-cluster: `OPERATOR_NAMESPACE` and
 //!   `OPERATOR_POD_LABELS`, set by the chart). Clusters whose network plugin does not enforce
-//!   NetworkPolicy still have the token.
+//!   NetworkPolicy still have the signature check.
 use super::identity::{RunIdentity, KIND_LABEL, LABEL_GENERATION};
 use crate::meta::{LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::EnvVar;
 use k8s_openapi::api::networking::v1::{
     NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
     NetworkPolicySpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use k8s_openapi::ByteString;
 use runner_api::agent::AGENT_PORT;
+use runner_api::control_auth;
 use std::collections::BTreeMap;
-
-/// Key of the token in the run's Secret (and the file name in the runner pod).
-pub const TOKEN_KEY: &str = "token";
-/// Where runner pods find the token file's directory.
-pub const TOKEN_DIR: &str = "/var/run/secrets/msgbench";
 
 /// The operator's own pods, as a NetworkPolicy peer.
 #[derive(Clone, Debug, PartialEq)]
@@ -55,10 +51,20 @@ impl OperatorPeer {
     }
 }
 
-/// The run's token Secret name: one per run (generations share it), gone with the run.
-pub fn secret_name(run: &str) -> String {
-    let base: String = run.chars().take(240).collect();
-    format!("{}-runner-token", base.trim_end_matches(['-', '.']))
+/// What a runner pod needs to check the operator's credentials: the public key and the run's
+/// uid (neither is secret).
+pub fn control_env(public_key: &str, run_uid: &str) -> Vec<EnvVar> {
+    [
+        (control_auth::PUBLIC_KEY_ENV, public_key),
+        (control_auth::RUN_UID_ENV, run_uid),
+    ]
+    .into_iter()
+    .map(|(name, value)| EnvVar {
+        name: name.into(),
+        value: Some(value.into()),
+        ..EnvVar::default()
+    })
+    .collect()
 }
 
 fn run_labels(id: &RunIdentity) -> BTreeMap<String, String> {
@@ -67,31 +73,6 @@ fn run_labels(id: &RunIdentity) -> BTreeMap<String, String> {
         (LABEL_INSTANCE.into(), id.name.clone()),
         (LABEL_MANAGED_BY.into(), MANAGED_BY.into()),
     ])
-}
-
-/// A fresh token: 32 random bytes, hex.
-pub fn new_token() -> String {
-    let bytes: [u8; 32] = rand::random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-pub fn token_secret(id: &RunIdentity, token: &str) -> Secret {
-    Secret {
-        metadata: ObjectMeta {
-            name: Some(secret_name(&id.name)),
-            namespace: Some(id.namespace.clone()),
-            labels: Some(run_labels(id)),
-            owner_references: Some(vec![id.owner_ref.clone()]),
-            ..ObjectMeta::default()
-        },
-        type_: Some("Opaque".into()),
-        data: Some(BTreeMap::from([(
-            TOKEN_KEY.to_string(),
-            ByteString(token.as_bytes().to_vec()),
-        )])),
-        immutable: Some(true),
-        ..Secret::default()
-    }
 }
 
 /// Ingress to this generation's runner pods: only the control port, only from the operator.
@@ -167,21 +148,19 @@ mod tests {
     }
 
     #[test]
-    fn tokens_are_long_random_hex() {
-        let (a, b) = (new_token(), new_token());
-        assert_eq!(a.len(), 64);
-        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
-        assert_ne!(a, b);
-    }
-
-    #[test]
-    fn the_secret_is_owned_immutable_and_carries_only_the_token() {
-        let s = token_secret(&id(), "t0k");
-        assert_eq!(s.metadata.name.as_deref(), Some("js-r1-runner-token"));
-        assert_eq!(s.immutable, Some(true));
-        assert_eq!(s.metadata.owner_references.unwrap()[0].uid, "u-1");
-        assert_eq!(s.data.unwrap()[TOKEN_KEY].0, b"t0k");
-        assert!(secret_name(&"x".repeat(253)).len() <= 253);
+    fn runner_pods_get_the_public_key_and_their_runs_uid() {
+        let env = control_env("cHVi", "u-1");
+        let got: Vec<_> = env
+            .iter()
+            .map(|e| (e.name.as_str(), e.value.as_deref().unwrap()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (control_auth::PUBLIC_KEY_ENV, "cHVi"),
+                (control_auth::RUN_UID_ENV, "u-1")
+            ]
+        );
     }
 
     #[test]

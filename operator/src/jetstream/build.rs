@@ -4,7 +4,7 @@ use super::nats_conf::{self, CLIENT_PORT, CLUSTER_PORT, MONITOR_PORT, PID_FILE, 
 use crate::apply::Children;
 use crate::meta::Owner;
 use crate::operands::{merged, OperandDefaults};
-use crate::server_pod::{empty_dir, mount, pod_template, secret_volume, ServerPod};
+use crate::server_pod::{empty_dir, mount, optional_secret_volume, pod_template, ServerPod};
 use crate::tuning::{bytes, threads};
 use k8s_openapi::api::apps::v1::{
     StatefulSet, StatefulSetPersistentVolumeClaimRetentionPolicy, StatefulSetSpec,
@@ -114,7 +114,9 @@ pub fn build(
     ];
     if let Some(tls) = &spec.tls {
         // The servers need the certificate and key, never the CA (no client certificates).
-        volumes.push(secret_volume(
+        // Optional: the kubelet then checks the Secret through the environment references
+        // below and names what is missing in the container status (see `tls_env`).
+        volumes.push(optional_secret_volume(
             "tls",
             &tls.secret_name,
             &["tls.crt", "tls.key"],
@@ -253,6 +255,9 @@ fn env(jsc: &JetStreamCluster, headless: &str, namespace: &str) -> Vec<EnvVar> {
     if let Some(m) = mem_limit {
         env.push(value_env("GOMEMLIMIT", (m / 10 * 9).to_string()));
     }
+    if let Some(tls) = &spec.tls {
+        env.extend(tls_env(&tls.secret_name));
+    }
     if let Some(auth) = &spec.auth {
         let keys: &[(&str, &str)] = match auth.mode {
             NatsAuthMode::Token => &[("NATS_TOKEN", "token")],
@@ -278,6 +283,21 @@ fn env(jsc: &JetStreamCluster, headless: &str, namespace: &str) -> Vec<EnvVar> {
         }
     }
     env
+}
+
+/// References to the public parts of the TLS Secret: the certificate and the CA the runners
+/// verify it with. A missing Secret or key of a volume shows only in Events, which the operator
+/// cannot read (it has no access to Secrets or Events); of an environment reference it shows in
+/// the container status (CreateContainerConfigError: `secret "x" not found`, `couldn't find key
+/// ca.crt in Secret ns/x`), which the operator reports. nats-server ignores these variables.
+pub fn tls_env(secret: &str) -> Vec<EnvVar> {
+    [
+        ("MSGBENCH_TLS_CERT", "tls.crt"),
+        ("MSGBENCH_TLS_CA", "ca.crt"),
+    ]
+    .into_iter()
+    .map(|(var, key)| crate::benchmark_run::target_auth::secret_env(var, secret, key))
+    .collect()
 }
 
 pub(crate) fn value_env(name: &str, value: String) -> EnvVar {

@@ -7,9 +7,9 @@ use crate::apply::Children;
 use crate::meta::Owner;
 use crate::operands::OperandDefaults;
 use crate::server_kind::ManagedServerKind;
-use crate::validate::{check_secret, check_tuning, SecretFacts, SpecViolation};
+use crate::validate::{check_tuning, SpecViolation};
 use msgbench_crds::common::{Resources, ServerStatus, Tuning};
-use msgbench_crds::jetstream_cluster::{JetStreamCluster, NatsAuthMode};
+use msgbench_crds::jetstream_cluster::JetStreamCluster;
 
 impl ManagedServerKind for JetStreamCluster {
     const KIND_LABEL: &'static str = "jetstreamcluster";
@@ -27,13 +27,8 @@ impl ManagedServerKind for JetStreamCluster {
     fn desired_replicas(&self) -> i32 {
         self.spec.replicas
     }
-    fn secret_refs(&self) -> Vec<&str> {
-        let auth = self.spec.auth.iter().map(|a| a.secret_name.as_str());
-        let tls = self.spec.tls.iter().map(|t| t.secret_name.as_str());
-        auth.chain(tls).collect()
-    }
-    fn validate(&self, secrets: &[SecretFacts]) -> Vec<SpecViolation> {
-        validate(self, secrets)
+    fn validate(&self) -> Vec<SpecViolation> {
+        validate(self)
     }
     fn build(&self, owner: &Owner, replicas: i32, operands: &OperandDefaults) -> Children {
         build::build(self, owner, replicas, operands)
@@ -53,7 +48,7 @@ impl ManagedServerKind for JetStreamCluster {
     }
 }
 
-pub fn validate(jsc: &JetStreamCluster, secrets: &[SecretFacts]) -> Vec<SpecViolation> {
+pub fn validate(jsc: &JetStreamCluster) -> Vec<SpecViolation> {
     let spec = &jsc.spec;
     let mut v = Vec::new();
     if !(1..=5).contains(&spec.replicas) {
@@ -70,20 +65,6 @@ pub fn validate(jsc: &JetStreamCluster, secrets: &[SecretFacts]) -> Vec<SpecViol
         ));
     }
     v.extend(check_tuning(&spec.tuning, &spec.resources));
-    let facts = |name: &str| secrets.iter().find(|f| f.name == name);
-    if let Some(auth) = &spec.auth {
-        let keys: &[&str] = match auth.mode {
-            NatsAuthMode::Token => &["token"],
-            NatsAuthMode::UserPassword => &["username", "password"],
-            NatsAuthMode::Nkey => &["nkey", "seed"],
-        };
-        if let Some(f) = facts(&auth.secret_name) {
-            v.extend(check_secret("spec.auth.secretName", f, keys));
-        }
-    }
-    if let Some(f) = spec.tls.as_ref().and_then(|t| facts(&t.secret_name)) {
-        v.extend(check_secret("spec.tls.secretName", f, &TLS_SECRET_KEYS));
-    }
     v
 }
 

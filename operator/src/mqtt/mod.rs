@@ -7,7 +7,7 @@ use crate::apply::Children;
 use crate::meta::Owner;
 use crate::operands::OperandDefaults;
 use crate::server_kind::ManagedServerKind;
-use crate::validate::{check_tuning, SecretFacts, SpecViolation};
+use crate::validate::{check_tuning, SpecViolation};
 use msgbench_crds::common::{Resources, ServerStatus, Tuning};
 use msgbench_crds::mqtt_broker::{MqttBroker, MqttEngine};
 
@@ -26,7 +26,7 @@ impl ManagedServerKind for MqttBroker {
     fn desired_replicas(&self) -> i32 {
         self.spec.replicas
     }
-    fn validate(&self, _secrets: &[SecretFacts]) -> Vec<SpecViolation> {
+    fn validate(&self) -> Vec<SpecViolation> {
         validate(self)
     }
     fn build(&self, owner: &Owner, replicas: i32, operands: &OperandDefaults) -> Children {

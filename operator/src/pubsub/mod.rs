@@ -7,9 +7,9 @@ use crate::apply::Children;
 use crate::meta::Owner;
 use crate::operands::OperandDefaults;
 use crate::server_kind::ManagedServerKind;
-use crate::validate::{check_secret, check_tuning, SecretFacts, SpecViolation};
+use crate::validate::{check_tuning, SpecViolation};
 use msgbench_crds::common::{Resources, ServerStatus, Tuning};
-use msgbench_crds::pubsub_server::{PubSubProtocol, PubSubServer, PUSHER_SECRET_KEYS};
+use msgbench_crds::pubsub_server::{PubSubProtocol, PubSubServer};
 
 impl ManagedServerKind for PubSubServer {
     const KIND_LABEL: &'static str = "pubsubserver";
@@ -27,23 +27,8 @@ impl ManagedServerKind for PubSubServer {
     fn desired_replicas(&self) -> i32 {
         1
     }
-    fn secret_refs(&self) -> Vec<&str> {
-        self.spec
-            .pusher
-            .iter()
-            .map(|p| p.secret_name.as_str())
-            .collect()
-    }
-    fn validate(&self, secrets: &[SecretFacts]) -> Vec<SpecViolation> {
-        let mut v = validate(self);
-        if let Some(facts) = secrets.first() {
-            v.extend(check_secret(
-                "spec.pusher.secretName",
-                facts,
-                &PUSHER_SECRET_KEYS,
-            ));
-        }
-        v
+    fn validate(&self) -> Vec<SpecViolation> {
+        validate(self)
     }
     fn build(&self, owner: &Owner, replicas: i32, operands: &OperandDefaults) -> Children {
         build::build(self, owner, replicas, operands)
@@ -103,21 +88,12 @@ mod tests {
         .unwrap()
     }
 
-    /// Protocol pusher needs its app Secret, and the Secret all three keys.
+    /// Protocol pusher needs its app Secret (whose keys the kubelet checks).
     #[test]
-    fn a_pusher_server_needs_its_app_secret_with_every_key() {
+    fn a_pusher_server_needs_its_app_secret() {
         let without = pss(serde_json::json!({"protocol": "pusher"}));
         assert!(validate(&without).iter().any(|v| v.field == "spec.pusher"));
         let with = pss(serde_json::json!({"protocol": "pusher", "pusher": {"secretName": "app"}}));
         assert!(validate(&with).is_empty());
-        assert_eq!(with.secret_refs(), ["app"]);
-        let facts = SecretFacts {
-            name: "app".into(),
-            keys: Some(vec!["appId".into(), "key".into()]),
-        };
-        let v = with.validate(&[facts]);
-        assert_eq!(v.len(), 1, "{v:?}");
-        assert_eq!(v[0].reason, "SecretKeyMissing");
-        assert!(v[0].rule.contains("\"secret\""), "{}", v[0].rule);
     }
 }

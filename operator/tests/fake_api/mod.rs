@@ -17,6 +17,8 @@ pub struct State {
     pub objects: BTreeMap<String, Value>,
     /// (verb, path) of every write.
     pub writes: Vec<(String, String)>,
+    /// Path of every read (GET), objects and collections.
+    pub reads: Vec<String>,
     /// Status writes fail (HTTP 500) once a pod was deleted, until this is cleared: a status
     /// write lost right after a fault's delete.
     pub fail_status_after_pod_delete: bool,
@@ -70,6 +72,7 @@ impl FakeApi {
         let mut st = self.0.lock().unwrap();
         match method.as_str() {
             "GET" => {
+                st.reads.push(path.clone());
                 if let Some(obj) = st.objects.get(&path) {
                     return respond(StatusCode::OK, obj.clone());
                 }

@@ -8,7 +8,7 @@ use crate::benchmark_run::conditions::{self as cond, Status, RUNNERS_READY, TARG
 use crate::benchmark_run::observe::{BaselineSeen, Observed, TargetSeen};
 use crate::benchmark_run::target::Resolved;
 use crate::benchmark_run::target_lock::{target_use, RunOnTarget, TargetUse};
-use crate::benchmark_run::{endpoints, target_auth, timing, variants};
+use crate::benchmark_run::{endpoints, runner_access, target_auth, timing, variants};
 use msgbench_crds::benchmark_run::{BenchmarkRun, Phase, MAX_RUN_NAME};
 use msgbench_crds::names::name_violation;
 use std::collections::BTreeMap;
@@ -342,8 +342,9 @@ fn create_runners(
             Some((r.url.as_str(), r.tls_ca_secret.as_deref()?))
         }));
     cfg.target_tls = target_tls;
+    let control = runner_access::control_env(&obs.control_public_key, &id.owner_ref.uid);
     let secrets = target_auth::RunnerSecrets {
-        env: auth_env,
+        env: control.into_iter().chain(auth_env).collect(),
         volumes,
         mounts,
     };
