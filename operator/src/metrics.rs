@@ -16,6 +16,14 @@ pub struct Metrics {
     peak_resident: IntGauge,
 }
 
+/// The `kind` label of every controller (each kind's `KIND_LABEL`).
+pub const RECONCILED_KINDS: [&str; 4] = [
+    "jetstreamcluster",
+    "mqttbroker",
+    "pubsubserver",
+    "benchmarkrun",
+];
+
 impl Default for Metrics {
     fn default() -> Self {
         let registry = Registry::new_custom(Some("msgbench".into()), None).expect("static prefix");
@@ -64,6 +72,11 @@ impl Default for Metrics {
         registry
             .register(Box::new(duration.clone()))
             .expect("unique metric");
+        // Every kind's series exists from the start at 0, so a scrape before the first
+        // reconcile (a fresh leader with nothing to do) shows them, and rate() has a baseline.
+        for kind in RECONCILED_KINDS {
+            reconciles.with_label_values(&[kind]);
+        }
         let resident = IntGauge::new(
             "process_resident_memory_bytes",
             "Resident set size of the operator process (VmRSS), read at each scrape",
@@ -171,6 +184,25 @@ mod tests {
             (Some(20480 * 1024), Some(21504 * 1024))
         );
         assert_eq!(resident_bytes("Name:\tx\n"), (None, None));
+    }
+
+    /// A fresh operator's scrape already has every kind's reconcile counter, at 0.
+    #[test]
+    fn every_kinds_reconcile_counter_exists_before_any_reconcile() {
+        use crate::server_kind::ManagedServerKind;
+        use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
+        let labels = [
+            JetStreamCluster::KIND_LABEL,
+            MqttBroker::KIND_LABEL,
+            PubSubServer::KIND_LABEL,
+            crate::benchmark_run::identity::KIND_LABEL,
+        ];
+        assert_eq!(RECONCILED_KINDS, labels);
+        let text = Metrics::default().render();
+        for kind in RECONCILED_KINDS {
+            let line = format!("msgbench_reconcile_total{{kind=\"{kind}\"}} 0");
+            assert!(text.contains(&line), "{line} missing:\n{text}");
+        }
     }
 
     #[test]
