@@ -11,6 +11,7 @@ pub mod cpu;
 mod drain_counts;
 pub mod drivers;
 pub mod engine;
+pub mod fault_agent;
 pub mod options;
 pub mod payload;
 pub mod plan;

@@ -1,6 +1,7 @@
 //! `bench-runner run | merge | report`.
 #![forbid(unsafe_code)]
 use anyhow::Context;
+use bench_runner::fault_agent::{self, FaultAgent};
 use bench_runner::{agent, engine, report, termination, RunOptions};
 use clap::{Parser, Subcommand};
 use runner_api::agent::{AgentConfig, ResultLine};
@@ -64,6 +65,21 @@ enum Cmd {
     },
     /// Print the table of a result file.
     Report { input: PathBuf },
+    /// In a server pod that shares its process namespace: signal the server process when the
+    /// operator asks (POST /faults), with credentials it signed for this server object only.
+    FaultAgent {
+        /// Name of the server process (`/proc/<pid>/comm`), e.g. nats-server or mosquitto.
+        #[arg(long)]
+        process: String,
+        #[arg(long, default_value = "0.0.0.0:9091")]
+        listen: std::net::SocketAddr,
+        /// The operator's Ed25519 public key (base64).
+        #[arg(long, env = runner_api::control_auth::PUBLIC_KEY_ENV)]
+        control_public_key: String,
+        /// The uid of the server object: credentials for anything else are refused.
+        #[arg(long, env = runner_api::fault_agent::SERVER_UID_ENV)]
+        server_uid: String,
+    },
     /// In-cluster runner: connect, report ready on GET /ready, start at the time given by
     /// POST /start, print one `MSGBENCH-RESULT` log line per trial, exit 0.
     Agent {
@@ -169,6 +185,21 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
         }
         Cmd::Report { input } => {
             print!("{}", report::render(&read(&input)?));
+            Ok(0)
+        }
+        Cmd::FaultAgent {
+            process,
+            listen,
+            control_public_key,
+            server_uid,
+        } => {
+            let auth = ControlVerifier::new(&control_public_key, &server_uid)
+                .map_err(anyhow::Error::msg)?;
+            let agent = FaultAgent::new(&process, Path::new("/proc"), Some(auth));
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(fault_agent::serve(listen, agent))?;
             Ok(0)
         }
         Cmd::Agent {

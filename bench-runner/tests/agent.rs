@@ -12,34 +12,6 @@ use runner_api::result_frames;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use support::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// Minimal HTTP/1.1 exchange (Connection: close): (status, body).
-async fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
-    http_as(addr, None, method, path, body).await
-}
-
-/// The same, presenting `token` as a Bearer token when given.
-async fn http_as(
-    addr: SocketAddr,
-    token: Option<&str>,
-    method: &str,
-    path: &str,
-    body: &str,
-) -> (u16, String) {
-    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).await.expect("write");
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.expect("read");
-    let status = out[9..12].parse().expect("status code");
-    let body = out.split_once("\r\n\r\n").map_or("", |x| x.1).to_string();
-    (status, body)
-}
 
 async fn progress(addr: SocketAddr) -> AgentProgress {
     let (code, body) = http(addr, "GET", "/progress", "").await;

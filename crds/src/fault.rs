@@ -14,9 +14,8 @@ pub const MAX_FAULT_RECORDS: i64 = 60;
 /// One fault: `action` on one of the target's own server pods, `afterSeconds` into the measured
 /// phase of every trial (with variants: of every variant in every round, at the same offset).
 /// Only pods the target server resource owns are ever touched, and only with a `serverRef`
-/// target. Pausing a process (SIGSTOP/SIGCONT) is not offered: it needs `pods/exec` or an
-/// ephemeral container in the server's pod, both far more power than deleting a pod, and an
-/// ephemeral container can never be removed from the pod again.
+/// target. `crash` needs the target's fault agent (`spec.faultInjection.enabled`), a container
+/// in each server pod that only the operator can drive.
 #[derive(Clone, Debug, KubeSchema, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = kube::core::Rule::new("self.pod != 'ordinal' || has(self.ordinal)").message("faults[].ordinal: required when pod is ordinal").field_path(".ordinal"))]
@@ -48,8 +47,39 @@ pub enum FaultAction {
     /// Delete the pod with its normal grace period: the server shuts down cleanly and its
     /// StatefulSet starts a new one.
     Delete,
-    /// Delete the pod with grace period 0: the server is killed without shutting down.
+    /// Delete the pod with grace period 0. Not a crash: the kubelet still runs the preStop hook
+    /// and sends SIGTERM, so nats-server enters lame duck mode and hands its leaderships over.
+    /// A fast graceful deletion; for a crash use `crash`.
     Kill,
+    /// SIGKILL to the server process, sent by the pod's fault agent: no preStop hook, no
+    /// SIGTERM, no shutdown. The container restarts in place (same pod, same volumes). Needs
+    /// `spec.faultInjection.enabled` on the target.
+    Crash,
+}
+
+/// The fault agent of a server kind: a small container in each server pod, sharing its process
+/// namespace, that signals the server process when the operator asks (BenchmarkRun
+/// `spec.faults` with `action: crash`). Its control port answers only credentials the operator
+/// signed for this very server object. Off: nothing but pod deletion ever touches the servers.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FaultAgentSpec {
+    /// Add the fault agent to every server pod (changes the pod template: the servers roll).
+    #[serde(default)]
+    pub enabled: bool,
+}
+
+/// What the fault agent did, in its own words and by its own clock.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FaultSignal {
+    /// The signal sent, e.g. `SIGKILL`.
+    pub signal: String,
+    /// The process it was sent to (its name and pid in the pod).
+    pub process: String,
+    pub pid: i32,
+    /// When the agent sent it.
+    pub sent_time: Time,
 }
 
 /// How the pod is chosen, at the moment the fault is due.
@@ -95,6 +125,9 @@ pub struct FaultRecord {
     /// How the pod was chosen, or why nothing was done.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// With `crash`: the signal as the fault agent reports sending it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<FaultSignal>,
     /// What the fault did to delivery, read from the trial's timeline once the run is merged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effect: Option<FaultEffect>,

@@ -76,6 +76,9 @@ pub struct JetStreamClusterSpec {
     /// certificate from a Secret; clients must use TLS. Unset: plain NATS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<NatsTls>,
+    /// A fault agent in every server pod, for BenchmarkRun faults with `action: crash`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_injection: Option<crate::fault::FaultAgentSpec>,
 }
 
 /// The servers' TLS certificate, taken from a Secret in the same namespace.

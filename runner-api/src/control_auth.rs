@@ -82,7 +82,9 @@ impl ControlVerifier {
         let key = VerifyingKey::from_bytes(&arr)
             .map_err(|e| format!("{PUBLIC_KEY_ENV}: not an Ed25519 public key: {e}"))?;
         if run_uid.trim().is_empty() {
-            return Err(format!("{RUN_UID_ENV} is empty"));
+            return Err(format!(
+                "{RUN_UID_ENV} (or the fault agent's scope) is empty"
+            ));
         }
         Ok(Self {
             key,

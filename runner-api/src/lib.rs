@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod coarse;
 pub mod control_auth;
+pub mod fault_agent;
 pub mod histo;
 pub mod result;
 pub mod result_frames;

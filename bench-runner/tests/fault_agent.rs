@@ -1,0 +1,123 @@
+//! `bench-runner fault-agent` against a real process: only the operator's credential for this
+//! server is obeyed, a crash is a SIGKILL of exactly the named process (which dies by signal 9,
+//! running no handler), a repeated request gets the first report and never signals again, a
+//! request past its last moment does nothing, and two processes of one name are never guessed.
+mod support;
+use bench_runner::fault_agent::{self, FaultAgent};
+use runner_api::control_auth::{ControlSigner, ControlVerifier};
+use runner_api::fault_agent::{AgentAction, FaultReport, FaultRequest};
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use support::*;
+
+const SERVER_UID: &str = "server-uid-1";
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// `sleep` under a name of its own (the process name is the file name), running.
+fn victim(dir: &Path, name: &str) -> Child {
+    let bin = dir.join(name);
+    if !bin.exists() {
+        std::fs::copy("/bin/sleep", &bin).expect("copy /bin/sleep");
+    }
+    Command::new(&bin).arg("60").spawn().expect("spawn")
+}
+
+fn request(key: &str, not_after: u64) -> String {
+    serde_json::to_string(&FaultRequest {
+        key: key.into(),
+        action: AgentAction::Crash,
+        not_after_unix_ms: not_after,
+    })
+    .unwrap()
+}
+
+async fn serve(agent: std::sync::Arc<FaultAgent>) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, fault_agent::router(agent)).await });
+    addr
+}
+
+#[tokio::test]
+async fn a_crash_is_one_sigkill_of_the_named_process_for_the_operator_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("mbcrash{}", std::process::id() % 100_000);
+    let mut child = victim(dir.path(), &name);
+    let signer = ControlSigner::from_seed([4; 32]);
+    let verifier = ControlVerifier::new(&signer.public_key(), SERVER_UID).unwrap();
+    let addr = serve(FaultAgent::new(&name, Path::new("/proc"), Some(verifier))).await;
+    let (now, until) = (now_ms() / 1000, now_ms() + 10_000);
+    let body = request("run/0/1", until);
+
+    // Nobody else: no credential, another key, or the operator's credential for another server.
+    assert_eq!(http(addr, "POST", "/faults", &body).await.0, 401);
+    let other_key = ControlSigner::from_seed([5; 32]).credential(SERVER_UID, now);
+    let other_server = signer.credential("another-server", now);
+    for c in [other_key, other_server] {
+        assert_eq!(
+            http_as(addr, Some(&c), "POST", "/faults", &body).await.0,
+            403
+        );
+    }
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "a refused request killed"
+    );
+
+    let cred = signer.credential(SERVER_UID, now);
+    let (code, answer) = http_as(addr, Some(&cred), "POST", "/faults", &body).await;
+    assert_eq!(code, 200, "{answer}");
+    let report: FaultReport = serde_json::from_str(&answer).unwrap();
+    assert_eq!(
+        (
+            report.pid as u32,
+            report.signal.as_str(),
+            report.process.as_str()
+        ),
+        (child.id(), "SIGKILL", name.as_str())
+    );
+    assert!(report.sent_unix_ms.abs_diff(now_ms()) < 5_000);
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(9), "died by SIGKILL: {status:?}");
+
+    // The same fault again (an unanswered request retried): the first report, nothing signalled
+    // (a new process of that name lives on).
+    let mut second = victim(dir.path(), &name);
+    let (code, again) = http_as(addr, Some(&cred), "POST", "/faults", &body).await;
+    assert_eq!(
+        (code, serde_json::from_str::<FaultReport>(&again).unwrap()),
+        (200, report)
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        second.try_wait().unwrap().is_none(),
+        "a repeat signalled again"
+    );
+
+    // A new fault past its last moment is not done.
+    let late = request("run/0/2", now_ms() - 1);
+    let (code, why) = http_as(addr, Some(&cred), "POST", "/faults", &late).await;
+    assert_eq!(code, 409, "{why}");
+    assert!(why.contains("past its last moment"), "{why}");
+    assert!(second.try_wait().unwrap().is_none());
+
+    // Two processes of one name: the agent refuses to choose.
+    let mut third = victim(dir.path(), &name);
+    let both = request("run/0/3", now_ms() + 10_000);
+    let (code, why) = http_as(addr, Some(&cred), "POST", "/faults", &both).await;
+    assert_eq!(code, 404, "{why}");
+    assert!(why.contains("2 processes named"), "{why}");
+    for c in [&mut second, &mut third] {
+        assert!(c.try_wait().unwrap().is_none());
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+}
