@@ -8,6 +8,7 @@ pub mod context;
 pub mod control_key;
 pub mod controllers;
 pub mod error;
+pub mod fault_agent_pod;
 pub mod http_server;
 pub mod jetstream;
 pub mod leader;

@@ -137,7 +137,6 @@ async fn main() -> anyhow::Result<()> {
     let readiness = Arc::new(Readiness::new(4));
     let mut ctx = Context::new(client, readiness.clone(), !args.no_varz);
     ctx.allow_faults = args.allow_faults;
-    ctx.operands = Arc::new(operands);
     ctx.results_from_pod_logs = args.results_from_pod_logs;
     match (&args.control_key_secret, &args.operator_namespace) {
         (Some(name), Some(ns)) => {
@@ -150,6 +149,10 @@ async fn main() -> anyhow::Result<()> {
             "no --control-key-secret: runner control key of this process only; runs in flight fail when it restarts"
         ),
     }
+    // Runner and fault-agent pods check the operator's credentials with this key.
+    let mut operands = operands;
+    operands.control_public_key = ctx.control.public_key();
+    ctx.operands = Arc::new(operands);
     ctx.merge_budget = Arc::new(MergeBudget::from_memory_limit(
         args.memory_limit_bytes,
         RESULTS_BUDGET_BYTES,

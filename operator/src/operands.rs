@@ -34,6 +34,9 @@ pub struct OperandDefaults {
     /// Added to every server pod (a server's `spec.pod` adds to these and wins per key).
     #[serde(default)]
     pub server_pods: PodCustomization,
+    /// The operator's runner/fault-agent control public key (set at start, not configured).
+    #[serde(skip)]
+    pub control_public_key: String,
 }
 
 /// Default image of each operand: a full reference (`registry/repository:tag[@digest]`).
@@ -82,6 +85,7 @@ impl Default for OperandDefaults {
             image_pull_policy: if_not_present(),
             runner_pods: PodCustomization::default(),
             server_pods: PodCustomization::default(),
+            control_public_key: String::new(),
         }
     }
 }

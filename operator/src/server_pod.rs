@@ -2,6 +2,7 @@
 //! Guaranteed resources when pinned, sysctls, placement, and a config hash that rolls pods when
 //! their configuration changes.
 
+use crate::fault_agent_pod::FaultAgentPod;
 use crate::meta::Owner;
 use crate::operands::customize;
 use crate::placement::pod_placement;
@@ -39,6 +40,26 @@ pub struct ServerPod<'a> {
     /// The operator's defaults for server pods with the CR's `spec.pod` added.
     pub pod: PodCustomization,
     pub image_pull_policy: &'a str,
+    /// A fault agent beside the server (`spec.faultInjection.enabled`); the pod then shares its
+    /// process namespace.
+    pub fault_agent: Option<FaultAgentPod>,
+}
+
+impl ServerPod<'_> {
+    /// The fault agent for `process` when `enabled`, from the operator's defaults.
+    pub fn agent_if(
+        enabled: bool,
+        process: &str,
+        owner: &Owner,
+        operands: &crate::operands::OperandDefaults,
+    ) -> Option<FaultAgentPod> {
+        enabled.then(|| FaultAgentPod {
+            process: process.into(),
+            image: operands.images.bench_runner.clone(),
+            public_key: operands.control_public_key.clone(),
+            server_uid: owner.owner_ref.uid.clone(),
+        })
+    }
 }
 
 pub fn config_hash(content: &str) -> String {
@@ -79,7 +100,13 @@ fn unhashed_pod_template(p: ServerPod<'_>) -> PodTemplateSpec {
             ..ObjectMeta::default()
         }),
         spec: Some(PodSpec {
-            containers: vec![container],
+            share_process_namespace: p.fault_agent.is_some().then_some(true),
+            containers: std::iter::once(container)
+                .chain(
+                    (p.fault_agent.iter())
+                        .map(|a| crate::fault_agent_pod::container(a, p.image_pull_policy)),
+                )
+                .collect(),
             volumes: (!p.volumes.is_empty()).then_some(p.volumes),
             security_context: Some(pod_security_context(p.uid, pod_sysctls(p.tuning))),
             // Servers never talk to the API server.

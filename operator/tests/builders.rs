@@ -332,6 +332,43 @@ fn jetstream_cluster_with_tls() {
     insta::assert_yaml_snapshot!("jsc_tls", c);
 }
 
+/// `spec.faultInjection.enabled`: every server pod shares its process namespace with a fault
+/// agent that targets nats-server, holds the operator's public key and this server's uid, and
+/// is as hardened as the server; without it, neither.
+#[test]
+fn jetstream_cluster_with_a_fault_agent() {
+    let mut obj: JetStreamCluster = fixture("jsc-basic.yaml");
+    let owner = Owner::of(&obj, JetStreamCluster::KIND_LABEL).unwrap();
+    let operands = OperandDefaults {
+        control_public_key: "cHVibGlj".into(),
+        ..OperandDefaults::default()
+    };
+    let pod = |obj: &JetStreamCluster| {
+        let c = obj.build(&owner, 3, &operands);
+        assert_hardened(&c);
+        templates(&c)[0].spec.clone().unwrap()
+    };
+    let plain = pod(&obj);
+    assert_eq!(plain.share_process_namespace, None);
+    assert_eq!(plain.containers.len(), 1);
+    obj.spec.fault_injection = Some(msgbench_crds::benchmark_run::FaultAgentSpec { enabled: true });
+    let with = pod(&obj);
+    assert_eq!(with.share_process_namespace, Some(true));
+    let agent = &with.containers[1];
+    assert_eq!(agent.name, "fault-agent");
+    assert_eq!(
+        agent.image.as_deref(),
+        Some(operands.images.bench_runner.as_str())
+    );
+    let args = agent.args.clone().unwrap();
+    assert_eq!(args[..3], ["fault-agent", "--process", "nats-server"]);
+    let env: Vec<(String, String)> = (agent.env.iter().flatten())
+        .map(|e| (e.name.clone(), e.value.clone().unwrap_or_default()))
+        .collect();
+    assert!(env.contains(&("MSGBENCH_CONTROL_PUBLIC_KEY".into(), "cHVibGlj".into())));
+    assert!(env.contains(&("MSGBENCH_SERVER_UID".into(), owner.owner_ref.uid.clone())));
+}
+
 #[test]
 fn held_workload_builds_zero_replicas() {
     let obj: JetStreamCluster = fixture("jsc-basic.yaml");

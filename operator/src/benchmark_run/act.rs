@@ -2,6 +2,7 @@
 //! results, suspend or delete children), then the one status write and its events.
 use super::build::{self, RunIdentity};
 use super::decide::{self, Decision, Effect};
+use super::fault_crash::AgentAnswer;
 use super::fault_inject::Deletion;
 use super::observe::Observed;
 use super::{faults, runner_access, runner_http};
@@ -13,7 +14,9 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PropagationPolicy};
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, Resource, ResourceExt};
-use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, FaultRecord, Outcome, Phase};
+use msgbench_crds::benchmark_run::{
+    BenchmarkRun, BenchmarkRunStatus, FaultAction, FaultRecord, Outcome, Phase,
+};
 use std::collections::BTreeMap;
 
 /// Carries out `d.effects` in order. A release whose answers show runners that started apart
@@ -100,6 +103,25 @@ async fn inject_fault(
             }
         }
     };
+    if d.status.faults[i].action == Some(FaultAction::Crash) {
+        let rec = d.status.faults[i].clone();
+        let answer = super::fault_crash::ask(ctx, br, &id.namespace, &rec, &inj).await;
+        let rec = &mut d.status.faults[i];
+        match answer {
+            AgentAnswer::Done(r) => faults::mark_crashed(br, rec, &inj, &r),
+            AgentAnswer::Refused(e) => {
+                rec.message = Some(format!("not done: {e}"));
+                rec.injecting = None;
+            }
+            AgentAnswer::Unknown(e) => {
+                // Asked again on the next pass with the same key (never a second signal).
+                tracing::warn!(run = %id.name, error = %e, "crash unconfirmed");
+                return Ok(());
+            }
+        }
+        fault_event(ctx, br, id, &d.status.faults[i]).await;
+        return Ok(());
+    }
     let rec = &mut d.status.faults[i];
     match super::fault_inject::delete(ctx, &id.namespace, &inj, rec.action).await {
         Deletion::Done => faults::mark_executed(br, rec, &inj, &super::observe::now()),

@@ -100,20 +100,35 @@ pub async fn delete(
     }
 }
 
-/// The pods that recorded injections name and that have no outcome yet, as they are now.
+/// The pods that recorded injections name and that have no outcome yet, as they are now; for a
+/// `crash`, the fault agent is asked again (the same key: it reports, never signals twice).
 pub async fn injected_pods(
     ctx: &Context,
+    br: &BenchmarkRun,
     ns: &str,
     recs: &[FaultRecord],
 ) -> kube::Result<Vec<FaultPodSeen>> {
     let api = Api::<Pod>::namespaced(ctx.client.clone(), ns);
     let mut out = Vec::new();
-    for inj in recs.iter().filter_map(faults::unsettled_injection) {
+    for rec in recs {
+        let Some(inj) = faults::unsettled_injection(rec) else {
+            continue;
+        };
         let pod = api.get_opt(&inj.pod).await?;
+        let crashed = match rec.action {
+            Some(FaultAction::Crash) => {
+                match super::fault_crash::ask(ctx, br, ns, rec, inj).await {
+                    super::fault_crash::AgentAnswer::Done(r) => Some(r),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
         out.push(FaultPodSeen {
             pod: inj.pod.clone(),
             uid: pod.as_ref().and_then(|p| p.uid()),
             deleting: pod.is_some_and(|p| p.metadata.deletion_timestamp.is_some()),
+            crashed,
         });
     }
     Ok(out)
@@ -195,7 +210,7 @@ fn controller_uid(
         .map(|r| r.uid.as_str())
 }
 
-async fn server_uid(ctx: &Context, s: &ServerRef, ns: &str) -> Result<String, String> {
+pub(super) async fn server_uid(ctx: &Context, s: &ServerRef, ns: &str) -> Result<String, String> {
     let c = ctx.client.clone();
     let uid = match s.kind {
         ServerKind::JetStreamCluster => Api::<JetStreamCluster>::namespaced(c, ns)

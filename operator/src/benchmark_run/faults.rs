@@ -7,9 +7,10 @@ use super::timing::millis;
 use super::variants;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{
-    BenchmarkRun, Fault, FaultAction, FaultInjection, FaultPod, FaultRecord, ScheduledRound,
-    ServerKind, ServerRef,
+    BenchmarkRun, Fault, FaultAction, FaultInjection, FaultPod, FaultRecord, FaultSignal,
+    ScheduledRound, ServerKind, ServerRef,
 };
+use runner_api::fault_agent::FaultReport;
 use std::time::Duration;
 
 /// A due fault later than this is not carried out: the measured window it belonged to may be
@@ -115,6 +116,8 @@ pub struct FaultPodSeen {
     pub uid: Option<String>,
     /// It has a deletion timestamp (a graceful delete in progress).
     pub deleting: bool,
+    /// A `crash`: the fault agent's report of the signal, when it sent one.
+    pub crashed: Option<FaultReport>,
 }
 
 /// The injection of a record whose outcome is not recorded yet.
@@ -125,8 +128,42 @@ pub fn unsettled_injection(f: &FaultRecord) -> Option<&FaultInjection> {
 pub fn verb(a: Option<FaultAction>) -> &'static str {
     match a {
         Some(FaultAction::Kill) => "killed (grace 0)",
+        Some(FaultAction::Crash) => "crashed (SIGKILL)",
         _ => "deleted",
     }
+}
+
+/// Records a `crash` as the fault agent reports it: when it sent which signal to which process.
+pub fn mark_crashed(
+    br: &BenchmarkRun,
+    rec: &mut FaultRecord,
+    inj: &FaultInjection,
+    r: &FaultReport,
+) {
+    let at = Time(
+        k8s_openapi::jiff::Timestamp::from_millisecond(r.sent_unix_ms as i64).unwrap_or_default(),
+    );
+    mark_executed(br, rec, inj, &at);
+    rec.message = Some(format!(
+        "{} to {} (pid {}) in pod {} ({})",
+        r.signal, r.process, r.pid, inj.pod, inj.how
+    ));
+    rec.signal = Some(FaultSignal {
+        signal: r.signal.clone(),
+        process: r.process.clone(),
+        pid: r.pid,
+        sent_time: at,
+    });
+}
+
+/// The fault agent's key of one fault execution: the same on every retry.
+pub fn agent_key(run_uid: &str, rec: &FaultRecord) -> String {
+    format!("{run_uid}/{}/{}", rec.fault, rec.trial)
+}
+
+/// The last moment a fault may still be carried out (later, it measures something else).
+pub fn not_after_ms(rec: &FaultRecord) -> u64 {
+    rec.planned_time.as_ref().map_or(0, millis) + LATE_LIMIT_MS
 }
 
 /// Records `rec` as carried out on `inj`'s pod at `at`: its offset into the measured phase is
@@ -163,7 +200,13 @@ pub fn settle_injections(
         let Some(pod) = seen.iter().find(|p| p.pod == inj.pod) else {
             continue; // not looked at this pass
         };
-        if pod.uid.as_deref() != Some(inj.pod_uid.as_str()) || pod.deleting {
+        let crash = rec.action == Some(FaultAction::Crash);
+        if let Some(report) = pod.crashed.as_ref().filter(|_| crash) {
+            mark_crashed(br, rec, &inj, report);
+            continue;
+        }
+        // A crash leaves the pod as it is: only the agent's report says it happened.
+        if !crash && (pod.uid.as_deref() != Some(inj.pod_uid.as_str()) || pod.deleting) {
             mark_executed(br, rec, &inj, &inj.started_time);
             continue;
         }

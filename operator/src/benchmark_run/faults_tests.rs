@@ -236,7 +236,55 @@ fn seen(uid: Option<&str>, deleting: bool) -> FaultPodSeen {
         pod: "demo-0".into(),
         uid: uid.map(Into::into),
         deleting,
+        crashed: None,
     }
+}
+
+/// A crash is settled by the fault agent's report alone: at the agent's time, with its signal;
+/// the pod untouched (a crash restarts the container, not the pod) proves nothing either way,
+/// and a replaced pod is not a crash.
+#[test]
+fn a_crash_counts_only_by_the_agents_report() {
+    let br = run(
+        "    - {afterSeconds: 5, action: crash, pod: ordinal, ordinal: 0}\n",
+        false,
+    );
+    let crash = || FaultRecord {
+        action: Some(FaultAction::Crash),
+        ..injecting()
+    };
+    let report = runner_api::fault_agent::FaultReport {
+        key: "uid/0/1".into(),
+        action: runner_api::fault_agent::AgentAction::Crash,
+        signal: "SIGKILL".into(),
+        process: "nats-server".into(),
+        pid: 7,
+        sent_unix_ms: 10_080,
+    };
+    let at = time_at(10_500).unwrap();
+    let mut recs = vec![crash()];
+    let replaced = seen(Some("u1"), false);
+    settle_injections(&br, &mut recs, std::slice::from_ref(&replaced), &at);
+    assert_eq!(recs[0], crash(), "a replaced pod is no crash");
+    let reported = FaultPodSeen {
+        crashed: Some(report),
+        ..seen(Some("u0"), false)
+    };
+    settle_injections(&br, &mut recs, std::slice::from_ref(&reported), &at);
+    let r = &recs[0];
+    assert_eq!(r.executed_time, time_at(10_080), "the agent's clock");
+    assert_eq!(r.offset_seconds, Some(5.08));
+    let signal = r.signal.as_ref().unwrap();
+    assert_eq!((signal.signal.as_str(), signal.pid), ("SIGKILL", 7));
+    assert_eq!(
+        r.message.as_deref(),
+        Some("SIGKILL to nats-server (pid 7) in pod demo-0 (ordinal 0)")
+    );
+    // No report, and late: not done.
+    let mut recs = vec![crash()];
+    let untouched = seen(Some("u0"), false);
+    settle_injections(&br, &mut recs, &[untouched], &time_at(12_500).unwrap());
+    assert!(recs[0].message.as_deref().unwrap().starts_with("not done"));
 }
 
 #[test]

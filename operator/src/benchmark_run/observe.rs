@@ -208,7 +208,7 @@ pub async fn observe(
     if phase == Phase::Starting {
         return Ok(obs);
     }
-    obs.fault_pods = super::fault_inject::injected_pods(ctx, &id.namespace, &st.faults).await?;
+    obs.fault_pods = super::fault_inject::injected_pods(ctx, br, &id.namespace, &st.faults).await?;
     let done = done_runners(&view, &obs.agents, ctx.agent_port);
     if done.len() >= br.spec.runners.count.max(1) as usize {
         let trials = timing::total_trials(br) as u32;

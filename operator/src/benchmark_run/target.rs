@@ -28,6 +28,9 @@ pub struct Resolved {
     /// Why the server, as specified, cannot serve this run's protocol (e.g. TLS for protocol
     /// nats): not something waiting fixes, so the run fails at once with reason TargetUnfit.
     pub unfit: Option<String>,
+    /// The server's pods carry a fault agent (`spec.faultInjection.enabled`): `crash` faults
+    /// can be carried out.
+    pub fault_agent: bool,
 }
 
 /// `Err(message)` when the referenced server does not exist.
@@ -56,6 +59,7 @@ pub async fn resolve_target(
             auth: None,
             tls_ca_secret: None,
             unfit: None,
+            fault_agent: false,
         }));
     }
     let Some(r) = &t.server_ref else {
@@ -65,6 +69,9 @@ pub async fn resolve_target(
     let mut auth = None;
     let mut tls_ca_secret = None;
     let mut unfit = None;
+    let mut fault_agent = false;
+    let agent =
+        |f: Option<msgbench_crds::benchmark_run::FaultAgentSpec>| f.is_some_and(|f| f.enabled);
     let status: Option<Option<ServerStatus>> = match r.kind {
         ServerKind::JetStreamCluster => Api::<JetStreamCluster>::namespaced(c, ns)
             .get_opt(&r.name)
@@ -72,12 +79,16 @@ pub async fn resolve_target(
             .map(|s| {
                 auth = s.spec.auth.map(TargetSecret::Nats);
                 tls_ca_secret = s.spec.tls.map(|t| t.secret_name);
+                fault_agent = agent(s.spec.fault_injection);
                 s.status
             }),
         ServerKind::MqttBroker => Api::<MqttBroker>::namespaced(c, ns)
             .get_opt(&r.name)
             .await?
-            .map(|s| s.status),
+            .map(|s| {
+                fault_agent = agent(s.spec.fault_injection);
+                s.status
+            }),
         ServerKind::PubSubServer => {
             let Some(s) = Api::<PubSubServer>::namespaced(c, ns)
                 .get_opt(&r.name)
@@ -131,6 +142,7 @@ pub async fn resolve_target(
         auth,
         tls_ca_secret,
         unfit,
+        fault_agent,
     }))
 }
 

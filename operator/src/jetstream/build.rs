@@ -172,6 +172,12 @@ pub fn build(
         ),
         pod: merged(&operands.server_pods, &spec.pod),
         image_pull_policy: &operands.image_pull_policy,
+        fault_agent: ServerPod::agent_if(
+            spec.fault_injection.as_ref().is_some_and(|f| f.enabled),
+            "nats-server",
+            owner,
+            operands,
+        ),
     });
     let claims = file_storage.then(|| {
         vec![PersistentVolumeClaim {

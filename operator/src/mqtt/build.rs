@@ -181,6 +181,13 @@ pub fn build(
         termination_grace_period_seconds: Some(30),
         pod: merged(&operands.server_pods, &spec.pod),
         image_pull_policy: &operands.image_pull_policy,
+        fault_agent: ServerPod::agent_if(
+            spec.fault_injection.as_ref().is_some_and(|f| f.enabled)
+                && spec.engine != MqttEngine::Custom,
+            super::broker_process(spec.engine),
+            owner,
+            operands,
+        ),
     });
     let selector = LabelSelector {
         match_labels: Some(owner.selector_labels()),

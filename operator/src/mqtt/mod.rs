@@ -47,9 +47,26 @@ impl ManagedServerKind for MqttBroker {
     }
 }
 
+/// The broker process a fault agent signals (its `/proc/<pid>/comm`); a custom engine's is
+/// unknown, so it gets no agent (`validate` says so).
+pub fn broker_process(engine: MqttEngine) -> &'static str {
+    match engine {
+        MqttEngine::Mosquitto => "mosquitto",
+        MqttEngine::Rumqttd => "rumqttd",
+        MqttEngine::Custom => "",
+    }
+}
+
 pub fn validate(mqb: &MqttBroker) -> Vec<SpecViolation> {
     let spec = &mqb.spec;
     let mut v = Vec::new();
+    let agent = spec.fault_injection.as_ref().is_some_and(|f| f.enabled);
+    if agent && spec.engine == MqttEngine::Custom {
+        v.push(SpecViolation::invalid(
+            "spec.faultInjection.enabled",
+            "needs engine mosquitto or rumqttd (a custom engine's process is not known)",
+        ));
+    }
     if !(1..=5).contains(&spec.replicas) {
         v.push(SpecViolation::invalid(
             "spec.replicas",

@@ -154,6 +154,7 @@ pub fn build(
         termination_grace_period_seconds: Some(30),
         pod: merged(&operands.server_pods, &spec.pod),
         image_pull_policy: &operands.image_pull_policy,
+        fault_agent: None,
     });
     let deployment = Deployment {
         metadata: owner.child_meta(name),

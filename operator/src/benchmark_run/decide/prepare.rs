@@ -9,7 +9,7 @@ use crate::benchmark_run::observe::{BaselineSeen, Observed, TargetSeen};
 use crate::benchmark_run::target::Resolved;
 use crate::benchmark_run::target_lock::{target_use, RunOnTarget, TargetUse};
 use crate::benchmark_run::{endpoints, runner_access, target_auth, timing, variants};
-use msgbench_crds::benchmark_run::{BenchmarkRun, Phase, MAX_RUN_NAME};
+use msgbench_crds::benchmark_run::{BenchmarkRun, FaultAction, Phase, MAX_RUN_NAME};
 use msgbench_crds::names::name_violation;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -56,7 +56,7 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
     }
     let mut urls = BTreeMap::new();
     for t in &obs.targets {
-        match ready_url(t) {
+        match ready_url(t, crashes(br)) {
             Ok(url) => {
                 if let Some(v) = &t.variant {
                     urls.insert(v.clone(), url);
@@ -167,8 +167,16 @@ impl Problem {
     }
 }
 
+/// Some fault of the run is a `crash` (done by the target's fault agent).
+fn crashes(br: &BenchmarkRun) -> bool {
+    br.spec
+        .faults
+        .iter()
+        .any(|f| f.action == FaultAction::Crash)
+}
+
 /// The target's URL when it can take load, else what is missing (variant-prefixed).
-fn ready_url(t: &TargetSeen) -> Result<String, Problem> {
+fn ready_url(t: &TargetSeen, crashes: bool) -> Result<String, Problem> {
     let prefix = |why: &str| match &t.variant {
         Some(v) => format!("variant {v}: {why}"),
         None => why.to_string(),
@@ -179,6 +187,14 @@ fn ready_url(t: &TargetSeen) -> Result<String, Problem> {
     };
     if let Some(why) = &r.unfit {
         return Err(Problem::Unfit(prefix(why)));
+    }
+    if crashes && r.server_labels.is_some() && !r.fault_agent {
+        let why = format!(
+            "spec.faults: action crash needs the target's fault agent: set \
+             spec.faultInjection.enabled: true on {}",
+            r.display
+        );
+        return Err(Problem::Unfit(prefix(&why)));
     }
     if let Some(why) = &r.not_ready {
         return Err(Problem::Target("TargetNotReady", prefix(why)));

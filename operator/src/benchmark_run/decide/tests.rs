@@ -73,6 +73,7 @@ fn ready_target() -> TargetSeen {
             auth: None,
             tls_ca_secret: None,
             unfit: None,
+            fault_agent: false,
         }),
         unreachable: None,
     }
@@ -305,6 +306,43 @@ fn an_unfit_target_fails_the_run_at_once() {
         message(&d)
     );
     assert!(d.effects.is_empty(), "nothing is created");
+}
+
+/// A `crash` fault needs the target's fault agent: without it the run fails at once, naming
+/// the setting; with it the run goes on to start its runners.
+#[test]
+fn a_crash_without_the_targets_fault_agent_is_unfit() {
+    let br = run(
+        1,
+        "faults:\n  - {afterSeconds: 2, action: crash, pod: streamLeader}",
+    );
+    let mut t = ready_target();
+    if let Ok(r) = &mut t.resolved {
+        r.server_labels = Some(Default::default());
+    }
+    let mut obs = Observed::at(at(T0 + 1));
+    obs.faults_allowed = true;
+    obs.targets = vec![t.clone()];
+    let d = decide_at(&br, &status(Phase::Pending), &obs);
+    assert_eq!(verdict(&d), (Some(Phase::Failed), "TargetUnfit".into()));
+    assert!(
+        message(&d).contains("spec.faultInjection.enabled: true on JetStreamCluster/js3"),
+        "{}",
+        message(&d)
+    );
+    if let Ok(r) = &mut t.resolved {
+        r.fault_agent = true;
+    }
+    obs.targets = vec![t];
+    let d = decide_at(&br, &status(Phase::Pending), &obs);
+    assert_ne!(verdict(&d).1, "TargetUnfit");
+    assert!(
+        d.effects
+            .iter()
+            .any(|e| matches!(e, Effect::CreateRunners { .. })),
+        "{:?}",
+        d.effects
+    );
 }
 
 #[test]
