@@ -311,6 +311,11 @@ that namespace, and grant it to the same people. What bounds it:
   records every deletion in the run's status and as an Event. Admission refuses faults on an
   `endpoint` target. RBAC cannot narrow `delete` by label: whoever runs the operator grants it
   for every pod the operator can see.
+- **Fault agents.** A server with `spec.faultInjection.enabled` carries a fault agent that can
+  SIGKILL its server process (a `crash`). It needs no API access and no capability (it runs as
+  the server's user in the pod's shared process namespace), and it obeys only credentials the
+  operator signs for that server object's uid with its control key. Servers without it are
+  never touched by anything but pod deletion.
 ";
 
 #[cfg(test)]
