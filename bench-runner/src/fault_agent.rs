@@ -1,7 +1,9 @@
 //! The fault agent (`bench-runner fault-agent`): a container in a server pod that shares the
 //! pod's process namespace and, when the operator asks, sends the server process a signal. A
 //! `crash` is SIGKILL: no signal handler, no preStop hook, no lame duck mode; the kubelet then
-//! restarts the container in place. It runs as the server's user, so it needs no capability.
+//! restarts the container in place. A `pause` is SIGSTOP, and SIGCONT after its duration, sent
+//! by the agent itself whatever happens to the operator. It runs as the server's user, so it
+//! needs no capability.
 //!
 //! Only credentials the operator signed for this server object are obeyed
 //! (`runner_api::control_auth`); each fault is done at most once (idempotent by key) and never
@@ -12,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use runner_api::control_auth::ControlVerifier;
-use runner_api::fault_agent::{AgentAction, FaultReport, FaultRequest};
+use runner_api::fault_agent::{AgentAction, FaultReport, FaultRequest, MAX_PAUSE_MS};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -91,27 +93,51 @@ async fn fault(
         Ok(pid) => pid,
         Err(e) => return refuse(StatusCode::NOT_FOUND, e),
     };
-    let AgentAction::Crash = req.action;
-    if let Err(e) = send(pid, rustix::process::Signal::KILL) {
+    use rustix::process::Signal;
+    let (signal, name, pause_ms) = match req.action {
+        AgentAction::Crash => (Signal::KILL, "SIGKILL", None),
+        AgentAction::Pause => match req.pause_ms {
+            Some(ms @ 1..=MAX_PAUSE_MS) => (Signal::STOP, "SIGSTOP", Some(ms)),
+            _ => {
+                let why = format!("pause needs pauseMs between 1 and {MAX_PAUSE_MS}");
+                return refuse(StatusCode::UNPROCESSABLE_ENTITY, why);
+            }
+        },
+    };
+    if let Err(e) = send(pid, signal) {
         return refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
-            format!("SIGKILL to {} (pid {pid}): {e}", a.process),
+            format!("{name} to {} (pid {pid}): {e}", a.process),
         );
+    }
+    if let Some(ms) = pause_ms {
+        tokio::spawn(resume_after(pid, ms, a.process.clone()));
     }
     let report = FaultReport {
         key: req.key.clone(),
         action: req.action,
-        signal: "SIGKILL".into(),
+        signal: name.into(),
         process: a.process.clone(),
         pid,
         sent_unix_ms: now,
+        resume_unix_ms: pause_ms.map(|ms| now + ms),
     };
-    tracing::info!(key = %report.key, pid, process = %a.process, "SIGKILL sent");
+    tracing::info!(key = %report.key, pid, process = %a.process, signal = name, "signal sent");
     if done.len() >= REPORTS_KEPT {
         done.pop_first();
     }
     done.insert(req.key, report.clone());
     Json(report).into_response()
+}
+
+/// SIGCONT once the pause is over (the agent's own timer: a paused server is never left behind
+/// because the operator went away).
+async fn resume_after(pid: i32, ms: u64, process: String) {
+    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    match send(pid, rustix::process::Signal::CONT) {
+        Ok(()) => tracing::info!(pid, %process, "SIGCONT sent"),
+        Err(e) => tracing::error!(pid, %process, error = %e, "SIGCONT failed"),
+    }
 }
 
 fn send(pid: i32, signal: rustix::process::Signal) -> Result<(), String> {

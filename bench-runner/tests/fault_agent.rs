@@ -21,13 +21,29 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
-/// `sleep` under a name of its own (the process name is the file name), running.
+/// `sleep` under a name of its own (the process name is the file name), running. The caller
+/// waits on it (every test kills or reaps its victims).
+#[allow(clippy::zombie_processes)]
 fn victim(dir: &Path, name: &str) -> Child {
     let bin = dir.join(name);
     if !bin.exists() {
         std::fs::copy("/bin/sleep", &bin).expect("copy /bin/sleep");
     }
-    Command::new(&bin).arg("60").spawn().expect("spawn")
+    let child = Command::new(&bin).arg("60").spawn().expect("spawn");
+    // The kernel names it at exec: wait for that (bounded), so the agent is asked only then.
+    let comm = format!("/proc/{}/comm", child.id());
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let now = std::fs::read_to_string(&comm).unwrap_or_default();
+        if now.trim_end() == name {
+            return child;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{comm}: {now:?}, not {name}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 fn request(key: &str, not_after: u64) -> String {
@@ -35,8 +51,51 @@ fn request(key: &str, not_after: u64) -> String {
         key: key.into(),
         action: AgentAction::Crash,
         not_after_unix_ms: not_after,
+        pause_ms: None,
     })
     .unwrap()
+}
+
+/// The state letter of `pid` in /proc/<pid>/stat (R, S, T for stopped, ...).
+fn state(pid: u32) -> char {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = stat.rsplit_once(") ").unwrap().1;
+    after.chars().next().unwrap()
+}
+
+/// A pause stops the process (state T) and the agent itself resumes it after the duration.
+#[tokio::test]
+async fn a_pause_stops_the_process_and_the_agent_resumes_it_on_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("mbpause{}", std::process::id() % 100_000);
+    let mut child = victim(dir.path(), &name);
+    let addr = serve(FaultAgent::new(&name, Path::new("/proc"), None)).await;
+    let body = serde_json::to_string(&FaultRequest {
+        key: "run/0/1".into(),
+        action: AgentAction::Pause,
+        not_after_unix_ms: now_ms() + 10_000,
+        pause_ms: Some(800),
+    })
+    .unwrap();
+    let (code, answer) = http(addr, "POST", "/faults", &body).await;
+    assert_eq!(code, 200, "{answer}");
+    let r: FaultReport = serde_json::from_str(&answer).unwrap();
+    assert_eq!(r.signal, "SIGSTOP");
+    assert_eq!(r.resume_unix_ms, Some(r.sent_unix_ms + 800));
+    assert_eq!(state(child.id()), 'T', "stopped");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while state(child.id()) == 'T' {
+        assert!(std::time::Instant::now() < deadline, "never resumed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(now_ms() >= r.sent_unix_ms + 800, "resumed early");
+    // A pause without its length is refused.
+    let bad = body
+        .replace("\"pauseMs\":800", "\"pauseMs\":0")
+        .replace("run/0/1", "run/0/2");
+    assert_eq!(http(addr, "POST", "/faults", &bad).await.0, 422);
+    child.kill().unwrap();
+    child.wait().unwrap();
 }
 
 async fn serve(agent: std::sync::Arc<FaultAgent>) -> std::net::SocketAddr {

@@ -20,6 +20,8 @@ pub const MAX_FAULT_RECORDS: i64 = 60;
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = kube::core::Rule::new("self.pod != 'ordinal' || has(self.ordinal)").message("faults[].ordinal: required when pod is ordinal").field_path(".ordinal"))]
 #[x_kube(validation = kube::core::Rule::new("self.pod == 'ordinal' || !has(self.ordinal)").message("faults[].ordinal: only with pod: ordinal").field_path(".ordinal"))]
+#[x_kube(validation = kube::core::Rule::new("self.action != 'pause' || has(self.durationSeconds)").message("faults[].durationSeconds: required with action pause").field_path(".durationSeconds"))]
+#[x_kube(validation = kube::core::Rule::new("self.action == 'pause' || !has(self.durationSeconds)").message("faults[].durationSeconds: only with action pause").field_path(".durationSeconds"))]
 pub struct Fault {
     /// Seconds into the measured phase (after any warm-up) at which the fault is injected.
     #[schemars(range(min = 1, max = 86400))]
@@ -38,6 +40,10 @@ pub struct Fault {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 2147483647))]
     pub seed: Option<i64>,
+    /// With `action: pause`: how long the server process stays stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 300))]
+    pub duration_seconds: Option<i32>,
 }
 
 /// What a fault does to a server pod.
@@ -55,6 +61,10 @@ pub enum FaultAction {
     /// SIGTERM, no shutdown. The container restarts in place (same pod, same volumes). Needs
     /// `spec.faultInjection.enabled` on the target.
     Crash,
+    /// SIGSTOP to the server process for `durationSeconds`, then SIGCONT, both sent by the
+    /// pod's fault agent: a process that stops answering but keeps its state and connections
+    /// (a long GC pause, a stalled VM). Needs `spec.faultInjection.enabled` on the target.
+    Pause,
 }
 
 /// The fault agent of a server kind: a small container in each server pod, sharing its process
@@ -80,6 +90,16 @@ pub struct FaultSignal {
     pub pid: i32,
     /// When the agent sent it.
     pub sent_time: Time,
+    /// With `pause`: when the agent sends SIGCONT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_time: Option<Time>,
+}
+
+impl FaultAction {
+    /// Carried out by the target pod's fault agent (needs `spec.faultInjection.enabled`).
+    pub fn needs_agent(self) -> bool {
+        matches!(self, FaultAction::Crash | FaultAction::Pause)
+    }
 }
 
 /// How the pod is chosen, at the moment the fault is due.

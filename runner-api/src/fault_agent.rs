@@ -18,6 +18,8 @@ pub const CONTAINER: &str = "fault-agent";
 pub enum AgentAction {
     /// SIGKILL: no handler runs, no shutdown.
     Crash,
+    /// SIGSTOP, then SIGCONT after `pauseMs`.
+    Pause,
 }
 
 /// `POST /faults`. Idempotent by `key`: a request repeated after an unanswered one gets the
@@ -31,6 +33,9 @@ pub struct FaultRequest {
     /// Past this time (the agent's clock) a fault not yet done is refused: a late fault measures
     /// something else.
     pub not_after_unix_ms: u64,
+    /// With `pause`: how long the process stays stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_ms: Option<u64>,
 }
 
 /// What the agent did.
@@ -46,4 +51,10 @@ pub struct FaultReport {
     pub pid: i32,
     /// When the signal was sent.
     pub sent_unix_ms: u64,
+    /// With `pause`: when SIGCONT is sent (the agent sends it even if nobody asks again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_unix_ms: Option<u64>,
 }
+
+/// Longest pause the agent accepts (the CRD's bound on `durationSeconds`).
+pub const MAX_PAUSE_MS: u64 = 300_000;

@@ -103,12 +103,15 @@ async fn inject_fault(
             }
         }
     };
-    if d.status.faults[i].action == Some(FaultAction::Crash) {
+    if d.status.faults[i]
+        .action
+        .is_some_and(FaultAction::needs_agent)
+    {
         let rec = d.status.faults[i].clone();
         let answer = super::fault_crash::ask(ctx, br, &id.namespace, &rec, &inj).await;
         let rec = &mut d.status.faults[i];
         match answer {
-            AgentAnswer::Done(r) => faults::mark_crashed(br, rec, &inj, &r),
+            AgentAnswer::Done(r) => faults::mark_signalled(br, rec, &inj, &r),
             AgentAnswer::Refused(e) => {
                 rec.message = Some(format!("not done: {e}"));
                 rec.injecting = None;

@@ -1,5 +1,5 @@
-//! A `crash` carried out by the target pod's fault agent: the operator asks it (with a
-//! credential signed for the server object) to SIGKILL the server process, and records what the
+//! A `crash` or `pause` carried out by the target pod's fault agent: the operator asks it (with
+//! a credential signed for the server object) to signal the server process, and records what the
 //! agent reports having done. The same question on a later pass (same key) gets the same report
 //! and never a second signal, so a lost answer is settled by asking again.
 use super::faults;
@@ -7,7 +7,7 @@ use crate::context::Context;
 use crate::pod_http::{self, Options};
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, ResourceExt};
-use msgbench_crds::benchmark_run::{BenchmarkRun, FaultInjection, FaultRecord};
+use msgbench_crds::benchmark_run::{BenchmarkRun, FaultAction, FaultInjection, FaultRecord};
 use runner_api::fault_agent::{AgentAction, FaultReport, FaultRequest, FAULT_AGENT_PORT};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -29,10 +29,8 @@ pub async fn ask(
     rec: &FaultRecord,
     inj: &FaultInjection,
 ) -> AgentAnswer {
-    let pod = match Api::<Pod>::namespaced(ctx.client.clone(), ns)
-        .get_opt(&inj.pod)
-        .await
-    {
+    let pods = Api::<Pod>::namespaced(ctx.client.clone(), ns);
+    let pod = match super::fault_inject::pod_named(&pods, &inj.pod).await {
         Ok(Some(p)) => p,
         Ok(None) => return AgentAnswer::Refused(format!("pod {} is gone", inj.pod)),
         Err(e) => return AgentAnswer::Unknown(format!("reading pod {}: {e}", inj.pod)),
@@ -53,10 +51,19 @@ pub async fn ask(
         Ok(uid) => uid,
         Err(e) => return AgentAnswer::Unknown(e),
     };
+    let fault = br.spec.faults.get(rec.fault as usize);
+    let (action, pause_ms) = match rec.action {
+        Some(FaultAction::Pause) => {
+            let secs = fault.and_then(|f| f.duration_seconds).unwrap_or(0).max(0);
+            (AgentAction::Pause, Some(secs as u64 * 1000))
+        }
+        _ => (AgentAction::Crash, None),
+    };
     let body = FaultRequest {
         key: faults::agent_key(&br.uid().unwrap_or_default(), rec),
-        action: AgentAction::Crash,
+        action,
         not_after_unix_ms: faults::not_after_ms(rec),
+        pause_ms,
     };
     let credential = ctx.runner_credential(&scope);
     let opts = Options::new(Duration::from_secs(3), 64 << 10).bearer(&credential);

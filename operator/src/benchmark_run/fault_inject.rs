@@ -101,7 +101,7 @@ pub async fn delete(
 }
 
 /// The pods that recorded injections name and that have no outcome yet, as they are now; for a
-/// `crash`, the fault agent is asked again (the same key: it reports, never signals twice).
+/// `crash` or `pause`, the fault agent is asked again (the same key: it reports, never signals twice).
 pub async fn injected_pods(
     ctx: &Context,
     br: &BenchmarkRun,
@@ -114,9 +114,9 @@ pub async fn injected_pods(
         let Some(inj) = faults::unsettled_injection(rec) else {
             continue;
         };
-        let pod = api.get_opt(&inj.pod).await?;
-        let crashed = match rec.action {
-            Some(FaultAction::Crash) => {
+        let pod = pod_named(&api, &inj.pod).await?;
+        let signalled = match rec.action {
+            Some(a) if a.needs_agent() => {
                 match super::fault_crash::ask(ctx, br, ns, rec, inj).await {
                     super::fault_crash::AgentAnswer::Done(r) => Some(r),
                     _ => None,
@@ -128,10 +128,16 @@ pub async fn injected_pods(
             pod: inj.pod.clone(),
             uid: pod.as_ref().and_then(|p| p.uid()),
             deleting: pod.is_some_and(|p| p.metadata.deletion_timestamp.is_some()),
-            crashed,
+            signalled,
         });
     }
     Ok(out)
+}
+
+/// The pod called `name`, if any, by a list (the operator may list pods, never `get` one).
+pub(super) async fn pod_named(api: &Api<Pod>, name: &str) -> kube::Result<Option<Pod>> {
+    let lp = ListParams::default().fields(&format!("metadata.name={name}"));
+    Ok(api.list(&lp).await?.items.into_iter().next())
 }
 
 /// Uids of what directly controls the server's pods: its StatefulSets, and the ReplicaSets of

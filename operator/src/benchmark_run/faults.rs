@@ -116,8 +116,8 @@ pub struct FaultPodSeen {
     pub uid: Option<String>,
     /// It has a deletion timestamp (a graceful delete in progress).
     pub deleting: bool,
-    /// A `crash`: the fault agent's report of the signal, when it sent one.
-    pub crashed: Option<FaultReport>,
+    /// A `crash` or `pause`: the fault agent's report of the signal, when it sent one.
+    pub signalled: Option<FaultReport>,
 }
 
 /// The injection of a record whose outcome is not recorded yet.
@@ -129,23 +129,31 @@ pub fn verb(a: Option<FaultAction>) -> &'static str {
     match a {
         Some(FaultAction::Kill) => "killed (grace 0)",
         Some(FaultAction::Crash) => "crashed (SIGKILL)",
+        Some(FaultAction::Pause) => "paused (SIGSTOP)",
         _ => "deleted",
     }
 }
 
-/// Records a `crash` as the fault agent reports it: when it sent which signal to which process.
-pub fn mark_crashed(
+fn time_ms(ms: u64) -> Time {
+    Time(k8s_openapi::jiff::Timestamp::from_millisecond(ms as i64).unwrap_or_default())
+}
+
+/// Records a fault the agent carried out (`crash`, `pause`) as it reports it: when it sent which
+/// signal to which process, and for a pause when it resumes it.
+pub fn mark_signalled(
     br: &BenchmarkRun,
     rec: &mut FaultRecord,
     inj: &FaultInjection,
     r: &FaultReport,
 ) {
-    let at = Time(
-        k8s_openapi::jiff::Timestamp::from_millisecond(r.sent_unix_ms as i64).unwrap_or_default(),
-    );
+    let at = time_ms(r.sent_unix_ms);
     mark_executed(br, rec, inj, &at);
+    let until = r.resume_unix_ms.map_or(String::new(), |ms| {
+        let secs = ms.saturating_sub(r.sent_unix_ms) as f64 / 1000.0;
+        format!(" for {secs:.1} s")
+    });
     rec.message = Some(format!(
-        "{} to {} (pid {}) in pod {} ({})",
+        "{} to {} (pid {}){until} in pod {} ({})",
         r.signal, r.process, r.pid, inj.pod, inj.how
     ));
     rec.signal = Some(FaultSignal {
@@ -153,6 +161,7 @@ pub fn mark_crashed(
         process: r.process.clone(),
         pid: r.pid,
         sent_time: at,
+        resume_time: r.resume_unix_ms.map(time_ms),
     });
 }
 
@@ -200,13 +209,13 @@ pub fn settle_injections(
         let Some(pod) = seen.iter().find(|p| p.pod == inj.pod) else {
             continue; // not looked at this pass
         };
-        let crash = rec.action == Some(FaultAction::Crash);
-        if let Some(report) = pod.crashed.as_ref().filter(|_| crash) {
-            mark_crashed(br, rec, &inj, report);
+        let by_agent = rec.action.is_some_and(FaultAction::needs_agent);
+        if let Some(report) = pod.signalled.as_ref().filter(|_| by_agent) {
+            mark_signalled(br, rec, &inj, report);
             continue;
         }
-        // A crash leaves the pod as it is: only the agent's report says it happened.
-        if !crash && (pod.uid.as_deref() != Some(inj.pod_uid.as_str()) || pod.deleting) {
+        // A crash or pause leaves the pod as it is: only the agent's report says it happened.
+        if !by_agent && (pod.uid.as_deref() != Some(inj.pod_uid.as_str()) || pod.deleting) {
             mark_executed(br, rec, &inj, &inj.started_time);
             continue;
         }

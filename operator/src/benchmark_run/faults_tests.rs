@@ -236,7 +236,7 @@ fn seen(uid: Option<&str>, deleting: bool) -> FaultPodSeen {
         pod: "demo-0".into(),
         uid: uid.map(Into::into),
         deleting,
-        crashed: None,
+        signalled: None,
     }
 }
 
@@ -260,6 +260,7 @@ fn a_crash_counts_only_by_the_agents_report() {
         process: "nats-server".into(),
         pid: 7,
         sent_unix_ms: 10_080,
+        resume_unix_ms: None,
     };
     let at = time_at(10_500).unwrap();
     let mut recs = vec![crash()];
@@ -267,7 +268,7 @@ fn a_crash_counts_only_by_the_agents_report() {
     settle_injections(&br, &mut recs, std::slice::from_ref(&replaced), &at);
     assert_eq!(recs[0], crash(), "a replaced pod is no crash");
     let reported = FaultPodSeen {
-        crashed: Some(report),
+        signalled: Some(report),
         ..seen(Some("u0"), false)
     };
     settle_injections(&br, &mut recs, std::slice::from_ref(&reported), &at);

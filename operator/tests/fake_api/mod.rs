@@ -3,6 +3,8 @@
 // Each test binary uses a part of it.
 #![allow(dead_code)]
 
+mod rbac;
+
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -69,6 +71,9 @@ impl FakeApi {
             .await
             .map(|b| b.to_bytes())
             .unwrap_or_default();
+        if let Err(why) = rbac::granted(&method, &path, &query) {
+            return forbidden(&why);
+        }
         let mut st = self.0.lock().unwrap();
         match method.as_str() {
             "GET" => {
@@ -79,11 +84,13 @@ impl FakeApi {
                 // A collection: objects directly below the path.
                 let prefix = format!("{path}/");
                 let selector = label_selector(&query);
+                let name = named(&query);
                 let items: Vec<Value> = st
                     .objects
                     .iter()
                     .filter(|(p, _)| p.starts_with(&prefix) && !p[prefix.len()..].contains('/'))
                     .filter(|(_, o)| matches(&selector, &o["metadata"]["labels"]))
+                    .filter(|(_, o)| name.as_ref().is_none_or(|n| o["metadata"]["name"] == *n))
                     .map(|(_, o)| o.clone())
                     .collect();
                 if items.is_empty() && !is_collection(&path) {
@@ -164,6 +171,17 @@ fn is_collection(path: &str) -> bool {
     after.len() % 2 == 1
 }
 
+/// `fieldSelector=metadata.name=<name>`, the one field selector the operator uses.
+fn named(query: &str) -> Option<String> {
+    query
+        .split('&')
+        .filter_map(|kv| kv.strip_prefix("fieldSelector="))
+        .find_map(|s| {
+            let s = s.replace("%3D", "=").replace("%2E", ".");
+            s.strip_prefix("metadata.name=").map(str::to_string)
+        })
+}
+
 fn label_selector(query: &str) -> Vec<(String, String)> {
     query
         .split('&')
@@ -195,6 +213,14 @@ fn respond(code: StatusCode, v: Value) -> Response<Full<Bytes>> {
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(serde_json::to_vec(&v).unwrap())))
         .unwrap()
+}
+
+fn forbidden(why: &str) -> Response<Full<Bytes>> {
+    respond(
+        StatusCode::FORBIDDEN,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": why, "reason": "Forbidden", "code": 403}),
+    )
 }
 
 fn not_found(path: &str) -> Response<Full<Bytes>> {

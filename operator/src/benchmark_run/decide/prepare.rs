@@ -9,7 +9,7 @@ use crate::benchmark_run::observe::{BaselineSeen, Observed, TargetSeen};
 use crate::benchmark_run::target::Resolved;
 use crate::benchmark_run::target_lock::{target_use, RunOnTarget, TargetUse};
 use crate::benchmark_run::{endpoints, runner_access, target_auth, timing, variants};
-use msgbench_crds::benchmark_run::{BenchmarkRun, FaultAction, Phase, MAX_RUN_NAME};
+use msgbench_crds::benchmark_run::{BenchmarkRun, Phase, MAX_RUN_NAME};
 use msgbench_crds::names::name_violation;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -167,12 +167,9 @@ impl Problem {
     }
 }
 
-/// Some fault of the run is a `crash` (done by the target's fault agent).
+/// Some fault of the run is done by the target's fault agent (`crash`, `pause`).
 fn crashes(br: &BenchmarkRun) -> bool {
-    br.spec
-        .faults
-        .iter()
-        .any(|f| f.action == FaultAction::Crash)
+    br.spec.faults.iter().any(|f| f.action.needs_agent())
 }
 
 /// The target's URL when it can take load, else what is missing (variant-prefixed).
@@ -190,7 +187,7 @@ fn ready_url(t: &TargetSeen, crashes: bool) -> Result<String, Problem> {
     }
     if crashes && r.server_labels.is_some() && !r.fault_agent {
         let why = format!(
-            "spec.faults: action crash needs the target's fault agent: set \
+            "spec.faults: actions crash and pause need the target's fault agent: set \
              spec.faultInjection.enabled: true on {}",
             r.display
         );
