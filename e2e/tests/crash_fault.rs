@@ -8,6 +8,10 @@
 //! - publishing stalled for at least a Raft election (nats-server's election timeout is 4 to 9
 //!   s after the last heartbeat; a graceful hand-over stalls for some 40 ms), and no
 //!   acknowledged message was lost (R3).
+//!
+//! Later in the same run the new leader is paused (SIGSTOP for 6 s, then SIGCONT from the agent
+//! itself): the record says so, the paused server comes back by itself (never restarted), the
+//! leadership moves off it, and still nothing acknowledged is lost.
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, LogParams};
@@ -38,6 +42,7 @@ spec:
   settleSeconds: 2
   faults:
     - {afterSeconds: 6, action: crash, pod: streamLeader}
+    - {afterSeconds: 14, action: pause, pod: streamLeader, durationSeconds: 6}
 "#;
 
 /// What a graceful stop prints, and a crash never does.
@@ -144,6 +149,8 @@ async fn body(ctx: TestContext) -> Result<()> {
         "the leader never moved off {pod}: {leaders:?}"
     );
 
+    check_pause(&ctx, &br, &leaders).await?;
+
     // A real election's stall, and nothing acknowledged lost.
     let effect = &f["effect"];
     let stall = effect["trialPublishStallMs"].as_f64().context("stall")?;
@@ -155,6 +162,42 @@ async fn body(ctx: TestContext) -> Result<()> {
         s(&br, "/status/result/lostAcked").as_u64() == Some(0),
         "lostAcked {}",
         s(&br, "/status/result/lostAcked")
+    );
+    Ok(())
+}
+
+/// The pause: SIGSTOP to the leader of the moment, resumed by the agent 6 s later, the server
+/// never restarted for it, and the leadership moved off it.
+async fn check_pause(
+    ctx: &TestContext,
+    br: &kube::api::DynamicObject,
+    leaders: &[String],
+) -> Result<()> {
+    let f = s(br, "/status/faults/1");
+    let pod = f["pod"].as_str().context("pause record names no pod")?;
+    ensure!(f["signal"]["signal"] == "SIGSTOP", "pause record: {f}");
+    let time = |k: &str| {
+        f["signal"][k]
+            .as_str()
+            .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+    };
+    let (sent, resume) = (time("sentTime"), time("resumeTime"));
+    let paused = resume.zip(sent).map(|(r, s)| (r - s).get_seconds());
+    ensure!(paused == Some(6), "paused for {paused:?} s: {f}");
+    let at = leaders.iter().position(|l| l == pod);
+    ensure!(
+        at.is_some_and(|i| leaders[i + 1..].iter().any(|l| l != pod)),
+        "leadership never moved off the paused {pod}: {leaders:?}"
+    );
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.ns);
+    let restarts = (pods.get(pod).await?.status)
+        .and_then(|s| s.container_statuses)
+        .and_then(|cs| cs.into_iter().find(|c| c.name == "nats"))
+        .map(|c| c.restart_count);
+    let crashed = s(br, "/status/faults/0/pod") == pod;
+    ensure!(
+        restarts == Some(i32::from(crashed)),
+        "the paused {pod} restarted {restarts:?} times (crashed before: {crashed})"
     );
     Ok(())
 }
