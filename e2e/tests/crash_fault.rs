@@ -154,6 +154,11 @@ async fn body(ctx: TestContext) -> Result<()> {
     // A real election's stall, and nothing acknowledged lost.
     let effect = &f["effect"];
     let stall = effect["trialPublishStallMs"].as_f64().context("stall")?;
+    eprintln!(
+        "crash of {pod}: publish stall {stall} ms, leaders {leaders:?}, lostAcked {}, pause: {}",
+        s(&br, "/status/result/lostAcked"),
+        s(&br, "/status/faults/1/message")
+    );
     ensure!(
         stall >= ELECTION_STALL_MS,
         "publish stall {stall} ms, shorter than a leader election: {effect}"
