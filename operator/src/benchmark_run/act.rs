@@ -2,7 +2,7 @@
 //! results, suspend or delete children), then the one status write and its events.
 use super::build::{self, RunIdentity};
 use super::decide::{self, Decision, Effect};
-use super::fault_crash::AgentAnswer;
+use super::fault_by_agent::AgentAnswer;
 use super::fault_inject::Deletion;
 use super::observe::Observed;
 use super::{faults, runner_access, runner_http};
@@ -108,7 +108,7 @@ async fn inject_fault(
         .is_some_and(FaultAction::needs_agent)
     {
         let rec = d.status.faults[i].clone();
-        let answer = super::fault_crash::ask(ctx, br, &id.namespace, &rec, &inj).await;
+        let answer = super::fault_by_agent::ask(ctx, br, &id.namespace, &rec, &inj).await;
         let rec = &mut d.status.faults[i];
         match answer {
             AgentAnswer::Done(r) => faults::mark_signalled(br, rec, &inj, &r),

@@ -117,8 +117,8 @@ pub async fn injected_pods(
         let pod = pod_named(&api, &inj.pod).await?;
         let signalled = match rec.action {
             Some(a) if a.needs_agent() => {
-                match super::fault_crash::ask(ctx, br, ns, rec, inj).await {
-                    super::fault_crash::AgentAnswer::Done(r) => Some(r),
+                match super::fault_by_agent::ask(ctx, br, ns, rec, inj).await {
+                    super::fault_by_agent::AgentAnswer::Done(r) => Some(r),
                     _ => None,
                 }
             }

@@ -9,7 +9,7 @@ pub mod conditions;
 pub mod controller;
 pub mod decide;
 pub mod endpoints;
-pub mod fault_crash;
+pub mod fault_by_agent;
 pub mod fault_effect;
 pub mod fault_inject;
 pub mod faults;
