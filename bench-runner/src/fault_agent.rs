@@ -3,18 +3,23 @@
 //! `crash` is SIGKILL: no signal handler, no preStop hook, no lame duck mode; the kubelet then
 //! restarts the container in place. A `pause` is SIGSTOP, and SIGCONT after its duration, sent
 //! by the agent itself whatever happens to the operator. It runs as the server's user, so it
-//! needs no capability.
+//! needs no capability. With network faults enabled it also runs `partition`s (`fault_net`):
+//! then it runs as uid 0 with NET_ADMIN and KILL only.
 //!
 //! Only credentials the operator signed for this server object are obeyed
 //! (`runner_api::control_auth`); each fault is done at most once (idempotent by key) and never
 //! after the time the operator gives.
+use crate::fault_net::{self, Nft};
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use runner_api::control_auth::ControlVerifier;
-use runner_api::fault_agent::{AgentAction, FaultReport, FaultRequest, MAX_PAUSE_MS};
+use runner_api::fault_agent::{
+    AgentAction, FaultReport, FaultRequest, PartitionFrom, RulesApplied, SignalSent,
+    MAX_DURATION_MS,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -27,18 +32,63 @@ pub struct FaultAgent {
     process: String,
     proc_root: PathBuf,
     auth: Option<ControlVerifier>,
-    done: Mutex<BTreeMap<String, FaultReport>>,
+    net: Option<NetFaults>,
+    /// An async lock: held across the whole request (a partition awaits `nft`).
+    done: tokio::sync::Mutex<BTreeMap<String, FaultReport>>,
+    /// Until when a partition is in place (one at a time: a second would be healed by the
+    /// first one's timer).
+    partitioned_until: Mutex<Option<u64>>,
+}
+
+/// What a `partition` needs: `nft`, and the server's ports.
+#[derive(Clone, Debug)]
+pub struct NetFaults {
+    pub nft: Nft,
+    /// The ports the server's peers connect to and from (JetStream: the route port).
+    pub peer_ports: Vec<u16>,
+    /// The ports clients connect to.
+    pub client_ports: Vec<u16>,
+}
+
+impl NetFaults {
+    fn ports(&self, from: PartitionFrom) -> Vec<u16> {
+        match from {
+            PartitionFrom::Peers => self.peer_ports.clone(),
+            PartitionFrom::Clients => self.client_ports.clone(),
+            PartitionFrom::Both => [&self.peer_ports[..], &self.client_ports[..]].concat(),
+        }
+    }
 }
 
 impl FaultAgent {
-    /// `auth: None` (tests only) obeys anyone.
-    pub fn new(process: &str, proc_root: &Path, auth: Option<ControlVerifier>) -> Arc<Self> {
+    /// `auth: None` (tests only) obeys anyone. `net: None`: partitions are refused.
+    pub fn new(
+        process: &str,
+        proc_root: &Path,
+        auth: Option<ControlVerifier>,
+        net: Option<NetFaults>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             process: process.chars().take(15).collect(),
             proc_root: proc_root.into(),
             auth,
-            done: Mutex::default(),
+            net,
+            done: tokio::sync::Mutex::default(),
+            partitioned_until: Mutex::default(),
         })
+    }
+
+    /// Heals a partition a previous agent left behind (it was restarted mid-partition, so its
+    /// timer is gone): a partition never outlives its agent by more than a restart.
+    pub async fn heal_leftover(&self) -> Result<(), String> {
+        let Some(net) = &self.net else { return Ok(()) };
+        if net.nft.remove().await? {
+            tracing::warn!(
+                table = fault_net::TABLE,
+                "removed a partition left by an earlier agent"
+            );
+        }
+        Ok(())
     }
 }
 
@@ -65,19 +115,13 @@ async fn fault(
     headers: HeaderMap,
     Json(req): Json<FaultRequest>,
 ) -> Response {
-    if let Some(auth) = &a.auth {
-        let presented = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        match presented.map(|p| auth.check(p, unix_ms() / 1000)) {
-            Some(Ok(())) => {}
-            Some(Err(e)) => return refuse(StatusCode::FORBIDDEN, e.to_string()),
-            None => return refuse(StatusCode::UNAUTHORIZED, "no credential".into()),
-        }
+    let refused =
+        (a.auth.as_ref()).and_then(|v| crate::control_check::refusal(v, &headers, "this server"));
+    if let Some(r) = refused {
+        return r;
     }
     // Held across the check and the signal: a repeated request waits and gets this report.
-    let mut done = a.done.lock().unwrap_or_else(|p| p.into_inner());
+    let mut done = a.done.lock().await;
     if let Some(r) = done.get(&req.key) {
         return Json(r.clone()).into_response();
     }
@@ -89,45 +133,146 @@ async fn fault(
             format!("not done: {late} ms past its last moment"),
         );
     }
-    let pid = match find_process(&a.proc_root, &a.process) {
-        Ok(pid) => pid,
-        Err(e) => return refuse(StatusCode::NOT_FOUND, e),
+    let outcome = match req.action {
+        AgentAction::Partition => partition(&a, &req, now).await,
+        AgentAction::Crash | AgentAction::Pause => signal(&a, &req, now),
     };
-    use rustix::process::Signal;
-    let (signal, name, pause_ms) = match req.action {
-        AgentAction::Crash => (Signal::KILL, "SIGKILL", None),
-        AgentAction::Pause => match req.pause_ms {
-            Some(ms @ 1..=MAX_PAUSE_MS) => (Signal::STOP, "SIGSTOP", Some(ms)),
-            _ => {
-                let why = format!("pause needs pauseMs between 1 and {MAX_PAUSE_MS}");
-                return refuse(StatusCode::UNPROCESSABLE_ENTITY, why);
-            }
-        },
+    let report = match outcome {
+        Ok(r) => r,
+        Err((code, why)) => return refuse(code, why),
     };
-    if let Err(e) = send(pid, signal) {
-        return refuse(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("{name} to {} (pid {pid}): {e}", a.process),
-        );
-    }
-    if let Some(ms) = pause_ms {
-        tokio::spawn(resume_after(pid, ms, a.process.clone()));
-    }
-    let report = FaultReport {
-        key: req.key.clone(),
-        action: req.action,
-        signal: name.into(),
-        process: a.process.clone(),
-        pid,
-        sent_unix_ms: now,
-        resume_unix_ms: pause_ms.map(|ms| now + ms),
-    };
-    tracing::info!(key = %report.key, pid, process = %a.process, signal = name, "signal sent");
     if done.len() >= REPORTS_KEPT {
         done.pop_first();
     }
     done.insert(req.key, report.clone());
     Json(report).into_response()
+}
+
+type Refusal = (StatusCode, String);
+
+fn duration(req: &FaultRequest) -> Result<u64, Refusal> {
+    match req.duration_ms {
+        Some(ms @ 1..=MAX_DURATION_MS) => Ok(ms),
+        _ => Err((
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!(
+                "{:?} needs durationMs between 1 and {MAX_DURATION_MS}",
+                req.action
+            ),
+        )),
+    }
+}
+
+/// `crash` (SIGKILL) or `pause` (SIGSTOP now, SIGCONT on the agent's own timer).
+fn signal(a: &FaultAgent, req: &FaultRequest, now: u64) -> Result<FaultReport, Refusal> {
+    use rustix::process::Signal;
+    let pause_ms = match req.action {
+        AgentAction::Pause => Some(duration(req)?),
+        _ => None,
+    };
+    let pid = find_process(&a.proc_root, &a.process).map_err(|e| (StatusCode::NOT_FOUND, e))?;
+    let (sig, name) = match pause_ms {
+        Some(_) => (Signal::STOP, "SIGSTOP"),
+        None => (Signal::KILL, "SIGKILL"),
+    };
+    send(pid, sig).map_err(|e| {
+        let why = format!("{name} to {} (pid {pid}): {e}", a.process);
+        (StatusCode::INTERNAL_SERVER_ERROR, why)
+    })?;
+    if let Some(ms) = pause_ms {
+        tokio::spawn(resume_after(pid, ms, a.process.clone()));
+    }
+    tracing::info!(key = %req.key, pid, process = %a.process, signal = name, "signal sent");
+    Ok(FaultReport {
+        key: req.key.clone(),
+        action: req.action,
+        signal: Some(SignalSent {
+            signal: name.into(),
+            process: a.process.clone(),
+            pid,
+        }),
+        partition: None,
+        at_unix_ms: now,
+        until_unix_ms: pause_ms.map(|ms| now + ms),
+    })
+}
+
+/// `partition`: the rules in place now, removed on the agent's own timer.
+async fn partition(
+    a: &Arc<FaultAgent>,
+    req: &FaultRequest,
+    now: u64,
+) -> Result<FaultReport, Refusal> {
+    let ms = duration(req)?;
+    let Some(net) = &a.net else {
+        let why = "this agent does not cut the network (spec.faultInjection.network is off)";
+        return Err((StatusCode::UNPROCESSABLE_ENTITY, why.into()));
+    };
+    let from = req.partition_from.unwrap_or_default();
+    let ports = net.ports(from);
+    if ports.is_empty() {
+        let which = match from {
+            PartitionFrom::Peers => "peer",
+            PartitionFrom::Clients => "client",
+            PartitionFrom::Both => "peer or client",
+        };
+        let why = format!("the server has no {which} ports to cut");
+        return Err((StatusCode::UNPROCESSABLE_ENTITY, why));
+    }
+    {
+        let until = a
+            .partitioned_until
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = until.filter(|&t| t > now) {
+            let why = format!("a partition is in place until {t} (unix ms)");
+            return Err((StatusCode::CONFLICT, why));
+        }
+    }
+    let rules = fault_net::ruleset(&ports);
+    net.nft
+        .apply(&rules)
+        .await
+        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e))?;
+    let at = unix_ms();
+    *a.partitioned_until
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = Some(at + ms);
+    tokio::spawn(heal_after(a.clone(), ms));
+    tracing::info!(key = %req.key, ?ports, ms, "partition in place");
+    Ok(FaultReport {
+        key: req.key.clone(),
+        action: req.action,
+        signal: None,
+        partition: Some(RulesApplied { ports, rules }),
+        at_unix_ms: at,
+        until_unix_ms: Some(at + ms),
+    })
+}
+
+/// Removes the partition once it is over (retried: a partition is never left behind).
+async fn heal_after(a: Arc<FaultAgent>, ms: u64) {
+    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    let Some(net) = &a.net else { return };
+    for attempt in 1.. {
+        match net.nft.remove().await {
+            Ok(_) => {
+                tracing::info!(table = fault_net::TABLE, "partition healed");
+                break;
+            }
+            Err(e) if attempt < 10 => {
+                tracing::error!(error = %e, attempt, "healing the partition failed; retrying");
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "healing the partition failed; giving up");
+                break;
+            }
+        }
+    }
+    *a.partitioned_until
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = None;
 }
 
 /// SIGCONT once the pause is over (the agent's own timer: a paused server is never left behind
@@ -176,7 +321,8 @@ pub fn find_process(proc_root: &Path, name: &str) -> Result<i32, String> {
 /// Serves the agent on `listen` until the process ends.
 pub async fn serve(listen: std::net::SocketAddr, agent: Arc<FaultAgent>) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen).await?;
-    tracing::info!(addr = %listener.local_addr()?, process = %agent.process, auth = agent.auth.is_some(), "fault agent listening");
+    agent.heal_leftover().await.map_err(anyhow::Error::msg)?;
+    tracing::info!(addr = %listener.local_addr()?, process = %agent.process, auth = agent.auth.is_some(), net = agent.net.is_some(), "fault agent listening");
     axum::serve(listener, router(agent)).await?;
     Ok(())
 }

@@ -79,6 +79,18 @@ enum Cmd {
         /// The uid of the server object: credentials for anything else are refused.
         #[arg(long, env = runner_api::fault_agent::SERVER_UID_ENV)]
         server_uid: String,
+        /// Also carry out partitions (needs NET_ADMIN in the pod's network namespace).
+        #[arg(long)]
+        network: bool,
+        /// The nftables program partitions use.
+        #[arg(long, default_value = "/usr/sbin/nft")]
+        nft: PathBuf,
+        /// The server's ports its peers use (a partition `from: peers`).
+        #[arg(long, value_delimiter = ',')]
+        peer_ports: Vec<u16>,
+        /// The server's client ports (a partition `from: clients`).
+        #[arg(long, value_delimiter = ',')]
+        client_ports: Vec<u16>,
     },
     /// In-cluster runner: connect, report ready on GET /ready, start at the time given by
     /// POST /start, print one `MSGBENCH-RESULT` log line per trial, exit 0.
@@ -192,10 +204,19 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
             listen,
             control_public_key,
             server_uid,
+            network,
+            nft,
+            peer_ports,
+            client_ports,
         } => {
             let auth = ControlVerifier::new(&control_public_key, &server_uid)
                 .map_err(anyhow::Error::msg)?;
-            let agent = FaultAgent::new(&process, Path::new("/proc"), Some(auth));
+            let net = network.then_some(fault_agent::NetFaults {
+                nft: bench_runner::fault_net::Nft { program: nft },
+                peer_ports,
+                client_ports,
+            });
+            let agent = FaultAgent::new(&process, Path::new("/proc"), Some(auth), net);
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;

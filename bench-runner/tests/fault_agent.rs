@@ -3,7 +3,7 @@
 //! running no handler), a repeated request gets the first report and never signals again, a
 //! request past its last moment does nothing, and two processes of one name are never guessed.
 mod support;
-use bench_runner::fault_agent::{self, FaultAgent};
+use bench_runner::fault_agent::FaultAgent;
 use runner_api::control_auth::{ControlSigner, ControlVerifier};
 use runner_api::fault_agent::{AgentAction, FaultReport, FaultRequest};
 use std::os::unix::process::ExitStatusExt;
@@ -51,12 +51,15 @@ fn request(key: &str, not_after: u64) -> String {
         key: key.into(),
         action: AgentAction::Crash,
         not_after_unix_ms: not_after,
-        pause_ms: None,
+        duration_ms: None,
+        partition_from: None,
     })
     .unwrap()
 }
 
 /// The state letter of `pid` in /proc/<pid>/stat (R, S, T for stopped, ...).
+const PAUSE_MS: u64 = 2_000;
+
 fn state(pid: u32) -> char {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let after = stat.rsplit_once(") ").unwrap().1;
@@ -64,45 +67,45 @@ fn state(pid: u32) -> char {
 }
 
 /// A pause stops the process (state T) and the agent itself resumes it after the duration.
+/// A stop takes effect when the target is next scheduled, so the test waits for state T
+/// (bounded well inside the pause) rather than reading it once.
 #[tokio::test]
 async fn a_pause_stops_the_process_and_the_agent_resumes_it_on_time() {
     let dir = tempfile::tempdir().unwrap();
     let name = format!("mbpause{}", std::process::id() % 100_000);
     let mut child = victim(dir.path(), &name);
-    let addr = serve(FaultAgent::new(&name, Path::new("/proc"), None)).await;
+    let addr = serve_fault_agent(FaultAgent::new(&name, Path::new("/proc"), None, None)).await;
     let body = serde_json::to_string(&FaultRequest {
         key: "run/0/1".into(),
         action: AgentAction::Pause,
         not_after_unix_ms: now_ms() + 10_000,
-        pause_ms: Some(800),
+        duration_ms: Some(PAUSE_MS),
+        partition_from: None,
     })
     .unwrap();
     let (code, answer) = http(addr, "POST", "/faults", &body).await;
     assert_eq!(code, 200, "{answer}");
     let r: FaultReport = serde_json::from_str(&answer).unwrap();
-    assert_eq!(r.signal, "SIGSTOP");
-    assert_eq!(r.resume_unix_ms, Some(r.sent_unix_ms + 800));
-    assert_eq!(state(child.id()), 'T', "stopped");
+    assert_eq!(r.signal.unwrap().signal, "SIGSTOP");
+    assert_eq!(r.until_unix_ms, Some(r.at_unix_ms + PAUSE_MS));
+    let stop_by = std::time::Instant::now() + Duration::from_millis(PAUSE_MS / 2);
+    while state(child.id()) != 'T' {
+        assert!(std::time::Instant::now() < stop_by, "never stopped");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while state(child.id()) == 'T' {
         assert!(std::time::Instant::now() < deadline, "never resumed");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(now_ms() >= r.sent_unix_ms + 800, "resumed early");
+    assert!(now_ms() >= r.at_unix_ms + PAUSE_MS, "resumed early");
     // A pause without its length is refused.
     let bad = body
-        .replace("\"pauseMs\":800", "\"pauseMs\":0")
+        .replace(&format!("\"durationMs\":{PAUSE_MS}"), "\"durationMs\":0")
         .replace("run/0/1", "run/0/2");
     assert_eq!(http(addr, "POST", "/faults", &bad).await.0, 422);
     child.kill().unwrap();
     child.wait().unwrap();
-}
-
-async fn serve(agent: std::sync::Arc<FaultAgent>) -> std::net::SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, fault_agent::router(agent)).await });
-    addr
 }
 
 #[tokio::test]
@@ -112,7 +115,8 @@ async fn a_crash_is_one_sigkill_of_the_named_process_for_the_operator_only() {
     let mut child = victim(dir.path(), &name);
     let signer = ControlSigner::from_seed([4; 32]);
     let verifier = ControlVerifier::new(&signer.public_key(), SERVER_UID).unwrap();
-    let addr = serve(FaultAgent::new(&name, Path::new("/proc"), Some(verifier))).await;
+    let agent = FaultAgent::new(&name, Path::new("/proc"), Some(verifier), None);
+    let addr = serve_fault_agent(agent).await;
     let (now, until) = (now_ms() / 1000, now_ms() + 10_000);
     let body = request("run/0/1", until);
 
@@ -135,15 +139,12 @@ async fn a_crash_is_one_sigkill_of_the_named_process_for_the_operator_only() {
     let (code, answer) = http_as(addr, Some(&cred), "POST", "/faults", &body).await;
     assert_eq!(code, 200, "{answer}");
     let report: FaultReport = serde_json::from_str(&answer).unwrap();
+    let sent = report.signal.clone().unwrap();
     assert_eq!(
-        (
-            report.pid as u32,
-            report.signal.as_str(),
-            report.process.as_str()
-        ),
+        (sent.pid as u32, sent.signal.as_str(), sent.process.as_str()),
         (child.id(), "SIGKILL", name.as_str())
     );
-    assert!(report.sent_unix_ms.abs_diff(now_ms()) < 5_000);
+    assert!(report.at_unix_ms.abs_diff(now_ms()) < 5_000);
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(9), "died by SIGKILL: {status:?}");
 

@@ -14,14 +14,15 @@ pub const MAX_FAULT_RECORDS: i64 = 60;
 /// One fault: `action` on one of the target's own server pods, `afterSeconds` into the measured
 /// phase of every trial (with variants: of every variant in every round, at the same offset).
 /// Only pods the target server resource owns are ever touched, and only with a `serverRef`
-/// target. `crash` needs the target's fault agent (`spec.faultInjection.enabled`), a container
-/// in each server pod that only the operator can drive.
+/// target. `crash`, `pause` and `partition` need the target's fault agent
+/// (`spec.faultInjection`), a container in each server pod that only the operator can drive.
 #[derive(Clone, Debug, KubeSchema, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = kube::core::Rule::new("self.pod != 'ordinal' || has(self.ordinal)").message("faults[].ordinal: required when pod is ordinal").field_path(".ordinal"))]
 #[x_kube(validation = kube::core::Rule::new("self.pod == 'ordinal' || !has(self.ordinal)").message("faults[].ordinal: only with pod: ordinal").field_path(".ordinal"))]
-#[x_kube(validation = kube::core::Rule::new("self.action != 'pause' || has(self.durationSeconds)").message("faults[].durationSeconds: required with action pause").field_path(".durationSeconds"))]
-#[x_kube(validation = kube::core::Rule::new("self.action == 'pause' || !has(self.durationSeconds)").message("faults[].durationSeconds: only with action pause").field_path(".durationSeconds"))]
+#[x_kube(validation = kube::core::Rule::new("!(self.action in ['pause', 'partition']) || has(self.durationSeconds)").message("faults[].durationSeconds: required with actions pause and partition").field_path(".durationSeconds"))]
+#[x_kube(validation = kube::core::Rule::new("self.action in ['pause', 'partition'] || !has(self.durationSeconds)").message("faults[].durationSeconds: only with actions pause and partition").field_path(".durationSeconds"))]
+#[x_kube(validation = kube::core::Rule::new("self.action == 'partition' || !has(self.partitionFrom)").message("faults[].partitionFrom: only with action partition").field_path(".partitionFrom"))]
 pub struct Fault {
     /// Seconds into the measured phase (after any warm-up) at which the fault is injected.
     #[schemars(range(min = 1, max = 86400))]
@@ -40,10 +41,28 @@ pub struct Fault {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 2147483647))]
     pub seed: Option<i64>,
-    /// With `action: pause`: how long the server process stays stopped.
+    /// With `action: pause`: how long the server process stays stopped; with `partition`:
+    /// how long its traffic is dropped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 300))]
     pub duration_seconds: Option<i32>,
+    /// With `action: partition`: whose traffic is cut (default `peers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition_from: Option<PartitionFrom>,
+}
+
+/// Which of a server's traffic a `partition` drops.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum PartitionFrom {
+    /// The other servers of its cluster (JetStream: the route port): it keeps its clients but
+    /// loses its quorum.
+    #[default]
+    Peers,
+    /// Its clients (the client ports): it stays in its cluster but nobody reaches it.
+    Clients,
+    /// Both: the server is cut off entirely.
+    Both,
 }
 
 /// What a fault does to a server pod.
@@ -65,18 +84,47 @@ pub enum FaultAction {
     /// pod's fault agent: a process that stops answering but keeps its state and connections
     /// (a long GC pause, a stalled VM). Needs `spec.faultInjection.enabled` on the target.
     Pause,
+    /// Drop the server's TCP traffic (`partitionFrom`: its peers, its clients or both) for
+    /// `durationSeconds`, then heal: nftables rules in the pod's own network namespace, applied
+    /// and removed by its fault agent. Packets of established connections are dropped too, so
+    /// connections go silent as behind a broken network instead of being refused. Needs
+    /// `spec.faultInjection.enabled` and `spec.faultInjection.network` on the target.
+    Partition,
 }
 
 /// The fault agent of a server kind: a small container in each server pod, sharing its process
 /// namespace, that signals the server process when the operator asks (BenchmarkRun
-/// `spec.faults` with `action: crash`). Its control port answers only credentials the operator
-/// signed for this very server object. Off: nothing but pod deletion ever touches the servers.
-#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+/// `spec.faults` with `action: crash` or `pause`), and with `network` also cuts its traffic
+/// (`partition`). Its control port answers only credentials the operator signed for this very
+/// server object. Off: nothing but pod deletion ever touches the servers.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, KubeSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = kube::core::Rule::new("!self.network || self.enabled").message("faultInjection.network: needs enabled: true").field_path(".network"))]
 pub struct FaultAgentSpec {
     /// Add the fault agent to every server pod (changes the pod template: the servers roll).
+    /// It runs as the server's non-root user with no capability.
     #[serde(default)]
     pub enabled: bool,
+    /// Also let the agent cut the server's network (`partition` faults). The agent then runs as
+    /// uid 0 with exactly two capabilities, NET_ADMIN (nftables in the pod's own network
+    /// namespace) and KILL (to signal the server's user): the Pod Security `privileged` level,
+    /// so a namespace enforcing `baseline` or `restricted` refuses these pods.
+    #[serde(default)]
+    pub network: bool,
+}
+
+/// What the fault agent did to the pod's network for a `partition`, by its own clock.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FaultPartition {
+    /// The TCP ports whose traffic was dropped, both directions.
+    pub ports: Vec<i32>,
+    /// The nftables table applied (`nft list table` form).
+    pub rules: String,
+    /// When the rules were in place.
+    pub applied_time: Time,
+    /// When the agent removes them (on its own timer).
+    pub heal_time: Time,
 }
 
 /// What the fault agent did, in its own words and by its own clock.
@@ -98,7 +146,10 @@ pub struct FaultSignal {
 impl FaultAction {
     /// Carried out by the target pod's fault agent (needs `spec.faultInjection.enabled`).
     pub fn needs_agent(self) -> bool {
-        matches!(self, FaultAction::Crash | FaultAction::Pause)
+        matches!(
+            self,
+            FaultAction::Crash | FaultAction::Pause | FaultAction::Partition
+        )
     }
 }
 
@@ -145,9 +196,12 @@ pub struct FaultRecord {
     /// How the pod was chosen, or why nothing was done.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    /// With `crash`: the signal as the fault agent reports sending it.
+    /// With `crash` and `pause`: the signal as the fault agent reports sending it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal: Option<FaultSignal>,
+    /// With `partition`: the rules as the fault agent reports applying them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<FaultPartition>,
     /// What the fault did to delivery, read from the trial's timeline once the run is merged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effect: Option<FaultEffect>,

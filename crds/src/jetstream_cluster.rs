@@ -76,7 +76,8 @@ pub struct JetStreamClusterSpec {
     /// certificate from a Secret; clients must use TLS. Unset: plain NATS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<NatsTls>,
-    /// A fault agent in every server pod, for BenchmarkRun faults with `action: crash`.
+    /// A fault agent in every server pod, for BenchmarkRun faults with `action: crash`, `pause`
+    /// and (with `network`) `partition`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault_injection: Option<crate::fault::FaultAgentSpec>,
 }
@@ -116,6 +117,15 @@ pub struct JetStreamConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "quantity_schema")]
     pub max_file_store: Option<Quantity>,
+    /// JetStream `sync_interval`: how often file-backed stream data is flushed to disk
+    /// (fsync). `always`: after every write, so an acknowledged message survives even a power
+    /// cut of every server at once; a duration (`500ms`, `10s`, `2m`, `1h`): at most that late.
+    /// Unset: the server's default, 2 minutes. A process crash (`crash` fault) loses nothing the
+    /// kernel already holds, synced or not: the page cache outlives the process. Only an OS
+    /// crash or a power cut loses what was not synced, which no pod-level fault can show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^(always|[1-9][0-9]{0,5}(ms|s|m|h))$"))]
+    pub sync_interval: Option<String>,
 }
 
 /// The JetStream store volume. Immutable: StatefulSet volume claim templates cannot change.

@@ -94,7 +94,8 @@ pub struct MqttBrokerSpec {
     /// pods, added to the operator's defaults (the chart's `serverPods`).
     #[serde(default, skip_serializing_if = "crate::pod_customization::is_empty")]
     pub pod: crate::pod_customization::PodCustomization,
-    /// A fault agent in every broker pod, for BenchmarkRun faults with `action: crash`.
+    /// A fault agent in every broker pod, for BenchmarkRun faults with `action: crash`, `pause`
+    /// and (with `network`) `partition` from clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault_injection: Option<crate::fault::FaultAgentSpec>,
 }

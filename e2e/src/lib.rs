@@ -13,6 +13,7 @@ pub mod chart;
 pub mod cluster;
 pub mod cpu_hog;
 pub mod diagnostics;
+pub mod fault_watch;
 pub mod harness;
 pub mod kinds;
 pub mod node;

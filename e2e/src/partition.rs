@@ -25,15 +25,7 @@ impl ApiPartition {
             get("KUBERNETES_SERVICE_HOST")?,
             get("KUBERNETES_SERVICE_PORT")?,
         );
-        let out = Command::new("ip")
-            .args(["netns", "identify", &pid.to_string()])
-            .output()
-            .context("ip netns identify")?;
-        let netns = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        ensure!(
-            !netns.is_empty(),
-            "pod {pod} (pid {pid}) is in no named network namespace"
-        );
+        let netns = netns_of(pid, pod)?;
         let rule: Vec<String> = [
             "OUTPUT", "-p", "tcp", "-d", &host, "--dport", &port, "-j", "DROP",
         ]
@@ -84,15 +76,57 @@ fn environ(pid: u32) -> Result<Vec<String>> {
         .collect())
 }
 
+fn netns_of(pid: u32, pod: &str) -> Result<String> {
+    let out = Command::new("ip")
+        .args(["netns", "identify", &pid.to_string()])
+        .output()
+        .context("ip netns identify")?;
+    let netns = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    ensure!(
+        !netns.is_empty(),
+        "pod {pod} (pid {pid}) is in no named network namespace"
+    );
+    Ok(netns)
+}
+
+/// Whether nftables table `inet <table>` is in the network namespace of the nats-server of
+/// `pod` in namespace `ns` (found by its `SERVER_NAME` and `CLUSTER_ADVERTISE`), as the host's
+/// own `nft` lists it: what a pod's fault agent applied, seen from outside the pod.
+pub fn nft_table_in_server_pod(pod: &str, ns: &str, table: &str) -> Result<bool> {
+    let pid = pid_with(&[
+        format!("SERVER_NAME={pod}"),
+        format!("CLUSTER_ADVERTISE={pod}."),
+        format!(".{ns}.svc:"),
+    ])?;
+    let netns = netns_of(pid, pod)?;
+    let out = Command::new("ip")
+        .args([
+            "netns", "exec", &netns, "nft", "list", "table", "inet", table,
+        ])
+        .output()
+        .context("ip netns exec nft")?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    match out.status.success() {
+        true => Ok(true),
+        false if err.contains("No such file or directory") => Ok(false),
+        false => bail!("nft list table inet {table} in {netns}: {err}"),
+    }
+}
+
 fn pid_of_pod(pod: &str) -> Result<u32> {
-    let want = format!("POD_NAME={pod}");
+    pid_with(&[format!("POD_NAME={pod}")])
+}
+
+/// The process whose environment has, for each of `want`, a variable containing it.
+fn pid_with(want: &[String]) -> Result<u32> {
     for entry in std::fs::read_dir("/proc")?.flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        if environ(pid).is_ok_and(|env| env.contains(&want)) {
+        let has = |env: &Vec<String>| want.iter().all(|w| env.iter().any(|kv| kv.contains(w)));
+        if environ(pid).is_ok_and(|env| has(&env)) {
             return Ok(pid);
         }
     }
-    bail!("no process on this host runs with {want} (is this the local cluster?)")
+    bail!("no process on this host runs with {want:?} (is this the local cluster?)")
 }

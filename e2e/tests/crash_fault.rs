@@ -13,14 +13,21 @@
 //! `pause`, in a second run: the leader is stopped for 12 s (longer than the longest election
 //! timeout), then resumed by the agent itself; the record says so, the leadership moves off it,
 //! the server comes back without a restart, and no acknowledged message is lost.
+//!
+//! `partition`, in a third run: the leader is cut off from its peers for 10 s. The agent's
+//! nftables table is seen in the pod's network namespace by the host's own `nft` while the
+//! record says it is in place, and is gone after the heal time; the leadership moves off it, the
+//! server rejoins (its full `/healthz`, which needs it current with the cluster, answers ok), it
+//! never restarts, and no acknowledged message is lost.
 use anyhow::{ensure, Context, Result};
-use futures::{AsyncBufReadExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DynamicObject, LogParams};
+use kube::api::{Api, DynamicObject};
 use kube::ResourceExt;
+use msgbench_e2e::fault_watch::{follow_log, restarts, watch_leaders};
 use msgbench_e2e::kinds::{self, Kind};
+use msgbench_e2e::partition::nft_table_in_server_pod;
 use msgbench_e2e::runs::{field as s, finished};
-use msgbench_e2e::{run, servers, TestContext};
+use msgbench_e2e::{run, servers, wait, TestContext};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -74,7 +81,8 @@ async fn a_crash_is_a_sigkill_and_a_pause_a_stop_the_server_never_saw_coming() {
 }
 
 async fn body(ctx: TestContext) -> Result<()> {
-    let server = servers::js_memory("jsc", 3, "none") + "  faultInjection: {enabled: true}\n";
+    let server =
+        servers::js_memory("jsc", 3, "none") + "  faultInjection: {enabled: true, network: true}\n";
     kinds::create(&ctx.client, &ctx.ns, &server).await?;
     servers::wait_ready(
         &ctx,
@@ -84,7 +92,8 @@ async fn body(ctx: TestContext) -> Result<()> {
     )
     .await?;
     crash(&ctx).await?;
-    pause(&ctx).await
+    pause(&ctx).await?;
+    partition(&ctx).await
 }
 
 /// Runs `name`, watching its stream's leaders and (when asked) following the servers' logs.
@@ -98,6 +107,7 @@ async fn watched(
     let watcher = tokio::spawn(watch_leaders(
         ctx.client.clone(),
         ctx.ns.clone(),
+        &SERVERS,
         format!("{name}_"),
         done_rx,
     ));
@@ -235,6 +245,108 @@ async fn pause(ctx: &TestContext) -> Result<()> {
     lost_nothing(&br)
 }
 
+/// The nftables table the fault agent owns (`bench_runner::fault_net::TABLE`).
+const AGENT_TABLE: &str = "msgbench_fault";
+const PARTITION_SECONDS: i64 = 10;
+
+async fn partition(ctx: &TestContext) -> Result<()> {
+    let before = servers::server_pods(ctx, "jsc").await?;
+    let fault = format!(
+        "{{afterSeconds: 5, action: partition, pod: streamLeader, durationSeconds: \
+         {PARTITION_SECONDS}}}"
+    );
+    let rules = tokio::spawn(rules_seen_from_the_host(ctx.clone(), "partition"));
+    let (br, leaders, _) = watched(ctx, "partition", &run_with("partition", 26, &fault)).await?;
+    let (during, after) = rules.await??;
+    let f = s(&br, "/status/faults/0");
+    let pod = f["pod"].as_str().context("partition record names no pod")?;
+    let p = &f["partition"];
+    ensure!(
+        p["ports"] == serde_json::json!([6222]),
+        "the route port only: {f}"
+    );
+    let time =
+        |k: &str| (p[k].as_str()).and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok());
+    let length = time("healTime")
+        .zip(time("appliedTime"))
+        .map(|(h, a)| (h - a).get_seconds());
+    ensure!(
+        length == Some(PARTITION_SECONDS),
+        "partitioned for {length:?} s: {f}"
+    );
+    ensure!(
+        during && !after,
+        "the agent's table in {pod}'s network namespace: in place {during}, after the heal {after}"
+    );
+    // The cut-off leader keeps claiming the stream while the others elect a new one, so the
+    // claims seen alternate: print how often, not each.
+    eprintln!(
+        "partition of {pod}: recovery {}, lowest {} msg/s, leadership claims changed {} times \
+         (first {:?}, last {:?}), lostAcked {}",
+        f["effect"]["recovery"],
+        f["effect"]["lowestReceiveRate"],
+        leaders.len().saturating_sub(1),
+        leaders.first(),
+        leaders.last(),
+        s(&br, "/status/result/lostAcked")
+    );
+    ensure!(
+        leaders.first().map(String::as_str) == Some(pod) && leaders.iter().any(|l| l != pod),
+        "leadership never moved off the partitioned {pod}: {leaders:?}"
+    );
+    let was = (before.iter().find(|p| p.name_any() == pod)).context("pod before")?;
+    let now = Api::<Pod>::namespaced(ctx.client.clone(), &ctx.ns)
+        .get(pod)
+        .await?;
+    ensure!(
+        restarts(&now) == restarts(was),
+        "the partitioned {pod} restarted"
+    );
+    // Rejoined: nats-server's full health check fails while a server is behind its cluster.
+    let (client, ns) = (&ctx.client, &ctx.ns);
+    let what = "the partitioned server healthy again";
+    wait::poll(
+        Duration::from_secs(60),
+        Duration::from_secs(1),
+        what,
+        || async move {
+            let body = msgbench_e2e::probe::pod_get(client, ns, pod, 8222, "/healthz").await;
+            Ok(body.is_ok_and(|b| b.contains("\"ok\"")).then_some(()))
+        },
+    )
+    .await?;
+    lost_nothing(&br)
+}
+
+/// Whether the agent's table was in the partitioned pod's network namespace while the run's
+/// record said the partition was in place, and whether it was still there 3 s after the heal
+/// time (the host's `nft`, not the agent, is asked).
+async fn rules_seen_from_the_host(ctx: TestContext, run: &'static str) -> Result<(bool, bool)> {
+    let api = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
+    let placed = |br: &DynamicObject| s(br, "/status/faults/0/partition/healTime").is_string();
+    let br = wait::until(
+        &api,
+        run,
+        Duration::from_secs(180),
+        "the partition record",
+        placed,
+    )
+    .await?;
+    let record = s(&br, "/status/faults/0");
+    let pod = record["pod"].as_str().context("no pod")?.to_string();
+    let during = nft_table_in_server_pod(&pod, &ctx.ns, AGENT_TABLE)?;
+    let heal: k8s_openapi::jiff::Timestamp = (record["partition"]["healTime"].as_str())
+        .context("no heal time")?
+        .parse()?;
+    let wait_for = (heal - k8s_openapi::jiff::Timestamp::now())
+        .get_seconds()
+        .max(0)
+        + 3;
+    tokio::time::sleep(Duration::from_secs(wait_for as u64)).await;
+    let after = nft_table_in_server_pod(&pod, &ctx.ns, AGENT_TABLE)?;
+    Ok((during, after))
+}
+
 /// Delivery fell to nothing for a whole second and was back only after an election.
 fn outage_of_an_election(effect: &Value) -> Result<()> {
     let recovery = effect["recoverySeconds"].as_f64();
@@ -246,73 +358,8 @@ fn outage_of_an_election(effect: &Value) -> Result<()> {
     Ok(())
 }
 
-fn restarts(p: &Pod) -> Option<i32> {
-    (p.status.as_ref())
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.name == "nats"))
-        .map(|c| c.restart_count)
-}
-
 fn lost_nothing(br: &DynamicObject) -> Result<()> {
     let lost = s(br, "/status/result/lostAcked");
     ensure!(lost.as_u64() == Some(0), "lostAcked {lost}");
     Ok(())
-}
-
-/// The log of `pod`'s nats container as it is written, until it ends (the container died) or
-/// the task is stopped. Followed live because a crashed container's log may be gone by the time
-/// the run ends (the kubelet does not always keep the dead container).
-async fn follow_log(client: kube::Client, ns: String, pod: &'static str) -> Result<String> {
-    let params = LogParams {
-        container: Some("nats".into()),
-        follow: true,
-        ..LogParams::default()
-    };
-    let mut lines = Api::<Pod>::namespaced(client, &ns)
-        .log_stream(pod, &params)
-        .await?
-        .lines();
-    let mut text = String::new();
-    while let Some(Ok(line)) = lines.next().await {
-        text.push_str(&line);
-        text.push('\n');
-    }
-    Ok(text)
-}
-
-/// The leader of the streams named `prefix…` as the servers report it, each change once.
-async fn watch_leaders(
-    client: kube::Client,
-    ns: String,
-    prefix: String,
-    done: tokio::sync::watch::Receiver<bool>,
-) -> Result<Vec<String>> {
-    let mut leaders: Vec<String> = Vec::new();
-    while !*done.borrow() {
-        // All at once, each bounded: a paused server answers nothing until it is resumed.
-        let asks = SERVERS.map(|pod| {
-            let get = msgbench_e2e::probe::pod_get(&client, &ns, pod, 8222, "/jsz?streams=true");
-            async move { (pod, tokio::time::timeout(Duration::from_secs(1), get).await) }
-        });
-        for (pod, answer) in futures::future::join_all(asks).await {
-            let Ok(Ok(body)) = answer else {
-                continue; // a crashed or paused server
-            };
-            let jsz: Value = serde_json::from_str(&body).unwrap_or_default();
-            let details = jsz["account_details"].as_array().into_iter().flatten();
-            let streams = details.flat_map(|a| a["stream_detail"].as_array().into_iter().flatten());
-            for st in streams {
-                let ours = st["name"].as_str().is_some_and(|n| n.starts_with(&prefix));
-                // Only a server's own claim to lead counts (a follower's view may lag).
-                if ours
-                    && st["cluster"]["leader"].as_str() == Some(pod)
-                    && leaders.last().map(String::as_str) != Some(pod)
-                {
-                    leaders.push(pod.to_string());
-                }
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-    Ok(leaders)
 }

@@ -103,6 +103,12 @@ impl Context {
             controller: CONTROLLER_NAME.into(),
             instance: std::env::var("POD_NAME").ok(),
         };
+        let control = ControlSigner::from_seed(rand::random());
+        // Runner and fault-agent pods get the key that checks this signer's credentials.
+        let operands = OperandDefaults {
+            control_public_key: control.public_key(),
+            ..OperandDefaults::default()
+        };
         Self {
             recorder: Recorder::new(client.clone(), reporter),
             client,
@@ -110,10 +116,10 @@ impl Context {
             readiness,
             observe_varz,
             allow_faults: false,
-            operands: Arc::new(OperandDefaults::default()),
+            operands: Arc::new(operands),
             requeue: Requeue::default(),
             backoff: Backoff::default(),
-            control: Arc::new(ControlSigner::from_seed(rand::random())),
+            control: Arc::new(control),
             results_from_pod_logs: false,
             runner_peer: crate::benchmark_run::runner_access::OperatorPeer::from_env(),
             agent_port: runner_api::agent::AGENT_PORT,
@@ -137,12 +143,13 @@ impl Context {
             .retain(|uid, _| live.contains(uid));
     }
 
-    /// A credential for the runners of the run `run_uid`, valid for a few minutes from now.
-    pub fn runner_credential(&self, run_uid: &str) -> String {
+    /// A control credential for `scope` (a run's uid for its runners, a server object's uid for
+    /// its fault agents), valid for a few minutes from now.
+    pub fn control_credential(&self, scope: &str) -> String {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        self.control.credential(run_uid, now)
+        self.control.credential(scope, now)
     }
 }
 

@@ -2,9 +2,16 @@
 //! the server, in a pod that shares its process namespace, so the agent can SIGKILL the server
 //! process (a `crash` fault) as the same non-root user, with no capability. It is driven only by
 //! credentials the operator signs for this server object (`runner_api::control_auth`).
+//!
+//! With `spec.faultInjection.network` it also cuts the server's traffic (`partition`) with
+//! nftables in the pod's network namespace: that takes CAP_NET_ADMIN, which Kubernetes grants a
+//! non-root process only through file capabilities (and `allowPrivilegeEscalation: false` turns
+//! those off), so this agent runs as uid 0 with exactly NET_ADMIN and KILL (to signal the
+//! server's user), still without privilege escalation and with a read-only root.
 use crate::security::container_security_context;
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, EnvVar, HTTPGetAction, Probe, ResourceRequirements,
+    Capabilities, Container, ContainerPort, EnvVar, HTTPGetAction, Probe, ResourceRequirements,
+    SecurityContext,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -23,6 +30,39 @@ pub struct FaultAgentPod {
     pub public_key: String,
     /// The server object's uid: the only scope whose credentials the agent obeys.
     pub server_uid: String,
+    /// Set: the agent may also partition the server (`spec.faultInjection.network`).
+    pub network: Option<AgentNetwork>,
+}
+
+/// The server's ports a partition cuts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AgentNetwork {
+    /// Ports the server's peers use (JetStream: the route port). Empty: a server without peers.
+    pub peer_ports: Vec<i32>,
+    /// Ports its clients connect to.
+    pub client_ports: Vec<i32>,
+}
+
+fn port_list(ports: &[i32]) -> String {
+    ports
+        .iter()
+        .map(i32::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Non-root without capabilities; with network faults uid 0 with NET_ADMIN and KILL only.
+fn agent_security_context(network: bool) -> SecurityContext {
+    let mut sc = container_security_context();
+    if network {
+        sc.run_as_user = Some(0);
+        sc.run_as_non_root = Some(false);
+        sc.capabilities = Some(Capabilities {
+            drop: Some(vec!["ALL".into()]),
+            add: Some(vec!["NET_ADMIN".into(), "KILL".into()]),
+        });
+    }
+    sc
 }
 
 /// The agent container: idle but for a request now and then, so a small fixed share (requests
@@ -41,13 +81,7 @@ pub fn container(a: &FaultAgentPod, pull_policy: &str) -> Container {
         name: CONTAINER.into(),
         image: Some(a.image.clone()),
         image_pull_policy: Some(pull_policy.into()),
-        args: Some(vec![
-            "fault-agent".into(),
-            "--process".into(),
-            a.process.clone(),
-            "--listen".into(),
-            format!("0.0.0.0:{FAULT_AGENT_PORT}"),
-        ]),
+        args: Some(args(a)),
         env: Some(vec![
             env(PUBLIC_KEY_ENV, &a.public_key),
             env(SERVER_UID_ENV, &a.server_uid),
@@ -71,9 +105,31 @@ pub fn container(a: &FaultAgentPod, pull_policy: &str) -> Container {
             limits: Some(amounts),
             ..ResourceRequirements::default()
         }),
-        security_context: Some(container_security_context()),
+        security_context: Some(agent_security_context(a.network.is_some())),
         ..Container::default()
     }
+}
+
+fn args(a: &FaultAgentPod) -> Vec<String> {
+    let mut args = vec![
+        "fault-agent".into(),
+        "--process".into(),
+        a.process.clone(),
+        "--listen".into(),
+        format!("0.0.0.0:{FAULT_AGENT_PORT}"),
+    ];
+    if let Some(n) = &a.network {
+        args.push("--network".into());
+        for (flag, ports) in [
+            ("--peer-ports", &n.peer_ports),
+            ("--client-ports", &n.client_ports),
+        ] {
+            if !ports.is_empty() {
+                args.extend([flag.to_string(), port_list(ports)]);
+            }
+        }
+    }
+    args
 }
 
 #[cfg(test)]
@@ -87,6 +143,7 @@ mod tests {
             image: "r/bench-runner:1".into(),
             public_key: "cHVi".into(),
             server_uid: "u-9".into(),
+            network: None,
         };
         let c = container(&a, "IfNotPresent");
         let args = c.args.clone().unwrap();
@@ -98,7 +155,47 @@ mod tests {
         let sc = c.security_context.unwrap();
         assert_eq!(sc.privileged, None);
         assert_eq!(sc.read_only_root_filesystem, Some(true));
+        assert_eq!(sc.run_as_non_root, Some(true));
+        assert_eq!(sc.capabilities.unwrap().add, None);
+        assert!(!args.contains(&"--network".to_string()));
         let r = c.resources.unwrap();
         assert_eq!(r.requests, r.limits, "keeps a Guaranteed pod Guaranteed");
+    }
+
+    #[test]
+    fn a_network_agent_is_root_with_net_admin_and_kill_only_and_knows_the_ports() {
+        let a = FaultAgentPod {
+            process: "nats-server".into(),
+            image: "r/bench-runner:1".into(),
+            public_key: "cHVi".into(),
+            server_uid: "u-9".into(),
+            network: Some(AgentNetwork {
+                peer_ports: vec![6222],
+                client_ports: vec![4222, 8080],
+            }),
+        };
+        let c = container(&a, "IfNotPresent");
+        let args = c.args.unwrap();
+        assert_eq!(
+            args[5..],
+            [
+                "--network",
+                "--peer-ports",
+                "6222",
+                "--client-ports",
+                "4222,8080"
+            ]
+        );
+        let sc = c.security_context.unwrap();
+        assert_eq!((sc.run_as_user, sc.run_as_non_root), (Some(0), Some(false)));
+        let caps = sc.capabilities.unwrap();
+        assert_eq!(caps.drop, Some(vec!["ALL".to_string()]));
+        assert_eq!(
+            caps.add,
+            Some(vec!["NET_ADMIN".to_string(), "KILL".to_string()])
+        );
+        assert_eq!(sc.allow_privilege_escalation, Some(false));
+        assert_eq!(sc.read_only_root_filesystem, Some(true));
+        assert_eq!(sc.privileged, None);
     }
 }

@@ -312,10 +312,14 @@ that namespace, and grant it to the same people. What bounds it:
   `endpoint` target. RBAC cannot narrow `delete` by label: whoever runs the operator grants it
   for every pod the operator can see.
 - **Fault agents.** A server with `spec.faultInjection.enabled` carries a fault agent that can
-  SIGKILL its server process (a `crash`). It needs no API access and no capability (it runs as
-  the server's user in the pod's shared process namespace), and it obeys only credentials the
-  operator signs for that server object's uid with its control key. Servers without it are
-  never touched by anything but pod deletion.
+  SIGKILL or SIGSTOP its server process (`crash`, `pause`). It needs no API access and no
+  capability (it runs as the server's user in the pod's shared process namespace), and it obeys
+  only credentials the operator signs for that server object's uid with its control key. With
+  `spec.faultInjection.network` it can also drop the pod's traffic on the server's ports
+  (`partition`, nftables in the pod's own network namespace): then it runs as uid 0 with exactly
+  NET_ADMIN and KILL, no privilege escalation, a read-only root — the Pod Security `privileged`
+  level, opted into per server object. Servers without it are never touched by anything but pod
+  deletion.
 ";
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! Guaranteed resources when pinned, sysctls, placement, and a config hash that rolls pods when
 //! their configuration changes.
 
-use crate::fault_agent_pod::FaultAgentPod;
+use crate::fault_agent_pod::{AgentNetwork, FaultAgentPod};
 use crate::meta::Owner;
 use crate::operands::customize;
 use crate::placement::pod_placement;
@@ -47,17 +47,21 @@ pub struct ServerPod<'a> {
 
 impl ServerPod<'_> {
     /// The fault agent for `process` when `enabled`, from the operator's defaults.
+    /// The fault agent `spec` asks for; `ports` are what a partition cuts.
     pub fn agent_if(
-        enabled: bool,
+        spec: Option<&msgbench_crds::benchmark_run::FaultAgentSpec>,
         process: &str,
+        ports: AgentNetwork,
         owner: &Owner,
         operands: &crate::operands::OperandDefaults,
     ) -> Option<FaultAgentPod> {
-        enabled.then(|| FaultAgentPod {
+        let spec = spec.filter(|s| s.enabled)?;
+        Some(FaultAgentPod {
             process: process.into(),
             image: operands.images.bench_runner.clone(),
             public_key: operands.control_public_key.clone(),
             server_uid: owner.owner_ref.uid.clone(),
+            network: spec.network.then_some(ports),
         })
     }
 }

@@ -351,7 +351,10 @@ fn jetstream_cluster_with_a_fault_agent() {
     let plain = pod(&obj);
     assert_eq!(plain.share_process_namespace, None);
     assert_eq!(plain.containers.len(), 1);
-    obj.spec.fault_injection = Some(msgbench_crds::benchmark_run::FaultAgentSpec { enabled: true });
+    obj.spec.fault_injection = Some(msgbench_crds::benchmark_run::FaultAgentSpec {
+        enabled: true,
+        network: false,
+    });
     let with = pod(&obj);
     assert_eq!(with.share_process_namespace, Some(true));
     let agent = &with.containers[1];
@@ -367,6 +370,25 @@ fn jetstream_cluster_with_a_fault_agent() {
         .collect();
     assert!(env.contains(&("MSGBENCH_CONTROL_PUBLIC_KEY".into(), "cHVibGlj".into())));
     assert!(env.contains(&("MSGBENCH_SERVER_UID".into(), owner.owner_ref.uid.clone())));
+    let sc = agent.security_context.clone().unwrap();
+    assert_eq!((sc.run_as_user, sc.run_as_non_root), (None, Some(true)));
+    assert_eq!(sc.capabilities.unwrap().add, None, "signals as the server's user");
+
+    // With network faults: only the agent is root, with NET_ADMIN and KILL, and knows the
+    // route and client ports; the server container is unchanged.
+    obj.spec.fault_injection.as_mut().unwrap().network = true;
+    let net = pod(&obj);
+    assert_eq!(net.containers[0], with.containers[0]);
+    let agent = &net.containers[1];
+    let args = agent.args.clone().unwrap();
+    assert_eq!(
+        args[5..],
+        ["--network", "--peer-ports", "6222", "--client-ports", "4222"]
+    );
+    let sc = agent.security_context.clone().unwrap();
+    assert_eq!((sc.run_as_user, sc.run_as_non_root), (Some(0), Some(false)));
+    let caps = sc.capabilities.unwrap().add.unwrap();
+    assert_eq!(caps, ["NET_ADMIN", "KILL"]);
 }
 
 #[test]

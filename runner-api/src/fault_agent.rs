@@ -12,18 +12,22 @@ pub const SERVER_UID_ENV: &str = "MSGBENCH_SERVER_UID";
 /// Name of the agent container in a server pod.
 pub const CONTAINER: &str = "fault-agent";
 
-/// What the agent does to the server process.
+pub use msgbench_crds::benchmark_run::PartitionFrom;
+
+/// What the agent does to the server.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub enum AgentAction {
     /// SIGKILL: no handler runs, no shutdown.
     Crash,
-    /// SIGSTOP, then SIGCONT after `pauseMs`.
+    /// SIGSTOP, then SIGCONT after `durationMs`.
     Pause,
+    /// Drop the server's traffic on its peer and/or client ports, then heal after `durationMs`.
+    Partition,
 }
 
 /// `POST /faults`. Idempotent by `key`: a request repeated after an unanswered one gets the
-/// first one's report and never signals twice.
+/// first one's report and never acts twice.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct FaultRequest {
@@ -33,9 +37,12 @@ pub struct FaultRequest {
     /// Past this time (the agent's clock) a fault not yet done is refused: a late fault measures
     /// something else.
     pub not_after_unix_ms: u64,
-    /// With `pause`: how long the process stays stopped.
+    /// With `pause` and `partition`: how long it lasts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pause_ms: Option<u64>,
+    pub duration_ms: Option<u64>,
+    /// With `partition`: whose traffic (the agent knows its server's ports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition_from: Option<PartitionFrom>,
 }
 
 /// What the agent did.
@@ -44,17 +51,40 @@ pub struct FaultRequest {
 pub struct FaultReport {
     pub key: String,
     pub action: AgentAction,
+    /// With `crash` and `pause`: the signal sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<SignalSent>,
+    /// With `partition`: the rules applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<RulesApplied>,
+    /// When it was done (the signal sent, the rules in place).
+    pub at_unix_ms: u64,
+    /// With `pause` and `partition`: when it is undone (SIGCONT, the rules removed). The agent
+    /// undoes it on its own timer, even if nobody asks again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_unix_ms: Option<u64>,
+}
+
+/// A signal the agent sent.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SignalSent {
     /// The signal's name, e.g. `SIGKILL`.
     pub signal: String,
     /// The process signalled: its name and pid in the pod's process namespace.
     pub process: String,
     pub pid: i32,
-    /// When the signal was sent.
-    pub sent_unix_ms: u64,
-    /// With `pause`: when SIGCONT is sent (the agent sends it even if nobody asks again).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resume_unix_ms: Option<u64>,
 }
 
-/// Longest pause the agent accepts (the CRD's bound on `durationSeconds`).
-pub const MAX_PAUSE_MS: u64 = 300_000;
+/// The network rules the agent applied for a partition.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RulesApplied {
+    /// TCP ports whose packets are dropped, in and out, source or destination.
+    pub ports: Vec<u16>,
+    /// The nftables ruleset, as given to `nft -f`.
+    pub rules: String,
+}
+
+/// Longest pause or partition the agent accepts (the CRD's bound on `durationSeconds`).
+pub const MAX_DURATION_MS: u64 = 300_000;

@@ -4,9 +4,9 @@
 //! the load or read results.
 use super::AgentState;
 use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::StatusCode;
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use runner_api::agent::{AgentProgress, AgentResults, RawJson, ResultsAck, StartRequest};
@@ -27,26 +27,11 @@ pub fn router(state: Arc<AgentState>) -> Router {
 }
 
 async fn authorize(State(s): State<Arc<AgentState>>, req: Request, next: Next) -> Response {
-    let Some(auth) = s.auth.as_ref() else {
-        return next.run(req).await;
-    };
-    let presented = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    match presented.map(|p| auth.check(p, now)) {
-        Some(Ok(())) => next.run(req).await,
-        Some(Err(e)) => (StatusCode::FORBIDDEN, format!("{e}\n")).into_response(),
-        None => (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer")],
-            "this endpoint needs the operator's credential for this run\n",
-        )
-            .into_response(),
+    let refused =
+        (s.auth.as_ref()).and_then(|a| crate::control_check::refusal(a, req.headers(), "this run"));
+    match refused {
+        Some(r) => r,
+        None => next.run(req).await,
     }
 }
 

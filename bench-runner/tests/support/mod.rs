@@ -468,3 +468,14 @@ pub async fn http_as(
     let body = out.split_once("\r\n\r\n").map_or("", |x| x.1).to_string();
     (status, body)
 }
+
+/// Serves a fault agent on a free loopback port.
+pub async fn serve_fault_agent(
+    agent: std::sync::Arc<bench_runner::fault_agent::FaultAgent>,
+) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = bench_runner::fault_agent::router(agent);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}

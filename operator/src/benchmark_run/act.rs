@@ -42,7 +42,7 @@ pub async fn carry_out(
                 at_unix_ms,
                 ips,
             } => {
-                let token = ctx.runner_credential(&id.owner_ref.uid);
+                let token = ctx.control_credential(&id.owner_ref.uid);
                 let echoes = release(ctx, &token, *trial, *at_unix_ms, ips).await;
                 if let Some(msg) = decide::check_echoes(*trial, *at_unix_ms, &echoes) {
                     decide::fail(
@@ -55,7 +55,7 @@ pub async fn carry_out(
                 }
             }
             Effect::AckResults { ips, records } => {
-                let token = ctx.runner_credential(&id.owner_ref.uid);
+                let token = ctx.control_credential(&id.owner_ref.uid);
                 let addrs: Vec<_> = ips
                     .iter()
                     .filter_map(|ip| runner_http::agent_addr(ip, ctx.agent_port))

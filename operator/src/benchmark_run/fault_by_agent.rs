@@ -1,6 +1,6 @@
-//! A `crash` or `pause` carried out by the target pod's fault agent: the operator asks it (with
-//! a credential signed for the server object) to signal the server process, and records what the
-//! agent reports having done. The same question on a later pass (same key) gets the same report
+//! A `crash`, `pause` or `partition` carried out by the target pod's fault agent: the operator
+//! asks it (with a credential signed for the server object) to signal the server process or cut
+//! its traffic, and records what the agent reports having done. The same question on a later pass (same key) gets the same report
 //! and never a second signal, so a lost answer is settled by asking again.
 use super::faults;
 use crate::context::Context;
@@ -20,6 +20,25 @@ pub enum AgentAnswer {
     Refused(String),
     /// No answer to trust: the next pass asks again.
     Unknown(String),
+}
+
+/// The agent's request for `rec` (the same on every pass).
+pub fn request(br: &BenchmarkRun, rec: &FaultRecord) -> FaultRequest {
+    let fault = br.spec.faults.get(rec.fault as usize);
+    let duration_ms = (fault.and_then(|f| f.duration_seconds)).map(|s| s.max(0) as u64 * 1000);
+    let action = match rec.action {
+        Some(FaultAction::Pause) => AgentAction::Pause,
+        Some(FaultAction::Partition) => AgentAction::Partition,
+        _ => AgentAction::Crash,
+    };
+    FaultRequest {
+        key: faults::agent_key(&br.uid().unwrap_or_default(), rec),
+        action,
+        not_after_unix_ms: faults::not_after_ms(rec),
+        duration_ms: duration_ms.filter(|_| action != AgentAction::Crash),
+        partition_from: (action == AgentAction::Partition)
+            .then(|| fault.and_then(|f| f.partition_from).unwrap_or_default()),
+    }
 }
 
 pub async fn ask(
@@ -51,21 +70,8 @@ pub async fn ask(
         Ok(uid) => uid,
         Err(e) => return AgentAnswer::Unknown(e),
     };
-    let fault = br.spec.faults.get(rec.fault as usize);
-    let (action, pause_ms) = match rec.action {
-        Some(FaultAction::Pause) => {
-            let secs = fault.and_then(|f| f.duration_seconds).unwrap_or(0).max(0);
-            (AgentAction::Pause, Some(secs as u64 * 1000))
-        }
-        _ => (AgentAction::Crash, None),
-    };
-    let body = FaultRequest {
-        key: faults::agent_key(&br.uid().unwrap_or_default(), rec),
-        action,
-        not_after_unix_ms: faults::not_after_ms(rec),
-        pause_ms,
-    };
-    let credential = ctx.runner_credential(&scope);
+    let body = request(br, rec);
+    let credential = ctx.control_credential(&scope);
     let opts = Options::new(Duration::from_secs(3), 64 << 10).bearer(&credential);
     let addr = SocketAddr::new(ip, FAULT_AGENT_PORT);
     match pod_http::post_json(addr, "/faults", &body, opts).await {

@@ -7,8 +7,8 @@ use super::timing::millis;
 use super::variants;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{
-    BenchmarkRun, Fault, FaultAction, FaultInjection, FaultPod, FaultRecord, FaultSignal,
-    ScheduledRound, ServerKind, ServerRef,
+    BenchmarkRun, Fault, FaultAction, FaultInjection, FaultPartition, FaultPod, FaultRecord,
+    FaultSignal, ScheduledRound, ServerKind, ServerRef,
 };
 use runner_api::fault_agent::FaultReport;
 use std::time::Duration;
@@ -130,6 +130,7 @@ pub fn verb(a: Option<FaultAction>) -> &'static str {
         Some(FaultAction::Kill) => "killed (grace 0)",
         Some(FaultAction::Crash) => "crashed (SIGKILL)",
         Some(FaultAction::Pause) => "paused (SIGSTOP)",
+        Some(FaultAction::Partition) => "partitioned",
         _ => "deleted",
     }
 }
@@ -146,22 +147,30 @@ pub fn mark_signalled(
     inj: &FaultInjection,
     r: &FaultReport,
 ) {
-    let at = time_ms(r.sent_unix_ms);
+    let at = time_ms(r.at_unix_ms);
     mark_executed(br, rec, inj, &at);
-    let until = r.resume_unix_ms.map_or(String::new(), |ms| {
-        let secs = ms.saturating_sub(r.sent_unix_ms) as f64 / 1000.0;
+    let until = r.until_unix_ms.map_or(String::new(), |ms| {
+        let secs = ms.saturating_sub(r.at_unix_ms) as f64 / 1000.0;
         format!(" for {secs:.1} s")
     });
-    rec.message = Some(format!(
-        "{} to {} (pid {}){until} in pod {} ({})",
-        r.signal, r.process, r.pid, inj.pod, inj.how
-    ));
-    rec.signal = Some(FaultSignal {
-        signal: r.signal.clone(),
-        process: r.process.clone(),
-        pid: r.pid,
-        sent_time: at,
-        resume_time: r.resume_unix_ms.map(time_ms),
+    let what = match (&r.signal, &r.partition) {
+        (Some(s), _) => format!("{} to {} (pid {})", s.signal, s.process, s.pid),
+        (None, Some(p)) => format!("TCP ports {:?} dropped both ways", p.ports),
+        (None, None) => "done (the agent reported no detail)".to_string(),
+    };
+    rec.message = Some(format!("{what}{until} in pod {} ({})", inj.pod, inj.how));
+    rec.signal = r.signal.as_ref().map(|s| FaultSignal {
+        signal: s.signal.clone(),
+        process: s.process.clone(),
+        pid: s.pid,
+        sent_time: at.clone(),
+        resume_time: r.until_unix_ms.map(time_ms),
+    });
+    rec.partition = r.partition.as_ref().map(|p| FaultPartition {
+        ports: p.ports.iter().map(|&p| i32::from(p)).collect(),
+        rules: p.rules.clone(),
+        applied_time: at.clone(),
+        heal_time: time_ms(r.until_unix_ms.unwrap_or(r.at_unix_ms)),
     });
 }
 

@@ -256,11 +256,14 @@ fn a_crash_counts_only_by_the_agents_report() {
     let report = runner_api::fault_agent::FaultReport {
         key: "uid/0/1".into(),
         action: runner_api::fault_agent::AgentAction::Crash,
-        signal: "SIGKILL".into(),
-        process: "nats-server".into(),
-        pid: 7,
-        sent_unix_ms: 10_080,
-        resume_unix_ms: None,
+        signal: Some(runner_api::fault_agent::SignalSent {
+            signal: "SIGKILL".into(),
+            process: "nats-server".into(),
+            pid: 7,
+        }),
+        partition: None,
+        at_unix_ms: 10_080,
+        until_unix_ms: None,
     };
     let at = time_at(10_500).unwrap();
     let mut recs = vec![crash()];
@@ -286,6 +289,63 @@ fn a_crash_counts_only_by_the_agents_report() {
     let untouched = seen(Some("u0"), false);
     settle_injections(&br, &mut recs, &[untouched], &time_at(12_500).unwrap());
     assert!(recs[0].message.as_deref().unwrap().starts_with("not done"));
+}
+
+/// A partition is recorded as the agent applied it: its ports and rules, when they were in
+/// place and when the agent heals them, by the agent's clock; and the agent is asked for the
+/// fault's own duration and side.
+#[test]
+fn a_partition_is_recorded_with_the_agents_rules_and_times() {
+    let br = run(
+        "    - {afterSeconds: 5, action: partition, pod: ordinal, ordinal: 0, durationSeconds: 10, partitionFrom: both}\n",
+        false,
+    );
+    let part = || FaultRecord {
+        action: Some(FaultAction::Partition),
+        ..injecting()
+    };
+    let asked = crate::benchmark_run::fault_by_agent::request(&br, &part());
+    assert_eq!(
+        asked.action,
+        runner_api::fault_agent::AgentAction::Partition
+    );
+    assert_eq!(asked.duration_ms, Some(10_000));
+    assert_eq!(
+        asked.partition_from,
+        Some(msgbench_crds::benchmark_run::PartitionFrom::Both)
+    );
+    let report = runner_api::fault_agent::FaultReport {
+        key: asked.key.clone(),
+        action: asked.action,
+        signal: None,
+        partition: Some(runner_api::fault_agent::RulesApplied {
+            ports: vec![6222, 4222],
+            rules: "table inet msgbench_fault { }".into(),
+        }),
+        at_unix_ms: 10_200,
+        until_unix_ms: Some(20_200),
+    };
+    let mut recs = vec![part()];
+    let reported = FaultPodSeen {
+        signalled: Some(report),
+        ..seen(Some("u0"), false)
+    };
+    settle_injections(
+        &br,
+        &mut recs,
+        std::slice::from_ref(&reported),
+        &time_at(10_500).unwrap(),
+    );
+    let r = &recs[0];
+    assert_eq!(r.executed_time, time_at(10_200), "the agent's clock");
+    assert!(r.signal.is_none());
+    let p = r.partition.as_ref().unwrap();
+    assert_eq!(p.ports, [6222, 4222]);
+    assert_eq!(Some(p.heal_time.clone()), time_at(20_200));
+    assert_eq!(
+        r.message.as_deref(),
+        Some("TCP ports [6222, 4222] dropped both ways for 10.0 s in pod demo-0 (ordinal 0)")
+    );
 }
 
 #[test]

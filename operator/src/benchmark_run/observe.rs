@@ -53,8 +53,6 @@ pub struct Observed {
     pub faults_allowed: bool,
     /// What this operator puts into runner pods a spec leaves open (image, pod additions).
     pub operands: std::sync::Arc<crate::operands::OperandDefaults>,
-    /// The operator's control public key, which runner pods check credentials against.
-    pub control_public_key: String,
     /// The pods of faults recorded as being injected whose outcome is not recorded yet.
     pub fault_pods: Vec<FaultPodSeen>,
 }
@@ -76,7 +74,6 @@ impl Observed {
             server_pods: Vec::new(),
             faults_allowed: false,
             operands: Default::default(),
-            control_public_key: String::new(),
             fault_pods: Vec::new(),
         }
     }
@@ -159,7 +156,6 @@ pub async fn observe(
     let mut obs = Observed::at(now());
     obs.faults_allowed = ctx.allow_faults;
     obs.operands = ctx.operands.clone();
-    obs.control_public_key = ctx.control.public_key();
     if st.observed_generation != Some(id.generation) {
         return Ok(obs); // a new generation starts over: nothing to read
     }
@@ -203,7 +199,7 @@ pub async fn observe(
     if phase == Phase::Starting && st.start_time.is_none() {
         return Ok(obs); // nothing to ask the agents before the start is chosen
     }
-    let token = ctx.runner_credential(&id.owner_ref.uid);
+    let token = ctx.control_credential(&id.owner_ref.uid);
     obs.agents = poll_agents(ctx, &view, &token).await;
     if phase == Phase::Starting {
         return Ok(obs);

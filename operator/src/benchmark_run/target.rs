@@ -28,9 +28,19 @@ pub struct Resolved {
     /// Why the server, as specified, cannot serve this run's protocol (e.g. TLS for protocol
     /// nats): not something waiting fixes, so the run fails at once with reason TargetUnfit.
     pub unfit: Option<String>,
-    /// The server's pods carry a fault agent (`spec.faultInjection.enabled`): `crash` faults
-    /// can be carried out.
-    pub fault_agent: bool,
+    /// The server's pods carry a fault agent (`spec.faultInjection.enabled`): `crash`, `pause`
+    /// (and with `network`, `partition`) faults can be carried out.
+    pub fault_agent: Option<FaultAgentSeen>,
+}
+
+/// The target's fault agent, as its spec says.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FaultAgentSeen {
+    /// It may partition the server (`spec.faultInjection.network`).
+    pub network: bool,
+    /// The server has peers to be cut off from (a JetStreamCluster; MQTT brokers are
+    /// independent).
+    pub peers: bool,
 }
 
 /// `Err(message)` when the referenced server does not exist.
@@ -59,7 +69,7 @@ pub async fn resolve_target(
             auth: None,
             tls_ca_secret: None,
             unfit: None,
-            fault_agent: false,
+            fault_agent: None,
         }));
     }
     let Some(r) = &t.server_ref else {
@@ -69,9 +79,13 @@ pub async fn resolve_target(
     let mut auth = None;
     let mut tls_ca_secret = None;
     let mut unfit = None;
-    let mut fault_agent = false;
-    let agent =
-        |f: Option<msgbench_crds::benchmark_run::FaultAgentSpec>| f.is_some_and(|f| f.enabled);
+    let mut fault_agent = None;
+    let agent = |f: Option<msgbench_crds::benchmark_run::FaultAgentSpec>, peers: bool| {
+        f.filter(|f| f.enabled).map(|f| FaultAgentSeen {
+            network: f.network,
+            peers,
+        })
+    };
     let status: Option<Option<ServerStatus>> = match r.kind {
         ServerKind::JetStreamCluster => Api::<JetStreamCluster>::namespaced(c, ns)
             .get_opt(&r.name)
@@ -79,14 +93,14 @@ pub async fn resolve_target(
             .map(|s| {
                 auth = s.spec.auth.map(TargetSecret::Nats);
                 tls_ca_secret = s.spec.tls.map(|t| t.secret_name);
-                fault_agent = agent(s.spec.fault_injection);
+                fault_agent = agent(s.spec.fault_injection, true);
                 s.status
             }),
         ServerKind::MqttBroker => Api::<MqttBroker>::namespaced(c, ns)
             .get_opt(&r.name)
             .await?
             .map(|s| {
-                fault_agent = agent(s.spec.fault_injection);
+                fault_agent = agent(s.spec.fault_injection, false);
                 s.status
             }),
         ServerKind::PubSubServer => {

@@ -2,6 +2,7 @@
 
 use super::nats_conf::{self, CLIENT_PORT, CLUSTER_PORT, MONITOR_PORT, PID_FILE, TLS_DIR};
 use crate::apply::Children;
+use crate::fault_agent_pod::AgentNetwork;
 use crate::meta::Owner;
 use crate::operands::{merged, OperandDefaults};
 use crate::server_pod::{empty_dir, mount, optional_secret_volume, pod_template, ServerPod};
@@ -173,8 +174,12 @@ pub fn build(
         pod: merged(&operands.server_pods, &spec.pod),
         image_pull_policy: &operands.image_pull_policy,
         fault_agent: ServerPod::agent_if(
-            spec.fault_injection.as_ref().is_some_and(|f| f.enabled),
+            spec.fault_injection.as_ref(),
             "nats-server",
+            AgentNetwork {
+                peer_ports: vec![CLUSTER_PORT],
+                client_ports: vec![CLIENT_PORT],
+            },
             owner,
             operands,
         ),

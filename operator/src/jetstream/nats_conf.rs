@@ -43,6 +43,15 @@ pub fn render(name: &str, namespace: &str, headless: &str, spec: &JetStreamClust
     if let Some(b) = file_limit.and_then(bytes) {
         let _ = writeln!(c, "  max_file_store: {b}");
     }
+    match js.sync_interval.as_deref() {
+        Some("always") => {
+            let _ = writeln!(c, "  sync_interval: always");
+        }
+        Some(d) => {
+            let _ = writeln!(c, "  sync_interval: \"{d}\"");
+        }
+        None => {}
+    }
     let _ = writeln!(c, "}}");
     if spec.replicas > 1 {
         let _ = writeln!(c, "cluster {{");
@@ -107,6 +116,64 @@ mod tests {
             "{conf}"
         );
         assert!(!conf.contains("ca.crt"), "{conf}");
+    }
+
+    /// `syncInterval` reaches the jetstream block as nats-server spells it, and the server
+    /// itself accepts the result (`nats-server -t`, the binary `make unit` installs).
+    #[test]
+    fn sync_interval_is_written_as_the_server_reads_it() {
+        let conf = |v: Option<&str>| {
+            let mut spec: JetStreamClusterSpec =
+                serde_json::from_value(serde_json::json!({})).unwrap();
+            spec.jetstream.sync_interval = v.map(String::from);
+            render("js", "ns", "h", &spec)
+        };
+        assert!(!conf(None).contains("sync_interval"));
+        let always = conf(Some("always"));
+        assert!(
+            always.contains("jetstream {\n  store_dir: \"/data/jetstream\"\n"),
+            "{always}"
+        );
+        assert!(always.contains("  sync_interval: always\n"), "{always}");
+        let ten = conf(Some("10s"));
+        assert!(ten.contains("  sync_interval: \"10s\"\n"), "{ten}");
+        let cache = std::env::var("MSGBENCH_CACHE").unwrap_or_else(|_| {
+            format!(
+                "{}/.cache/msgbench",
+                std::env::var("HOME").unwrap_or_default()
+            )
+        });
+        let server = std::path::Path::new(&cache).join("bin/nats-server");
+        assert!(
+            server.is_file(),
+            "{} missing: run `e2e/tools/ensure nats-server`",
+            server.display()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        for text in [always, ten] {
+            // Only the jetstream block: the rest needs the pod's environment.
+            let js = text
+                .split("jetstream {")
+                .nth(1)
+                .unwrap()
+                .split("\n}\n")
+                .next()
+                .unwrap();
+            let store = dir.path().display();
+            let js = js.replace("/data/jetstream", &store.to_string());
+            let path = dir.path().join("n.conf");
+            std::fs::write(&path, format!("port: -1\njetstream {{{js}\n}}\n")).unwrap();
+            let out = std::process::Command::new(&server)
+                .args(["-t", "-c"])
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{js}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
     }
 
     /// Each mode takes its values from the environment (filled from the Secret); the config

@@ -2,6 +2,7 @@
 
 use super::broker_conf::{self, MOSQUITTO_DATA_DIR};
 use crate::apply::Children;
+use crate::fault_agent_pod::AgentNetwork;
 use crate::jetstream::build::value_env;
 use crate::meta::Owner;
 use crate::operands::{merged, OperandDefaults};
@@ -44,8 +45,10 @@ pub fn build(
     };
 
     let mut ports = vec![port("mqtt", spec.listeners.mqtt_port)];
+    let mut client_ports = vec![spec.listeners.mqtt_port];
     if let Some(ws) = &spec.listeners.websocket {
         ports.push(port("websocket", ws.port));
+        client_ports.push(ws.port);
     }
     let service = Service {
         metadata: owner.child_meta(name),
@@ -182,9 +185,12 @@ pub fn build(
         pod: merged(&operands.server_pods, &spec.pod),
         image_pull_policy: &operands.image_pull_policy,
         fault_agent: ServerPod::agent_if(
-            spec.fault_injection.as_ref().is_some_and(|f| f.enabled)
-                && spec.engine != MqttEngine::Custom,
+            (spec.fault_injection.as_ref()).filter(|_| spec.engine != MqttEngine::Custom),
             super::broker_process(spec.engine),
+            AgentNetwork {
+                peer_ports: Vec::new(), // brokers are independent: no peer traffic
+                client_ports,
+            },
             owner,
             operands,
         ),

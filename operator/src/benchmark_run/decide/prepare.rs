@@ -9,7 +9,9 @@ use crate::benchmark_run::observe::{BaselineSeen, Observed, TargetSeen};
 use crate::benchmark_run::target::Resolved;
 use crate::benchmark_run::target_lock::{target_use, RunOnTarget, TargetUse};
 use crate::benchmark_run::{endpoints, runner_access, target_auth, timing, variants};
-use msgbench_crds::benchmark_run::{BenchmarkRun, Phase, MAX_RUN_NAME};
+use msgbench_crds::benchmark_run::{
+    BenchmarkRun, Fault, FaultAction, PartitionFrom, Phase, MAX_RUN_NAME,
+};
 use msgbench_crds::names::name_violation;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -56,7 +58,7 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
     }
     let mut urls = BTreeMap::new();
     for t in &obs.targets {
-        match ready_url(t, crashes(br)) {
+        match ready_url(t, &br.spec.faults) {
             Ok(url) => {
                 if let Some(v) = &t.variant {
                     urls.insert(v.clone(), url);
@@ -167,13 +169,45 @@ impl Problem {
     }
 }
 
-/// Some fault of the run is done by the target's fault agent (`crash`, `pause`).
-fn crashes(br: &BenchmarkRun) -> bool {
-    br.spec.faults.iter().any(|f| f.action.needs_agent())
+/// Why the target's fault agent cannot carry out the run's faults (`crash`, `pause`,
+/// `partition`), if it cannot.
+fn agent_unfit(faults: &[Fault], r: &Resolved) -> Option<String> {
+    let by_agent = faults.iter().any(|f| f.action.needs_agent());
+    if !by_agent || r.server_labels.is_none() {
+        return None;
+    }
+    let Some(agent) = r.fault_agent else {
+        return Some(format!(
+            "spec.faults: actions crash, pause and partition need the target's fault agent: \
+             set spec.faultInjection.enabled: true on {}",
+            r.display
+        ));
+    };
+    let partitions = faults
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.action == FaultAction::Partition);
+    for (i, f) in partitions {
+        if !agent.network {
+            return Some(format!(
+                "spec.faults[{i}]: action partition needs the fault agent's network faults: set \
+                 spec.faultInjection.network: true on {}",
+                r.display
+            ));
+        }
+        if f.partition_from.unwrap_or_default() != PartitionFrom::Clients && !agent.peers {
+            return Some(format!(
+                "spec.faults[{i}].partitionFrom: {} has no peers to be cut off from (its \
+                 brokers are independent); use partitionFrom: clients",
+                r.display
+            ));
+        }
+    }
+    None
 }
 
 /// The target's URL when it can take load, else what is missing (variant-prefixed).
-fn ready_url(t: &TargetSeen, crashes: bool) -> Result<String, Problem> {
+fn ready_url(t: &TargetSeen, faults: &[Fault]) -> Result<String, Problem> {
     let prefix = |why: &str| match &t.variant {
         Some(v) => format!("variant {v}: {why}"),
         None => why.to_string(),
@@ -185,12 +219,7 @@ fn ready_url(t: &TargetSeen, crashes: bool) -> Result<String, Problem> {
     if let Some(why) = &r.unfit {
         return Err(Problem::Unfit(prefix(why)));
     }
-    if crashes && r.server_labels.is_some() && !r.fault_agent {
-        let why = format!(
-            "spec.faults: actions crash and pause need the target's fault agent: set \
-             spec.faultInjection.enabled: true on {}",
-            r.display
-        );
+    if let Some(why) = agent_unfit(faults, r) {
         return Err(Problem::Unfit(prefix(&why)));
     }
     if let Some(why) = &r.not_ready {
@@ -355,7 +384,7 @@ fn create_runners(
             Some((r.url.as_str(), r.tls_ca_secret.as_deref()?))
         }));
     cfg.target_tls = target_tls;
-    let control = runner_access::control_env(&obs.control_public_key, &id.owner_ref.uid);
+    let control = runner_access::control_env(&obs.operands.control_public_key, &id.owner_ref.uid);
     let secrets = target_auth::RunnerSecrets {
         env: control.into_iter().chain(auth_env).collect(),
         volumes,

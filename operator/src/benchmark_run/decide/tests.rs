@@ -4,7 +4,7 @@ use super::*;
 use crate::benchmark_run::gather::Gathered;
 use crate::benchmark_run::observe::{AgentSeen, BaselineSeen, BaselineState, TargetSeen};
 use crate::benchmark_run::results::tests::runner as record;
-use crate::benchmark_run::target::Resolved;
+use crate::benchmark_run::target::{FaultAgentSeen, Resolved};
 use crate::benchmark_run::{build, compare};
 use k8s_openapi::api::batch::v1::JobStatus;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
@@ -73,7 +73,7 @@ fn ready_target() -> TargetSeen {
             auth: None,
             tls_ca_secret: None,
             unfit: None,
-            fault_agent: false,
+            fault_agent: None,
         }),
         unreachable: None,
     }
@@ -331,7 +331,7 @@ fn a_crash_without_the_targets_fault_agent_is_unfit() {
         message(&d)
     );
     if let Ok(r) = &mut t.resolved {
-        r.fault_agent = true;
+        r.fault_agent = Some(FaultAgentSeen::default());
     }
     obs.targets = vec![t];
     let d = decide_at(&br, &status(Phase::Pending), &obs);
@@ -343,6 +343,52 @@ fn a_crash_without_the_targets_fault_agent_is_unfit() {
         "{:?}",
         d.effects
     );
+}
+
+/// A `partition` needs the agent's network faults, and a partition from peers needs a server
+/// that has peers; each refusal names the field to change.
+#[test]
+fn a_partition_needs_network_faults_and_peers() {
+    let br = run(
+        1,
+        "faults:\n  - {afterSeconds: 2, action: partition, pod: streamLeader, durationSeconds: 5}",
+    );
+    let decide_with = |agent: FaultAgentSeen| {
+        let mut t = ready_target();
+        if let Ok(r) = &mut t.resolved {
+            r.server_labels = Some(Default::default());
+            r.fault_agent = Some(agent);
+        }
+        let mut obs = Observed::at(at(T0 + 1));
+        obs.faults_allowed = true;
+        obs.targets = vec![t];
+        decide_at(&br, &status(Phase::Pending), &obs)
+    };
+    let d = decide_with(FaultAgentSeen {
+        network: false,
+        peers: true,
+    });
+    assert_eq!(verdict(&d), (Some(Phase::Failed), "TargetUnfit".into()));
+    assert!(
+        message(&d).contains("spec.faults[0]: action partition needs")
+            && message(&d).contains("spec.faultInjection.network: true on JetStreamCluster/js3"),
+        "{}",
+        message(&d)
+    );
+    let d = decide_with(FaultAgentSeen {
+        network: true,
+        peers: false,
+    });
+    assert!(
+        message(&d).contains("spec.faults[0].partitionFrom: JetStreamCluster/js3 has no peers"),
+        "{}",
+        message(&d)
+    );
+    let d = decide_with(FaultAgentSeen {
+        network: true,
+        peers: true,
+    });
+    assert_ne!(verdict(&d).1, "TargetUnfit", "{}", message(&d));
 }
 
 #[test]

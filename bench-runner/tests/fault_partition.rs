@@ -1,0 +1,156 @@
+//! `bench-runner fault-agent` partitions, against a stand-in `nft` that keeps the table it is
+//! given (a file) and logs every call: the rules for the chosen ports are applied in one
+//! transaction, removed by the agent's own timer after the duration and not before, one at a
+//! time, and refused by an agent without network faults or for ports the server does not have.
+//! The real `nft` in a real pod is the e2e test `crash_fault`.
+mod support;
+use bench_runner::fault_agent::{FaultAgent, NetFaults};
+use bench_runner::fault_net::{self, Nft};
+use runner_api::fault_agent::{AgentAction, FaultReport, FaultRequest, PartitionFrom};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use support::*;
+
+const PARTITION_MS: u64 = 1_500;
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// An `nft` that stores the ruleset of `-f -` in `<dir>/table` and deletes it on
+/// `delete table`, failing as nft does when there is none.
+fn fake_nft(dir: &Path) -> Nft {
+    let program = dir.join("nft");
+    let d = dir.display();
+    let script = format!(
+        "#!/bin/sh\necho \"$*\" >> {d}/calls\n\
+         if [ \"$1\" = -f ]; then cat > {d}/table; exit 0; fi\n\
+         if [ \"$1\" = delete ]; then\n  [ -e {d}/table ] || {{ echo 'Error: No such file or directory' >&2; exit 1; }}\n  \
+         rm {d}/table; exit 0\nfi\nexit 2\n"
+    );
+    std::fs::write(&program, script).unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    Nft { program }
+}
+
+fn request(key: &str, from: PartitionFrom) -> String {
+    serde_json::to_string(&FaultRequest {
+        key: key.into(),
+        action: AgentAction::Partition,
+        not_after_unix_ms: now_ms() + 10_000,
+        duration_ms: Some(PARTITION_MS),
+        partition_from: Some(from),
+    })
+    .unwrap()
+}
+
+fn agent(dir: &Path, peer_ports: Vec<u16>) -> std::sync::Arc<FaultAgent> {
+    let net = NetFaults {
+        nft: fake_nft(dir),
+        peer_ports,
+        client_ports: vec![4222],
+    };
+    FaultAgent::new("nats-server", Path::new("/proc"), None, Some(net))
+}
+
+#[tokio::test]
+async fn a_partition_drops_the_chosen_ports_and_the_agent_heals_it_on_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("table");
+    let agent = agent(dir.path(), vec![6222]);
+    agent
+        .heal_leftover()
+        .await
+        .expect("no leftover is not an error");
+    let addr = serve_fault_agent(agent).await;
+
+    let (code, answer) = http(
+        addr,
+        "POST",
+        "/faults",
+        &request("r/0/1", PartitionFrom::Peers),
+    )
+    .await;
+    assert_eq!(code, 200, "{answer}");
+    let r: FaultReport = serde_json::from_str(&answer).unwrap();
+    let applied = r.partition.clone().expect("the rules are reported");
+    assert_eq!(applied.ports, [6222]);
+    assert_eq!(applied.rules, fault_net::ruleset(&[6222]));
+    assert_eq!(std::fs::read_to_string(&table).unwrap(), applied.rules);
+    assert_eq!(r.until_unix_ms, Some(r.at_unix_ms + PARTITION_MS));
+    assert!(r.signal.is_none());
+
+    // One partition at a time: a second would be healed by the first one's timer.
+    let (code, why) = http(
+        addr,
+        "POST",
+        "/faults",
+        &request("r/0/2", PartitionFrom::Both),
+    )
+    .await;
+    assert_eq!(code, 409, "{why}");
+
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while table.exists() {
+        assert!(Instant::now() < deadline, "never healed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(now_ms() >= r.at_unix_ms + PARTITION_MS, "healed early");
+    let calls = std::fs::read_to_string(dir.path().join("calls")).unwrap();
+    assert_eq!(
+        calls.lines().collect::<Vec<_>>(),
+        [
+            "delete table inet msgbench_fault", // the leftover check at start
+            "-f -",
+            "delete table inet msgbench_fault",
+        ]
+    );
+
+    // Healed: the next one is taken, with both sets of ports. The same key again: the first
+    // report, nothing applied twice.
+    let both = request("r/0/3", PartitionFrom::Both);
+    let (code, answer) = http(addr, "POST", "/faults", &both).await;
+    assert_eq!(code, 200, "{answer}");
+    let r3: FaultReport = serde_json::from_str(&answer).unwrap();
+    assert_eq!(r3.partition.as_ref().unwrap().ports, [6222, 4222]);
+    let (code, again) = http(addr, "POST", "/faults", &both).await;
+    assert_eq!(
+        (code, serde_json::from_str::<FaultReport>(&again).unwrap()),
+        (200, r3)
+    );
+    let calls = std::fs::read_to_string(dir.path().join("calls")).unwrap();
+    assert_eq!(calls.lines().filter(|l| *l == "-f -").count(), 2, "{calls}");
+}
+
+#[tokio::test]
+async fn a_partition_is_refused_without_network_faults_or_without_the_ports() {
+    let dir = tempfile::tempdir().unwrap();
+    let no_net = FaultAgent::new("nats-server", Path::new("/proc"), None, None);
+    let addr = serve_fault_agent(no_net).await;
+    let (code, why) = http(
+        addr,
+        "POST",
+        "/faults",
+        &request("r/0/1", PartitionFrom::Peers),
+    )
+    .await;
+    assert_eq!(code, 422, "{why}");
+    assert!(why.contains("spec.faultInjection.network"), "{why}");
+
+    // A single broker has no peers.
+    let addr = serve_fault_agent(agent(dir.path(), vec![])).await;
+    let (code, why) = http(
+        addr,
+        "POST",
+        "/faults",
+        &request("r/0/1", PartitionFrom::Peers),
+    )
+    .await;
+    assert_eq!(code, 422, "{why}");
+    assert!(why.contains("no peer ports"), "{why}");
+    assert!(!dir.path().join("calls").exists(), "nft was never run");
+}
