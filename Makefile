@@ -27,10 +27,11 @@ clippy:
 	cargo clippy --workspace --all-targets -- -D warnings
 
 ## tools: the real peers the integration tests talk to (cached; apt and the Go module proxy), and
-## the headless Chromium that renders kubectl msgbench's report in its test. Not sockudo: its
+## the headless Chromium that renders kubectl msgbench's report in its test, natsprobe (the fault
+## test's independent nats.go client) and nft (which sees a partition from outside the pod). Not sockudo: its
 ## first build takes 15-50 min on 2 cores, too long for every fresh machine; `make e2e-sockudo`.
 tools:
-	e2e/tools/ensure nats-server mosquitto helm apt:chromium
+	e2e/tools/ensure nats-server natsprobe mosquitto helm apt:chromium apt:nftables
 
 unit: tools
 	cargo test --workspace --exclude msgbench-e2e

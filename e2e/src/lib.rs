@@ -16,6 +16,7 @@ pub mod diagnostics;
 pub mod fault_watch;
 pub mod harness;
 pub mod kinds;
+pub mod natsprobe;
 pub mod node;
 pub mod nodes;
 pub mod operator_lease;

@@ -8,7 +8,10 @@
 //!   server, as the servers' own `/jsz` reports;
 //! - delivery stopped for a whole second and took at least a Raft election to come back
 //!   (nats-server's election timeout is 4 to 9 s after the last heartbeat; after a graceful
-//!   hand-over R3 never drops below some 800 msg/s), and no acknowledged message was lost.
+//!   hand-over R3 never drops below some 800 msg/s), and no acknowledged message was lost;
+//! - an independent client (`e2e/natsprobe`, nats.go) publishing into the same stream through
+//!   the same crash agrees: lostAcked within 1 % of its acknowledged messages, the longest
+//!   publish stall within a second.
 //!
 //! `pause`, in a second run: the leader is stopped for 12 s (longer than the longest election
 //! timeout), then resumed by the agent itself; the record says so, the leadership moves off it,
@@ -25,6 +28,7 @@ use kube::api::{Api, DynamicObject};
 use kube::ResourceExt;
 use msgbench_e2e::fault_watch::{follow_log, restarts, watch_leaders};
 use msgbench_e2e::kinds::{self, Kind};
+use msgbench_e2e::natsprobe::{Probe, ProbeReport};
 use msgbench_e2e::partition::nft_table_in_server_pod;
 use msgbench_e2e::runs::{field as s, finished};
 use msgbench_e2e::{run, servers, wait, TestContext};
@@ -138,7 +142,14 @@ async fn crash(ctx: &TestContext) -> Result<()> {
         20,
         "{afterSeconds: 6, action: crash, pod: streamLeader}",
     );
+    // The independent client, in the run's own stream from the moment it exists.
+    let urls: Vec<String> = (before.iter())
+        .filter_map(|p| p.status.as_ref()?.pod_ip.clone())
+        .map(|ip| format!("nats://{ip}:4222"))
+        .collect();
+    let probe = Probe::start(&urls, "crash_", PROBE_SECONDS)?;
     let (br, leaders, logs) = watched(ctx, "crash", &manifest).await?;
+    let probe = probe.report().await?;
     let f = s(&br, "/status/faults/0");
     let pod = f["pod"]
         .as_str()
@@ -201,7 +212,56 @@ async fn crash(ctx: &TestContext) -> Result<()> {
         s(&br, "/status/result/lostAcked")
     );
     outage_of_an_election(effect)?;
-    lost_nothing(&br)
+    lost_nothing(&br)?;
+    agrees_with_the_probe(&br, &probe)
+}
+
+/// How long the independent client publishes: from the stream's creation (before the measured
+/// phase) past the fault (6 s in) and the election after it, and done, drained, before the run
+/// ends and its stream goes.
+const PROBE_SECONDS: u32 = 16;
+/// Tolerances: lost acknowledged messages within 1 % of what the probe had acknowledged (both
+/// count their own messages: the same loss shows in both in proportion), the longest publish
+/// stall within a second.
+const LOST_TOLERANCE: f64 = 0.01;
+const STALL_TOLERANCE_MS: f64 = 1000.0;
+
+/// The run's figures against the independent client's, measured through the same crash of the
+/// same stream's leader.
+fn agrees_with_the_probe(br: &DynamicObject, probe: &ProbeReport) -> Result<()> {
+    let run_lost = s(br, "/status/result/lostAcked")
+        .as_u64()
+        .context("lostAcked")?;
+    let run_stall = s(br, "/status/faults/0/effect/trialPublishStallMs")
+        .as_f64()
+        .context("trialPublishStallMs")?;
+    eprintln!(
+        "independent client (nats.go) in {}: published {}, acked {}, failed {}, received {}, \
+         lostAcked {} (run: {run_lost}), longest stall {:.0} ms (run: {run_stall:.0} ms), \
+         longest delivery gap {:.0} ms, per second {:?}",
+        probe.stream,
+        probe.published,
+        probe.acked,
+        probe.failed,
+        probe.received,
+        probe.lost_acked,
+        probe.longest_stall_ms,
+        probe.longest_delivery_gap_ms,
+        probe.per_second
+    );
+    ensure!(probe.acked > 0, "the probe had nothing acknowledged");
+    let allowed = (probe.acked as f64 * LOST_TOLERANCE).ceil() as u64;
+    ensure!(
+        run_lost.abs_diff(probe.lost_acked) <= allowed,
+        "lostAcked: run {run_lost}, independent client {} (tolerance {allowed})",
+        probe.lost_acked
+    );
+    ensure!(
+        (run_stall - probe.longest_stall_ms).abs() <= STALL_TOLERANCE_MS,
+        "longest publish stall: run {run_stall:.0} ms, independent client {:.0} ms",
+        probe.longest_stall_ms
+    );
+    Ok(())
 }
 
 async fn pause(ctx: &TestContext) -> Result<()> {

@@ -372,7 +372,11 @@ fn jetstream_cluster_with_a_fault_agent() {
     assert!(env.contains(&("MSGBENCH_SERVER_UID".into(), owner.owner_ref.uid.clone())));
     let sc = agent.security_context.clone().unwrap();
     assert_eq!((sc.run_as_user, sc.run_as_non_root), (None, Some(true)));
-    assert_eq!(sc.capabilities.unwrap().add, None, "signals as the server's user");
+    assert_eq!(
+        sc.capabilities.unwrap().add,
+        None,
+        "signals as the server's user"
+    );
 
     // With network faults: only the agent is root, with NET_ADMIN and KILL, and knows the
     // route and client ports; the server container is unchanged.
@@ -383,7 +387,13 @@ fn jetstream_cluster_with_a_fault_agent() {
     let args = agent.args.clone().unwrap();
     assert_eq!(
         args[5..],
-        ["--network", "--peer-ports", "6222", "--client-ports", "4222"]
+        [
+            "--network",
+            "--peer-ports",
+            "6222",
+            "--client-ports",
+            "4222"
+        ]
     );
     let sc = agent.security_context.clone().unwrap();
     assert_eq!((sc.run_as_user, sc.run_as_non_root), (Some(0), Some(false)));

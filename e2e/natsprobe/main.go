@@ -1,0 +1,235 @@
+// natsprobe is an independent client for msgbench's fault tests: nats.go (not async-nats, not
+// msgbench's code) publishing into a stream that a BenchmarkRun is using, on a subject of its
+// own, and reading its own messages back with an ordered consumer. It reports what it saw as
+// JSON: its acknowledged messages that never came back (lostAcked), its longest publish stall
+// (publishes outstanding, no ack arriving: the same definition as msgbench's) and its
+// per-second deliveries. Sharing the run's stream shares its Raft group, leader and elections,
+// so a fault on that stream's leader is the same fault for both.
+//
+//	natsprobe --servers nats://10.244.0.5:4222,... --stream-prefix crash_ --seconds 14
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Report is what the probe prints on stdout.
+type Report struct {
+	Stream         string  `json:"stream"`
+	Subject        string  `json:"subject"`
+	Published      int     `json:"published"`
+	Acked          int     `json:"acked"`
+	Failed         int     `json:"failed"`
+	Received       int     `json:"received"`
+	LostAcked      int     `json:"lostAcked"`
+	LongestStallMs float64 `json:"longestStallMs"`
+	StallStartMs   int64   `json:"stallStartUnixMs"`
+	PerSecond      []int   `json:"perSecond"`
+	StartUnixMs    int64   `json:"startUnixMs"`
+	LongestGapMs   float64 `json:"longestDeliveryGapMs"`
+	GapStartUnixMs int64   `json:"deliveryGapStartUnixMs"`
+}
+
+// stallClock mirrors bench-runner's StallClock: an interval starts when a publish goes out
+// with nothing outstanding, or at an ack with publishes still outstanding; it ends at the next
+// ack, or when the last outstanding publish fails.
+type stallClock struct {
+	outstanding int
+	since       time.Time
+	longest     time.Duration
+	longestAt   time.Time
+}
+
+func (c *stallClock) sent(now time.Time) {
+	if c.outstanding == 0 {
+		c.since = now
+	}
+	c.outstanding++
+}
+
+func (c *stallClock) acked(now time.Time) {
+	c.close(now)
+	if c.outstanding > 0 {
+		c.outstanding--
+	}
+	c.since = now
+}
+
+func (c *stallClock) failed(now time.Time) {
+	if c.outstanding == 1 {
+		c.close(now)
+	}
+	if c.outstanding > 0 {
+		c.outstanding--
+	}
+}
+
+func (c *stallClock) close(now time.Time) {
+	if c.outstanding == 0 {
+		return
+	}
+	if d := now.Sub(c.since); d > c.longest {
+		c.longest, c.longestAt = d, c.since
+	}
+}
+
+func main() {
+	servers := flag.String("servers", "", "comma-separated nats:// URLs")
+	prefix := flag.String("stream-prefix", "", "the run's stream: the first stream whose name starts with this")
+	seconds := flag.Int("seconds", 14, "how long to publish")
+	rate := flag.Int("rate", 200, "messages per second")
+	drain := flag.Duration("drain", 3*time.Second, "how long to wait for the last deliveries")
+	find := flag.Duration("find", 60*time.Second, "how long to wait for the run's stream")
+	flag.Parse()
+	if err := run(*servers, *prefix, *seconds, *rate, *drain, *find); err != nil {
+		fmt.Fprintln(os.Stderr, "natsprobe:", err)
+		os.Exit(1)
+	}
+}
+
+func run(servers, prefix string, seconds, rate int, drain, find time.Duration) error {
+	nc, err := nats.Connect(servers, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(256),
+		jetstream.WithPublishAsyncTimeout(5*time.Second))
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	stream, subject, err := findStream(ctx, js, prefix, find)
+	if err != nil {
+		return err
+	}
+	rep := Report{Stream: stream, Subject: subject}
+	var mu sync.Mutex
+	received := map[uint64]bool{}
+	var lastDelivery time.Time
+	start := time.Now()
+	rep.StartUnixMs = start.UnixMilli()
+	rep.PerSecond = make([]int, seconds+int(drain.Seconds())+2)
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject},
+	})
+	if err != nil {
+		return err
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		now := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(m.Data()) >= 8 {
+			received[binary.BigEndian.Uint64(m.Data())] = true
+		}
+		if !lastDelivery.IsZero() {
+			if gap := now.Sub(lastDelivery); float64(gap.Microseconds())/1000 > rep.LongestGapMs {
+				rep.LongestGapMs = float64(gap.Microseconds()) / 1000
+				rep.GapStartUnixMs = lastDelivery.UnixMilli()
+			}
+		}
+		lastDelivery = now
+		if s := int(now.Sub(start) / time.Second); s < len(rep.PerSecond) {
+			rep.PerSecond[s]++
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer cc.Stop()
+
+	var clock stallClock
+	acked := map[uint64]bool{}
+	var wg sync.WaitGroup
+	interval := time.Second / time.Duration(rate)
+	total := seconds * rate
+	for i := 0; i < total; i++ {
+		// Open loop: each message at its intended time, whatever the server does.
+		time.Sleep(time.Until(start.Add(time.Duration(i) * interval)))
+		seq := uint64(i + 1)
+		data := make([]byte, 64)
+		binary.BigEndian.PutUint64(data, seq)
+		mu.Lock()
+		clock.sent(time.Now())
+		rep.Published++
+		mu.Unlock()
+		f, err := js.PublishAsync(subject, data)
+		if err != nil {
+			mu.Lock()
+			clock.failed(time.Now())
+			rep.Failed++
+			mu.Unlock()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-f.Ok():
+				mu.Lock()
+				clock.acked(time.Now())
+				acked[seq] = true
+				mu.Unlock()
+			case <-f.Err():
+				mu.Lock()
+				clock.failed(time.Now())
+				rep.Failed++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	time.Sleep(drain)
+	mu.Lock()
+	defer mu.Unlock()
+	clock.close(time.Now())
+	rep.Acked = len(acked)
+	rep.Received = len(received)
+	for seq := range acked {
+		if !received[seq] {
+			rep.LostAcked++
+		}
+	}
+	rep.LongestStallMs = float64(clock.longest.Microseconds()) / 1000
+	if !clock.longestAt.IsZero() {
+		rep.StallStartMs = clock.longestAt.UnixMilli()
+	}
+	return json.NewEncoder(os.Stdout).Encode(rep)
+}
+
+// findStream waits for a stream named prefix… and returns it with a subject of the probe's own
+// inside it (its first subject, `X.>`, becomes `X.natsprobe`).
+func findStream(ctx context.Context, js jetstream.JetStream, prefix string, within time.Duration) (string, string, error) {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		names := js.StreamNames(ctx)
+		for name := range names.Name() {
+			if !strings.HasPrefix(name, prefix) {
+				continue
+			}
+			s, err := js.Stream(ctx, name)
+			if err != nil {
+				continue
+			}
+			subjects := s.CachedInfo().Config.Subjects
+			if len(subjects) == 0 || !strings.HasSuffix(subjects[0], ".>") {
+				return "", "", fmt.Errorf("stream %s: subjects %v, not X.>", name, subjects)
+			}
+			return name, strings.TrimSuffix(subjects[0], ">") + "natsprobe", nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return "", "", fmt.Errorf("no stream named %s… within %s", prefix, within)
+}

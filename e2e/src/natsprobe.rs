@@ -1,0 +1,71 @@
+//! The fault tests' independent client (`e2e/natsprobe`: nats.go, not async-nats and not
+//! msgbench's code), run on this host against the servers' pod IPs (local cluster only). It
+//! publishes into a run's own stream on a subject of its own and reads its messages back, so
+//! a fault on that stream's leader is the same fault for it as for the run.
+use crate::cluster::repo_root;
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use std::process::Stdio;
+
+/// What the probe saw (see `e2e/natsprobe/main.go`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProbeReport {
+    pub stream: String,
+    pub published: u64,
+    pub acked: u64,
+    pub failed: u64,
+    pub received: u64,
+    pub lost_acked: u64,
+    pub longest_stall_ms: f64,
+    pub per_second: Vec<u64>,
+    pub longest_delivery_gap_ms: f64,
+}
+
+/// A probe running against `servers` (nats:// URLs), waiting for the stream `prefix…`, then
+/// publishing `seconds` at 200 msg/s and draining 3 s.
+pub struct Probe(tokio::process::Child);
+
+impl Probe {
+    pub fn start(servers: &[String], prefix: &str, seconds: u32) -> Result<Probe> {
+        let root = repo_root();
+        let ensure = std::process::Command::new(root.join("e2e/tools/ensure"))
+            .arg("natsprobe")
+            .status()
+            .context("running e2e/tools/ensure natsprobe")?;
+        if !ensure.success() {
+            bail!("e2e/tools/ensure natsprobe failed ({ensure})");
+        }
+        let cache = std::env::var("MSGBENCH_CACHE").unwrap_or_else(|_| {
+            format!(
+                "{}/.cache/msgbench",
+                std::env::var("HOME").unwrap_or_default()
+            )
+        });
+        let child = tokio::process::Command::new(format!("{cache}/bin/natsprobe"))
+            .args(["--servers", &servers.join(",")])
+            .args(["--stream-prefix", prefix])
+            .args(["--seconds", &seconds.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting natsprobe")?;
+        Ok(Probe(child))
+    }
+
+    /// Its report, once it is done.
+    pub async fn report(self) -> Result<ProbeReport> {
+        let out = self.0.wait_with_output().await?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            bail!("natsprobe failed ({}): {stderr}", out.status);
+        }
+        serde_json::from_slice(&out.stdout).with_context(|| {
+            format!(
+                "natsprobe's report: {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    }
+}
