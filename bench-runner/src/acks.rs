@@ -71,19 +71,27 @@ impl AckBook {
     }
 }
 
-/// Tracks the intervals during which publishes were outstanding and no ack arrived: one starts
-/// when a publish goes out with nothing outstanding, or at an ack with publishes still
-/// outstanding; it ends at the next ack, or when the last outstanding publish fails.
+/// Tracks the intervals during which the publisher was trying and nothing was acknowledged:
+/// one starts when a publish goes out while none is pending, or at an ack with publishes still
+/// outstanding; only the next ack ends it (or the end of the phase). A failed publish (an ack
+/// timeout, "no responders" while a stream elects its leader, a lost connection) is not
+/// progress: it never ends a stall. Otherwise fast failures during an election would cut the
+/// stall into pieces and report the ack timeout, or milliseconds, instead of the outage (an
+/// independent nats.go client in `e2e/tests/crash_fault.rs` measured 6.4 s where the old rule
+/// said 5.0 s).
 #[derive(Clone, Debug, Default)]
 struct StallClock {
     outstanding: u64,
+    /// Sent and not acknowledged since the last ack (failed ones included).
+    waiting: bool,
     since_us: u64,
     longest: Option<(u64, u64)>,
 }
 
 impl StallClock {
     fn sent(&mut self, n: u64, now_us: u64) {
-        if n > 0 && self.outstanding == 0 {
+        if n > 0 && !self.waiting {
+            self.waiting = true;
             self.since_us = now_us;
         }
         self.outstanding += n;
@@ -92,24 +100,23 @@ impl StallClock {
     fn acked(&mut self, now_us: u64) {
         self.close(now_us);
         self.outstanding = self.outstanding.saturating_sub(1);
+        self.waiting = self.outstanding > 0;
         self.since_us = now_us;
     }
 
-    fn failed(&mut self, now_us: u64) {
-        if self.outstanding == 1 {
-            self.close(now_us);
-        }
+    fn failed(&mut self, _now_us: u64) {
         self.outstanding = self.outstanding.saturating_sub(1);
     }
 
     fn finish(&mut self, now_us: u64) {
         self.close(now_us);
         self.outstanding = 0;
+        self.waiting = false;
     }
 
-    /// Ends the current interval (if publishes are outstanding) at `now_us`.
+    /// Ends the current interval (if the publisher is waiting) at `now_us`.
     fn close(&mut self, now_us: u64) {
-        if self.outstanding == 0 {
+        if !self.waiting {
             return;
         }
         let d = now_us.saturating_sub(self.since_us);
@@ -261,8 +268,11 @@ mod tests {
         b.sent(p, 1, 120);
         // 100 → 400: the server stopped answering (300).
         b.acked(p, 2, 400);
-        // The last one fails at 450 (50 since the ack): the stall ends with it.
+        // The last one fails at 450, the next is sent at 500 and acked at 520: one stall from
+        // the ack at 400 to 520 (120), shorter than 300.
         b.failed(p, 450);
+        b.sent(p, 1, 500);
+        b.acked(p, 3, 520);
         assert_eq!(b.longest_stall(1), Some((300, 100)));
         // One left outstanding when the publisher gives up counts to the end.
         b.sent(p, 1, 1_000);
@@ -272,14 +282,26 @@ mod tests {
         assert_eq!(b.longest_stall(0), None);
     }
 
+    /// During an election publishes fail fast ("no responders") or time out; none of that is
+    /// progress: the stall runs from the last ack before the outage to the first one after it.
     #[test]
-    fn failures_end_a_stall_only_when_nothing_is_left_outstanding() {
+    fn failures_never_end_a_stall_only_an_ack_does() {
         let mut b = AckBook::new(1);
-        b.sent(0, 3, 0);
+        b.sent(0, 1, 0);
+        b.acked(0, 0, 5); // the last ack before the outage
+        b.sent(0, 3, 10);
         b.failed(0, 50);
         b.failed(0, 60);
-        assert_eq!(b.longest_stall(0), None, "still one outstanding");
-        b.failed(0, 80);
-        assert_eq!(b.longest_stall(0), Some((80, 0)));
+        b.failed(0, 80); // nothing outstanding, still nothing acknowledged
+        assert_eq!(b.longest_stall(0), Some((5, 0)));
+        b.sent(0, 1, 100); // a retry, after every earlier one failed
+        b.failed(0, 101);
+        b.sent(0, 1, 200);
+        b.acked(0, 1, 6_400);
+        assert_eq!(
+            b.longest_stall(0),
+            Some((6_390, 10)),
+            "from the first send after the last ack"
+        );
     }
 }

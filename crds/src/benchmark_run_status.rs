@@ -204,9 +204,11 @@ pub struct RunResult {
     /// As `lostAcked`, counted per (message, subscriber) that missed it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost_acked_deliveries: Option<u64>,
-    /// Longest interval (ms) during which one publisher had publishes outstanding (sent, not
-    /// yet acknowledged or failed) and no acknowledgement arrived; the longest over publishers,
-    /// runners and trials. Absent where publishes are not acknowledged.
+    /// Longest interval (ms) during which one publisher was publishing and nothing was
+    /// acknowledged: from its last ack (or its first publish after an idle spell) to its next
+    /// ack. Failed publishes (ack timeouts, "no responders" during an election) do not end it.
+    /// The longest over publishers, runners and trials. Absent where publishes are not
+    /// acknowledged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publish_stall_ms: Option<f64>,
     /// When the longest publish stall began (the runner's wall clock; RFC 3339 with

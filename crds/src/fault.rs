@@ -291,7 +291,7 @@ pub struct FaultEffect {
     /// acknowledged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trial_lost_acked: Option<u64>,
-    /// The trial's longest publish stall (no ack while publishes were outstanding, ms), and
+    /// The trial's longest publish stall (publishing, nothing acknowledged; ms), and
     /// when it began relative to the fault (seconds; the runner's clock against the
     /// operator's, so within their skew). Unset where publishes are not acknowledged.
     #[serde(default, skip_serializing_if = "Option::is_none")]

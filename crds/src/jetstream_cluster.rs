@@ -124,7 +124,10 @@ pub struct JetStreamConfig {
     /// kernel already holds, synced or not: the page cache outlives the process. Only an OS
     /// crash or a power cut loses what was not synced, which no pod-level fault can show.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 8), regex(pattern = r"^(always|[1-9][0-9]{0,5}(ms|s|m|h))$"))]
+    #[schemars(
+        length(max = 8),
+        regex(pattern = r"^(always|[1-9][0-9]{0,5}(ms|s|m|h))$")
+    )]
     pub sync_interval: Option<String>,
 }
 

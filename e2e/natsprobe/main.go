@@ -1,9 +1,9 @@
 // natsprobe is an independent client for msgbench's fault tests: nats.go (not async-nats, not
 // msgbench's code) publishing into a stream that a BenchmarkRun is using, on a subject of its
 // own, and reading its own messages back with an ordered consumer. It reports what it saw as
-// JSON: its acknowledged messages that never came back (lostAcked), its longest publish stall
-// (publishes outstanding, no ack arriving: the same definition as msgbench's) and its
-// per-second deliveries. Sharing the run's stream shares its Raft group, leader and elections,
+// JSON: its acknowledged messages that the stream does not hold when read back afterwards
+// (lostAcked), its longest publish stall
+// (the longest gap between acknowledgements) and its per-second deliveries. Sharing the run's stream shares its Raft group, leader and elections,
 // so a fault on that stream's leader is the same fault for both.
 //
 //	natsprobe --servers nats://10.244.0.5:4222,... --stream-prefix crash_ --seconds 14
@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +33,7 @@ type Report struct {
 	Acked          int     `json:"acked"`
 	Failed         int     `json:"failed"`
 	Received       int     `json:"received"`
+	Kept           int     `json:"kept"`
 	LostAcked      int     `json:"lostAcked"`
 	LongestStallMs float64 `json:"longestStallMs"`
 	StallStartMs   int64   `json:"stallStartUnixMs"`
@@ -41,47 +43,21 @@ type Report struct {
 	GapStartUnixMs int64   `json:"deliveryGapStartUnixMs"`
 }
 
-// stallClock mirrors bench-runner's StallClock: an interval starts when a publish goes out
-// with nothing outstanding, or at an ack with publishes still outstanding; it ends at the next
-// ack, or when the last outstanding publish fails.
-type stallClock struct {
-	outstanding int
-	since       time.Time
-	longest     time.Duration
-	longestAt   time.Time
-}
-
-func (c *stallClock) sent(now time.Time) {
-	if c.outstanding == 0 {
-		c.since = now
+// The stall is computed differently from msgbench on purpose: the longest gap between
+// successive acknowledgements (the first one counted from the first publish). The probe
+// publishes without pause from start to end, so nothing idle can hide in a gap.
+func longestGap(start time.Time, acks []time.Time) (time.Duration, time.Time) {
+	sort.Slice(acks, func(i, j int) bool { return acks[i].Before(acks[j]) })
+	prev := start
+	var longest time.Duration
+	at := start
+	for _, a := range acks {
+		if d := a.Sub(prev); d > longest {
+			longest, at = d, prev
+		}
+		prev = a
 	}
-	c.outstanding++
-}
-
-func (c *stallClock) acked(now time.Time) {
-	c.close(now)
-	if c.outstanding > 0 {
-		c.outstanding--
-	}
-	c.since = now
-}
-
-func (c *stallClock) failed(now time.Time) {
-	if c.outstanding == 1 {
-		c.close(now)
-	}
-	if c.outstanding > 0 {
-		c.outstanding--
-	}
-}
-
-func (c *stallClock) close(now time.Time) {
-	if c.outstanding == 0 {
-		return
-	}
-	if d := now.Sub(c.since); d > c.longest {
-		c.longest, c.longestAt = d, c.since
-	}
+	return longest, at
 }
 
 func main() {
@@ -150,8 +126,8 @@ func run(servers, prefix string, seconds, rate int, drain, find time.Duration) e
 	}
 	defer cc.Stop()
 
-	var clock stallClock
 	acked := map[uint64]bool{}
+	var ackTimes []time.Time
 	var wg sync.WaitGroup
 	interval := time.Second / time.Duration(rate)
 	total := seconds * rate
@@ -162,13 +138,11 @@ func run(servers, prefix string, seconds, rate int, drain, find time.Duration) e
 		data := make([]byte, 64)
 		binary.BigEndian.PutUint64(data, seq)
 		mu.Lock()
-		clock.sent(time.Now())
 		rep.Published++
 		mu.Unlock()
 		f, err := js.PublishAsync(subject, data)
 		if err != nil {
 			mu.Lock()
-			clock.failed(time.Now())
 			rep.Failed++
 			mu.Unlock()
 			continue
@@ -179,12 +153,11 @@ func run(servers, prefix string, seconds, rate int, drain, find time.Duration) e
 			select {
 			case <-f.Ok():
 				mu.Lock()
-				clock.acked(time.Now())
+				ackTimes = append(ackTimes, time.Now())
 				acked[seq] = true
 				mu.Unlock()
 			case <-f.Err():
 				mu.Lock()
-				clock.failed(time.Now())
 				rep.Failed++
 				mu.Unlock()
 			}
@@ -192,20 +165,26 @@ func run(servers, prefix string, seconds, rate int, drain, find time.Duration) e
 	}
 	wg.Wait()
 	time.Sleep(drain)
+	cc.Stop()
+	// Loss is judged on a fresh read of the stream, not on the live consumer: that one may
+	// still be re-creating itself after the fault, which is not a lost message.
+	kept, err := readBack(ctx, js, stream, subject, drain+10*time.Second)
+	if err != nil {
+		return err
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	clock.close(time.Now())
 	rep.Acked = len(acked)
 	rep.Received = len(received)
+	rep.Kept = len(kept)
 	for seq := range acked {
-		if !received[seq] {
+		if !kept[seq] {
 			rep.LostAcked++
 		}
 	}
-	rep.LongestStallMs = float64(clock.longest.Microseconds()) / 1000
-	if !clock.longestAt.IsZero() {
-		rep.StallStartMs = clock.longestAt.UnixMilli()
-	}
+	longest, at := longestGap(start, ackTimes)
+	rep.LongestStallMs = float64(longest.Microseconds()) / 1000
+	rep.StallStartMs = at.UnixMilli()
 	return json.NewEncoder(os.Stdout).Encode(rep)
 }
 
@@ -232,4 +211,44 @@ func findStream(ctx context.Context, js jetstream.JetStream, prefix string, with
 		time.Sleep(200 * time.Millisecond)
 	}
 	return "", "", fmt.Errorf("no stream named %s… within %s", prefix, within)
+}
+
+// readBack reads every message on subject from the stream (a new ordered consumer) and
+// returns the sequences found, within the bound.
+func readBack(ctx context.Context, js jetstream.JetStream, stream, subject string, within time.Duration) (map[uint64]bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return nil, err
+	}
+	want := int(info.State.Subjects[subject])
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject},
+	})
+	if err != nil {
+		return nil, err
+	}
+	kept := map[uint64]bool{}
+	read := 0
+	for read < want {
+		batch, err := cons.Fetch(500, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			return nil, err
+		}
+		for m := range batch.Messages() {
+			read++
+			if len(m.Data()) >= 8 {
+				kept[binary.BigEndian.Uint64(m.Data())] = true
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("read %d of %d messages of %s back within %s", read, want, subject, within)
+		}
+	}
+	return kept, nil
 }

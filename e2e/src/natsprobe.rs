@@ -15,7 +15,10 @@ pub struct ProbeReport {
     pub published: u64,
     pub acked: u64,
     pub failed: u64,
+    /// Delivered to its live consumer.
     pub received: u64,
+    /// Found in the stream when read back after the run (what `lost_acked` is judged on).
+    pub kept: u64,
     pub lost_acked: u64,
     pub longest_stall_ms: f64,
     pub per_second: Vec<u64>,

@@ -139,7 +139,7 @@ async fn crash(ctx: &TestContext) -> Result<()> {
     let before = servers::server_pods(ctx, "jsc").await?;
     let manifest = run_with(
         "crash",
-        20,
+        24,
         "{afterSeconds: 6, action: crash, pod: streamLeader}",
     );
     // The independent client, in the run's own stream from the moment it exists.
@@ -217,9 +217,9 @@ async fn crash(ctx: &TestContext) -> Result<()> {
 }
 
 /// How long the independent client publishes: from the stream's creation (before the measured
-/// phase) past the fault (6 s in) and the election after it, and done, drained, before the run
-/// ends and its stream goes.
-const PROBE_SECONDS: u32 = 16;
+/// phase) past the fault (6 s in) and the election after it (up to 9 s), and done, drained and
+/// read back before the run (24 s) ends and its stream goes.
+const PROBE_SECONDS: u32 = 17;
 /// Tolerances: lost acknowledged messages within 1 % of what the probe had acknowledged (both
 /// count their own messages: the same loss shows in both in proportion), the longest publish
 /// stall within a second.
@@ -237,13 +237,14 @@ fn agrees_with_the_probe(br: &DynamicObject, probe: &ProbeReport) -> Result<()> 
         .context("trialPublishStallMs")?;
     eprintln!(
         "independent client (nats.go) in {}: published {}, acked {}, failed {}, received {}, \
-         lostAcked {} (run: {run_lost}), longest stall {:.0} ms (run: {run_stall:.0} ms), \
-         longest delivery gap {:.0} ms, per second {:?}",
+         kept {}, lostAcked {} (run: {run_lost}), longest stall {:.0} ms (run: {run_stall:.0} \
+         ms), longest delivery gap {:.0} ms, per second {:?}",
         probe.stream,
         probe.published,
         probe.acked,
         probe.failed,
         probe.received,
+        probe.kept,
         probe.lost_acked,
         probe.longest_stall_ms,
         probe.longest_delivery_gap_ms,
