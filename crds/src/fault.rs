@@ -202,6 +202,10 @@ pub struct FaultRecord {
     /// With `partition`: the rules as the fault agent reports applying them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<FaultPartition>,
+    /// JetStream: which server led the benchmark stream before the fault and once it was over,
+    /// as the servers report it (`/jsz`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_leader: Option<FaultStreamLeader>,
     /// What the fault did to delivery, read from the trial's timeline once the run is merged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effect: Option<FaultEffect>,
@@ -211,6 +215,24 @@ pub struct FaultRecord {
     /// outcome is recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub injecting: Option<FaultInjection>,
+}
+
+/// The benchmark stream's leader around one fault (a server name, i.e. its pod).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FaultStreamLeader {
+    /// When the pod was chosen: the leader the servers named (most of those that answered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+    /// The leader most servers named once the fault was over and they had had time to elect
+    /// one: 10 s after the fault (nats-server's election timeout is 4 to 9 s), or for a pause
+    /// or partition 1 s after it ended if that is later. Unset: not read yet, no majority yet,
+    /// or the trial ended first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// When `after` was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_time: Option<Time>,
 }
 
 /// The pod a fault is about to act on, recorded before it is touched.
@@ -226,6 +248,9 @@ pub struct FaultInjection {
     pub started_time: Time,
     /// How the pod was chosen.
     pub how: String,
+    /// JetStream: the benchmark stream's leader when the pod was chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_leader: Option<String>,
 }
 
 impl FaultRecord {

@@ -192,7 +192,12 @@ async fn crash(ctx: &TestContext) -> Result<()> {
         );
     }
 
-    // The stream's leader moved off the crashed server.
+    // The stream's leader moved off the crashed server, as the run's record says too.
+    let recorded = recorded_leaders(&f, &pod)?;
+    ensure!(
+        recorded.1 != pod,
+        "the record's leader after the crash: {f}"
+    );
     ensure!(
         leaders.first().map(String::as_str) == Some(pod.as_str()),
         "leaders seen {leaders:?}, the first should be the crashed {pod}"
@@ -288,6 +293,7 @@ async fn pause(ctx: &TestContext) -> Result<()> {
         s(&br, "/status/result/lostAcked")
     );
     outage_of_an_election(&f["effect"])?;
+    recorded_leaders(&f, pod)?;
     ensure!(
         leaders.first().map(String::as_str) == Some(pod) && leaders.iter().any(|l| l != pod),
         "leadership never moved off the paused {pod}: {leaders:?}"
@@ -365,6 +371,7 @@ async fn partition(ctx: &TestContext) -> Result<()> {
         leaders.first().map(String::as_str) == Some(pod) && leaders.iter().any(|l| l != pod),
         "leadership never moved off the partitioned {pod}: {leaders:?}"
     );
+    recorded_leaders(&f, pod)?;
     let was = (before.iter().find(|p| p.name_any() == pod)).context("pod before")?;
     let now = Api::<Pod>::namespaced(ctx.client.clone(), &ctx.ns)
         .get(pod)
@@ -416,6 +423,22 @@ async fn rules_seen_from_the_host(ctx: TestContext, run: &'static str) -> Result
     tokio::time::sleep(Duration::from_secs(wait_for as u64)).await;
     let after = nft_table_in_server_pod(&pod, &ctx.ns, AGENT_TABLE)?;
     Ok((during, after))
+}
+
+/// The record's stream leaders (`status.faults[].streamLeader`): before is the pod the fault
+/// hit (it was chosen as the leader), and an after was read.
+fn recorded_leaders(f: &Value, pod: &str) -> Result<(String, String)> {
+    let sl = &f["streamLeader"];
+    let (before, after) = (sl["before"].as_str(), sl["after"].as_str());
+    eprintln!(
+        "recorded stream leader around the fault on {pod}: before {before:?}, after {after:?}"
+    );
+    ensure!(
+        before == Some(pod),
+        "streamLeader.before should be {pod}: {f}"
+    );
+    let after = after.with_context(|| format!("no streamLeader.after: {f}"))?;
+    Ok((pod.to_string(), after.to_string()))
 }
 
 /// The servers' client URLs by pod IP (this host reaches the local cluster's pods).

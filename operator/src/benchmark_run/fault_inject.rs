@@ -42,10 +42,14 @@ pub async fn choose(
     let owned = owned_pods(ctx, server, ns).await?;
     let names: Vec<String> = owned.iter().map(|p| p.name_any()).collect();
     let by_ordinal = faults::ordinals(&server.name, &names);
-    let leader = match fault.pod {
-        FaultPod::StreamLeader => Some(stream_leader(br, rec, &owned).await),
+    // Read for every JetStream fault (the record says whom it hit); it chooses only for
+    // `streamLeader`.
+    let leader = match server.kind {
+        ServerKind::JetStreamCluster => Some(stream_leader(br, rec, &owned).await),
         _ => None,
     };
+    let before = leader.clone().and_then(Result::ok);
+    let leader = leader.filter(|_| fault.pod == FaultPod::StreamLeader);
     let seed = variants::seed(
         &br.uid().unwrap_or_default(),
         br.meta().generation.unwrap_or(0),
@@ -61,6 +65,7 @@ pub async fn choose(
         pod_uid: pod.uid().ok_or("the chosen pod has no uid")?,
         started_time: now.clone(),
         how,
+        stream_leader: before,
     })
 }
 
@@ -132,6 +137,34 @@ pub async fn injected_pods(
         });
     }
     Ok(out)
+}
+
+/// The stream leader after each fault whose time has come (`faults::leader_after_due`); a fault
+/// whose stream no majority names yet is asked again next pass.
+pub async fn leaders_after(
+    ctx: &Context,
+    br: &BenchmarkRun,
+    ns: &str,
+    recs: &[FaultRecord],
+    now: &Time,
+) -> Vec<faults::FaultLeaderSeen> {
+    let mut out = Vec::new();
+    for rec in faults::leader_after_due(br, recs, now) {
+        let Some(server) = faults::server_of(br, rec.variant.as_deref()) else {
+            continue;
+        };
+        let Ok(pods) = owned_pods(ctx, server, ns).await else {
+            continue;
+        };
+        if let Some(leader) = current_leader(br, rec.trial, &pods).await {
+            out.push(faults::FaultLeaderSeen {
+                fault: rec.fault,
+                trial: rec.trial,
+                leader,
+            });
+        }
+    }
+    out
 }
 
 /// The pod called `name`, if any, by a list (the operator may list pods, never `get` one).
@@ -260,7 +293,38 @@ async fn stream_leader(
     rec: &FaultRecord,
     pods: &[Pod],
 ) -> Result<String, String> {
-    let stream = stream_name(br, rec.trial);
+    current_leader(br, rec.trial, pods).await.ok_or_else(|| {
+        format!(
+            "no leader of stream {:?} that most servers agree on",
+            stream_name(br, rec.trial)
+        )
+    })
+}
+
+/// The leader most of the servers holding `stream` name (a tie: none). A server cut off from
+/// its peers may go on claiming a leadership the others have moved: the majority is the
+/// cluster's view.
+fn leader_of<'a>(stream: &str, answers: impl Iterator<Item = &'a Jsz>) -> Option<String> {
+    let mut votes: std::collections::BTreeMap<&str, usize> = Default::default();
+    let claims = answers
+        .flat_map(|j| j.account_details.iter())
+        .flat_map(|a| a.stream_detail.iter())
+        .filter(|s| s.name == stream)
+        .filter_map(|s| s.cluster.as_ref()?.leader.as_deref());
+    for leader in claims {
+        *votes.entry(leader).or_default() += 1;
+    }
+    let most = votes.values().copied().max()?;
+    let mut top = votes.into_iter().filter(|&(_, n)| n == most);
+    match (top.next(), top.next()) {
+        (Some((leader, _)), None) => Some(leader.to_string()),
+        _ => None,
+    }
+}
+
+/// The leader of trial `trial`'s stream now, as most servers of `pods` name it.
+pub async fn current_leader(br: &BenchmarkRun, trial: i32, pods: &[Pod]) -> Option<String> {
+    let stream = stream_name(br, trial);
     let asks = pods.iter().filter_map(|p| {
         let ip: IpAddr = p.status.as_ref()?.pod_ip.as_ref()?.parse().ok()?;
         Some(async move {
@@ -271,15 +335,6 @@ async fn stream_leader(
     });
     let answers = futures::future::join_all(asks).await;
     leader_of(&stream, answers.iter().flatten())
-        .ok_or_else(|| format!("no server reports a leader for stream {stream:?}"))
-}
-
-fn leader_of<'a>(stream: &str, answers: impl Iterator<Item = &'a Jsz>) -> Option<String> {
-    answers
-        .flat_map(|j| j.account_details.iter())
-        .flat_map(|a| a.stream_detail.iter())
-        .filter(|s| s.name == stream)
-        .find_map(|s| s.cluster.as_ref()?.leader.clone())
 }
 
 /// The stream trial `trial` uses: the runners name it after the run (see `run_isolation`).
@@ -308,5 +363,17 @@ mod tests {
         .collect();
         assert_eq!(leader_of("BENCH", answers.iter()), Some("js-2".into()));
         assert_eq!(leader_of("NONE", answers.iter()), None);
+        // A cut-off server still claiming it leads is outvoted; a tie names nobody.
+        let split: Vec<Jsz> = ["js-0", "js-1", "js-1"]
+            .iter()
+            .map(|l| {
+                let t = format!(
+                    r#"{{"account_details":[{{"stream_detail":[{{"name":"BENCH","cluster":{{"leader":"{l}"}}}}]}}]}}"#
+                );
+                serde_json::from_str(&t).unwrap()
+            })
+            .collect();
+        assert_eq!(leader_of("BENCH", split.iter()), Some("js-1".into()));
+        assert_eq!(leader_of("BENCH", split[..2].iter()), None);
     }
 }

@@ -8,7 +8,7 @@ use super::variants;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, Fault, FaultAction, FaultInjection, FaultPartition, FaultPod, FaultRecord,
-    FaultSignal, ScheduledRound, ServerKind, ServerRef,
+    FaultSignal, FaultStreamLeader, ScheduledRound, ServerKind, ServerRef,
 };
 use runner_api::fault_agent::FaultReport;
 use std::time::Duration;
@@ -120,6 +120,56 @@ pub struct FaultPodSeen {
     pub signalled: Option<FaultReport>,
 }
 
+/// Seconds after a fault before its stream's leader is read as the one after it: nats-server's
+/// Raft election timeout is 4 to 9 s, and until one fires the followers still name the old
+/// leader. A pause or partition is read a second after it is over, and no sooner than this.
+pub const LEADER_SETTLE_SECONDS: u64 = 10;
+/// After this long past its fault the leader is no longer read (the trial has moved on).
+const LEADER_AFTER_WITHIN_SECONDS: u64 = 120;
+
+/// A fault's stream leader as read once the fault was over.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultLeaderSeen {
+    pub fault: i32,
+    pub trial: i32,
+    pub leader: String,
+}
+
+/// Records whose stream leader after the fault is due to be read now: carried out, on
+/// JetStream, not read yet, `LEADER_SETTLE_SECONDS` past (a pause or partition: a second past
+/// its end, if later), and not long ago.
+pub fn leader_after_due<'a>(
+    br: &'a BenchmarkRun,
+    faults: &'a [FaultRecord],
+    now: &Time,
+) -> impl Iterator<Item = &'a FaultRecord> {
+    let now = millis(now);
+    faults.iter().filter(move |rec| {
+        let (Some(sl), Some(done)) = (&rec.stream_leader, &rec.executed_time) else {
+            return false;
+        };
+        let lasts = (br.spec.faults.get(rec.fault as usize))
+            .and_then(|f| f.duration_seconds)
+            .unwrap_or(0)
+            .max(0) as u64;
+        let from = millis(done) + (lasts + 1).max(LEADER_SETTLE_SECONDS) * 1000;
+        sl.after.is_none() && (from..from + LEADER_AFTER_WITHIN_SECONDS * 1000).contains(&now)
+    })
+}
+
+/// Writes the leaders read after their faults into their records.
+pub fn record_leaders_after(faults: &mut [FaultRecord], seen: &[FaultLeaderSeen], now: &Time) {
+    for s in seen {
+        let rec = faults
+            .iter_mut()
+            .find(|r| r.fault == s.fault && r.trial == s.trial);
+        if let Some(sl) = rec.and_then(|r| r.stream_leader.as_mut()) {
+            sl.after.get_or_insert_with(|| s.leader.clone());
+            sl.after_time.get_or_insert_with(|| now.clone());
+        }
+    }
+}
+
 /// The injection of a record whose outcome is not recorded yet.
 pub fn unsettled_injection(f: &FaultRecord) -> Option<&FaultInjection> {
     f.injecting.as_ref().filter(|_| pending(f))
@@ -196,6 +246,14 @@ pub fn mark_executed(br: &BenchmarkRun, rec: &mut FaultRecord, inj: &FaultInject
     let late_s = (millis(at) as f64 - due) / 1000.0;
     rec.offset_seconds = Some(((f64::from(after) + late_s) * 1000.0).round() / 1000.0);
     rec.executed_time = Some(at.clone());
+    let jetstream = server_of(br, rec.variant.as_deref())
+        .is_some_and(|s| s.kind == ServerKind::JetStreamCluster);
+    if jetstream {
+        rec.stream_leader = Some(FaultStreamLeader {
+            before: inj.stream_leader.clone(),
+            ..FaultStreamLeader::default()
+        });
+    }
     rec.pod = Some(inj.pod.clone());
     rec.message = Some(format!("{} {} ({})", verb(rec.action), inj.pod, inj.how));
     rec.injecting = None;

@@ -1,6 +1,6 @@
 use super::*;
 use crate::benchmark_run::decide::time_at;
-use msgbench_crds::benchmark_run::FaultAction;
+use msgbench_crds::benchmark_run::{FaultAction, FaultStreamLeader};
 use runner_api::agent::AgentProgress;
 
 fn run(yaml_faults: &str, variants: bool) -> BenchmarkRun {
@@ -226,9 +226,74 @@ fn injecting() -> FaultRecord {
             pod_uid: "u0".into(),
             started_time: time_at(10_050).unwrap(),
             how: "ordinal 0".into(),
+            stream_leader: Some("js3-1".into()),
         }),
         ..FaultRecord::default()
     }
+}
+
+/// A JetStream fault records the stream's leader when its pod was chosen, and the one most
+/// servers name once it is over plus the election bound, read once, and only while recent.
+#[test]
+fn the_stream_leader_is_recorded_before_and_after_the_fault() {
+    let br = run(
+        "    - {afterSeconds: 5, action: pause, pod: ordinal, ordinal: 0, durationSeconds: 4}\n",
+        false,
+    );
+    let mut recs = vec![injecting()];
+    settle_injections(
+        &br,
+        &mut recs,
+        &[seen(Some("u1"), false)],
+        &time_at(10_100).unwrap(),
+    );
+    let done = recs[0]
+        .executed_time
+        .clone()
+        .expect("replaced: carried out");
+    assert_eq!(
+        recs[0].stream_leader,
+        Some(FaultStreamLeader {
+            before: Some("js3-1".into()),
+            ..FaultStreamLeader::default()
+        })
+    );
+    let at = |ms: i64| time_at((done.0.as_millisecond() + ms) as u64).unwrap();
+    let due = |recs: &[FaultRecord], ms| leader_after_due(&br, recs, &at(ms)).count();
+    let settle = LEADER_SETTLE_SECONDS as i64 * 1000;
+    assert_eq!(
+        due(&recs, settle - 1),
+        0,
+        "an election first (the pause is shorter)"
+    );
+    assert_eq!(due(&recs, settle), 1);
+    assert_eq!(
+        due(&recs, settle + 120_000),
+        0,
+        "too late: the trial moved on"
+    );
+    let seen_after = FaultLeaderSeen {
+        fault: 0,
+        trial: 1,
+        leader: "js3-2".into(),
+    };
+    record_leaders_after(&mut recs, &[seen_after], &at(settle));
+    let sl = recs[0].stream_leader.clone().unwrap();
+    assert_eq!(
+        (sl.before.as_deref(), sl.after.as_deref()),
+        (Some("js3-1"), Some("js3-2"))
+    );
+    assert_eq!(sl.after_time, Some(at(settle)));
+    assert_eq!(due(&recs, settle + 1_000), 0, "read once");
+    // A pause longer than the election bound is read a second after it ends.
+    let long = run(
+        "    - {afterSeconds: 5, action: pause, pod: ordinal, ordinal: 0, durationSeconds: 12}\n",
+        false,
+    );
+    let mut fresh = recs.clone();
+    fresh[0].stream_leader.as_mut().unwrap().after = None;
+    let due_long = |ms| leader_after_due(&long, &fresh, &at(ms)).count();
+    assert_eq!((due_long(12_999), due_long(13_000)), (0, 1));
 }
 
 fn seen(uid: Option<&str>, deleting: bool) -> FaultPodSeen {

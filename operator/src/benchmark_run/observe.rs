@@ -2,7 +2,7 @@
 //! into the next status and effects. What is read depends on the phase: targets before the
 //! runners exist, runner pods and agents while they run, results once every runner is done.
 use super::build::{server_selector, RunIdentity};
-use super::faults::FaultPodSeen;
+use super::faults::{FaultLeaderSeen, FaultPodSeen};
 use super::gather::{self, DoneRunner, Gathered};
 use super::runner_pods::{self, RunnerView};
 use super::server_usage::{self, UsageRead};
@@ -55,6 +55,8 @@ pub struct Observed {
     pub operands: std::sync::Arc<crate::operands::OperandDefaults>,
     /// The pods of faults recorded as being injected whose outcome is not recorded yet.
     pub fault_pods: Vec<FaultPodSeen>,
+    /// Stream leaders read after their faults were over.
+    pub fault_leaders: Vec<FaultLeaderSeen>,
 }
 
 impl Observed {
@@ -75,6 +77,7 @@ impl Observed {
             faults_allowed: false,
             operands: Default::default(),
             fault_pods: Vec::new(),
+            fault_leaders: Vec::new(),
         }
     }
 }
@@ -205,6 +208,8 @@ pub async fn observe(
         return Ok(obs);
     }
     obs.fault_pods = super::fault_inject::injected_pods(ctx, br, &id.namespace, &st.faults).await?;
+    obs.fault_leaders =
+        super::fault_inject::leaders_after(ctx, br, &id.namespace, &st.faults, &obs.now).await;
     let done = done_runners(&view, &obs.agents, ctx.agent_port);
     if done.len() >= br.spec.runners.count.max(1) as usize {
         let trials = timing::total_trials(br) as u32;

@@ -23,6 +23,7 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
     let count = br.spec.runners.count.max(1) as usize;
     // Before anything can end the run: a fault whose pod was deleted counts as carried out.
     faults::settle_injections(br, &mut d.status.faults, &obs.fault_pods, &obs.now);
+    faults::record_leaders_after(&mut d.status.faults, &obs.fault_leaders, &obs.now);
     let view = RunnerView::of(&obs.runner_pods, obs.job.as_ref());
     if let Some((reason, msg)) = view.failure() {
         fail(&mut d.status, reason, &msg, g, &obs.now);
