@@ -80,8 +80,7 @@ const SHUTDOWN_LINES: [&str; 4] = [
 
 /// The least a leader crash can keep delivery down: the followers hear no heartbeat for at least
 /// the minimum election timeout (4 s in nats-server's Raft) before one of them campaigns; a
-/// second of slack for when the last heartbeat went out before the kill. (Not the publish
-/// stall: a publisher whose acks time out sends again, as duplicates, without stalling.)
+/// second of slack for when the last heartbeat went out before the kill.
 const ELECTION_SECONDS: f64 = 3.0;
 
 #[tokio::test]
@@ -218,6 +217,12 @@ async fn crash(ctx: &TestContext) -> Result<()> {
         s(&br, "/status/result/lostAcked")
     );
     outage_of_an_election(effect)?;
+    // Now that only an ack ends a stall, the recorded stall is the outage: an election at least.
+    let stall = effect["trialPublishStallMs"].as_f64().unwrap_or(0.0);
+    ensure!(
+        stall >= ELECTION_SECONDS * 1000.0,
+        "publish stall {stall} ms, shorter than an election"
+    );
     lost_nothing(&br)?;
     agrees_with_the_probe(&br, &probe)
 }

@@ -7,7 +7,8 @@ use crate::meta::{stamp_hash, Owner, ANNOTATION_APPLIED_HASH};
 use crate::metrics::Metrics;
 use crate::subset::is_contained;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, PodTemplateSpec, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::NamespaceResourceScope;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
@@ -26,9 +27,24 @@ pub struct Children {
     pub pod_disruption_budgets: Vec<PodDisruptionBudget>,
     pub stateful_sets: Vec<StatefulSet>,
     pub deployments: Vec<Deployment>,
+    /// The fault agent's NetworkPolicy (`fault_agent_pod::network_policy`), when there is one
+    /// (added by the reconciler, which knows the operator's pods: not in the builders' output).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub network_policies: Vec<NetworkPolicy>,
 }
 
 impl Children {
+    /// The (single) workload's pod template.
+    pub fn template(&self) -> Option<&PodTemplateSpec> {
+        let sts = (self.stateful_sets.iter())
+            .filter_map(|s| s.spec.as_ref())
+            .map(|s| &s.template);
+        let deps = (self.deployments.iter())
+            .filter_map(|d| d.spec.as_ref())
+            .map(|d| &d.template);
+        sts.chain(deps).next()
+    }
+
     /// `msgbench.dev/template-hash` of the (single) workload's pod template.
     pub fn template_hash(&self) -> Option<String> {
         let sts = self
@@ -71,6 +87,7 @@ pub async fn apply_children(
     // Config and networking before the workloads that mount/use them.
     sync_kind(client, owner, children.config_maps, metrics, &mut out).await?;
     sync_kind(client, owner, children.services, metrics, &mut out).await?;
+    sync_kind(client, owner, children.network_policies, metrics, &mut out).await?;
     sync_kind(
         client,
         owner,

@@ -68,11 +68,16 @@ pub async fn reconcile<K: ManagedServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> 
     let mut writes = 0;
     let mut rollout_pending = false;
     if let Some(desired) = desired {
-        let children = if hold.is_some() {
+        let mut children = if hold.is_some() {
             obj.build(&owner, 0, &ctx.operands)
         } else {
             desired
         };
+        let peer = ctx.runner_peer.as_ref();
+        children.network_policies = (children.template())
+            .and_then(|t| crate::fault_agent_pod::network_policy(&owner, t, peer))
+            .into_iter()
+            .collect();
         let applied = match apply_children(client, &owner, children, &ctx.metrics).await {
             Err(e) if e.is_namespace_terminating() => {
                 tracing::debug!(name = %owner.name, "namespace terminating; nothing to apply");

@@ -401,6 +401,60 @@ fn jetstream_cluster_with_a_fault_agent() {
     assert_eq!(caps, ["NET_ADMIN", "KILL"]);
 }
 
+/// The fault agent's port is reachable only from the operator's pods; the server's own ports
+/// stay open to all, as without the agent. No agent (or an operator that does not know its
+/// pods): no policy.
+#[test]
+fn the_fault_agent_port_admits_only_the_operator() {
+    use msgbench_operator::benchmark_run::runner_access::OperatorPeer;
+    use msgbench_operator::fault_agent_pod::network_policy;
+    let mut obj: JetStreamCluster = fixture("jsc-basic.yaml");
+    let owner = Owner::of(&obj, JetStreamCluster::KIND_LABEL).unwrap();
+    let peer = OperatorPeer::parse("msgbench-system", "app.kubernetes.io/name=msgbench").unwrap();
+    let operands = OperandDefaults::default();
+    let plain = obj.build(&owner, 3, &operands);
+    assert!(network_policy(&owner, plain.template().unwrap(), Some(&peer)).is_none());
+    obj.spec.fault_injection = Some(msgbench_crds::benchmark_run::FaultAgentSpec {
+        enabled: true,
+        network: false,
+    });
+    let with = obj.build(&owner, 3, &operands);
+    let t = with.template().unwrap();
+    assert!(network_policy(&owner, t, None).is_none());
+    let np = network_policy(&owner, t, Some(&peer)).unwrap();
+    let spec = np.spec.unwrap();
+    assert_eq!(
+        spec.pod_selector.unwrap().match_labels,
+        Some(owner.selector_labels())
+    );
+    let rules = spec.ingress.unwrap();
+    let ports = |i: usize| -> Vec<i32> {
+        (rules[i].ports.iter().flatten())
+            .filter_map(|p| match p.port {
+                Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(n)) => Some(n),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(
+        (rules[0].from.clone(), ports(0)),
+        (None, vec![4222, 6222, 8222])
+    );
+    assert_eq!(ports(1), [9091]);
+    let from = rules[1].from.clone().unwrap();
+    let ns = from[0]
+        .namespace_selector
+        .clone()
+        .unwrap()
+        .match_labels
+        .unwrap();
+    assert_eq!(ns["kubernetes.io/metadata.name"], "msgbench-system");
+    assert_eq!(
+        from[0].pod_selector.clone().unwrap().match_labels.unwrap()["app.kubernetes.io/name"],
+        "msgbench"
+    );
+}
+
 #[test]
 fn held_workload_builds_zero_replicas() {
     let obj: JetStreamCluster = fixture("jsc-basic.yaml");

@@ -75,12 +75,9 @@ fn run_labels(id: &RunIdentity) -> BTreeMap<String, String> {
     ])
 }
 
-/// Ingress to this generation's runner pods: only the control port, only from the operator.
-pub fn network_policy(id: &RunIdentity, peer: &OperatorPeer) -> NetworkPolicy {
-    let mut selector = run_labels(id);
-    selector.remove(LABEL_MANAGED_BY);
-    selector.insert(LABEL_GENERATION.into(), id.generation.to_string());
-    let from = NetworkPolicyPeer {
+/// The operator's pods as a NetworkPolicy peer (its namespace by name, its pod labels).
+pub fn operator_peer(peer: &OperatorPeer) -> NetworkPolicyPeer {
+    NetworkPolicyPeer {
         namespace_selector: Some(LabelSelector {
             match_labels: Some(BTreeMap::from([(
                 "kubernetes.io/metadata.name".to_string(),
@@ -93,7 +90,15 @@ pub fn network_policy(id: &RunIdentity, peer: &OperatorPeer) -> NetworkPolicy {
             ..LabelSelector::default()
         }),
         ..NetworkPolicyPeer::default()
-    };
+    }
+}
+
+/// Ingress to this generation's runner pods: only the control port, only from the operator.
+pub fn network_policy(id: &RunIdentity, peer: &OperatorPeer) -> NetworkPolicy {
+    let mut selector = run_labels(id);
+    selector.remove(LABEL_MANAGED_BY);
+    selector.insert(LABEL_GENERATION.into(), id.generation.to_string());
+    let from = operator_peer(peer);
     NetworkPolicy {
         metadata: ObjectMeta {
             name: Some(id.job_name()),

@@ -230,6 +230,7 @@ pub fn build(
         pod_disruption_budgets: vec![pdb],
         stateful_sets: vec![sts],
         deployments: vec![],
+        network_policies: vec![],
     }
 }
 
