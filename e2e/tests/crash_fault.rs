@@ -192,7 +192,7 @@ async fn crash(ctx: &TestContext) -> Result<()> {
     }
 
     // The stream's leader moved off the crashed server, as the run's record says too.
-    let recorded = recorded_leaders(&f, &pod)?;
+    let recorded = recorded_leaders(f, &pod)?;
     ensure!(
         recorded.1 != pod,
         "the record's leader after the crash: {f}"
@@ -298,7 +298,7 @@ async fn pause(ctx: &TestContext) -> Result<()> {
         s(&br, "/status/result/lostAcked")
     );
     outage_of_an_election(&f["effect"])?;
-    recorded_leaders(&f, pod)?;
+    recorded_leaders(f, pod)?;
     ensure!(
         leaders.first().map(String::as_str) == Some(pod) && leaders.iter().any(|l| l != pod),
         "leadership never moved off the paused {pod}: {leaders:?}"
@@ -376,7 +376,7 @@ async fn partition(ctx: &TestContext) -> Result<()> {
         leaders.first().map(String::as_str) == Some(pod) && leaders.iter().any(|l| l != pod),
         "leadership never moved off the partitioned {pod}: {leaders:?}"
     );
-    recorded_leaders(&f, pod)?;
+    recorded_leaders(f, pod)?;
     let was = (before.iter().find(|p| p.name_any() == pod)).context("pod before")?;
     let now = Api::<Pod>::namespaced(ctx.client.clone(), &ctx.ns)
         .get(pod)
