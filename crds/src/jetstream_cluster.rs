@@ -120,9 +120,9 @@ pub struct JetStreamConfig {
     /// JetStream `sync_interval`: how often file-backed stream data is flushed to disk
     /// (fsync). `always`: after every write, so an acknowledged message survives even a power
     /// cut of every server at once; a duration (`500ms`, `10s`, `2m`, `1h`): at most that late.
-    /// Unset: the server's default, 2 minutes. A process crash (`crash` fault) loses nothing the
-    /// kernel already holds, synced or not: the page cache outlives the process. Only an OS
-    /// crash or a power cut loses what was not synced, which no pod-level fault can show.
+    /// Unset: the server's default, 2 minutes. What it buys a process crash (`crash` fault)
+    /// cannot show: written but unsynced data is in the kernel's page cache, which outlives the
+    /// process; an OS crash or a power cut loses it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(
         length(max = 8),
