@@ -1,8 +1,16 @@
 //! What a fault did to a JetStreamCluster, seen from outside the operator: the servers' own logs
-//! followed live, the stream's leader as each server claims it, a container's restarts.
-use anyhow::Result;
+//! followed live, the stream's leader as each server claims it, a container's restarts, the
+//! fault agent's nftables table as the host sees it, and an independent client's figures
+//! against the run's.
+use crate::kinds::Kind;
+use crate::natsprobe::ProbeReport;
+use crate::partition::nft_table_in_server_pod;
+use crate::runs::field as s;
+use crate::{wait, TestContext};
+use anyhow::{ensure, Context, Result};
 use futures::{AsyncBufReadExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
+use kube::api::DynamicObject;
 use kube::api::{Api, LogParams};
 use serde_json::Value;
 use std::time::Duration;
@@ -72,4 +80,109 @@ pub async fn watch_leaders(
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     Ok(leaders)
+}
+
+/// The nftables table the fault agent owns (`bench_runner::fault_net::TABLE`).
+pub const AGENT_TABLE: &str = "msgbench_fault";
+
+/// How long the independent client publishes: from the stream's creation (before the measured
+/// phase) past the fault (6 s in) and the election after it (up to 9 s), and done, drained and
+/// read back before the run (24 s) ends and its stream goes.
+pub const PROBE_SECONDS: u32 = 17;
+/// Tolerances: lost acknowledged messages within 1 % of what the probe had acknowledged (both
+/// count their own messages: the same loss shows in both in proportion), the longest publish
+/// stall within a second.
+pub const LOST_TOLERANCE: f64 = 0.01;
+pub const STALL_TOLERANCE_MS: f64 = 1000.0;
+
+/// The run's figures against the independent client's, measured through the same crash of the
+/// same stream's leader.
+pub fn agrees_with_the_probe(br: &DynamicObject, probe: &ProbeReport) -> Result<()> {
+    let run_lost = s(br, "/status/result/lostAcked")
+        .as_u64()
+        .context("lostAcked")?;
+    let run_stall = s(br, "/status/faults/0/effect/trialPublishStallMs")
+        .as_f64()
+        .context("trialPublishStallMs")?;
+    eprintln!(
+        "independent client (nats.go) in {}: published {}, acked {}, failed {}, received {}, \
+         kept {}, lostAcked {} (run: {run_lost}), longest stall {:.0} ms (run: {run_stall:.0} \
+         ms), longest delivery gap {:.0} ms, per second {:?}",
+        probe.stream,
+        probe.published,
+        probe.acked,
+        probe.failed,
+        probe.received,
+        probe.kept,
+        probe.lost_acked,
+        probe.longest_stall_ms,
+        probe.longest_delivery_gap_ms,
+        probe.per_second
+    );
+    ensure!(probe.acked > 0, "the probe had nothing acknowledged");
+    let allowed = (probe.acked as f64 * LOST_TOLERANCE).ceil() as u64;
+    ensure!(
+        run_lost.abs_diff(probe.lost_acked) <= allowed,
+        "lostAcked: run {run_lost}, independent client {} (tolerance {allowed})",
+        probe.lost_acked
+    );
+    ensure!(
+        (run_stall - probe.longest_stall_ms).abs() <= STALL_TOLERANCE_MS,
+        "longest publish stall: run {run_stall:.0} ms, independent client {:.0} ms",
+        probe.longest_stall_ms
+    );
+    Ok(())
+}
+
+/// Whether the agent's table was in the partitioned pod's network namespace while the run's
+/// record said the partition was in place, and whether it was still there 3 s after the heal
+/// time (the host's `nft`, not the agent, is asked).
+pub async fn rules_seen_from_the_host(ctx: TestContext, run: &'static str) -> Result<(bool, bool)> {
+    let api = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
+    let placed = |br: &DynamicObject| s(br, "/status/faults/0/partition/healTime").is_string();
+    let br = wait::until(
+        &api,
+        run,
+        Duration::from_secs(180),
+        "the partition record",
+        placed,
+    )
+    .await?;
+    let record = s(&br, "/status/faults/0");
+    let pod = record["pod"].as_str().context("no pod")?.to_string();
+    let during = nft_table_in_server_pod(&pod, &ctx.ns, AGENT_TABLE)?;
+    let heal: k8s_openapi::jiff::Timestamp = (record["partition"]["healTime"].as_str())
+        .context("no heal time")?
+        .parse()?;
+    let wait_for = (heal - k8s_openapi::jiff::Timestamp::now())
+        .get_seconds()
+        .max(0)
+        + 3;
+    tokio::time::sleep(Duration::from_secs(wait_for as u64)).await;
+    let after = nft_table_in_server_pod(&pod, &ctx.ns, AGENT_TABLE)?;
+    Ok((during, after))
+}
+
+/// The record's stream leaders (`status.faults[].streamLeader`): before is the pod the fault
+/// hit (it was chosen as the leader), and an after was read.
+pub fn recorded_leaders(f: &Value, pod: &str) -> Result<(String, String)> {
+    let sl = &f["streamLeader"];
+    let (before, after) = (sl["before"].as_str(), sl["after"].as_str());
+    eprintln!(
+        "recorded stream leader around the fault on {pod}: before {before:?}, after {after:?}"
+    );
+    ensure!(
+        before == Some(pod),
+        "streamLeader.before should be {pod}: {f}"
+    );
+    let after = after.with_context(|| format!("no streamLeader.after: {f}"))?;
+    Ok((pod.to_string(), after.to_string()))
+}
+
+/// The servers' client URLs by pod IP (this host reaches the local cluster's pods).
+pub fn server_urls(pods: &[Pod]) -> Vec<String> {
+    (pods.iter())
+        .filter_map(|p| p.status.as_ref()?.pod_ip.clone())
+        .map(|ip| format!("nats://{ip}:4222"))
+        .collect()
 }

@@ -27,10 +27,12 @@ use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject};
 use kube::ResourceExt;
-use msgbench_e2e::fault_watch::{follow_log, restarts, watch_leaders};
+use msgbench_e2e::fault_watch::{
+    agrees_with_the_probe, follow_log, recorded_leaders, restarts, rules_seen_from_the_host,
+    server_urls, watch_leaders, PROBE_SECONDS,
+};
 use msgbench_e2e::kinds::{self, Kind};
-use msgbench_e2e::natsprobe::{Probe, ProbeReport};
-use msgbench_e2e::partition::nft_table_in_server_pod;
+use msgbench_e2e::natsprobe::Probe;
 use msgbench_e2e::runs::{field as s, finished};
 use msgbench_e2e::{run, servers, wait, TestContext};
 use serde_json::Value;
@@ -40,7 +42,7 @@ use std::time::Duration;
 /// A run of `name` (also its stream's name) with one fault. Its subscriber uses an ordered
 /// consumer, which notices a gap and resumes from the stream, so `lostAcked` asks what the
 /// stream kept. A push consumer without acks (the default) drops what was in flight to a
-/// subscriber cut off by the fault: in one of three partition runs, 1,852 acknowledged messages
+/// subscriber cut off by the fault: in one of five partition runs, 1,852 acknowledged messages
 /// never reached it although the stream held them.
 fn run_with(name: &str, duration: u32, fault: &str) -> String {
     format!(
@@ -227,55 +229,6 @@ async fn crash(ctx: &TestContext) -> Result<()> {
     agrees_with_the_probe(&br, &probe)
 }
 
-/// How long the independent client publishes: from the stream's creation (before the measured
-/// phase) past the fault (6 s in) and the election after it (up to 9 s), and done, drained and
-/// read back before the run (24 s) ends and its stream goes.
-const PROBE_SECONDS: u32 = 17;
-/// Tolerances: lost acknowledged messages within 1 % of what the probe had acknowledged (both
-/// count their own messages: the same loss shows in both in proportion), the longest publish
-/// stall within a second.
-const LOST_TOLERANCE: f64 = 0.01;
-const STALL_TOLERANCE_MS: f64 = 1000.0;
-
-/// The run's figures against the independent client's, measured through the same crash of the
-/// same stream's leader.
-fn agrees_with_the_probe(br: &DynamicObject, probe: &ProbeReport) -> Result<()> {
-    let run_lost = s(br, "/status/result/lostAcked")
-        .as_u64()
-        .context("lostAcked")?;
-    let run_stall = s(br, "/status/faults/0/effect/trialPublishStallMs")
-        .as_f64()
-        .context("trialPublishStallMs")?;
-    eprintln!(
-        "independent client (nats.go) in {}: published {}, acked {}, failed {}, received {}, \
-         kept {}, lostAcked {} (run: {run_lost}), longest stall {:.0} ms (run: {run_stall:.0} \
-         ms), longest delivery gap {:.0} ms, per second {:?}",
-        probe.stream,
-        probe.published,
-        probe.acked,
-        probe.failed,
-        probe.received,
-        probe.kept,
-        probe.lost_acked,
-        probe.longest_stall_ms,
-        probe.longest_delivery_gap_ms,
-        probe.per_second
-    );
-    ensure!(probe.acked > 0, "the probe had nothing acknowledged");
-    let allowed = (probe.acked as f64 * LOST_TOLERANCE).ceil() as u64;
-    ensure!(
-        run_lost.abs_diff(probe.lost_acked) <= allowed,
-        "lostAcked: run {run_lost}, independent client {} (tolerance {allowed})",
-        probe.lost_acked
-    );
-    ensure!(
-        (run_stall - probe.longest_stall_ms).abs() <= STALL_TOLERANCE_MS,
-        "longest publish stall: run {run_stall:.0} ms, independent client {:.0} ms",
-        probe.longest_stall_ms
-    );
-    Ok(())
-}
-
 async fn pause(ctx: &TestContext) -> Result<()> {
     let before = servers::server_pods(ctx, "jsc").await?;
     let fault = "{afterSeconds: 5, action: pause, pod: streamLeader, durationSeconds: 12}";
@@ -318,8 +271,6 @@ async fn pause(ctx: &TestContext) -> Result<()> {
     lost_nothing(&br)
 }
 
-/// The nftables table the fault agent owns (`bench_runner::fault_net::TABLE`).
-const AGENT_TABLE: &str = "msgbench_fault";
 const PARTITION_SECONDS: i64 = 10;
 
 async fn partition(ctx: &TestContext) -> Result<()> {
@@ -399,59 +350,6 @@ async fn partition(ctx: &TestContext) -> Result<()> {
     )
     .await?;
     lost_nothing(&br)
-}
-
-/// Whether the agent's table was in the partitioned pod's network namespace while the run's
-/// record said the partition was in place, and whether it was still there 3 s after the heal
-/// time (the host's `nft`, not the agent, is asked).
-async fn rules_seen_from_the_host(ctx: TestContext, run: &'static str) -> Result<(bool, bool)> {
-    let api = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
-    let placed = |br: &DynamicObject| s(br, "/status/faults/0/partition/healTime").is_string();
-    let br = wait::until(
-        &api,
-        run,
-        Duration::from_secs(180),
-        "the partition record",
-        placed,
-    )
-    .await?;
-    let record = s(&br, "/status/faults/0");
-    let pod = record["pod"].as_str().context("no pod")?.to_string();
-    let during = nft_table_in_server_pod(&pod, &ctx.ns, AGENT_TABLE)?;
-    let heal: k8s_openapi::jiff::Timestamp = (record["partition"]["healTime"].as_str())
-        .context("no heal time")?
-        .parse()?;
-    let wait_for = (heal - k8s_openapi::jiff::Timestamp::now())
-        .get_seconds()
-        .max(0)
-        + 3;
-    tokio::time::sleep(Duration::from_secs(wait_for as u64)).await;
-    let after = nft_table_in_server_pod(&pod, &ctx.ns, AGENT_TABLE)?;
-    Ok((during, after))
-}
-
-/// The record's stream leaders (`status.faults[].streamLeader`): before is the pod the fault
-/// hit (it was chosen as the leader), and an after was read.
-fn recorded_leaders(f: &Value, pod: &str) -> Result<(String, String)> {
-    let sl = &f["streamLeader"];
-    let (before, after) = (sl["before"].as_str(), sl["after"].as_str());
-    eprintln!(
-        "recorded stream leader around the fault on {pod}: before {before:?}, after {after:?}"
-    );
-    ensure!(
-        before == Some(pod),
-        "streamLeader.before should be {pod}: {f}"
-    );
-    let after = after.with_context(|| format!("no streamLeader.after: {f}"))?;
-    Ok((pod.to_string(), after.to_string()))
-}
-
-/// The servers' client URLs by pod IP (this host reaches the local cluster's pods).
-fn server_urls(pods: &[Pod]) -> Vec<String> {
-    (pods.iter())
-        .filter_map(|p| p.status.as_ref()?.pod_ip.clone())
-        .map(|ip| format!("nats://{ip}:4222"))
-        .collect()
 }
 
 /// Delivery fell to nothing for a whole second and was back only after an election.
