@@ -168,9 +168,20 @@ func run(servers, prefix string, seconds, rate int, drain, find time.Duration) e
 	cc.Stop()
 	// Loss is judged on a fresh read of the stream, not on the live consumer: that one may
 	// still be re-creating itself after the fault, which is not a lost message.
-	kept, err := readBack(ctx, js, stream, subject, drain+10*time.Second)
-	if err != nil {
-		return err
+	// Retried within the bound: right after a fault the servers may still answer "JetStream
+	// system temporarily unavailable" (503) while their groups catch up.
+	var kept map[uint64]bool
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		kept, err = readBack(ctx, js, stream, subject, drain+10*time.Second)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("reading the stream back: %w", err)
+		}
+		fmt.Fprintln(os.Stderr, "natsprobe: reading back, will retry:", err)
+		time.Sleep(time.Second)
 	}
 	mu.Lock()
 	defer mu.Unlock()
