@@ -31,14 +31,7 @@ fn install() -> Result<()> {
     }
     let root = repo_root();
     let chart = root.join("charts/msgbench");
-    // Idempotent and cached: a no-op when helm is already at its pinned version.
-    let ensure = Command::new(root.join("e2e/tools/ensure"))
-        .arg("helm")
-        .status()
-        .context("running e2e/tools/ensure helm")?;
-    if !ensure.success() {
-        bail!("e2e/tools/ensure helm failed ({ensure})");
-    }
+    crate::cluster::ensure_tool("helm")?;
     let helm = helm_binary();
     recover_interrupted_release(&helm)?;
     let mut cmd = Command::new(&helm);

@@ -14,6 +14,18 @@ pub fn kubeconfig_path() -> PathBuf {
     cache_dir().join(format!("kubeconfig-{cluster}"))
 }
 
+/// Runs `e2e/tools/ensure <name>` (idempotent and cached: a no-op when the tool is at its
+/// pinned version) and returns where it puts the tool, `<cache>/bin/<name>`.
+pub fn ensure_tool(name: &str) -> anyhow::Result<PathBuf> {
+    use anyhow::Context;
+    let st = std::process::Command::new(repo_root().join("e2e/tools/ensure"))
+        .arg(name)
+        .status()
+        .with_context(|| format!("running e2e/tools/ensure {name}"))?;
+    anyhow::ensure!(st.success(), "e2e/tools/ensure {name} failed ({st})");
+    Ok(cache_dir().join("bin").join(name))
+}
+
 /// `${MSGBENCH_CACHE:-~/.cache/msgbench}`: the project's cache (cluster state, images, tools).
 pub fn cache_dir() -> PathBuf {
     std::env::var_os("MSGBENCH_CACHE")

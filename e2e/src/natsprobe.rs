@@ -2,7 +2,7 @@
 //! msgbench's code), run on this host against the servers' pod IPs (local cluster only). It
 //! publishes into a run's own stream on a subject of its own and reads its messages back, so
 //! a fault on that stream's leader is the same fault for it as for the run.
-use crate::cluster::repo_root;
+use crate::cluster::ensure_tool;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use std::process::Stdio;
@@ -31,21 +31,8 @@ pub struct Probe(tokio::process::Child);
 
 impl Probe {
     pub fn start(servers: &[String], prefix: &str, seconds: u32) -> Result<Probe> {
-        let root = repo_root();
-        let ensure = std::process::Command::new(root.join("e2e/tools/ensure"))
-            .arg("natsprobe")
-            .status()
-            .context("running e2e/tools/ensure natsprobe")?;
-        if !ensure.success() {
-            bail!("e2e/tools/ensure natsprobe failed ({ensure})");
-        }
-        let cache = std::env::var("MSGBENCH_CACHE").unwrap_or_else(|_| {
-            format!(
-                "{}/.cache/msgbench",
-                std::env::var("HOME").unwrap_or_default()
-            )
-        });
-        let child = tokio::process::Command::new(format!("{cache}/bin/natsprobe"))
+        let probe = ensure_tool("natsprobe")?;
+        let child = tokio::process::Command::new(probe)
             .args(["--servers", &servers.join(",")])
             .args(["--stream-prefix", prefix])
             .args(["--seconds", &seconds.to_string()])

@@ -47,24 +47,10 @@ impl Children {
 
     /// `msgbench.dev/template-hash` of the (single) workload's pod template.
     pub fn template_hash(&self) -> Option<String> {
-        let sts = self
-            .stateful_sets
-            .iter()
-            .filter_map(|s| s.spec.as_ref())
-            .map(|s| &s.template);
-        let deps = self
-            .deployments
-            .iter()
-            .filter_map(|d| d.spec.as_ref())
-            .map(|d| &d.template);
-        sts.chain(deps).find_map(|t| {
-            t.metadata
-                .as_ref()?
-                .annotations
-                .as_ref()?
-                .get(crate::server_pod::ANNOTATION_TEMPLATE_HASH)
-                .cloned()
-        })
+        let annotations = self.template()?.metadata.as_ref()?.annotations.as_ref()?;
+        annotations
+            .get(crate::server_pod::ANNOTATION_TEMPLATE_HASH)
+            .cloned()
     }
 }
 
