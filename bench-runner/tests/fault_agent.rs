@@ -21,13 +21,15 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
-/// `sleep` under a name of its own (the process name is the file name), running. The caller
-/// waits on it (every test kills or reaps its victims).
+/// `sleep` under a name of its own (the process name is the name it was executed by), running.
+/// The caller waits on it (every test kills or reaps its victims). A symlink, not a copy: a copy
+/// is written through a descriptor that a concurrent test's fork inherits until its exec, and
+/// executing a file open for writing fails with ETXTBSY.
 #[allow(clippy::zombie_processes)]
 fn victim(dir: &Path, name: &str) -> Child {
     let bin = dir.join(name);
     if !bin.exists() {
-        std::fs::copy("/bin/sleep", &bin).expect("copy /bin/sleep");
+        std::os::unix::fs::symlink("/bin/sleep", &bin).expect("symlink /bin/sleep");
     }
     let child = Command::new(&bin).arg("60").spawn().expect("spawn");
     // The kernel names it at exec: wait for that (bounded), so the agent is asked only then.

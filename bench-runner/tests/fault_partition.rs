@@ -7,8 +7,9 @@ mod support;
 use bench_runner::fault_agent::{FaultAgent, NetFaults};
 use bench_runner::fault_net::{self, Nft};
 use runner_api::fault_agent::{AgentAction, FaultReport, FaultRequest, PartitionFrom};
-use std::os::unix::fs::PermissionsExt;
+use std::io::Write;
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use support::*;
 
@@ -32,8 +33,26 @@ fn fake_nft(dir: &Path) -> Nft {
          if [ \"$1\" = delete ]; then\n  [ -e {d}/table ] || {{ echo 'Error: No such file or directory' >&2; exit 1; }}\n  \
          rm {d}/table; exit 0\nfi\nexit 2\n"
     );
-    std::fs::write(&program, script).unwrap();
-    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Written by a child, never through a descriptor of this process: a concurrent test's fork
+    // would inherit it until its exec, and running a file open for writing fails (ETXTBSY).
+    let mut sh = Command::new("sh")
+        .arg("-c")
+        .arg(r#"cat > "$1" && chmod 755 "$1""#)
+        .arg("sh")
+        .arg(&program)
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("sh");
+    sh.stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    assert!(
+        sh.wait().unwrap().success(),
+        "writing {}",
+        program.display()
+    );
     Nft { program }
 }
 
