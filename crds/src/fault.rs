@@ -143,6 +143,32 @@ pub struct FaultSignal {
     pub resume_time: Option<Time>,
 }
 
+/// With `crash`: the server container's restart as the kubelet reports it in the pod's status,
+/// a view independent of the agent's. The kubelet's times have whole-second resolution.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FaultRestart {
+    /// The crashed container's exit code (137: killed by SIGKILL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// When the crashed container ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exited_time: Option<Time>,
+    /// When the container ran again. Unset: not yet, or not before the run ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_time: Option<Time>,
+    /// Seconds from `exitedTime` to `runningTime`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down_seconds: Option<i64>,
+    /// The kubelet held the restart back (`CrashLoopBackOff`: 10 s after a container's second
+    /// crash within 10 minutes, doubling up to 5 minutes), so the server stayed down longer than
+    /// the crash itself: figures after this fault include that wait, and rounds whose crashes
+    /// were held back differently are not like for like. Seen as the kubelet's waiting reason,
+    /// or as a restart that took 5 s or more (an unheld one takes a second or two).
+    #[serde(default)]
+    pub back_off: bool,
+}
+
 impl FaultAction {
     /// Carried out by the target pod's fault agent (needs `spec.faultInjection.enabled`).
     pub fn needs_agent(self) -> bool {
@@ -202,6 +228,9 @@ pub struct FaultRecord {
     /// With `partition`: the rules as the fault agent reports applying them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<FaultPartition>,
+    /// With `crash`: how and when the container came back, as the kubelet reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<FaultRestart>,
     /// JetStream: which server led the benchmark stream before the fault and once it was over,
     /// as the servers report it (`/jsz`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -276,6 +305,10 @@ pub struct FaultSummary {
     /// Mean time to recover over those that recovered (seconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean_recovery_seconds: Option<f64>,
+    /// Crashes whose restart the kubelet held back (`faults[].restart.backOff`): their
+    /// recovery includes the kubelet's wait, not only the server's.
+    #[serde(default, skip_serializing_if = "no_back_offs")]
+    pub restart_back_offs: u32,
     /// Highest per-second p99 in the 10 s after a fault (ms, coarse: within 6 %).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_peak_ms: Option<f64>,
@@ -323,4 +356,8 @@ pub struct FaultEffect {
     pub trial_publish_stall_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publish_stall_from_fault_seconds: Option<f64>,
+}
+
+fn no_back_offs(n: &u32) -> bool {
+    *n == 0
 }

@@ -4,8 +4,9 @@
 //! - the run records the signal as the agent reports it (SIGKILL, nats-server, its pid);
 //! - the server's own log, followed live up to its death, shows no shutdown: no trapped signal,
 //!   no lame duck mode, no JetStream shutdown (what `kill`, a graceful deletion, always shows);
-//! - the container restarted in place (same pod), and the stream's leader moved to another
-//!   server, as the servers' own `/jsz` reports;
+//! - the container restarted in place (same pod), which the record's `restart` says too (exit
+//!   code 137, back within seconds, no kubelet back-off), and the stream's leader moved to
+//!   another server, as the servers' own `/jsz` reports;
 //! - delivery stopped for a whole second and took at least a Raft election to come back
 //!   (nats-server's election timeout is 4 to 9 s after the last heartbeat; after a graceful
 //!   hand-over R3 never drops below some 800 msg/s), and no acknowledged message was lost;
@@ -182,6 +183,22 @@ async fn crash(ctx: &TestContext) -> Result<()> {
         restarts(&now) == Some(1),
         "{pod} restarts: {:?}",
         restarts(&now)
+    );
+    // The record's restart is the kubelet's own view: killed by SIGKILL (137), back at once
+    // (the container's first crash: no back-off).
+    let r = &f["restart"];
+    ensure!(
+        r["exitCode"] == 137 && r["runningTime"].is_string(),
+        "restart record: {f}"
+    );
+    let down = r["downSeconds"].as_i64().context("downSeconds")?;
+    ensure!(
+        (0..5).contains(&down) && r["backOff"] == false,
+        "a first crash restarts at once: {r}"
+    );
+    ensure!(
+        s(&br, "/status/result/faults/restartBackOffs").is_null(),
+        "no back-off counted"
     );
 
     // The killed server's own log, as followed up to its death: running, then nothing.

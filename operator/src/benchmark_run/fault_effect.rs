@@ -97,6 +97,9 @@ pub fn summary(faults: &[FaultRecord], variant: Option<&str>) -> Option<FaultSum
         longest_recovery_seconds: times.iter().copied().reduce(f64::max),
         mean_recovery_seconds: (!times.is_empty())
             .then(|| round1(times.iter().sum::<f64>() / times.len() as f64)),
+        restart_back_offs: (mine.iter())
+            .filter(|f| f.restart.as_ref().is_some_and(|r| r.back_off))
+            .count() as u32,
         p99_peak_ms: mine
             .iter()
             .filter_map(|f| f.effect.as_ref()?.p99_peak_ms)

@@ -167,6 +167,38 @@ pub async fn leaders_after(
     out
 }
 
+/// The server container's status after each crash whose restart is still to be read
+/// (`fault_restart::restart_due`); a pod that cannot be read now is read next pass.
+pub async fn restarts_after(
+    ctx: &Context,
+    ns: &str,
+    recs: &[FaultRecord],
+    now: &Time,
+) -> Vec<super::fault_restart::FaultRestartSeen> {
+    let api = Api::<Pod>::namespaced(ctx.client.clone(), ns);
+    let mut out = Vec::new();
+    for rec in super::fault_restart::restart_due(recs, now) {
+        let Some(name) = rec.pod.as_deref() else {
+            continue;
+        };
+        let Ok(Some(pod)) = pod_named(&api, name).await else {
+            continue;
+        };
+        // The server is the pod's first container (the agent is added after it).
+        let server = (pod.spec.as_ref()).and_then(|s| s.containers.first().map(|c| &c.name));
+        let statuses = (pod.status.as_ref()).and_then(|s| s.container_statuses.as_ref());
+        let status = statuses.and_then(|all| all.iter().find(|c| Some(&c.name) == server));
+        if let Some(status) = status {
+            out.push(super::fault_restart::FaultRestartSeen {
+                fault: rec.fault,
+                trial: rec.trial,
+                status: status.clone(),
+            });
+        }
+    }
+    out
+}
+
 /// The pod called `name`, if any, by a list (the operator may list pods, never `get` one).
 pub(super) async fn pod_named(api: &Api<Pod>, name: &str) -> kube::Result<Option<Pod>> {
     let lp = ListParams::default().fields(&format!("metadata.name={name}"));

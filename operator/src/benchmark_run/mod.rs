@@ -12,6 +12,7 @@ pub mod endpoints;
 pub mod fault_by_agent;
 pub mod fault_effect;
 pub mod fault_inject;
+pub mod fault_restart;
 pub mod faults;
 #[cfg(test)]
 mod figures_tests;

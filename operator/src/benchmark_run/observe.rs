@@ -57,6 +57,8 @@ pub struct Observed {
     pub fault_pods: Vec<FaultPodSeen>,
     /// Stream leaders read after their faults were over.
     pub fault_leaders: Vec<FaultLeaderSeen>,
+    /// Crashed server containers whose restart is still to be recorded, as the kubelet reports them.
+    pub fault_restarts: Vec<super::fault_restart::FaultRestartSeen>,
 }
 
 impl Observed {
@@ -78,6 +80,7 @@ impl Observed {
             operands: Default::default(),
             fault_pods: Vec::new(),
             fault_leaders: Vec::new(),
+            fault_restarts: Vec::new(),
         }
     }
 }
@@ -210,6 +213,8 @@ pub async fn observe(
     obs.fault_pods = super::fault_inject::injected_pods(ctx, br, &id.namespace, &st.faults).await?;
     obs.fault_leaders =
         super::fault_inject::leaders_after(ctx, br, &id.namespace, &st.faults, &obs.now).await;
+    obs.fault_restarts =
+        super::fault_inject::restarts_after(ctx, &id.namespace, &st.faults, &obs.now).await;
     let done = done_runners(&view, &obs.agents, ctx.agent_port);
     if done.len() >= br.spec.runners.count.max(1) as usize {
         let trials = timing::total_trials(br) as u32;

@@ -7,7 +7,7 @@ use crate::benchmark_run::gather::Gathered;
 use crate::benchmark_run::observe::{AgentSeen, Observed};
 use crate::benchmark_run::runner_pods::{job_complete, RunnerView};
 use crate::benchmark_run::server_usage::{self, UsageRead};
-use crate::benchmark_run::{faults, timing};
+use crate::benchmark_run::{fault_restart, faults, timing};
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Phase, Progress};
 use std::time::Duration;
 
@@ -24,6 +24,7 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
     // Before anything can end the run: a fault whose pod was deleted counts as carried out.
     faults::settle_injections(br, &mut d.status.faults, &obs.fault_pods, &obs.now);
     faults::record_leaders_after(&mut d.status.faults, &obs.fault_leaders, &obs.now);
+    fault_restart::record_restarts(&mut d.status.faults, &obs.fault_restarts);
     let view = RunnerView::of(&obs.runner_pods, obs.job.as_ref());
     if let Some((reason, msg)) = view.failure() {
         fail(&mut d.status, reason, &msg, g, &obs.now);

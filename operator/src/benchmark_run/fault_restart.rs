@@ -1,0 +1,233 @@
+//! After a `crash`, pure: how the server container came back, read from the pod's status as the
+//! kubelet reports it (`status.faults[].restart`). The kubelet restarts a crashed container at
+//! once the first time, then holds later restarts back (CrashLoopBackOff: 10 s, doubling to
+//! 5 min, forgotten after 10 min without a crash), so a run that crashes the same servers round
+//! after round measures a longer outage each round. The record says so per fault.
+use super::timing::millis;
+use k8s_openapi::api::core::v1::ContainerStatus;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use msgbench_crds::benchmark_run::{FaultAction, FaultRecord, FaultRestart};
+
+/// A restart taking this long (seconds, kubelet clock) was held back: an unheld one takes a
+/// second or two, the kubelet's first back-off step is 10 s.
+pub const BACK_OFF_MIN_SECONDS: i64 = 5;
+/// After this long past its crash a restart is no longer read (the longest back-off is 300 s).
+const RESTART_WITHIN_SECONDS: u64 = 330;
+/// The kubelet's exit time (whole seconds, truncated) of the container the agent's SIGKILL
+/// ended lies within this window around the agent's send time; an older exit is an earlier
+/// crash's, a much later one a later crash's.
+const EXIT_BEFORE_MS: u64 = 2_000;
+const EXIT_AFTER_MS: u64 = 15_000;
+
+/// The server container of a crashed pod as read this pass.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultRestartSeen {
+    pub fault: i32,
+    pub trial: i32,
+    pub status: ContainerStatus,
+}
+
+/// Crash records whose restart is still to be read: signalled, not seen running again, and
+/// not long ago.
+pub fn restart_due<'a>(
+    faults: &'a [FaultRecord],
+    now: &Time,
+) -> impl Iterator<Item = &'a FaultRecord> {
+    let now = millis(now);
+    faults.iter().filter(move |rec| {
+        let Some(sent) = signal_ms(rec) else {
+            return false;
+        };
+        let open = rec
+            .restart
+            .as_ref()
+            .is_none_or(|r| r.running_time.is_none());
+        open && now < sent + RESTART_WITHIN_SECONDS * 1000
+    })
+}
+
+fn signal_ms(rec: &FaultRecord) -> Option<u64> {
+    (rec.action == Some(FaultAction::Crash)).then_some(())?;
+    rec.signal.as_ref().map(|s| millis(&s.sent_time))
+}
+
+/// Writes what each crashed container's status says into its record.
+pub fn record_restarts(faults: &mut [FaultRecord], seen: &[FaultRestartSeen]) {
+    for s in seen {
+        let rec = faults
+            .iter_mut()
+            .find(|r| r.fault == s.fault && r.trial == s.trial);
+        let Some(rec) = rec else { continue };
+        let Some(sent) = signal_ms(rec) else { continue };
+        if let Some(r) = restart_of(&s.status, sent, rec.restart.take()) {
+            rec.restart = Some(r);
+        }
+    }
+}
+
+/// The restart after a SIGKILL sent at `sent` (ms), from the container's status, on top of
+/// what an earlier pass saw. `None`: the status does not show that exit yet.
+pub fn restart_of(
+    status: &ContainerStatus,
+    sent: u64,
+    before: Option<FaultRestart>,
+) -> Option<FaultRestart> {
+    let exited = status.last_state.as_ref()?.terminated.as_ref()?;
+    let exited_at = exited.finished_at.as_ref()?;
+    let at = millis(exited_at);
+    if !(sent.saturating_sub(EXIT_BEFORE_MS)..sent + EXIT_AFTER_MS).contains(&at) {
+        return before;
+    }
+    let mut r = before.unwrap_or_default();
+    r.exit_code = Some(exited.exit_code);
+    r.exited_time = Some(exited_at.clone());
+    let state = status.state.as_ref();
+    let waiting = state.and_then(|s| s.waiting.as_ref());
+    if waiting.is_some_and(|w| w.reason.as_deref() == Some("CrashLoopBackOff")) {
+        r.back_off = true;
+    }
+    let running = state.and_then(|s| s.running.as_ref()?.started_at.as_ref());
+    if let Some(started) = running.filter(|t| millis(t) >= at) {
+        let down = (millis(started) - at) as i64 / 1000;
+        r.running_time = Some(started.clone());
+        r.down_seconds = Some(down);
+        r.back_off |= down >= BACK_OFF_MIN_SECONDS;
+    }
+    Some(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{
+        ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
+    };
+    use msgbench_crds::benchmark_run::FaultSignal;
+
+    fn at(ms: u64) -> Time {
+        Time(k8s_openapi::jiff::Timestamp::from_millisecond(ms as i64).unwrap())
+    }
+
+    const SENT: u64 = 1_800_000_000_500;
+
+    fn crash() -> FaultRecord {
+        FaultRecord {
+            fault: 0,
+            trial: 2,
+            action: Some(FaultAction::Crash),
+            signal: Some(FaultSignal {
+                signal: "SIGKILL".into(),
+                process: "nats-server".into(),
+                pid: 7,
+                sent_time: at(SENT),
+                resume_time: None,
+            }),
+            ..FaultRecord::default()
+        }
+    }
+
+    /// The kubelet's view: the last exit at `exited` (truncated to the second, as the API
+    /// serves it) and now either waiting with `reason` or running since `started`.
+    fn status(exited: u64, reason: Option<&str>, started: Option<u64>) -> ContainerStatus {
+        let sec = |ms: u64| at(ms / 1000 * 1000);
+        ContainerStatus {
+            name: "nats".into(),
+            last_state: Some(ContainerState {
+                terminated: Some(ContainerStateTerminated {
+                    exit_code: 137,
+                    finished_at: Some(sec(exited)),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            state: Some(ContainerState {
+                waiting: reason.map(|r| ContainerStateWaiting {
+                    reason: Some(r.into()),
+                    ..Default::default()
+                }),
+                running: started.map(|s| ContainerStateRunning {
+                    started_at: Some(sec(s)),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn seen(s: ContainerStatus) -> Vec<FaultRestartSeen> {
+        vec![FaultRestartSeen {
+            fault: 0,
+            trial: 2,
+            status: s,
+        }]
+    }
+
+    #[test]
+    fn a_prompt_restart_is_recorded_with_its_exit_code_and_no_back_off() {
+        let mut recs = vec![crash()];
+        record_restarts(
+            &mut recs,
+            &seen(status(SENT + 30, None, Some(SENT + 1_200))),
+        );
+        let r = recs[0].restart.as_ref().unwrap();
+        assert_eq!(r.exit_code, Some(137));
+        assert_eq!(r.down_seconds, Some(1));
+        assert!(!r.back_off);
+        assert_eq!(restart_due(&recs, &at(SENT + 5_000)).count(), 0, "done");
+    }
+
+    #[test]
+    fn a_held_back_restart_is_marked_while_waiting_and_timed_once_running() {
+        let mut recs = vec![crash()];
+        record_restarts(
+            &mut recs,
+            &seen(status(SENT, Some("CrashLoopBackOff"), None)),
+        );
+        let r = recs[0].restart.as_ref().unwrap();
+        assert!(r.back_off && r.running_time.is_none());
+        assert_eq!(
+            restart_due(&recs, &at(SENT + 5_000)).count(),
+            1,
+            "read again"
+        );
+        // Running again 10 s later: the back-off stays recorded, with the time it cost.
+        record_restarts(&mut recs, &seen(status(SENT, None, Some(SENT + 10_000))));
+        let r = recs[0].restart.as_ref().unwrap();
+        assert_eq!((r.down_seconds, r.back_off), (Some(10), true));
+    }
+
+    #[test]
+    fn a_slow_restart_counts_as_held_back_even_if_the_waiting_state_was_missed() {
+        let mut recs = vec![crash()];
+        record_restarts(&mut recs, &seen(status(SENT, None, Some(SENT + 20_000))));
+        let r = recs[0].restart.as_ref().unwrap();
+        assert_eq!((r.down_seconds, r.back_off), (Some(20), true));
+    }
+
+    #[test]
+    fn an_exit_of_another_crash_is_not_taken_for_this_one() {
+        let mut recs = vec![crash()];
+        // Not yet noticed by the kubelet: last exit is an earlier crash's, state still running.
+        record_restarts(
+            &mut recs,
+            &seen(status(SENT - 60_000, None, Some(SENT - 59_000))),
+        );
+        assert_eq!(recs[0].restart, None);
+        // A later crash's exit neither.
+        record_restarts(&mut recs, &seen(status(SENT + 40_000, None, None)));
+        assert_eq!(recs[0].restart, None);
+        assert_eq!(restart_due(&recs, &at(SENT + 1_000)).count(), 1);
+    }
+
+    #[test]
+    fn only_signalled_crashes_are_read_and_not_forever() {
+        let mut pause = crash();
+        pause.action = Some(FaultAction::Pause);
+        let mut unsent = crash();
+        unsent.signal = None;
+        let recs = vec![pause, unsent, crash()];
+        assert_eq!(restart_due(&recs, &at(SENT + 1_000)).count(), 1);
+        let late = SENT + RESTART_WITHIN_SECONDS * 1000;
+        assert_eq!(restart_due(&recs, &at(late)).count(), 0);
+    }
+}
