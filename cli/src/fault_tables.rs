@@ -2,7 +2,7 @@
 //! execution with its effect on delivery. Absent figures say why, never 0.
 use msgbench_crds::benchmark_run::{FaultRecord, RunResult};
 
-use crate::html::{Cell, Page};
+use crate::html::{Cell, Doc, Page};
 use crate::model::{Run, Series};
 
 pub fn faults(page: &mut Page, run: &Run) {

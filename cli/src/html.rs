@@ -2,6 +2,8 @@
 //! the file opens anywhere without a network.
 use std::fmt::Write as _;
 
+pub use crate::doc::{Cell, Doc};
+
 pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -63,23 +65,6 @@ impl Page {
         );
     }
 
-    /// A table of already-escaped cells (see [`Cell`]).
-    pub fn table(&mut self, class: &str, head: &[&str], rows: &[Vec<Cell>]) {
-        let _ = write!(self.body, "<table class=\"{}\"><tr>", esc(class));
-        for h in head {
-            let _ = write!(self.body, "<th>{}</th>", esc(h));
-        }
-        self.body.push_str("</tr>\n");
-        for row in rows {
-            self.body.push_str("<tr>");
-            for c in row {
-                let _ = write!(self.body, "<td>{}</td>", c.0);
-            }
-            self.body.push_str("</tr>\n");
-        }
-        self.body.push_str("</table>\n");
-    }
-
     pub fn finish(self, title: &str) -> String {
         format!(
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>{}</title>\n<style>{CSS}</style></head>\n<body>\n{}</body></html>\n",
@@ -89,19 +74,45 @@ impl Page {
     }
 }
 
-/// One table cell's HTML.
-pub struct Cell(pub String);
-
-impl Cell {
-    pub fn text(s: &str) -> Cell {
-        Cell(esc(s))
+/// A cell's HTML: its text escaped, a missing figure marked (and styled) as unavailable.
+fn cell_html(c: &Cell) -> String {
+    let text = esc(&c.text);
+    match &c.missing {
+        None => text,
+        Some(why) => {
+            let na = format!("<span class=\"na\">unavailable: {}</span>", esc(why));
+            if text.is_empty() {
+                na
+            } else {
+                format!("{text} {na}")
+            }
+        }
     }
-    /// A figure that is not defined: shown with why, never as 0.
-    pub fn unavailable(reason: &str) -> Cell {
-        Cell(format!(
-            "<span class=\"na\">unavailable: {}</span>",
-            esc(reason)
-        ))
+}
+
+impl Doc for Page {
+    fn heading(&mut self, text: &str) {
+        Page::heading(self, text);
+    }
+
+    fn note(&mut self, text: &str) {
+        Page::note(self, text);
+    }
+
+    fn table(&mut self, class: &str, head: &[&str], rows: &[Vec<Cell>]) {
+        let _ = write!(self.body, "<table class=\"{}\"><tr>", esc(class));
+        for h in head {
+            let _ = write!(self.body, "<th>{}</th>", esc(h));
+        }
+        self.body.push_str("</tr>\n");
+        for row in rows {
+            self.body.push_str("<tr>");
+            for c in row {
+                let _ = write!(self.body, "<td>{}</td>", cell_html(c));
+            }
+            self.body.push_str("</tr>\n");
+        }
+        self.body.push_str("</table>\n");
     }
 }
 

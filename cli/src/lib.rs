@@ -5,9 +5,11 @@
 pub mod browser;
 pub mod cluster;
 pub mod compare;
+pub mod doc;
 pub mod export;
 mod fault_tables;
 pub mod html;
+pub mod markdown;
 pub mod model;
 pub mod paired;
 pub mod plots;
@@ -16,3 +18,4 @@ mod segment_tables;
 pub mod source;
 mod tables;
 pub mod tagging;
+pub mod thresholds;

@@ -21,6 +21,10 @@ pub fn render(run: &Run) -> Result<String> {
         page.heading("Paired comparison");
         ratios(&mut page, run)?;
     }
+    if !run.status.thresholds.is_empty() {
+        page.heading("Thresholds");
+        crate::thresholds::table(&mut page, run);
+    }
     page.heading("Figures");
     tables::figures(&mut page, run);
     crate::segment_tables::segments(&mut page, run);

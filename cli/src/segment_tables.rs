@@ -3,7 +3,7 @@
 //! says why, never 0.
 use msgbench_crds::benchmark_run::{LatencySummary, SegmentResult};
 
-use crate::html::{Cell, Page};
+use crate::html::{Cell, Doc, Page};
 use crate::model::{Run, Series};
 
 pub fn segments(page: &mut Page, run: &Run) {

@@ -1,10 +1,11 @@
-//! The report's tables: what `e2e/demo` prints, per variant or for the run.
+//! The report's tables: what `e2e/demo` prints, per variant or for the run. They write into a
+//! [`Doc`], so the gate's Markdown summary reuses them (the paired comparison).
 use msgbench_crds::benchmark_run::{PairedEstimate, RunResult, TrialFigures};
 
-use crate::html::{Cell, Page};
+use crate::doc::{Cell, Doc};
 use crate::model::{Run, Series};
 
-pub fn figures(page: &mut Page, run: &Run) {
+pub fn figures(page: &mut dyn Doc, run: &Run) {
     let series = run.series();
     if run.has_variants() {
         variant_headlines(page, &series);
@@ -26,7 +27,7 @@ pub fn figures(page: &mut Page, run: &Run) {
 }
 
 /// A derived figure for reading (4 decimals at most); `export` keeps every digit.
-fn short(v: f64) -> String {
+pub(crate) fn short(v: f64) -> String {
     let s = format!("{v:.4}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
@@ -39,7 +40,7 @@ fn ms(v: f64) -> Cell {
     Cell::text(&format!("{v} ms"))
 }
 
-fn variant_headlines(page: &mut Page, series: &[Series]) {
+fn variant_headlines(page: &mut dyn Doc, series: &[Series]) {
     let rows: Vec<Vec<Cell>> = series
         .iter()
         .map(|s| {
@@ -67,7 +68,7 @@ fn variant_headlines(page: &mut Page, series: &[Series]) {
 }
 
 /// Merged figures of each series: counts, rates and the merged histogram's percentiles.
-fn results(page: &mut Page, series: &[Series]) {
+fn results(page: &mut dyn Doc, series: &[Series]) {
     let head = [
         "series",
         "published",
@@ -121,7 +122,7 @@ fn result_row(name: &str, r: Option<&RunResult>) -> Vec<Cell> {
     row
 }
 
-fn trials(page: &mut Page, trials: &[TrialFigures]) {
+fn trials(page: &mut dyn Doc, trials: &[TrialFigures]) {
     let head = [
         "trial / round",
         "position",
@@ -163,15 +164,13 @@ fn estimate(e: &PairedEstimate) -> Cell {
             short(l),
             short(h)
         )),
-        _ => Cell(format!(
-            "{} {}",
-            short(e.estimate),
-            Cell::unavailable("interval needs 2 or more rounds").0
-        )),
+        _ => Cell::partly(&short(e.estimate), "interval needs 2 or more rounds"),
     }
 }
 
-fn comparison(page: &mut Page, run: &Run) {
+/// The paired comparison of every variant against the baseline variant (also the gate's
+/// summary table).
+pub fn comparison(page: &mut dyn Doc, run: &Run) {
     let Some(vc) = &run.status.variant_comparison else {
         return;
     };
@@ -213,7 +212,7 @@ fn comparison(page: &mut Page, run: &Run) {
 }
 
 /// `spec.baselineRef`: this run against another run (Welch over trials).
-fn baseline(page: &mut Page, run: &Run) {
+fn baseline(page: &mut dyn Doc, run: &Run) {
     let Some(c) = &run.status.comparison else {
         return;
     };
