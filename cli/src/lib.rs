@@ -1,5 +1,5 @@
-//! `kubectl msgbench`: reports, exports and comparisons of msgbench BenchmarkRuns, read from
-//! the cluster or from files. A library so the tests drive exactly what the binary runs.
+//! `kubectl msgbench`: reports, exports, comparisons and CI gates of msgbench BenchmarkRuns,
+//! read from the cluster or from files. A library so the tests drive exactly what the binary runs.
 #![forbid(unsafe_code)]
 
 pub mod browser;
@@ -8,7 +8,10 @@ pub mod compare;
 pub mod doc;
 pub mod export;
 mod fault_tables;
+pub mod gate;
+pub mod gate_cmd;
 pub mod html;
+pub mod junit;
 pub mod markdown;
 pub mod model;
 pub mod paired;
@@ -16,6 +19,7 @@ pub mod plots;
 pub mod report;
 mod segment_tables;
 pub mod source;
+pub mod summary;
 mod tables;
 pub mod tagging;
 pub mod thresholds;

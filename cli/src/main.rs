@@ -4,14 +4,16 @@
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kubectl_msgbench::cluster::ClusterAccess;
-use kubectl_msgbench::{browser, compare, export, report, source};
+use kubectl_msgbench::gate_cmd::{self, GateArgs};
+use kubectl_msgbench::{browser, compare, export, gate, report, source};
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 #[derive(Parser)]
 #[command(
     name = "kubectl msgbench",
     version,
-    about = "Reports, exports and comparisons of msgbench BenchmarkRuns"
+    about = "Reports, exports, comparisons and CI gates of msgbench BenchmarkRuns"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -68,6 +70,9 @@ enum Command {
         #[arg(long)]
         file_b: Option<PathBuf>,
     },
+    /// Waits until every named run has finished, then exits 0 when all passed, 1 when a run's
+    /// verdict failed, 2 when a run is missing, unfinished at --timeout, or unreadable.
+    Gate(GateArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -77,19 +82,25 @@ enum Format {
 }
 
 /// Errors as one line of causes (`a: b: c`), without the backtrace anyhow would print when
-/// RUST_BACKTRACE is set: a plugin's user needs the reason, not the stack.
+/// RUST_BACKTRACE is set: a plugin's user needs the reason, not the stack. The gate's errors
+/// exit 2, as its undecided outcomes: 1 means a verdict failed.
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> std::process::ExitCode {
-    match run(Cli::parse()).await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let on_error = match cli.command {
+        Command::Gate(_) => ExitCode::from(gate::UNDECIDED),
+        _ => ExitCode::FAILURE,
+    };
+    match run(cli).await {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            std::process::ExitCode::FAILURE
+            on_error
         }
     }
 }
 
-async fn run(cli: Cli) -> Result<()> {
+async fn run(cli: Cli) -> Result<ExitCode> {
     let access = &cli.access;
     match cli.command {
         Command::Report {
@@ -128,6 +139,7 @@ async fn run(cli: Cli) -> Result<()> {
             let b = source::load(&run_b, access, file_b.as_deref()).await?;
             print!("{}", compare::render(&a, &b)?);
         }
+        Command::Gate(args) => return Ok(ExitCode::from(gate_cmd::run(&args, access).await?)),
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }

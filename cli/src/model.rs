@@ -17,6 +17,9 @@ pub struct Run {
     pub origin: String,
     /// Protocol, publishers, subscribers, rate, duration: the shape, never credentials.
     pub workload: Option<String>,
+    /// `metadata.generation`: the spec generation a status must describe to be current
+    /// (absent for a bench-runner result).
+    pub generation: Option<i64>,
     pub status: BenchmarkRunStatus,
 }
 
@@ -41,6 +44,7 @@ impl Run {
             name,
             origin,
             workload: Some(workload_shape(&br.spec.workload)),
+            generation: br.metadata.generation,
             status: br.status.unwrap_or_default(),
         }
     }

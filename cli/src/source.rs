@@ -67,6 +67,9 @@ pub fn parse(text: &str, fallback_name: &str) -> Result<Run> {
     }
 }
 
+/// [`Run::origin`] of a standalone bench-runner result.
+pub const RUNNER_RESULT_ORIGIN: &str = "bench-runner result file";
+
 /// A standalone runner result in status form, exactly as the operator would write it.
 fn from_runner_result(r: &RunnerResult, name: &str) -> Run {
     let status = BenchmarkRunStatus {
@@ -76,8 +79,9 @@ fn from_runner_result(r: &RunnerResult, name: &str) -> Run {
     };
     Run {
         name: name.to_string(),
-        origin: "bench-runner result file".into(),
+        origin: RUNNER_RESULT_ORIGIN.into(),
         workload: Some(crate::model::workload_shape(&r.workload)),
+        generation: None,
         status,
     }
 }
