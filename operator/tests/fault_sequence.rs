@@ -186,3 +186,50 @@ async fn a_recorded_choice_whose_pod_is_still_there_in_time_is_deleted_once() {
     assert_eq!(fault(&api)["pod"], "demo-2");
     assert!(fault(&api)["executedTime"].is_string());
 }
+
+/// Faults due together are carried out together: every pod is chosen and the choices go out in
+/// one status write, then every pod is acted on, so the last is not hit a status write per
+/// fault after the first (a crashed server could be back by then).
+#[tokio::test]
+async fn faults_due_together_are_recorded_in_one_write_and_then_all_carried_out() {
+    let api = setup();
+    api.0.lock().unwrap().fail_status_after_pod_delete = false;
+    let mut run = api.get(RUN).unwrap();
+    let one =
+        |o: i64| json!({"afterSeconds": 10, "action": "kill", "pod": "ordinal", "ordinal": o});
+    run["spec"]["faults"] = json!([one(0), one(1), one(2)]);
+    let rec = |f: i64| {
+        json!({"fault": f, "trial": 1, "server": "JetStreamCluster/demo", "action": "kill",
+               "plannedTime": at(-100)})
+    };
+    run["status"]["faults"] = json!([rec(0), rec(1), rec(2)]);
+    api.insert(RUN, run);
+
+    let obj: BenchmarkRun = serde_json::from_value(api.get(RUN).unwrap()).unwrap();
+    assert!(reconcile(Arc::new(obj), leader(&api)).await.is_ok());
+    let writes = api.take_writes();
+    let status_write = |(verb, p): &(String, String)| verb != "DELETE" && p.ends_with("/status");
+    let deletes: Vec<usize> = (writes.iter().enumerate())
+        .filter(|(_, (verb, p))| verb == "DELETE" && p.starts_with(PODS))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(deletes.len(), 3, "every pod deleted: {writes:?}");
+    let intents = writes[..deletes[0]]
+        .iter()
+        .filter(|w| status_write(w))
+        .count();
+    let between = writes[deletes[0]..=deletes[2]]
+        .iter()
+        .filter(|w| status_write(w))
+        .count();
+    assert_eq!(
+        (intents, between),
+        (1, 0),
+        "one intent write, then the deletes: {writes:?}"
+    );
+    let faults = api.get(RUN).unwrap()["status"]["faults"].clone();
+    for (i, f) in faults.as_array().unwrap().iter().enumerate() {
+        assert_eq!(f["pod"], format!("demo-{i}"), "{f}");
+        assert!(f["executedTime"].is_string(), "{f}");
+    }
+}

@@ -2,10 +2,8 @@
 //! results, suspend or delete children), then the one status write and its events.
 use super::build::{self, RunIdentity};
 use super::decide::{self, Decision, Effect};
-use super::fault_by_agent::AgentAnswer;
-use super::fault_inject::Deletion;
 use super::observe::Observed;
-use super::{faults, runner_access, runner_http};
+use super::{runner_access, runner_http};
 use crate::context::{Context, CONTROLLER_NAME};
 use crate::error::Result;
 use k8s_openapi::api::batch::v1::Job;
@@ -14,9 +12,7 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PropagationPolicy};
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, Resource, ResourceExt};
-use msgbench_crds::benchmark_run::{
-    BenchmarkRun, BenchmarkRunStatus, FaultAction, FaultRecord, Outcome, Phase,
-};
+use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Outcome, Phase};
 use std::collections::BTreeMap;
 
 /// Carries out `d.effects` in order. A release whose answers show runners that started apart
@@ -28,7 +24,9 @@ pub async fn carry_out(
     obs: &Observed,
     d: &mut Decision,
 ) -> Result<()> {
-    for effect in std::mem::take(&mut d.effects) {
+    let effects = std::mem::take(&mut d.effects);
+    let mut injected = false;
+    for effect in effects.iter().cloned() {
         match &effect {
             Effect::DeleteOtherGenerations => {
                 let g = id.generation.to_string();
@@ -64,108 +62,32 @@ pub async fn carry_out(
             }
             Effect::SuspendJob { name } => suspend(ctx, &id.namespace, name).await?,
             Effect::DeleteChildren => delete_children(ctx, id, |_| true).await?,
-            Effect::InjectFault { index } => inject_fault(ctx, br, id, d, *index).await?,
+            Effect::InjectFault { .. } => {
+                // Every fault due now, together (done with the first; see `act_faults`).
+                if !injected {
+                    let due: Vec<usize> = (effects.iter())
+                        .filter_map(|e| match e {
+                            Effect::InjectFault { index } => Some(*index),
+                            _ => None,
+                        })
+                        .collect();
+                    super::act_faults::inject_faults(ctx, br, id, d, &due).await?;
+                    injected = true;
+                }
+            }
         }
         d.effects.push(effect);
     }
     Ok(())
 }
 
-/// Carries out one due fault, intent first: the chosen pod is written to status before it is
-/// deleted, so a lost status write or a leader change afterwards can neither turn the deletion
-/// into "not done" (the next pass confirms it, `faults::settle_injections`) nor repeat it on
-/// another pod. A pass that finds the choice recorded deletes that same pod (uid-checked).
-async fn inject_fault(
+pub(super) async fn publish(
     ctx: &Context,
     br: &BenchmarkRun,
-    id: &RunIdentity,
-    d: &mut Decision,
-    i: usize,
-) -> Result<()> {
-    let Some(rec) = d.status.faults.get(i).cloned() else {
-        return Ok(());
-    };
-    let inj = match rec.injecting.clone() {
-        Some(inj) => inj,
-        None => {
-            let now = super::observe::now();
-            match super::fault_inject::choose(ctx, br, &id.namespace, &rec, &now).await {
-                Ok(inj) => {
-                    d.status.faults[i].injecting = Some(inj.clone());
-                    write_status(ctx, br, id, &d.status).await?;
-                    inj
-                }
-                Err(e) => {
-                    d.status.faults[i].message = Some(format!("not done: {e}"));
-                    fault_event(ctx, br, id, &d.status.faults[i]).await;
-                    return Ok(());
-                }
-            }
-        }
-    };
-    if d.status.faults[i]
-        .action
-        .is_some_and(FaultAction::needs_agent)
-    {
-        let rec = d.status.faults[i].clone();
-        let answer = super::fault_by_agent::ask(ctx, br, &id.namespace, &rec, &inj).await;
-        let rec = &mut d.status.faults[i];
-        match answer {
-            AgentAnswer::Done(r) => faults::mark_signalled(br, rec, &inj, &r),
-            AgentAnswer::Refused(e) => {
-                rec.message = Some(format!("not done: {e}"));
-                rec.injecting = None;
-            }
-            AgentAnswer::Unknown(e) => {
-                // Asked again on the next pass with the same key (never a second signal).
-                tracing::warn!(run = %id.name, error = %e, "crash unconfirmed");
-                return Ok(());
-            }
-        }
-        fault_event(ctx, br, id, &d.status.faults[i]).await;
-        return Ok(());
-    }
-    let rec = &mut d.status.faults[i];
-    match super::fault_inject::delete(ctx, &id.namespace, &inj, rec.action).await {
-        Deletion::Done => faults::mark_executed(br, rec, &inj, &super::observe::now()),
-        Deletion::Refused(e) => {
-            rec.message = Some(format!("not done: {e}"));
-            rec.injecting = None;
-        }
-        Deletion::Unknown(e) => {
-            // The pod is looked at on the next pass (soon: the record is still due).
-            tracing::warn!(run = %id.name, error = %e, "fault deletion unconfirmed");
-            return Ok(());
-        }
-    }
-    fault_event(ctx, br, id, &d.status.faults[i]).await;
-    Ok(())
-}
-
-/// The Event of a fault's outcome: what was done to which pod, or why nothing was.
-async fn fault_event(ctx: &Context, br: &BenchmarkRun, id: &RunIdentity, rec: &FaultRecord) {
-    let (ty, reason) = if rec.executed() {
-        (EventType::Normal, "FaultInjected")
-    } else {
-        (EventType::Warning, "FaultNotInjected")
-    };
-    let where_ = rec
-        .variant
-        .as_ref()
-        .map_or(format!("trial {}", rec.trial), |v| {
-            format!("round {} variant {v}", rec.round.unwrap_or(0))
-        });
-    let note = format!(
-        "fault {} ({where_}) on {}: {}",
-        rec.fault,
-        rec.server,
-        rec.message.as_deref().unwrap_or_default()
-    );
-    tracing::info!(run = %id.name, %note, "fault");
-    publish(ctx, br, ty, reason, note).await;
-}
-
-async fn publish(ctx: &Context, br: &BenchmarkRun, type_: EventType, reason: &str, note: String) {
+    type_: EventType,
+    reason: &str,
+    note: String,
+) {
     let ev = Event {
         type_,
         reason: reason.into(),

@@ -3,6 +3,7 @@
 //! control endpoint (or checksummed frames in the pod logs), merge
 //! exactly, and write results, verdict, trial statistics and the baseline comparison to status.
 pub mod act;
+mod act_faults;
 pub mod build;
 pub mod compare;
 pub mod conditions;
