@@ -1,7 +1,8 @@
 //! BenchmarkRun end to end on the local cluster: runner pods under Pod Security "restricted"
 //! with no API token, released together at the start barrier, results merged from their logs
 //! into status with a verdict; a missing target fails without pods; an unattainable threshold
-//! fails with ThresholdsNotMet; deleting the Job keeps the results.
+//! fails with ThresholdsNotMet, and `kubectl msgbench gate` exits 0 on the passing run and 1 on
+//! that one, with a JUnit file an XML parser reads; deleting the Job keeps the results.
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
@@ -250,6 +251,8 @@ async fn body(ctx: TestContext) -> Result<()> {
             .map(Vec::len)
             == Some(2)
     );
+
+    gate_reads_both(&ctx)?;
 
     // Deleting the Job keeps the results.
     let job = s(&r1, "/status/jobName")
@@ -521,4 +524,59 @@ async fn operator_down(ctx: TestContext) -> Result<()> {
         let _ = scale(&ctx.client, 1, Duration::from_secs(120)).await;
     }
     outcome
+}
+
+/// `kubectl msgbench gate` as a pipeline runs it, on the two finished runs: 0 for the passing
+/// one, 1 for the unattainable threshold, and JUnit XML that names the failed threshold.
+fn gate_reads_both(ctx: &TestContext) -> Result<()> {
+    msgbench_e2e::registry::build_plugin()?;
+    let dir = std::env::temp_dir().join(format!("{}-gate", ctx.ns));
+    std::fs::create_dir_all(&dir)?;
+    let gate = |run: &str| {
+        let junit = dir.join(format!("{run}.xml"));
+        let out = std::process::Command::new(msgbench_e2e::registry::plugin_binary())
+            .args(["gate", run, "-n", &ctx.ns, "--timeout", "30s", "--junit"])
+            .arg(&junit)
+            .arg("--summary")
+            .arg(dir.join(format!("{run}.md")))
+            .output()?;
+        let xml = std::fs::read_to_string(&junit).unwrap_or_default();
+        anyhow::Ok((out, xml))
+    };
+    let (passed, passed_xml) = gate("js-r1")?;
+    let (failed, failed_xml) = gate("unattainable")?;
+    let _ = std::fs::remove_dir_all(&dir);
+    let said = |o: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    ensure!(
+        passed.status.code() == Some(0),
+        "gate js-r1: {}",
+        said(&passed)
+    );
+    ensure!(
+        failed.status.code() == Some(1) && said(&failed).contains("ThresholdsNotMet"),
+        "gate unattainable: {}",
+        said(&failed)
+    );
+    let failures = |xml: &str| -> Result<usize> {
+        let doc = roxmltree::Document::parse(xml).context("JUnit XML")?;
+        Ok(doc
+            .descendants()
+            .filter(|n| n.has_tag_name("failure"))
+            .count())
+    };
+    ensure!(
+        failures(&passed_xml)? == 0,
+        "passing run's JUnit: {passed_xml}"
+    );
+    ensure!(
+        failures(&failed_xml)? >= 1,
+        "failing run's JUnit: {failed_xml}"
+    );
+    Ok(())
 }
