@@ -167,6 +167,11 @@ pub struct FaultRestart {
     /// or as a restart that took 5 s or more (an unheld one takes a second or two).
     #[serde(default)]
     pub back_off: bool,
+    /// Not running again before its trial's drain could end (or not seen running again by the
+    /// time results were merged): acknowledged messages the subscribers missed in that trial
+    /// may be in the stream, undelivered, so its `lostAcked` cannot tell them from lost ones.
+    #[serde(default)]
+    pub down_past_drain: bool,
 }
 
 impl FaultAction {
@@ -309,6 +314,11 @@ pub struct FaultSummary {
     /// recovery includes the kubelet's wait, not only the server's.
     #[serde(default, skip_serializing_if = "no_back_offs")]
     pub restart_back_offs: u32,
+    /// Crashes whose server was still down when the drain ended (`faults[].restart.downPastDrain`):
+    /// `lostAcked` then counts messages that may only be undelivered, and a `lostAcked`
+    /// threshold reads as unavailable.
+    #[serde(default, skip_serializing_if = "no_back_offs")]
+    pub down_past_drain: u32,
     /// Highest per-second p99 in the 10 s after a fault (ms, coarse: within 6 %).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_peak_ms: Option<f64>,

@@ -100,6 +100,9 @@ pub fn summary(faults: &[FaultRecord], variant: Option<&str>) -> Option<FaultSum
         restart_back_offs: (mine.iter())
             .filter(|f| f.restart.as_ref().is_some_and(|r| r.back_off))
             .count() as u32,
+        down_past_drain: (mine.iter())
+            .filter(|f| f.restart.as_ref().is_some_and(|r| r.down_past_drain))
+            .count() as u32,
         p99_peak_ms: mine
             .iter()
             .filter_map(|f| f.effect.as_ref()?.p99_peak_ms)

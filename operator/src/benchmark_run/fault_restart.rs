@@ -6,7 +6,7 @@
 use super::timing::millis;
 use k8s_openapi::api::core::v1::ContainerStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use msgbench_crds::benchmark_run::{FaultAction, FaultRecord, FaultRestart};
+use msgbench_crds::benchmark_run::{BenchmarkRun, FaultAction, FaultRecord, FaultRestart};
 
 /// A restart taking this long (seconds, kubelet clock) was held back: an unheld one takes a
 /// second or two, the kubelet's first back-off step is 10 s.
@@ -62,6 +62,32 @@ pub fn record_restarts(faults: &mut [FaultRecord], seen: &[FaultRestartSeen]) {
         if let Some(r) = restart_of(&s.status, sent, rec.restart.take()) {
             rec.restart = Some(r);
         }
+    }
+}
+
+/// Once results are in: marks each crash whose server was not running again before its
+/// trial's drain could end, the latest being the measured phase's end plus `drainSeconds`
+/// (`FaultRestart::down_past_drain`).
+pub fn mark_down_past_drain(br: &BenchmarkRun, faults: &mut [FaultRecord]) {
+    let w = &br.spec.workload;
+    let Some(duration) = w.duration_seconds else {
+        return;
+    };
+    for rec in faults.iter_mut().filter(|r| signal_ms(r).is_some()) {
+        let Some(fault) = br.spec.faults.get(rec.fault as usize) else {
+            continue;
+        };
+        let Some(planned) = rec.planned_time.as_ref().map(millis) else {
+            continue;
+        };
+        let after_ms = u64::from(fault.after_seconds.max(0) as u32) * 1000;
+        let drain_end = planned.saturating_sub(after_ms)
+            + (u64::from(duration) + u64::from(w.drain_seconds)) * 1000;
+        let r = rec.restart.get_or_insert_with(FaultRestart::default);
+        r.down_past_drain = r
+            .running_time
+            .as_ref()
+            .is_none_or(|t| millis(t) > drain_end);
     }
 }
 
@@ -217,6 +243,49 @@ mod tests {
         record_restarts(&mut recs, &seen(status(SENT + 40_000, None, None)));
         assert_eq!(recs[0].restart, None);
         assert_eq!(restart_due(&recs, &at(SENT + 1_000)).count(), 1);
+    }
+
+    /// A run whose fault 0 crashes 10 s into a 30 s measured phase with a 5 s drain: the
+    /// drain ends at most 25 s after the crash was planned.
+    fn run_30s_drain_5s() -> BenchmarkRun {
+        serde_norway::from_str(
+            "apiVersion: msgbench.dev/v1alpha1\nkind: BenchmarkRun\nmetadata: {name: r}\nspec:\n  \
+             target: {serverRef: {kind: JetStreamCluster, name: js3}}\n  \
+             workload: {protocol: jetstream, durationSeconds: 30, drainSeconds: 5}\n  \
+             faults: [{afterSeconds: 10, action: crash, pod: ordinal, ordinal: 0}]\n",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_server_back_before_the_drain_ended_is_not_down_past_it_and_a_later_one_is() {
+        let br = run_30s_drain_5s();
+        let planned = |mut r: FaultRecord| {
+            r.planned_time = Some(at(SENT));
+            r
+        };
+        let back_at = |s: u64| {
+            let mut r = planned(crash());
+            record_restarts(
+                std::slice::from_mut(&mut r),
+                &seen(status(SENT, None, Some(s))),
+            );
+            r
+        };
+        let mut recs = vec![
+            back_at(SENT + 24_000),
+            back_at(SENT + 27_000),
+            planned(crash()),
+        ];
+        mark_down_past_drain(&br, &mut recs);
+        let past: Vec<bool> = (recs.iter())
+            .map(|r| r.restart.as_ref().unwrap().down_past_drain)
+            .collect();
+        assert_eq!(
+            past,
+            [false, true, true],
+            "back in time, too late, never seen back"
+        );
     }
 
     #[test]
