@@ -26,7 +26,7 @@ pub fn op_symbol(op: ThresholdOp) -> &'static str {
 pub fn unit(m: Metric) -> &'static str {
     use Metric::*;
     match m {
-        PublishRate | ReceiveRate => " msg/s",
+        PublishRate | ReceiveRate | DeliveryRate => " msg/s",
         ConnectRate => " conn/s",
         LatencyP50Ms | LatencyP90Ms | LatencyP95Ms | LatencyP99Ms | LatencyP999Ms
         | LatencyMaxMs | PublishAckP99Ms | PublishStallMs | ConnectP99Ms => " ms",
@@ -45,6 +45,9 @@ pub fn why_unavailable(m: Metric) -> &'static str {
         LatencyP50Ms | LatencyP90Ms | LatencyP95Ms | LatencyP99Ms | LatencyP999Ms
         | LatencyMaxMs => "no deliveries were measured, so there is no latency",
         ConnectRate | ConnectP99Ms => "the result has no connection figures",
+        DeliveryRate => {
+            "no end-to-end window: nothing was published, or the runners' records predate it"
+        }
         RecoverySeconds => "a fault never recovered, or none was carried out",
         _ => "the result lacks this metric",
     }
@@ -154,5 +157,20 @@ mod tests {
         );
         assert!(breaks_run(&missing) && !warns(&missing));
         assert_eq!(metric_name(Metric::LatencyP999Ms), "latencyP999Ms");
+    }
+
+    #[test]
+    fn a_delivery_rate_is_in_msg_per_s_and_says_why_it_is_unavailable() {
+        let held = t(Metric::DeliveryRate, Some(812.5), true);
+        assert_eq!(metric_name(held.metric), "deliveryRate");
+        assert_eq!(
+            observed_vs_limit(&held),
+            "observed 812.5 msg/s, limit <= 5 msg/s"
+        );
+        let none = observed_vs_limit(&t(Metric::DeliveryRate, None, false));
+        assert!(
+            none.starts_with("observed unavailable (no end-to-end window: nothing was published"),
+            "{none}"
+        );
     }
 }

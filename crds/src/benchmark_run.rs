@@ -28,7 +28,7 @@ use crate::workload::{Protocol, Workload};
     doc = "A messaging benchmark run by msgbench bench-runner pods, with results and a verdict in status.",
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(name = "Target", type_ = "string", json_path = ".status.targetName"),
-    printcolumn(name = "Msgs/s", type_ = "number", json_path = ".status.headline.receiveRate"),
+    printcolumn(name = "Msgs/s", type_ = "number", json_path = ".status.headline.deliveryRate"),
     printcolumn(name = "P99", type_ = "string", json_path = ".status.headline.p99"),
     printcolumn(name = "Verdict", type_ = "string", json_path = ".status.verdict.outcome"),
     printcolumn(name = "Reason", type_ = "string", json_path = ".status.verdict.reason", priority = "1"),
@@ -465,8 +465,12 @@ pub struct Threshold {
 pub enum Metric {
     /// Messages/s published (sum over runners).
     PublishRate,
-    /// Messages/s received (sum over subscribers).
+    /// Messages/s received (sum over subscribers) over the receive window, a subscriber's
+    /// first → last delivery (`result.receiveRate`).
     ReceiveRate,
+    /// Unique deliveries/s over the end-to-end window, first send → last delivery
+    /// (`result.deliveryRate`); unavailable, so failing, where the result has no such window.
+    DeliveryRate,
     /// Received / expected deliveries (0–1).
     DeliveredRatio,
     /// End-to-end latency percentiles and maximum (ms).

@@ -147,7 +147,12 @@ pub struct Progress {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Headline {
-    /// Messages/s received (mean over trials).
+    /// Messages/s delivered end to end (`result.deliveryRate`, mean over trials): the
+    /// `Msgs/s` printer column. Absent where no trial has the figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_rate: Option<f64>,
+    /// Messages/s received over the subscribers' own window (`result.receiveRate`, mean over
+    /// trials).
     pub receive_rate: f64,
     /// 99th percentile end-to-end latency, formatted with its unit (e.g. `3.6ms`).
     pub p99: String,
@@ -169,8 +174,16 @@ pub struct RunResult {
     pub expected: u64,
     /// Published messages per second.
     pub publish_rate: f64,
-    /// Received messages per second.
+    /// Received messages per second over the receive window: each subscriber's first → last
+    /// delivery, the longest one. A subscriber that fell behind and then drains a backlog
+    /// shrinks its window, so this can exceed what the server delivered.
     pub receive_rate: f64,
+    /// Unique deliveries (received − duplicates) per second over the end-to-end window: first
+    /// send → last delivery (per runner, the longest over runners; phases and trials add up).
+    /// The like-for-like throughput. Absent, not 0, where there is no such window (nothing
+    /// published, or a record without it); 0 when messages were sent and none arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_rate: Option<f64>,
     /// received / expected.
     pub delivered_ratio: f64,
     /// Messages received more than once.
@@ -374,8 +387,11 @@ pub struct SegmentResult {
     /// Published messages per second (the row's publish window).
     #[serde(default)]
     pub publish_rate: f64,
-    /// Received messages per second.
+    /// Received messages per second (the row's receive window).
     pub receive_rate: f64,
+    /// Unique deliveries per second over the row's end-to-end window (as `result.deliveryRate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_rate: Option<f64>,
     /// End-to-end latency.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<LatencySummary>,
@@ -401,8 +417,11 @@ pub struct TrialFigures {
     /// When the trial started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<Time>,
-    /// Received messages per second.
+    /// Received messages per second (receive window, as `result.receiveRate`).
     pub receive_rate: f64,
+    /// Unique deliveries per second end to end (as `result.deliveryRate`; absent where it is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_rate: Option<f64>,
     /// Published messages per second.
     pub publish_rate: f64,
     /// Median end-to-end latency (ms).
@@ -421,8 +440,11 @@ pub struct TrialFigures {
 pub struct TrialStatistics {
     /// Trials the statistics cover.
     pub trials: i32,
-    /// Received messages per second.
+    /// Received messages per second (receive window).
     pub receive_rate: Estimate,
+    /// Unique deliveries per second end to end; absent unless every trial has the figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_rate: Option<Estimate>,
     /// Median end-to-end latency (ms).
     pub p50_ms: Estimate,
     /// 99th percentile end-to-end latency (ms).
@@ -484,7 +506,7 @@ pub struct BaselineComparison {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct FigureComparison {
-    /// Figure name, e.g. `receiveRate`, `p50Ms`, `p99Ms`.
+    /// Figure name, e.g. `deliveryRate`, `receiveRate`, `p50Ms`, `p99Ms`.
     pub figure: String,
     /// Baseline value.
     pub baseline: f64,

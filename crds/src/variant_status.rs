@@ -60,7 +60,7 @@ pub struct VariantComparison {
 pub struct PairedFigure {
     /// The variant compared.
     pub variant: String,
-    /// `receiveRate`, `publishRate`, `p50Ms` or `p99Ms`.
+    /// `deliveryRate`, `receiveRate`, `publishRate`, `p50Ms` or `p99Ms`.
     pub figure: String,
     /// Baseline's mean over rounds.
     pub baseline: f64,

@@ -243,7 +243,13 @@ spec:
         .filter_map(|f| f["figure"].as_str())
         .collect();
     ensure!(
-        got == ["receiveRate", "publishRate", "p50Ms", "p99Ms"],
+        got == [
+            "deliveryRate",
+            "receiveRate",
+            "publishRate",
+            "p50Ms",
+            "p99Ms"
+        ],
         "figures {got:?}"
     );
     for f in figures {

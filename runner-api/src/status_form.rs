@@ -50,6 +50,20 @@ pub fn stage(p: &PhaseStats, stages: Option<&Stages>, index: usize) -> SegmentRe
     segment_offering(p, offered)
 }
 
+/// Unique deliveries per second over the end-to-end window (first send → last delivery),
+/// where that window exists. Nothing delivered after sends is a rate of 0 (there was a first
+/// send, and 0 over any window is 0); nothing published, or a window missing from a record
+/// that has deliveries (written before the field), leaves the rate undefined: `None`, not 0.
+pub fn delivery_rate(p: &PhaseStats) -> Option<f64> {
+    if p.delivery_seconds > 0.0 {
+        Some(p.summary.delivery_rate)
+    } else if p.published > 0 && p.summary.delivered_unique == 0 {
+        Some(0.0)
+    } else {
+        None
+    }
+}
+
 fn segment_offering(p: &PhaseStats, offered: Option<f64>) -> SegmentResult {
     SegmentResult {
         name: p.name.clone(),
@@ -58,6 +72,7 @@ fn segment_offering(p: &PhaseStats, offered: Option<f64>) -> SegmentResult {
         received: p.received,
         publish_rate: p.summary.publish_rate,
         receive_rate: p.summary.receive_rate,
+        delivery_rate: delivery_rate(p),
         latency: latency(p.summary.latency.as_ref()),
         publish_ack_latency: latency(p.summary.ack_latency.as_ref()),
         generator_saturated: p
@@ -110,6 +125,7 @@ pub fn to_status(r: &RunnerResult, trials: u32) -> RunResult {
         expected: s.expected,
         publish_rate: s.publish_rate,
         receive_rate: s.receive_rate,
+        delivery_rate: delivery_rate(m),
         delivered_ratio: s.delivered_ratio,
         duplicates: m.duplicates,
         out_of_order: m.out_of_order,
@@ -230,6 +246,27 @@ mod tests {
         assert_eq!(st.publish_stall_ms, Some(1_234.567));
         let at = serde_json::to_value(&st.publish_stall_started_at).unwrap();
         assert_eq!(at, "2023-11-14T22:13:20.250000Z");
+    }
+
+    /// Runner 1: 900 unique deliveries over a 1.5 s end-to-end window (600/s), runner 2: 300
+    /// over 3 s (100/s). Merged: 1200 over the longest window, 400/s (not 350, their mean,
+    /// nor 700, their sum).
+    #[test]
+    fn the_delivery_rate_of_merged_runners_is_their_deliveries_over_the_longest_window() {
+        let part = |id: u16, unique: u64, window: f64| {
+            let mut r = crate::testing::record(id, 1, &[1_000], unique, 1_700_000_000_000).result;
+            r.measured.received = unique;
+            r.measured.delivery_seconds = window;
+            r.finalize();
+            (format!("runner {id}"), r)
+        };
+        let merged = RunnerResult::merge(&[part(1, 900, 1.5), part(2, 300, 3.0)]).unwrap();
+        assert_eq!(to_status(&merged, 1).delivery_rate, Some(400.0));
+        // Nothing published: no window, no figure. A record without the window: none either.
+        let idle = part(1, 0, 0.0).1;
+        assert_eq!(to_status(&idle, 1).delivery_rate, None);
+        let old = part(1, 900, 0.0).1;
+        assert_eq!(to_status(&old, 1).delivery_rate, None);
     }
 
     #[test]

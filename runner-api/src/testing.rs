@@ -6,7 +6,8 @@ use crate::histo::Histo;
 use crate::result::{Generator, PhaseStats, RunnerResult, TimelinePoint, FORMAT};
 
 /// Runner `runner`'s record of `trial`: `published` messages over 1 s, one received per
-/// latency (µs), started at `started_unix_ms`.
+/// latency (µs) within that second (so the end-to-end window is 1 s too), started at
+/// `started_unix_ms`.
 pub fn record(
     runner: u16,
     trial: u32,
@@ -21,6 +22,7 @@ pub fn record(
     m.received = latencies_us.len() as u64;
     m.publish_seconds = 1.0;
     m.receive_seconds = 1.0;
+    m.delivery_seconds = 1.0;
     let mut h = Histo::default();
     for &v in latencies_us {
         h.record(v);

@@ -32,22 +32,28 @@ pub fn with_baseline(
     out
 }
 
-type Figure = fn(&TrialFigures) -> f64;
+/// A trial's figure, `None` where the trial lacks it.
+type Figure = fn(&TrialFigures) -> Option<f64>;
 
-/// Pure: one row per headline figure.
+/// Pure: one row per headline figure both runs have (a baseline recorded before
+/// `deliveryRate` existed, or a run without deliveries, has no `deliveryRate` row).
 pub fn figures(base: &[TrialFigures], cur: &[TrialFigures]) -> Vec<FigureComparison> {
-    let rows: [(&str, Figure); 4] = [
-        ("receiveRate", |t| t.receive_rate),
-        ("publishRate", |t| t.publish_rate),
-        ("p50Ms", |t| t.p50_ms),
-        ("p99Ms", |t| t.p99_ms),
+    let rows: [(&str, Figure); 5] = [
+        ("deliveryRate", |t| t.delivery_rate),
+        ("receiveRate", |t| Some(t.receive_rate)),
+        ("publishRate", |t| Some(t.publish_rate)),
+        ("p50Ms", |t| Some(t.p50_ms)),
+        ("p99Ms", |t| Some(t.p99_ms)),
     ];
     rows.iter()
-        .map(|(name, f)| {
-            let a: Vec<f64> = base.iter().map(f).collect();
-            let b: Vec<f64> = cur.iter().map(f).collect();
+        .filter_map(|(name, f)| {
+            let a: Vec<f64> = base.iter().filter_map(f).collect();
+            let b: Vec<f64> = cur.iter().filter_map(f).collect();
+            if a.is_empty() || b.is_empty() {
+                return None;
+            }
             let (ma, mb) = (stats::mean(&a), stats::mean(&b));
-            FigureComparison {
+            Some(FigureComparison {
                 figure: (*name).into(),
                 baseline: stats::round3(ma),
                 current: stats::round3(mb),
@@ -58,7 +64,7 @@ pub fn figures(base: &[TrialFigures], cur: &[TrialFigures]) -> Vec<FigureCompari
                 },
                 difference: stats::round3(mb - ma),
                 significant: stats::significantly_different(&a, &b),
-            }
+            })
         })
         .collect()
 }
@@ -70,6 +76,7 @@ mod tests {
     fn t(rate: f64, p99: f64) -> TrialFigures {
         TrialFigures {
             receive_rate: rate,
+            delivery_rate: Some(rate * 0.9),
             publish_rate: rate,
             p50_ms: p99 / 2.0,
             p99_ms: p99,
@@ -82,13 +89,25 @@ mod tests {
         let r1 = [t(47_000.0, 3.6), t(46_000.0, 3.7), t(48_000.0, 3.5)];
         let r2 = [t(26_000.0, 6.6), t(27_000.0, 6.4), t(25_000.0, 6.8)];
         let f = figures(&r1, &r2);
-        let rate = &f[0];
+        let rate = &f[1];
         assert_eq!(rate.figure, "receiveRate");
         assert_eq!((rate.baseline, rate.current), (47_000.0, 26_000.0));
         assert_eq!(rate.ratio, 0.553);
         assert_eq!(rate.difference, -21_000.0);
         assert!(rate.significant);
+        assert_eq!((f[0].figure.as_str(), f[0].ratio), ("deliveryRate", 0.553));
         // A single trial on one side can never be called significant.
         assert!(figures(&r1[..1], &r2).iter().all(|x| !x.significant));
+    }
+
+    #[test]
+    fn a_baseline_without_delivery_rate_gets_no_delivery_rate_row() {
+        let old = [t(47_000.0, 3.6), t(46_000.0, 3.7)].map(|mut x| {
+            x.delivery_rate = None;
+            x
+        });
+        let f = figures(&old, &[t(26_000.0, 6.6), t(27_000.0, 6.4)]);
+        let names: Vec<&str> = f.iter().map(|x| x.figure.as_str()).collect();
+        assert_eq!(names, ["receiveRate", "publishRate", "p50Ms", "p99Ms"]);
     }
 }

@@ -138,3 +138,81 @@ fn rest_paths_and_p95_and_min_reach_status() {
     );
     assert!((rest.latency.as_ref().unwrap().max_ms - 4.0).abs() < 0.01);
 }
+
+/// A record whose measured part delivered `unique` messages (plus `dups` duplicates) over an
+/// end-to-end window of `window` seconds.
+fn delivering(runner: u16, trial: u32, unique: u64, dups: u64, window: f64) -> RawResultLine {
+    record(runner, trial, |l| {
+        let m = &mut l.result.measured;
+        (m.published, m.published_by_topic) = (unique, vec![unique]);
+        (m.received, m.duplicates) = (unique + dups, dups);
+        m.delivery_seconds = window;
+    })
+}
+
+/// Two runners with different windows: the trial's rate is all unique deliveries over the
+/// longest runner window (runners start together), never a mean or sum of per-runner rates;
+/// trials run one after another, so the run's window is the sum of theirs.
+#[test]
+fn delivery_rate_merges_counts_over_the_longest_runner_window_and_trials_add_up() {
+    let lines = [
+        delivering(1, 1, 1_000, 0, 2.0), // 500/s on its own
+        delivering(2, 1, 600, 100, 3.0), // 200/s on its own; duplicates do not count
+        delivering(1, 2, 1_000, 0, 1.0),
+        delivering(2, 2, 1_000, 0, 1.5),
+    ];
+    let c = merged(&lines, 2, 2);
+    let per_trial: Vec<_> = c.trials.iter().map(|t| t.delivery_rate).collect();
+    assert_eq!(
+        per_trial,
+        [Some(533.3), Some(1_333.3)],
+        "1600 / 3 s, 2000 / 1.5 s"
+    );
+    assert_eq!(c.result.delivery_rate, Some(800.0), "3600 / (3 + 1.5) s");
+    assert_eq!(c.headline.delivery_rate, Some(933.3), "mean over trials");
+    let s = c.statistics.expect("2 trials");
+    assert_eq!(s.delivery_rate.map(|e| e.mean), Some(933.3));
+    // The receive window is separate: received (duplicates included) over 1 s here.
+    assert_eq!(c.trials[0].receive_rate, 1_700.0);
+}
+
+#[test]
+fn a_delivery_rate_threshold_is_met_not_met_or_unavailable() {
+    let r = merged(&[delivering(1, 1, 800, 0, 2.0)], 1, 1).result;
+    assert_eq!(r.delivery_rate, Some(400.0));
+    let gate = evaluate(
+        &r,
+        &[
+            threshold(Metric::DeliveryRate, ThresholdOp::Ge, 400.0),
+            threshold(Metric::DeliveryRate, ThresholdOp::Gt, 400.0),
+        ],
+    );
+    let got: Vec<_> = gate.iter().map(|g| (g.passed, g.observed)).collect();
+    assert_eq!(got, [(true, Some(400.0)), (false, Some(400.0))]);
+
+    // Sent, nothing delivered: a rate of 0, measured, not unavailable.
+    let sent_only = record(1, 1, |l| {
+        let m = &mut l.result.measured;
+        (m.received, m.delivery_seconds) = (0, 0.0);
+        m.latency = Histo::default();
+    });
+    let silent = merged(&[sent_only], 1, 1).result;
+    assert_eq!((silent.published, silent.received), (1, 0));
+    let gate = evaluate(
+        &silent,
+        &[threshold(Metric::DeliveryRate, ThresholdOp::Ge, 1.0)],
+    );
+    assert_eq!((gate[0].passed, gate[0].observed), (false, Some(0.0)));
+
+    // Nothing published (a connection workload): no end-to-end window, so no figure; the
+    // threshold fails as unavailable, whatever its bound.
+    let none = merged(&[delivering(1, 1, 0, 0, 0.0)], 1, 1).result;
+    assert_eq!((none.published, none.delivery_rate), (0, None));
+    let gate = evaluate(
+        &none,
+        &[threshold(Metric::DeliveryRate, ThresholdOp::Ge, 0.0)],
+    );
+    assert_eq!((gate[0].passed, gate[0].observed), (false, None));
+    let json = serde_json::to_value(&none).unwrap();
+    assert!(json.get("deliveryRate").is_none(), "absent, not 0: {json}");
+}

@@ -15,12 +15,14 @@ enum Better {
     Lower,
 }
 
-type Figure = fn(&TrialFigures) -> f64;
-const FIGURES: [(&str, Figure, Better); 4] = [
-    ("receiveRate", |t| t.receive_rate, Better::Higher),
-    ("publishRate", |t| t.publish_rate, Better::Higher),
-    ("p50Ms", |t| t.p50_ms, Better::Lower),
-    ("p99Ms", |t| t.p99_ms, Better::Lower),
+/// A round's figure, `None` where the round lacks it.
+type Figure = fn(&TrialFigures) -> Option<f64>;
+const FIGURES: [(&str, Figure, Better); 5] = [
+    ("deliveryRate", |t| t.delivery_rate, Better::Higher),
+    ("receiveRate", |t| Some(t.receive_rate), Better::Higher),
+    ("publishRate", |t| Some(t.publish_rate), Better::Higher),
+    ("p50Ms", |t| Some(t.p50_ms), Better::Lower),
+    ("p99Ms", |t| Some(t.p99_ms), Better::Lower),
 ];
 
 pub const METHOD: &str = "paired by round: throughput as the geometric mean of per-round ratios, \
@@ -84,13 +86,12 @@ fn verdict(e: &PairedEstimate, none: f64, better: Better) -> ComparisonVerdict {
     }
 }
 
-/// Figures of the rounds both sides completed, in round order.
+/// Figures of the rounds both sides completed and have the figure for, in round order.
 fn paired(base: &[TrialFigures], var: &[TrialFigures], f: Figure) -> (Vec<f64>, Vec<f64>) {
     base.iter()
         .filter_map(|b| {
-            var.iter()
-                .find(|v| v.trial == b.trial)
-                .map(|v| (f(b), f(v)))
+            let v = var.iter().find(|v| v.trial == b.trial)?;
+            Some((f(b)?, f(v)?))
         })
         .unzip()
 }
@@ -111,6 +112,9 @@ pub fn compare(baseline: &str, variants: &[(String, Vec<TrialFigures>)]) -> Vari
     };
     for (name, trials) in variants.iter().filter(|(n, _)| n != baseline) {
         for (figure, f, better) in FIGURES {
+            if base.iter().chain(trials).all(|t| f(t).is_none()) {
+                continue; // no round has it (nothing published): no row, not a row of 0s
+            }
             let (b, v) = paired(base, trials, f);
             let r = ratio(&b, &v);
             let d = difference(&b, &v);
@@ -133,11 +137,17 @@ pub fn compare(baseline: &str, variants: &[(String, Vec<TrialFigures>)]) -> Vari
 }
 
 /// Printer-column summary, one entry per variant. Closed loop (throughput is the outcome):
-/// the receive-rate ratio with the interval's larger half width, e.g. `r2/r1 0.62× ±0.08`.
+/// the delivery-rate ratio (the headline's throughput) with the interval's larger half width,
+/// e.g. `r2/r1 0.62× ±0.08`.
 /// Open loop (throughput is the offered rate): the p99 difference, e.g. `r2-r1 p99 +3.1ms ±0.9`.
 /// `±?` with a single round.
 pub fn summary(c: &VariantComparison, closed_loop: bool) -> String {
-    let figure = if closed_loop { "receiveRate" } else { "p99Ms" };
+    let has_delivery = c.figures.iter().any(|f| f.figure == "deliveryRate");
+    let figure = match (closed_loop, has_delivery) {
+        (true, true) => "deliveryRate",
+        (true, false) => "receiveRate",
+        (false, _) => "p99Ms",
+    };
     let half = |e: &PairedEstimate, fmt: &dyn Fn(f64) -> String| match (e.ci95_low, e.ci95_high) {
         (Some(lo), Some(hi)) => format!("±{}", fmt((hi - e.estimate).max(e.estimate - lo))),
         _ => "±?".into(),
@@ -169,6 +179,7 @@ mod tests {
         TrialFigures {
             trial: round,
             receive_rate: rate,
+            delivery_rate: Some(rate),
             publish_rate: rate,
             p50_ms: p99 / 3.0,
             p99_ms: p99,

@@ -8,7 +8,7 @@ use msgbench_crds::benchmark_run::{
 };
 use runner_api::agent::RawResultLine;
 use runner_api::result::{ResultMerger, RunnerResult};
-use runner_api::status_form::{format_ms, to_status, us_to_ms};
+use runner_api::status_form::{delivery_rate, format_ms, to_status, us_to_ms};
 
 /// Everything the results give the status.
 #[derive(Clone, Debug, PartialEq)]
@@ -75,12 +75,15 @@ pub fn collect(lines: &[TrialRecord], runners: usize, trials: usize) -> anyhow::
         (Some(r), Some(p50), Some(p99)) => Some(TrialStatistics {
             trials: trial_figs.len() as i32,
             receive_rate: r,
+            delivery_rate: every_trial_delivery_rate(&trial_figs).and_then(|d| stats::estimate(&d)),
             p50_ms: p50,
             p99_ms: p99,
         }),
         _ => None,
     };
     let headline = Headline {
+        delivery_rate: every_trial_delivery_rate(&trial_figs)
+            .map(|d| stats::round3(stats::mean(&d))),
         receive_rate: stats::round3(stats::mean(&col(|t| t.receive_rate))),
         p99: result
             .latency
@@ -94,6 +97,13 @@ pub fn collect(lines: &[TrialRecord], runners: usize, trials: usize) -> anyhow::
         statistics,
         headline,
     })
+}
+
+/// Each trial's delivery rate, or `None` if a trial lacks it (a mean over some trials would
+/// not be the run's figure).
+fn every_trial_delivery_rate(trials: &[TrialFigures]) -> Option<Vec<f64>> {
+    let rates: Option<Vec<f64>> = trials.iter().map(|t| t.delivery_rate).collect();
+    rates.filter(|r| !r.is_empty())
 }
 
 /// With variants: each variant's lines merged over runners and rounds, like a run of its own
@@ -191,6 +201,7 @@ fn trial_figures(trial: i32, r: &RunnerResult, started_ms: Option<u64>) -> Trial
                 .map(Time)
         }),
         receive_rate: s.receive_rate,
+        delivery_rate: delivery_rate(&r.measured),
         publish_rate: s.publish_rate,
         p50_ms: lat.map_or(0.0, |l| us_to_ms(l.p50_us as f64)),
         p99_ms: lat.map_or(0.0, |l| us_to_ms(l.p99_us as f64)),
@@ -200,12 +211,13 @@ fn trial_figures(trial: i32, r: &RunnerResult, started_ms: Option<u64>) -> Trial
 }
 
 /// The observed value of a metric; `None` when the result lacks it (no latency samples, no
-/// publish acks for `lostAcked` and `publishStallMs`).
+/// publish acks for `lostAcked` and `publishStallMs`, no end-to-end window for `deliveryRate`).
 pub fn observed(r: &RunResult, m: Metric) -> Option<f64> {
     let lat = r.latency.as_ref();
     Some(match m {
         Metric::PublishRate => r.publish_rate,
         Metric::ReceiveRate => r.receive_rate,
+        Metric::DeliveryRate => r.delivery_rate?,
         Metric::DeliveredRatio => r.delivered_ratio,
         Metric::LatencyP50Ms => lat?.p50_ms,
         Metric::LatencyP90Ms => lat?.p90_ms,

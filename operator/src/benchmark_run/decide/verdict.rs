@@ -33,6 +33,7 @@ pub fn decide(
     if let Some(seconds) = br.spec.workload.duration_seconds {
         fault_effect::attach(lines, seconds, &mut st.faults);
     }
+    crate::benchmark_run::fault_restart::mark_down_past_drain(br, &mut st.faults);
     let merged = if br.spec.variants.is_empty() {
         single(br, st, lines, count, obs)
     } else {
@@ -65,8 +66,11 @@ pub fn decide(
             st.schedule.len()
         ),
         (Some(r), None) => format!(
-            "{} received at {:.1} msg/s, delivered {:.4}, p99 {}",
+            "{} received, {} end to end ({:.1} msg/s in the receive window), delivered {:.4}, \
+             p99 {}",
             r.received,
+            r.delivery_rate
+                .map_or("no delivery rate".into(), |d| format!("{d:.1} msg/s")),
             r.receive_rate,
             r.delivered_ratio,
             st.headline.as_ref().map_or("-".into(), |h| h.p99.clone())
