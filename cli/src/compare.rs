@@ -67,7 +67,8 @@ fn pairs<'a>(a: &'a Run, b: &'a Run) -> Result<Vec<Pair<'a>>> {
 
 type Figure = (&'static str, fn(&RunResult) -> Option<f64>);
 
-const FIGURES: [Figure; 9] = [
+const FIGURES: [Figure; 10] = [
+    ("deliveryRate (msg/s)", |r| r.delivery_rate),
     ("receiveRate (msg/s)", |r| Some(r.receive_rate)),
     ("publishRate (msg/s)", |r| Some(r.publish_rate)),
     ("deliveredRatio", |r| Some(r.delivered_ratio)),

@@ -6,10 +6,11 @@ use serde_json::{json, Map, Value};
 
 use crate::model::{Run, Series};
 
-pub const CSV_HEADER: [&str; 19] = [
+pub const CSV_HEADER: [&str; 20] = [
     "variant",
     "target",
     "trials",
+    "deliveryRate",
     "receiveRate",
     "publishRate",
     "published",
@@ -76,6 +77,7 @@ fn csv_row(s: &Series) -> Vec<String> {
     };
     let l = r.latency.as_ref();
     row.extend([
+        opt(r.delivery_rate),
         f(r.receive_rate),
         f(r.publish_rate),
         r.published.to_string(),

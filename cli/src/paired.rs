@@ -19,6 +19,7 @@ impl RatioRow<'_> {
 /// A per-round figure by its status name; None for a name this version does not know.
 pub fn trial_figure(t: &TrialFigures, figure: &str) -> Option<f64> {
     match figure {
+        "deliveryRate" => t.delivery_rate,
         "receiveRate" => Some(t.receive_rate),
         "publishRate" => Some(t.publish_rate),
         "p50Ms" => Some(t.p50_ms),

@@ -1,10 +1,11 @@
 //! The report's rows of a segmented workload: warm-up, sessions and stages (a soak as
 //! one-minute stages is its per-minute table), one table per series. A figure a row lacks
 //! says why, never 0.
-use msgbench_crds::benchmark_run::{LatencySummary, SegmentResult};
+use msgbench_crds::benchmark_run::{LatencySummary, Metric, SegmentResult};
 
 use crate::html::{Cell, Doc, Page};
 use crate::model::{Run, Series};
+use crate::thresholds;
 
 pub fn segments(page: &mut Page, run: &Run) {
     let series = run.series();
@@ -33,12 +34,13 @@ pub fn segments(page: &mut Page, run: &Run) {
     }
 }
 
-const HEAD: [&str; 13] = [
+const HEAD: [&str; 14] = [
     "row",
     "offered",
     "published",
     "received",
     "publish /s",
+    "delivery /s",
     "receive /s",
     "mean",
     "stddev",
@@ -61,6 +63,10 @@ fn row(g: &SegmentResult) -> Vec<Cell> {
         Cell::text(&g.published.to_string()),
         Cell::text(&g.received.to_string()),
         Cell::text(&format!("{}", g.publish_rate)),
+        g.delivery_rate.map_or_else(
+            || Cell::unavailable(thresholds::why_unavailable(Metric::DeliveryRate)),
+            |d| Cell::text(&format!("{d}")),
+        ),
         Cell::text(&format!("{}", g.receive_rate)),
     ];
     match &g.latency {

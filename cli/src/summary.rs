@@ -2,7 +2,7 @@
 //! comment: the gate's lines, then per run its verdict, headline figures, thresholds and, with
 //! variants, the paired comparison (the report's table). Nothing per second or per trial: the
 //! HTML report has those.
-use msgbench_crds::benchmark_run::RunResult;
+use msgbench_crds::benchmark_run::{Metric, RunResult};
 
 use crate::doc::{Cell, Doc};
 use crate::gate::{judge, Fetched, GateOutcome, Observed, RunState, FAILED, PASSED};
@@ -54,8 +54,15 @@ fn verdict(state: &RunState) -> String {
 
 type Column = (&'static str, fn(&RunResult) -> Option<Cell>);
 
-/// Figures every result has (latency only with deliveries).
-const ALWAYS: [Column; 6] = [
+/// Figures every result has (latency only with deliveries, the delivery rate only with an
+/// end-to-end window).
+const ALWAYS: [Column; 7] = [
+    ("delivery rate (msg/s)", |r| {
+        Some(r.delivery_rate.map_or_else(
+            || Cell::unavailable(thresholds::why_unavailable(Metric::DeliveryRate)),
+            |d| Cell::text(&short(d)),
+        ))
+    }),
     ("receive rate (msg/s)", |r| {
         Some(Cell::text(&short(r.receive_rate)))
     }),

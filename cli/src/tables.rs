@@ -1,9 +1,10 @@
 //! The report's tables: what `e2e/demo` prints, per variant or for the run. They write into a
 //! [`Doc`], so the gate's Markdown summary reuses them (the paired comparison).
-use msgbench_crds::benchmark_run::{PairedEstimate, RunResult, TrialFigures};
+use msgbench_crds::benchmark_run::{Metric, PairedEstimate, RunResult, TrialFigures};
 
 use crate::doc::{Cell, Doc};
 use crate::model::{Run, Series};
+use crate::thresholds;
 
 pub fn figures(page: &mut dyn Doc, run: &Run) {
     let series = run.series();
@@ -40,17 +41,31 @@ fn ms(v: f64) -> Cell {
     Cell::text(&format!("{v} ms"))
 }
 
+/// The delivery rate, or why there is none.
+fn delivery(v: Option<f64>) -> Cell {
+    v.map_or_else(
+        || Cell::unavailable(thresholds::why_unavailable(Metric::DeliveryRate)),
+        num,
+    )
+}
+
 fn variant_headlines(page: &mut dyn Doc, series: &[Series]) {
     let rows: Vec<Vec<Cell>> = series
         .iter()
         .map(|s| {
             let h = s.headline;
             let per_round: Vec<String> = (s.trials.iter())
-                .map(|t| format!("{}/{}ms", t.receive_rate, t.p99_ms))
+                .map(|t| {
+                    let rate = t.delivery_rate.map_or("-".into(), |d| d.to_string());
+                    format!("{rate}/{}ms", t.p99_ms)
+                })
                 .collect();
             vec![
                 Cell::text(s.name),
                 Cell::text(&s.target),
+                h.map_or(Cell::unavailable("no headline"), |h| {
+                    delivery(h.delivery_rate)
+                }),
                 h.map_or(Cell::unavailable("no headline"), |h| num(h.receive_rate)),
                 h.map_or(Cell::unavailable("no headline"), |h| Cell::text(&h.p99)),
                 Cell::text(&per_round.join(" ")),
@@ -60,9 +75,10 @@ fn variant_headlines(page: &mut dyn Doc, series: &[Series]) {
     let head = [
         "variant",
         "target",
+        "delivery rate (msg/s)",
         "receive rate (msg/s)",
         "p99",
-        "per round (msg/s / p99)",
+        "per round (delivery msg/s / p99)",
     ];
     page.table("variants", &head, &rows);
 }
@@ -126,6 +142,7 @@ fn trials(page: &mut dyn Doc, trials: &[TrialFigures]) {
     let head = [
         "trial / round",
         "position",
+        "delivery rate",
         "receive rate",
         "publish rate",
         "p50",
@@ -139,6 +156,7 @@ fn trials(page: &mut dyn Doc, trials: &[TrialFigures]) {
             vec![
                 Cell::text(&t.trial.to_string()),
                 Cell::text(&t.position.map_or("-".into(), |p| p.to_string())),
+                delivery(t.delivery_rate),
                 num(t.receive_rate),
                 num(t.publish_rate),
                 ms(t.p50_ms),

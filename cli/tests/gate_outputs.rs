@@ -212,13 +212,13 @@ fn the_summary_has_the_headline_threshold_and_comparison_tables() {
     assert_eq!(
         heads,
         [
-            "receive rate (msg/s)",
+            "delivery rate (msg/s)",
             "figure",
-            "receive rate (msg/s)",
+            "delivery rate (msg/s)",
             "observed",
-            "receive rate (msg/s)",
+            "delivery rate (msg/s)",
             "observed",
-            "receive rate (msg/s)"
+            "delivery rate (msg/s)"
         ]
     );
     let headline = &t[0];
@@ -226,7 +226,7 @@ fn the_summary_has_the_headline_threshold_and_comparison_tables() {
         headline.iter().map(|r| r[0].as_str()).collect::<Vec<_>>(),
         ["series", "r1", "r2"]
     );
-    assert_eq!(t[1].len(), 1 + 4, "one row per paired figure");
+    assert_eq!(t[1].len(), 1 + 5, "one row per paired figure");
     let failed_thresholds = &t[5];
     assert_eq!(failed_thresholds.len(), 1 + 3);
     assert_eq!(

@@ -73,7 +73,13 @@ fn paired_ratios_show_every_round_and_the_interval_per_figure() {
     let names = declared_series(fig);
     assert_eq!(
         names,
-        ["r2 receiveRate", "r2 publishRate", "r2 p50Ms", "r2 p99Ms"]
+        [
+            "r2 deliveryRate",
+            "r2 receiveRate",
+            "r2 publishRate",
+            "r2 p50Ms",
+            "r2 p99Ms"
+        ]
     );
     for n in &names {
         assert_eq!(tagged(fig, "circle", n).len(), 3, "{n}: one dot per round");
@@ -91,8 +97,17 @@ fn paired_ratios_show_every_round_and_the_interval_per_figure() {
         .zip(r2)
         .map(|(a, b)| b.receive_rate / a.receive_rate)
         .collect();
-    assert_eq!(rows[0].rounds.iter().map(|r| r.1).collect::<Vec<_>>(), want);
-    for l in ["r2 receiveRate", "r2 p99Ms"] {
+    assert_eq!(rows[1].rounds.iter().map(|r| r.1).collect::<Vec<_>>(), want);
+    let delivery: Vec<f64> = r1
+        .iter()
+        .zip(r2)
+        .map(|(a, b)| b.delivery_rate.unwrap() / a.delivery_rate.unwrap())
+        .collect();
+    assert_eq!(
+        rows[0].rounds.iter().map(|r| r.1).collect::<Vec<_>>(),
+        delivery
+    );
+    for l in ["r2 deliveryRate", "r2 receiveRate", "r2 p99Ms"] {
         assert!(texts(fig).iter().any(|t| t == l), "no row label {l}");
     }
 }
@@ -115,7 +130,8 @@ fn tables_carry_the_demo_figures() {
     }
     for v in &run.status.variants {
         assert!(html.contains(&v.headline.p99), "{}", v.name);
-        let per_round = format!("{}/{}ms", v.trials[0].receive_rate, v.trials[0].p99_ms);
+        let t = &v.trials[0];
+        let per_round = format!("{}/{}ms", t.delivery_rate.unwrap(), t.p99_ms);
         assert!(html.contains(&per_round), "{per_round}");
     }
     assert!(html.contains("r2/r1 0.64× ±0.04"));
@@ -148,6 +164,7 @@ fn a_run_without_variants_is_one_series_with_its_trials() {
     assert!(html.contains("<b>Target:</b> JetStreamCluster/js3"));
     for t in &run.status.trials {
         assert!(html.contains(&format!("<td>{}</td>", t.receive_rate)));
+        assert!(html.contains(&format!("<td>{}</td>", t.delivery_rate.unwrap())));
     }
 }
 

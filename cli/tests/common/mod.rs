@@ -67,6 +67,8 @@ fn result(seed: u64, count: usize, median_us: f64, rate: f64, gap: Option<u32>) 
         expected: count as u64,
         publish_rate: rate,
         receive_rate: rate - 0.1,
+        // The end-to-end window is a little longer than the receive window.
+        delivery_rate: Some(rate - 0.3),
         delivered_ratio: 1.0,
         duration_seconds: f64::from(TIMELINE_SECONDS),
         latency: latency(h.summary().as_ref()),
@@ -79,12 +81,18 @@ fn result(seed: u64, count: usize, median_us: f64, rate: f64, gap: Option<u32>) 
     }
 }
 
+/// A round's delivery rate from its receive rate (end-to-end window 0.1 % longer).
+fn delivery(receive_rate: f64) -> f64 {
+    (receive_rate / 1.001 * 10.0).round() / 10.0
+}
+
 fn trials(rates: &[f64], p99s: &[f64], order: &[i32]) -> Vec<TrialFigures> {
     (0..rates.len())
         .map(|i| TrialFigures {
             trial: i as i32 + 1,
             position: Some(order[i]),
             receive_rate: rates[i],
+            delivery_rate: Some(delivery(rates[i])),
             publish_rate: rates[i] + 0.5,
             p50_ms: p99s[i] / 4.0,
             p99_ms: p99s[i],
@@ -146,6 +154,7 @@ fn variant(name: &str, r: RunResult, t: Vec<TrialFigures>) -> VariantResult {
         name: name.into(),
         target: format!("JetStreamCluster/js-{name}"),
         headline: Headline {
+            delivery_rate: r.delivery_rate,
             receive_rate: r.receive_rate,
             p99: format_ms(p99),
             comparison: None,
@@ -188,7 +197,9 @@ pub fn variants_run() -> BenchmarkRun {
     let pub2: Vec<f64> = rates2.iter().map(|r| r + 0.5).collect();
     let (p501, p502): (Vec<f64>, Vec<f64>) =
         (p991.map(|p| p / 4.0).into(), p992.map(|p| p / 4.0).into());
+    let (del1, del2) = (rates1.map(delivery), rates2.map(delivery));
     let figures = vec![
+        figure("deliveryRate", &del2, &del1, true),
         figure("receiveRate", &rates2, &rates1, true),
         figure("publishRate", &pub2, &pub1, true),
         figure("p50Ms", &p502, &p501, false),
@@ -203,6 +214,7 @@ pub fn variants_run() -> BenchmarkRun {
             message: None,
         }),
         headline: Some(Headline {
+            delivery_rate: r1.delivery_rate,
             receive_rate: r1.receive_rate,
             p99: format_ms(r1.latency.as_ref().unwrap().p99_ms),
             comparison: Some("r2/r1 0.64× ±0.04".into()),
@@ -243,6 +255,7 @@ pub fn plain_run() -> BenchmarkRun {
             received: n,
             publish_rate: 1000.0,
             receive_rate: 999.5,
+            delivery_rate: Some(999.2),
             latency: latency(h.summary().as_ref()),
             publish_ack_latency: acks.then(|| latency(h.summary().as_ref())).flatten(),
             generator_saturated: false,
@@ -258,6 +271,7 @@ pub fn plain_run() -> BenchmarkRun {
         phase: Some(Phase::Succeeded),
         target_name: Some("JetStreamCluster/js3".into()),
         headline: Some(Headline {
+            delivery_rate: r.delivery_rate,
             receive_rate: r.receive_rate,
             p99: format_ms(r.latency.as_ref().unwrap().p99_ms),
             comparison: None,
