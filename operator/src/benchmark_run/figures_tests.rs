@@ -216,3 +216,27 @@ fn a_delivery_rate_threshold_is_met_not_met_or_unavailable() {
     let json = serde_json::to_value(&none).unwrap();
     assert!(json.get("deliveryRate").is_none(), "absent, not 0: {json}");
 }
+
+/// Two trials, each with a warm-up and two sessions that published and delivered 1 message in
+/// 1 s: every row's rates over both trials are 2 messages over 2 s, not over the longest
+/// trial's 1 s.
+#[test]
+fn warmup_and_session_rates_over_trials_use_the_sum_of_their_windows() {
+    let sessions = |l: &mut ResultLine| {
+        let m = &mut l.result.measured;
+        m.delivery_seconds = 1.0;
+        let row = |name: &str| PhaseStats {
+            name: name.into(),
+            ..m.clone()
+        };
+        l.result.warmup = Some(row("warmup"));
+        l.result.sessions = vec![row("session-1"), row("session-2")];
+    };
+    let r = merged(&[record(1, 1, sessions), record(1, 2, sessions)], 1, 2).result;
+    let rows = r.warmup.iter().chain(&r.sessions);
+    let rates: Vec<_> = rows
+        .map(|g| (g.publish_rate, g.receive_rate, g.delivery_rate))
+        .collect();
+    assert_eq!(rates, [(1.0, 1.0, Some(1.0)); 3]);
+    assert_eq!((r.receive_rate, r.delivery_rate), (1.0, Some(1.0)));
+}

@@ -7,8 +7,9 @@ use msgbench_crds::benchmark_run::{
     TrialFigures, TrialStatistics,
 };
 use runner_api::agent::RawResultLine;
-use runner_api::result::{ResultMerger, RunnerResult};
+use runner_api::result::{PhaseStats, ResultMerger, RunnerResult};
 use runner_api::status_form::{delivery_rate, format_ms, to_status, us_to_ms};
+use std::collections::BTreeMap;
 
 /// Everything the results give the status.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,18 +31,17 @@ pub fn collect(lines: &[TrialRecord], runners: usize, trials: usize) -> anyhow::
     let mut total = ResultMerger::default();
     let mut trial_figs = Vec::with_capacity(trials);
     let mut first: Option<FirstTrial> = None;
-    let (mut pub_s, mut recv_s, mut deliver_s, mut connect_s) = (0.0, 0.0, 0.0, 0.0);
+    let mut windows = TrialWindows::default();
+    let mut connect_s = 0.0;
     for t in 1..=trials as u32 {
-        let merged = merge_trial(lines, t, runners)?;
+        let mut merged = merge_trial(lines, t, runners)?;
         let started = lines
             .iter()
             .filter(|(trial, _)| *trial == t)
             .map(|(_, l)| l.started_unix_ms)
             .min();
         trial_figs.push(trial_figures(t as i32, &merged, started));
-        pub_s += merged.measured.publish_seconds;
-        recv_s += merged.measured.receive_seconds;
-        deliver_s += merged.measured.delivery_seconds;
+        windows.add(&mut merged);
         connect_s += merged
             .connections
             .as_ref()
@@ -50,15 +50,12 @@ pub fn collect(lines: &[TrialRecord], runners: usize, trials: usize) -> anyhow::
         total.absorb(&format!("trial {t}"), merged)?;
     }
     // All trials together: counts and histograms add; rates are totals over the summed
-    // measured time of the trials (trials run one after another).
+    // time of the trials (trials run one after another).
     let mut total = total.finish()?;
     first
         .ok_or_else(|| anyhow::anyhow!("no trials"))?
         .restore(&mut total);
-    total.measured.publish_seconds = pub_s;
-    total.measured.receive_seconds = recv_s;
-    total.measured.delivery_seconds = deliver_s;
-    total.measured.finalize();
+    windows.apply(&mut total);
     if let Some(c) = &mut total.connections {
         // Trials open their connections one after another, like their measured phases.
         c.connect_seconds = connect_s;
@@ -134,6 +131,45 @@ pub fn collect_variants(
             Ok((name.clone(), c))
         })
         .collect()
+}
+
+/// Every phase's windows (publish, receive, end to end), seconds, summed over trials by phase.
+/// Trials run one after another, so a phase's rate over all of them is its counts over the sum
+/// of its windows; merging trials like runners keeps the longest window instead, which made
+/// every warm-up, session and stage rate over N trials N times too high.
+#[derive(Default)]
+struct TrialWindows(BTreeMap<String, [f64; 3]>);
+
+impl TrialWindows {
+    fn add(&mut self, trial: &mut RunnerResult) {
+        each_phase(trial, |key, p| {
+            let w = self.0.entry(key).or_default();
+            w[0] += p.publish_seconds;
+            w[1] += p.receive_seconds;
+            w[2] += p.delivery_seconds;
+        });
+    }
+
+    /// Sets the summed windows on the trials' total and recomputes its rates.
+    fn apply(&self, total: &mut RunnerResult) {
+        each_phase(total, |key, p| {
+            if let Some(w) = self.0.get(&key) {
+                [p.publish_seconds, p.receive_seconds, p.delivery_seconds] = *w;
+                p.finalize();
+            }
+        });
+    }
+}
+
+/// Calls `f` with every phase of `r` and a key naming it apart from the others.
+fn each_phase(r: &mut RunnerResult, mut f: impl FnMut(String, &mut PhaseStats)) {
+    if let Some(w) = &mut r.warmup {
+        f("warmup".into(), w);
+    }
+    f("measured".into(), &mut r.measured);
+    for p in r.sessions.iter_mut().chain(r.stages.iter_mut()) {
+        f(format!("row {}", p.name), p);
+    }
 }
 
 /// One trial merged over its runners, decoding each record only as it is merged.
