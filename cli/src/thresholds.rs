@@ -39,7 +39,11 @@ pub fn unit(m: Metric) -> &'static str {
 pub fn why_unavailable(m: Metric) -> &'static str {
     use Metric::*;
     match m {
-        LostAcked | PublishStallMs | PublishAckP99Ms => {
+        LostAcked => {
+            "publishes are not acknowledged in this workload, or a crash left its servers down \
+             past the drain (faults.downPastDrain)"
+        }
+        PublishStallMs | PublishAckP99Ms => {
             "the server does not acknowledge publishes in this workload"
         }
         LatencyP50Ms | LatencyP90Ms | LatencyP95Ms | LatencyP99Ms | LatencyP999Ms
@@ -153,7 +157,8 @@ mod tests {
         let missing = t(Metric::LostAcked, None, false);
         assert_eq!(
             observed_vs_limit(&missing),
-            "observed unavailable (the server does not acknowledge publishes in this workload), limit <= 5"
+            "observed unavailable (publishes are not acknowledged in this workload, or a crash \
+             left its servers down past the drain (faults.downPastDrain)), limit <= 5"
         );
         assert!(breaks_run(&missing) && !warns(&missing));
         assert_eq!(metric_name(Metric::LatencyP999Ms), "latencyP999Ms");

@@ -62,8 +62,8 @@ fn one_failed_verdict_is_1_and_names_the_threshold_its_figure_and_limit() {
     assert_eq!(
         out.lines[1],
         "nats-plain: Failed (ThresholdsNotMet): latencyP99Ms <= 1: observed 3.4 ms, limit <= 1 ms; \
-         lostAcked <= 0: observed unavailable (the server does not acknowledge publishes in this \
-         workload), limit <= 0"
+         lostAcked <= 0: observed unavailable (publishes are not acknowledged in this workload, or \
+         a crash left its servers down past the drain (faults.downPastDrain)), limit <= 0"
     );
 }
 

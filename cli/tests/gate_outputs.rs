@@ -139,7 +139,7 @@ fn junit_has_a_suite_per_run_a_case_per_threshold_and_honest_counts() {
     );
     let (_, message) = failure_of(1, "lostAcked <= 0");
     assert!(
-        message.contains("unavailable (the server does not acknowledge"),
+        message.contains("unavailable (publishes are not acknowledged"),
         "{message}"
     );
     // The run's own failure, escaped and read back exactly (the control character replaced).
@@ -233,7 +233,7 @@ fn the_summary_has_the_headline_threshold_and_comparison_tables() {
         failed_thresholds[1],
         ["latencyP99Ms <= 1", "3.4 ms", "fail", "NOT HELD"]
     );
-    assert!(failed_thresholds[2][1].starts_with("unavailable: the server does not acknowledge"));
+    assert!(failed_thresholds[2][1].starts_with("unavailable: publishes are not acknowledged"));
     // The escaped message reads back as written, inside one list item.
     let plain: String = Parser::new(&md)
         .filter_map(|e| match e {
@@ -270,7 +270,7 @@ fn the_report_shows_the_same_thresholds_table() {
         .expect("a thresholds table");
     let table = &html[at..at + html[at..].find("</table>").unwrap()];
     assert!(table.contains("<td>lostAcked &lt;= 0</td>"), "{table}");
-    assert!(table.contains("<span class=\"na\">unavailable: the server does not acknowledge"));
+    assert!(table.contains("<span class=\"na\">unavailable: publishes are not acknowledged"));
     assert!(table.contains("<td>NOT HELD</td>"));
     // A run without thresholds gets no section.
     let plain = kubectl_msgbench::report::render(&fixture("plain-run.yaml")).unwrap();

@@ -265,7 +265,12 @@ pub fn observed(r: &RunResult, m: Metric) -> Option<f64> {
         Metric::Errors => r.errors as f64,
         Metric::Duplicates => r.duplicates as f64,
         Metric::OutOfOrder => r.out_of_order as f64,
-        Metric::LostAcked => r.lost_acked? as f64,
+        // Not when a crash left its servers down past the drain: then it may count messages
+        // still in the stream, only undelivered (`faults.downPastDrain`).
+        Metric::LostAcked => {
+            let undecidable = r.faults.as_ref().is_some_and(|f| f.down_past_drain > 0);
+            r.lost_acked.filter(|_| !undecidable)? as f64
+        }
         Metric::PublishStallMs => r.publish_stall_ms?,
         Metric::ConnectRate => r.connections.as_ref()?.connect_rate,
         Metric::ConnectP99Ms => r.connections.as_ref()?.connect_time.as_ref()?.p99_ms,
@@ -468,5 +473,15 @@ pub(crate) mod tests {
         assert_eq!(out[0].observed, Some(0.0));
         assert!(out[0].passed);
         assert_eq!((out[1].observed, out[1].passed), (Some(812.5), false));
+        // A crash whose servers were still down when the drain ended: lostAcked stays in the
+        // result, but a threshold on it cannot be decided.
+        r.faults = Some(msgbench_crds::benchmark_run::FaultSummary {
+            executed: 3,
+            down_past_drain: 1,
+            ..Default::default()
+        });
+        let out = evaluate(&r, &rules);
+        assert_eq!((out[0].observed, out[0].passed), (None, false));
+        assert_eq!(r.lost_acked, Some(0));
     }
 }
