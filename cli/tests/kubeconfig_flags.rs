@@ -2,9 +2,11 @@
 //! contexts `a` and `b` points at two loopback servers, and only the chosen one may be asked,
 //! in the namespace given or the chosen context's.
 mod common;
+#[path = "common/scripted_api.rs"]
+mod scripted_api;
 
 use kubectl_msgbench::{export, source};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -44,13 +46,7 @@ impl ApiServer {
 /// One request per connection (`Connection: close`): the run for
 /// `GET .../namespaces/NS/benchmarkruns/nats-plain`, a 404 Status for anything else.
 fn answer(stream: TcpStream, seen: &Mutex<Vec<String>>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut request_line = String::new();
-    reader.read_line(&mut request_line).unwrap();
-    let mut header = String::new();
-    while reader.read_line(&mut header).unwrap() > 2 {
-        header.clear(); // a GET has no body: the headers end at the empty line
-    }
+    let request_line = scripted_api::request_line(&stream);
     let request_line = request_line.trim_end().to_string();
     seen.lock().unwrap().push(request_line.clone());
     let path = request_line.split(' ').nth(1).unwrap_or("");

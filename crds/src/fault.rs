@@ -312,12 +312,12 @@ pub struct FaultSummary {
     pub mean_recovery_seconds: Option<f64>,
     /// Crashes whose restart the kubelet held back (`faults[].restart.backOff`): their
     /// recovery includes the kubelet's wait, not only the server's.
-    #[serde(default, skip_serializing_if = "no_back_offs")]
+    #[serde(default, skip_serializing_if = "is_zero_count")]
     pub restart_back_offs: u32,
     /// Crashes whose server was still down when the drain ended (`faults[].restart.downPastDrain`):
     /// `lostAcked` then counts messages that may only be undelivered, and a `lostAcked`
     /// threshold reads as unavailable.
-    #[serde(default, skip_serializing_if = "no_back_offs")]
+    #[serde(default, skip_serializing_if = "is_zero_count")]
     pub down_past_drain: u32,
     /// Highest per-second p99 in the 10 s after a fault (ms, coarse: within 6 %).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -368,6 +368,6 @@ pub struct FaultEffect {
     pub publish_stall_from_fault_seconds: Option<f64>,
 }
 
-fn no_back_offs(n: &u32) -> bool {
+fn is_zero_count(n: &u32) -> bool {
     *n == 0
 }

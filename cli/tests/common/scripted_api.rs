@@ -52,18 +52,25 @@ impl ApiServer {
     }
 }
 
-fn answer(
-    stream: TcpStream,
-    scripts: &HashMap<String, Script>,
-    reads: &Mutex<HashMap<String, usize>>,
-) {
+/// The request line of a GET on `stream`, its headers read past (a GET has no body: they end
+/// at the empty line).
+pub fn request_line(stream: &TcpStream) -> String {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut request_line = String::new();
     reader.read_line(&mut request_line).unwrap();
     let mut header = String::new();
     while reader.read_line(&mut header).unwrap() > 2 {
-        header.clear(); // a GET has no body: the headers end at the empty line
+        header.clear();
     }
+    request_line
+}
+
+fn answer(
+    stream: TcpStream,
+    scripts: &HashMap<String, Script>,
+    reads: &Mutex<HashMap<String, usize>>,
+) {
+    let request_line = request_line(&stream);
     let path = request_line.split(' ').nth(1).unwrap_or("");
     let script = path
         .strip_prefix(RUNS_PATH)

@@ -59,7 +59,8 @@ pub fn record_restarts(faults: &mut [FaultRecord], seen: &[FaultRestartSeen]) {
             .find(|r| r.fault == s.fault && r.trial == s.trial);
         let Some(rec) = rec else { continue };
         let Some(sent) = signal_ms(rec) else { continue };
-        if let Some(r) = restart_of(&s.status, sent, rec.restart.take()) {
+        // A status that does not show this exit keeps what earlier passes recorded.
+        if let Some(r) = restart_of(&s.status, sent, rec.restart.clone()) {
             rec.restart = Some(r);
         }
     }
