@@ -12,7 +12,7 @@ export KUBECONFIG := $(CACHE)/kubeconfig-$(CLUSTER)
 export NODES ?= 1
 MULTI_NODE_TESTS := --test placement --test node_failure
 
-.PHONY: test tools lint fmt-check clippy unit crds crds-check chart-test gitops-test cluster-up \
+.PHONY: test tools lint fmt-check clippy core-purity unit crds crds-check chart-test gitops-test cluster-up \
         cluster-down cluster-status images e2e e2e-sockudo demo demo-faults bench bench-operator \
         plugin-release push chart-push registry-up registry-down
 
@@ -20,7 +20,11 @@ MULTI_NODE_TESTS := --test placement --test node_failure
 ## a real cluster.
 test: lint unit crds-check chart-test gitops-test e2e
 
-lint: fmt-check clippy
+lint: fmt-check clippy core-purity
+## core-purity: the operator's core (operator-core/) links no Kubernetes client, async runtime or
+## HTTP stack, so `decide` is pure by construction.
+core-purity:
+	e2e/tools/core-purity
 fmt-check:
 	cargo fmt --all -- --check
 clippy:

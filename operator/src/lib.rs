@@ -8,29 +8,23 @@ pub mod context;
 pub mod control_key;
 pub mod controllers;
 pub mod error;
-pub mod fault_agent_pod;
 pub mod http_server;
 pub mod jetstream;
 pub mod leader;
 pub mod merge_budget;
-pub mod meta;
 pub mod metrics;
 pub mod mqtt;
-pub mod node_loss;
-pub mod operands;
-pub mod placement;
 pub mod pod_http;
-pub mod pod_observer;
 pub mod pubsub;
-pub mod quantity;
 pub mod rbac;
 pub mod reconciler;
-pub mod security;
 pub mod server_kind;
-pub mod server_pod;
 pub mod status;
-pub mod status_text;
 pub mod subset;
-pub mod tuning;
 pub mod validate;
 pub mod varz;
+// The pure modules live in the core crate (no client, no runtime); their old paths stay.
+pub use msgbench_operator_core::{
+    fault_agent_pod, meta, node_loss, operands, placement, pod_observer, quantity, security,
+    server_pod, status_text, tuning,
+};

@@ -2,7 +2,7 @@
 //! results, suspend or delete children), then the one status write and its events.
 use super::build::{self, RunIdentity};
 use super::decide::{self, Decision, Effect};
-use super::observe::Observed;
+use super::model::Observed;
 use super::{runner_access, runner_http};
 use crate::context::{Context, CONTROLLER_NAME};
 use crate::error::Result;

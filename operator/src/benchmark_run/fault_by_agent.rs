@@ -7,39 +7,11 @@ use crate::context::Context;
 use crate::pod_http::{self, Options};
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, ResourceExt};
-use msgbench_crds::benchmark_run::{BenchmarkRun, FaultAction, FaultInjection, FaultRecord};
-use runner_api::fault_agent::{AgentAction, FaultReport, FaultRequest, FAULT_AGENT_PORT};
+use msgbench_crds::benchmark_run::{BenchmarkRun, FaultInjection, FaultRecord};
+pub use msgbench_operator_core::run::fault_request::{request, AgentAnswer};
+use runner_api::fault_agent::{FaultReport, FAULT_AGENT_PORT};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
-
-/// What the agent answered.
-#[derive(Clone, Debug, PartialEq)]
-pub enum AgentAnswer {
-    Done(FaultReport),
-    /// It will not (too late, no such process, pod replaced): the fault was not carried out.
-    Refused(String),
-    /// No answer to trust: the next pass asks again.
-    Unknown(String),
-}
-
-/// The agent's request for `rec` (the same on every pass).
-pub fn request(br: &BenchmarkRun, rec: &FaultRecord) -> FaultRequest {
-    let fault = br.spec.faults.get(rec.fault as usize);
-    let duration_ms = (fault.and_then(|f| f.duration_seconds)).map(|s| s.max(0) as u64 * 1000);
-    let action = match rec.action {
-        Some(FaultAction::Pause) => AgentAction::Pause,
-        Some(FaultAction::Partition) => AgentAction::Partition,
-        _ => AgentAction::Crash,
-    };
-    FaultRequest {
-        key: faults::agent_key(&br.uid().unwrap_or_default(), rec),
-        action,
-        not_after_unix_ms: faults::not_after_ms(rec),
-        duration_ms: duration_ms.filter(|_| action != AgentAction::Crash),
-        partition_from: (action == AgentAction::Partition)
-            .then(|| fault.and_then(|f| f.partition_from).unwrap_or_default()),
-    }
-}
 
 pub async fn ask(
     ctx: &Context,

@@ -2,7 +2,9 @@
 //! endpoint while it holds them, else (only with `--results-from-pod-logs`, which needs `get`
 //! on pods/log) from the checksummed frames in its pod log. A record
 //! that cannot be read intact fails the run as `ResultsLost`, naming the runner and the trial.
+use super::model::Gathered;
 use super::runner_http;
+use super::runner_records::{complete_records, runner_id};
 use crate::merge_budget::{BudgetError, MergeBudget, Reservation};
 use crate::pod_http;
 use futures::{AsyncBufReadExt, StreamExt};
@@ -19,58 +21,6 @@ use std::net::SocketAddr;
 pub struct DoneRunner<'a> {
     pub pod: &'a Pod,
     pub holding_at: Option<SocketAddr>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum Gathered {
-    /// Every record of every runner, intact.
-    Complete(Vec<RawResultLine>),
-    /// A holding runner did not answer (it may just have exited): try again shortly.
-    NotYet(String),
-    /// Some record cannot be had: the message names runner, pod and trial.
-    Lost(String),
-    /// A runner offered more than the run may bring into the operator's memory.
-    TooLarge(String),
-}
-
-/// Runner id of an Indexed Job pod: its completion index + 1 (what the agent uses).
-pub fn runner_id(p: &Pod) -> Option<u16> {
-    let key = "batch.kubernetes.io/job-completion-index";
-    let from = |m: Option<&BTreeMap<String, String>>| m.and_then(|m| m.get(key)).cloned();
-    let idx = from(p.metadata.labels.as_ref()).or_else(|| from(p.metadata.annotations.as_ref()))?;
-    idx.parse::<u16>().ok()?.checked_add(1)
-}
-
-/// Pure: the records of one runner, checked to be exactly trials 1..=`trials`.
-pub fn complete_records<R>(
-    runner: u16,
-    pod: &str,
-    records: BTreeMap<u32, R>,
-    damaged: &BTreeMap<u32, String>,
-    trials: u32,
-) -> Result<Vec<R>, String> {
-    let mut problems = Vec::new();
-    for t in 1..=trials {
-        if records.contains_key(&t) {
-            continue;
-        }
-        let why = damaged
-            .get(&t)
-            .cloned()
-            .unwrap_or_else(|| "no record".into());
-        problems.push(format!("trial {t}: {why}"));
-    }
-    if let Some(extra) = records.keys().find(|t| **t == 0 || **t > trials) {
-        problems.push(format!("trial {extra}: not in the plan of {trials} trials"));
-    }
-    if problems.is_empty() {
-        Ok(records.into_values().collect())
-    } else {
-        Err(format!(
-            "runner {runner} (pod {pod}): {}",
-            problems.join("; ")
-        ))
-    }
 }
 
 /// Bytes of record JSON one run may bring into the operator, over all its runners: the

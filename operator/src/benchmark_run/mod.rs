@@ -4,36 +4,22 @@
 //! exactly, and write results, verdict, trial statistics and the baseline comparison to status.
 pub mod act;
 mod act_faults;
-pub mod build;
-pub mod compare;
-pub mod conditions;
 pub mod controller;
-pub mod decide;
-pub mod endpoints;
+pub mod endpoint_read;
 pub mod fault_by_agent;
-pub mod fault_effect;
 pub mod fault_inject;
-pub mod fault_restart;
-pub mod faults;
-#[cfg(test)]
-mod figures_tests;
 pub mod gather;
-pub mod identity;
 pub mod metrics;
 pub mod observe;
-pub mod paired;
 pub mod reconcile;
-pub mod results;
-pub mod runner_access;
-pub mod runner_failure;
 pub mod runner_http;
-pub mod runner_pods;
-pub mod server_usage;
-pub mod stats;
-pub mod stop_runners;
+pub mod server_sampling;
 pub mod target;
-pub mod target_auth;
-pub mod target_lock;
-pub mod timing;
-pub mod variant_results;
-pub mod variants;
+
+// The run's pure core (model, decide, policies, builders): see `msgbench_operator_core::run`.
+pub use msgbench_operator_core::run::{
+    build, compare, conditions, decide, endpoint_readiness, fault_effect, fault_request,
+    fault_restart, faults, identity, model, paired, results, runner_access, runner_failure,
+    runner_pods, runner_records, server_usage, stats, stop_runners, target_auth, target_lock,
+    timing, variant_results, variants,
+};

@@ -2,13 +2,13 @@
 //! into the next status and effects. What is read depends on the phase: targets before the
 //! runners exist, runner pods and agents while they run, results once every runner is done.
 use super::build::{server_selector, RunIdentity};
-use super::faults::{FaultLeaderSeen, FaultPodSeen};
-use super::gather::{self, DoneRunner, Gathered};
+use super::gather::{self, DoneRunner};
+use super::model::{AgentSeen, BaselineSeen, BaselineState, Observed, TargetSeen};
 use super::runner_pods::{self, RunnerView};
-use super::server_usage::{self, UsageRead};
-use super::target::{self, Resolved};
+use super::server_sampling;
+use super::target::{self};
 use super::target_lock::{self, RunOnTarget};
-use super::{endpoints, runner_http, timing};
+use super::{endpoint_read, runner_http, timing};
 use crate::context::Context;
 use crate::error::Result;
 use k8s_openapi::api::batch::v1::Job;
@@ -17,102 +17,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use msgbench_crds::benchmark_run::MAX_RUN_NAME;
-use msgbench_crds::benchmark_run::{
-    BenchmarkRun, BenchmarkRunStatus, ObservedPod, Outcome, Phase, TrialFigures,
-};
+use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, ObservedPod, Phase};
 use msgbench_crds::names::name_violation;
-use runner_api::agent::AgentProgress;
 
 /// Most runs followed along baselineRef when looking for a cycle.
 const MAX_BASELINE_CHAIN: usize = 8;
-
-/// Everything one reconcile read. Plain data: tests build it by hand.
-#[derive(Clone, Debug)]
-pub struct Observed {
-    /// The one clock reading of this pass.
-    pub now: Time,
-    /// `spec.target` first, then every variant's own target (only while preparing).
-    pub targets: Vec<TargetSeen>,
-    /// `spec.baselineRef`'s run, when the phase needs it.
-    pub baseline: Option<BaselineSeen>,
-    /// The namespace's other runs that use one of this run's targets (while preparing).
-    pub on_target: Vec<RunOnTarget>,
-    pub job: Option<Job>,
-    pub runner_pods: Vec<Pod>,
-    /// What each running agent said on `/progress` (agents that did not answer are absent).
-    pub agents: Vec<AgentSeen>,
-    /// Every runner's records, once every runner is done.
-    pub results: Option<Gathered>,
-    /// The results' share of the operator's memory budget, held until this pass ends.
-    pub results_memory: Option<std::sync::Arc<crate::merge_budget::Reservation>>,
-    /// A sample of the target's server pods, when one was due.
-    pub server_usage: Option<UsageRead>,
-    /// The run's servers, for the environment report (read with the results).
-    pub server_pods: Vec<ObservedPod>,
-    /// This operator may delete server pods for `spec.faults` (its `--allow-faults`).
-    pub faults_allowed: bool,
-    /// What this operator puts into runner pods a spec leaves open (image, pod additions).
-    pub operands: std::sync::Arc<crate::operands::OperandDefaults>,
-    /// The pods of faults recorded as being injected whose outcome is not recorded yet.
-    pub fault_pods: Vec<FaultPodSeen>,
-    /// Stream leaders read after their faults were over.
-    pub fault_leaders: Vec<FaultLeaderSeen>,
-    /// Crashed server containers whose restart is still to be recorded, as the kubelet reports them.
-    pub fault_restarts: Vec<super::fault_restart::FaultRestartSeen>,
-}
-
-impl Observed {
-    /// Nothing read yet, at `now`.
-    pub fn at(now: Time) -> Self {
-        Observed {
-            now,
-            targets: Vec::new(),
-            baseline: None,
-            on_target: Vec::new(),
-            job: None,
-            runner_pods: Vec::new(),
-            agents: Vec::new(),
-            results: None,
-            results_memory: None,
-            server_usage: None,
-            server_pods: Vec::new(),
-            faults_allowed: false,
-            operands: Default::default(),
-            fault_pods: Vec::new(),
-            fault_leaders: Vec::new(),
-            fault_restarts: Vec::new(),
-        }
-    }
-}
-
-/// A target as resolved this pass.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TargetSeen {
-    /// `None`: `spec.target`; else the variant whose own target this is.
-    pub variant: Option<String>,
-    /// `Err`: the referenced server does not exist (the message says which).
-    pub resolved: std::result::Result<Resolved, String>,
-    /// The target is Ready but its Service lists no ready endpoint yet: why.
-    pub unreachable: Option<String>,
-}
-
-/// The baseline run as seen now.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct BaselineSeen {
-    pub name: String,
-    /// `None`: there is no run of that name.
-    pub state: Option<BaselineState>,
-    /// Following baselineRef from the baseline: the names of runs still without a verdict,
-    /// the baseline first (a cycle through this run means nobody would ever start).
-    pub waiting_chain: Vec<String>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct BaselineState {
-    pub outcome: Option<Outcome>,
-    pub trials: Vec<TrialFigures>,
-    pub observed_generation: Option<i64>,
-}
 
 /// The namespace's other runs that use one of `br`'s targets: from the controller's cache
 /// (see `target_lock` for why a stale one is safe), else listed (tests without a controller).
@@ -140,16 +49,15 @@ async fn runs_on_target(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Ve
         .collect())
 }
 
-/// One running agent's answer.
-#[derive(Clone, Debug, PartialEq)]
-pub struct AgentSeen {
-    pub pod: String,
-    pub ip: String,
-    pub progress: AgentProgress,
-}
-
 pub fn now() -> Time {
     Time(k8s_openapi::jiff::Timestamp::now())
+}
+
+/// A pass's reading, and the memory its results hold until the pass ends.
+pub struct Observation {
+    pub observed: Observed,
+    /// The results' share of the operator's memory budget (released when dropped).
+    pub results_memory: Option<crate::merge_budget::Reservation>,
 }
 
 /// Reads what the run's phase needs.
@@ -158,6 +66,21 @@ pub async fn observe(
     br: &BenchmarkRun,
     id: &RunIdentity,
     st: &BenchmarkRunStatus,
+) -> Result<Observation> {
+    let mut results_memory = None;
+    let observed = read(ctx, br, id, st, &mut results_memory).await?;
+    Ok(Observation {
+        observed,
+        results_memory,
+    })
+}
+
+async fn read(
+    ctx: &Context,
+    br: &BenchmarkRun,
+    id: &RunIdentity,
+    st: &BenchmarkRunStatus,
+    results_memory: &mut Option<crate::merge_budget::Reservation>,
 ) -> Result<Observed> {
     let mut obs = Observed::at(now());
     obs.faults_allowed = ctx.allow_faults;
@@ -200,7 +123,7 @@ pub async fn observe(
     let now_ms = obs.now.0.as_millisecond();
     let view = RunnerView::of(&obs.runner_pods, obs.job.as_ref());
     if view.succeeded.len() < br.spec.runners.count.max(1) as usize {
-        obs.server_usage = server_usage::read(ctx, br, &id.namespace, st, now_ms).await;
+        obs.server_usage = server_sampling::read(ctx, br, &id.namespace, st, now_ms).await;
     }
     if phase == Phase::Starting && st.start_time.is_none() {
         return Ok(obs); // nothing to ask the agents before the start is chosen
@@ -224,7 +147,7 @@ pub async fn observe(
             from_logs: ctx.results_from_pod_logs,
         };
         let (results, held) = gather::gather(&pods, &done, &access, trials, budget).await?;
-        (obs.results, obs.results_memory) = (Some(results), Some(std::sync::Arc::new(held)));
+        (obs.results, *results_memory) = (Some(results), Some(held));
         obs.baseline = baseline(ctx, br, &id.namespace, &id.name).await?;
         obs.server_pods = server_pods(ctx, br, &id.namespace).await?;
     }
@@ -290,7 +213,7 @@ async fn targets(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Vec<Targe
         let resolved = target::resolve_target(ctx, t, protocol, ns).await?;
         let unreachable = match &resolved {
             Ok(r) if r.not_ready.is_none() => {
-                endpoints::not_programmed(ctx, &r.url, ns, t.server_ref.is_some()).await?
+                endpoint_read::not_programmed(ctx, &r.url, ns, t.server_ref.is_some()).await?
             }
             _ => None,
         };

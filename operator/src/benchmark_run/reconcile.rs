@@ -19,7 +19,11 @@ pub async fn reconcile(br: Arc<BenchmarkRun>, ctx: Arc<Context>) -> Result<Actio
     let br = act::latest(&ctx, br).await?;
     let id = identity(&br)?;
     let prev = br.status.clone().unwrap_or_default();
-    let obs = observe::observe(&ctx, &br, &id, &prev).await?;
+    // `_held`: the results' memory stays reserved until this pass has written them.
+    let observe::Observation {
+        observed: obs,
+        results_memory: _held,
+    } = observe::observe(&ctx, &br, &id, &prev).await?;
     let mut d = decide::decide(&br, &id, &prev, &obs);
     act::carry_out(&ctx, &br, &id, &obs, &mut d).await?;
     if d.status != prev {

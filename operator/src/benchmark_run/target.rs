@@ -1,5 +1,6 @@
 //! Resolves `spec.target` to a URL, Ready or not, and the server pods' labels.
 use super::build::server_selector;
+use super::model::{FaultAgentSeen, Resolved};
 use super::target_auth::TargetSecret;
 use crate::context::Context;
 use crate::error::Result;
@@ -9,39 +10,6 @@ use msgbench_crds::common::ServerStatus;
 use msgbench_crds::pubsub_server::PubSubProtocol;
 use msgbench_crds::workload::Protocol;
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
-use std::collections::BTreeMap;
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Resolved {
-    pub url: String,
-    /// `<Kind>/<name>` or the endpoint URL.
-    pub display: String,
-    /// Why the target is not Ready yet.
-    pub not_ready: Option<String>,
-    pub server_labels: Option<BTreeMap<String, String>>,
-    pub environment: Option<ObservedEnvironment>,
-    /// The Secret clients authenticate with (a JetStreamCluster's `spec.auth`, a pusher
-    /// PubSubServer's app).
-    pub auth: Option<TargetSecret>,
-    /// The Secret whose `ca.crt` verifies a TLS target (a JetStreamCluster's `spec.tls`).
-    pub tls_ca_secret: Option<String>,
-    /// Why the server, as specified, cannot serve this run's protocol (e.g. TLS for protocol
-    /// nats): not something waiting fixes, so the run fails at once with reason TargetUnfit.
-    pub unfit: Option<String>,
-    /// The server's pods carry a fault agent (`spec.faultInjection.enabled`): `crash`, `pause`
-    /// (and with `network`, `partition`) faults can be carried out.
-    pub fault_agent: Option<FaultAgentSeen>,
-}
-
-/// The target's fault agent, as its spec says.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct FaultAgentSeen {
-    /// It may partition the server (`spec.faultInjection.network`).
-    pub network: bool,
-    /// The server has peers to be cut off from (a JetStreamCluster; MQTT brokers are
-    /// independent).
-    pub peers: bool,
-}
 
 /// `Err(message)` when the referenced server does not exist.
 pub async fn resolve(

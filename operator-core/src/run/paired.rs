@@ -173,7 +173,7 @@ pub fn summary(c: &VariantComparison, closed_loop: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::benchmark_run::stats::significantly_different;
+    use crate::run::stats::significantly_different;
 
     fn fig(round: i32, rate: f64, p99: f64) -> TrialFigures {
         TrialFigures {

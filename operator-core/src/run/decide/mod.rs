@@ -30,7 +30,7 @@ pub use barrier::check_echoes;
 
 use super::build::RunIdentity;
 use super::conditions as cond;
-use super::observe::Observed;
+use super::model::Observed;
 use super::timing;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;

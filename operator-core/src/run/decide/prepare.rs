@@ -3,12 +3,12 @@
 //! `kubectl apply -f dir/` create objects in any order, so a missing target is waited for like
 //! a not-Ready one, up to `targetReadyTimeoutSeconds` since the run was accepted.
 use super::{accepted_at, fail, seconds_between, Decision, Effect, POLL};
-use crate::benchmark_run::build::{self, RunIdentity};
-use crate::benchmark_run::conditions::{self as cond, Status, RUNNERS_READY, TARGET_READY};
-use crate::benchmark_run::observe::{BaselineSeen, Observed, TargetSeen};
-use crate::benchmark_run::target::Resolved;
-use crate::benchmark_run::target_lock::{target_use, RunOnTarget, TargetUse};
-use crate::benchmark_run::{endpoints, runner_access, target_auth, timing, variants};
+use crate::run::build::{self, RunIdentity};
+use crate::run::conditions::{self as cond, Status, RUNNERS_READY, TARGET_READY};
+use crate::run::model::Resolved;
+use crate::run::model::{BaselineSeen, Observed, TargetSeen};
+use crate::run::target_lock::{target_use, RunOnTarget, TargetUse};
+use crate::run::{endpoint_readiness as endpoints, runner_access, target_auth, timing, variants};
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, Fault, FaultAction, PartitionFrom, Phase, MAX_RUN_NAME,
 };

@@ -8,8 +8,8 @@
 //! non-root process only through file capabilities (and `allowPrivilegeEscalation: false` turns
 //! those off), so this agent runs as uid 0 with exactly NET_ADMIN and KILL (to signal the
 //! server's user), still without privilege escalation and with a read-only root.
-use crate::benchmark_run::runner_access::{operator_peer, OperatorPeer};
 use crate::meta::Owner;
+use crate::run::runner_access::{operator_peer, OperatorPeer};
 use crate::security::container_security_context;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::api::core::v1::{

@@ -1,5 +1,5 @@
 use super::*;
-use crate::benchmark_run::decide::time_at;
+use crate::run::decide::time_at;
 use msgbench_crds::benchmark_run::{FaultAction, FaultStreamLeader};
 use runner_api::agent::AgentProgress;
 
@@ -192,7 +192,7 @@ fn ordinals_are_read_only_from_statefulset_pod_names_of_that_server() {
 
 #[test]
 fn with_faults_even_one_runner_waits_for_each_trial_so_its_start_is_known() {
-    use crate::benchmark_run::build::agent_config;
+    use crate::run::build::agent_config;
     let mut br = run(
         "    - {afterSeconds: 5, action: kill, pod: random}\n",
         false,
@@ -369,7 +369,7 @@ fn a_partition_is_recorded_with_the_agents_rules_and_times() {
         action: Some(FaultAction::Partition),
         ..injecting()
     };
-    let asked = crate::benchmark_run::fault_by_agent::request(&br, &part());
+    let asked = crate::run::fault_request::request(&br, &part());
     assert_eq!(
         asked.action,
         runner_api::fault_agent::AgentAction::Partition

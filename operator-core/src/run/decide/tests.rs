@@ -1,11 +1,11 @@
 //! `decide`, transition by transition: each test builds a status and what observe saw, and
 //! checks the next phase, reason, effects and requeue.
 use super::*;
-use crate::benchmark_run::gather::Gathered;
-use crate::benchmark_run::observe::{AgentSeen, BaselineSeen, BaselineState, TargetSeen};
-use crate::benchmark_run::results::tests::runner as record;
-use crate::benchmark_run::target::{FaultAgentSeen, Resolved};
-use crate::benchmark_run::{build, compare};
+use crate::run::model::Gathered;
+use crate::run::model::{AgentSeen, BaselineSeen, BaselineState, TargetSeen};
+use crate::run::model::{FaultAgentSeen, Resolved};
+use crate::run::results::tests::runner as record;
+use crate::run::{build, compare};
 use k8s_openapi::api::batch::v1::JobStatus;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use msgbench_crds::benchmark_run::Progress;
@@ -489,7 +489,7 @@ fn a_reachable_target_creates_the_runners() {
 /// it creates once the target is free carry the run's own wire identity.
 #[test]
 fn a_target_in_use_by_another_run_is_waited_for_then_the_run_starts_isolated() {
-    use crate::benchmark_run::target_lock::RunOnTarget;
+    use crate::run::target_lock::RunOnTarget;
     let br = run(1, "");
     let mut obs = Observed::at(at(T0 + 3));
     obs.targets = vec![ready_target()];
@@ -534,7 +534,7 @@ fn a_target_in_use_by_another_run_is_waited_for_then_the_run_starts_isolated() {
 /// `secretKeyRef`, and the agent config names only where (no credential passes the operator).
 #[test]
 fn a_target_with_auth_gives_the_runners_secret_references_and_the_config_names_only() {
-    use crate::benchmark_run::target_auth::TargetSecret;
+    use crate::run::target_auth::TargetSecret;
     use msgbench_crds::jetstream_cluster::{NatsAuth, NatsAuthMode};
     let br = run(1, "");
     let mut t = ready_target();
@@ -1116,7 +1116,7 @@ fn two_runner_lines(second_start_offset_ms: u64) -> Vec<runner_api::agent::RawRe
     let fast: Vec<u64> = vec![1_000; 99];
     let mut b = record(2, 1, &fast, 99);
     b.started_unix_ms += second_start_offset_ms;
-    crate::benchmark_run::results::tests::raw(&[record(1, 1, &fast, 99), b])
+    crate::run::results::tests::raw(&[record(1, 1, &fast, 99), b])
 }
 
 #[test]

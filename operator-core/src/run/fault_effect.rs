@@ -295,7 +295,7 @@ mod tests {
     fn executed(variant: &str, recovery: Option<f64>, peak: f64) -> FaultRecord {
         FaultRecord {
             variant: Some(variant.into()),
-            executed_time: crate::benchmark_run::decide::time_at(1),
+            executed_time: crate::run::decide::time_at(1),
             effect: Some(FaultEffect {
                 recovery_seconds: recovery,
                 p99_peak_ms: Some(peak),
@@ -307,7 +307,7 @@ mod tests {
 
     #[test]
     fn a_summary_counts_recoveries_per_variant_and_the_threshold_needs_every_one() {
-        use crate::benchmark_run::results;
+        use crate::run::results;
         use msgbench_crds::benchmark_run::{Metric, RunResult, Threshold, ThresholdOp};
         let recs = vec![
             executed("r1", None, 900.0),
@@ -381,7 +381,7 @@ mod tests {
         ];
         let fault = |offset: f64| FaultRecord {
             trial: 1,
-            executed_time: crate::benchmark_run::decide::time_at(1),
+            executed_time: crate::run::decide::time_at(1),
             offset_seconds: Some(offset),
             ..FaultRecord::default()
         };

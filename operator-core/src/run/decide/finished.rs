@@ -2,11 +2,11 @@
 //! let holding runners exit once the status has their records, finish a baseline comparison
 //! that waited for the baseline, and delete the children after `ttlSecondsAfterFinished`.
 use super::{seconds_between, Decision, Effect};
-use crate::benchmark_run::conditions as cond;
-use crate::benchmark_run::observe::Observed;
-use crate::benchmark_run::runner_pods::{ip, RunnerView};
-use crate::benchmark_run::stop_runners::has_active_runners;
-use crate::benchmark_run::{compare, timing};
+use crate::run::conditions as cond;
+use crate::run::model::Observed;
+use crate::run::runner_pods::{ip, RunnerView};
+use crate::run::stop_runners::has_active_runners;
+use crate::run::{compare, timing};
 use msgbench_crds::benchmark_run::{BenchmarkRun, Phase};
 use std::time::Duration;
 

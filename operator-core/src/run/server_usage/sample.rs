@@ -17,3 +17,6 @@ pub enum Cpu {
     /// The server reports no CPU figure: why.
     Unreported(&'static str),
 }
+
+/// Why a mosquitto reading has no CPU figure.
+pub const MOSQUITTO_NO_CPU: &str = "mosquitto's $SYS tree reports no process CPU";

@@ -1,7 +1,7 @@
 //! This run against `spec.baselineRef`: ratio, difference and Welch significance per headline
 //! figure, from both runs' per-trial figures.
 use super::conditions::BASELINE_NOT_FINISHED;
-use super::observe::BaselineSeen;
+use super::model::BaselineSeen;
 use super::stats;
 use msgbench_crds::benchmark_run::{BaselineComparison, FigureComparison, Outcome, TrialFigures};
 

@@ -2,7 +2,7 @@
 //! runners hold the trial's start, so a restarted operator still knows them), which are due,
 //! and which server and pod each acts on. Carried out by `fault_inject`; what each did to
 //! delivery is read afterwards by `fault_effect`.
-use super::observe::AgentSeen;
+use super::model::AgentSeen;
 use super::timing::millis;
 use super::variants;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

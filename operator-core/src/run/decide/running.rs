@@ -2,12 +2,12 @@
 //! per-trial barriers, and once every runner's records are read turns them into a verdict.
 use super::barrier::{next_release, store_start, Release};
 use super::{fail, millis, seconds_between, verdict, Decision, Effect, POLL};
-use crate::benchmark_run::build::RunIdentity;
-use crate::benchmark_run::gather::Gathered;
-use crate::benchmark_run::observe::{AgentSeen, Observed};
-use crate::benchmark_run::runner_pods::{job_complete, RunnerView};
-use crate::benchmark_run::server_usage::{self, UsageRead};
-use crate::benchmark_run::{fault_restart, faults, timing};
+use crate::run::build::RunIdentity;
+use crate::run::model::Gathered;
+use crate::run::model::{AgentSeen, Observed};
+use crate::run::runner_pods::{job_complete, RunnerView};
+use crate::run::server_usage::{self, UsageRead};
+use crate::run::{fault_restart, faults, timing};
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Phase, Progress};
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
 //! Status figures of merged results, checked through `collect` (see `runner_api::status_form`).
-use crate::benchmark_run::results::{collect, evaluate, TrialRecord};
+use crate::run::results::{collect, evaluate, TrialRecord};
 use msgbench_crds::benchmark_run::{Metric, Severity, Threshold, ThresholdOp};
 use runner_api::agent::{RawResultLine, ResultLine};
 use runner_api::histo::Histo;
@@ -16,7 +16,7 @@ fn merged(
     lines: &[RawResultLine],
     runners: usize,
     trials: usize,
-) -> crate::benchmark_run::results::Collected {
+) -> crate::run::results::Collected {
     let records: Vec<TrialRecord> = lines.iter().map(|l| (l.trial, l)).collect();
     collect(&records, runners, trials).unwrap()
 }

@@ -2,10 +2,10 @@
 //! compare with the baseline, record the environment, and reach the verdict.
 use super::barrier::START_APART_TOLERANCE_MS;
 use super::{fail, pass, Decision};
-use crate::benchmark_run::build::RunIdentity;
-use crate::benchmark_run::observe::Observed;
-use crate::benchmark_run::runner_pods::observed_pod;
-use crate::benchmark_run::{
+use crate::run::build::RunIdentity;
+use crate::run::model::Observed;
+use crate::run::runner_pods::observed_pod;
+use crate::run::{
     compare, fault_effect, faults, results, server_usage, timing, variant_results, variants,
 };
 use msgbench_crds::benchmark_run::{
@@ -33,7 +33,7 @@ pub fn decide(
     if let Some(seconds) = br.spec.workload.duration_seconds {
         fault_effect::attach(lines, seconds, &mut st.faults);
     }
-    crate::benchmark_run::fault_restart::mark_down_past_drain(br, &mut st.faults);
+    crate::run::fault_restart::mark_down_past_drain(br, &mut st.faults);
     let merged = if br.spec.variants.is_empty() {
         single(br, st, lines, count, obs)
     } else {

@@ -5,21 +5,28 @@
 //! metrics-server access is needed, so no RBAC beyond listing pods. Accumulators live in status (see
 //! `msgbench_crds::server_usage`), so an operator restart continues the same sums.
 //! Memory per connection is a fit over (connections, memory) points: see `memory_fit`.
-mod endpoints;
 mod memory_fit;
-mod mosquitto_sys;
 mod sample;
 
-use crate::context::Context;
-use endpoints::{endpoint, read_pods};
-use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus};
+use msgbench_crds::benchmark_run::BenchmarkRunStatus;
 use msgbench_crds::server_usage::{MemoryPoint, PodUsage, ServerUsage, MAX_SERVER_PODS};
-pub use sample::{Cpu, Sample};
+pub use sample::{Cpu, Sample, MOSQUITTO_NO_CPU};
 
 /// How often the servers are sampled. Every sample is a status write (the accumulators live
 /// in status so a restarted operator continues them), so this is also how often a running
 /// run's status changes: `status.progress` is written with it.
 pub const SAMPLE_EVERY_MS: i64 = 5_000;
+
+/// Whether the servers are due for a sample at `now_ms`: the schedule is kept in status (each
+/// pod's last sample time), so a restarted operator keeps it.
+pub fn sample_due(st: &BenchmarkRunStatus, now_ms: i64) -> bool {
+    let last = st
+        .server_usage
+        .iter()
+        .flat_map(|u| u.pods.iter().filter_map(|p| p.last_sample_ms))
+        .max();
+    last.is_none_or(|t| now_ms - t >= SAMPLE_EVERY_MS)
+}
 
 fn pod_entry<'a>(u: &'a mut ServerUsage, pod: &str) -> Option<&'a mut PodUsage> {
     if let Some(i) = u.pods.iter().position(|p| p.pod == pod) {
@@ -186,52 +193,6 @@ pub enum UsageRead {
     },
 }
 
-/// Reads the target's server pods when a sample is due (`None`: not due). Best effort: an
-/// unreachable pod only drops out of this sample.
-pub async fn read(
-    ctx: &Context,
-    br: &BenchmarkRun,
-    ns: &str,
-    st: &BenchmarkRunStatus,
-    now_ms: i64,
-) -> Option<UsageRead> {
-    let unavailable = |source: &str, why: String| {
-        Some(UsageRead::Unavailable {
-            source: source.into(),
-            why,
-        })
-    };
-    let Some(r) = &br.spec.target.server_ref else {
-        return unavailable(
-            "none",
-            "the target is an endpoint: its servers are not managed here".into(),
-        );
-    };
-    let (source, port_name, reader) = endpoint(r.kind, br.spec.workload.protocol);
-    if !ctx.observe_varz {
-        return unavailable(
-            source,
-            "the operator runs with --no-varz (pod IPs not reachable)".into(),
-        );
-    }
-    let last = st
-        .server_usage
-        .iter()
-        .flat_map(|u| u.pods.iter().filter_map(|p| p.last_sample_ms))
-        .max();
-    if last.is_some_and(|t| now_ms - t < SAMPLE_EVERY_MS) {
-        return None;
-    }
-    let (listed, readings) = read_pods(ctx, ns, r.kind, &r.name, port_name, reader).await;
-    Some(UsageRead::Readings {
-        source: source.into(),
-        path: reader.what().into(),
-        listed,
-        readings,
-        now_ms,
-    })
-}
-
 /// Pure: records one read into `st.serverUsage`; before the barrier release (`released`
 /// false) as the baseline.
 pub fn apply(
@@ -284,6 +245,22 @@ pub fn attach(st: &mut BenchmarkRunStatus) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sample_is_due_first_and_then_every_period_after_the_latest_pod() {
+        let mut st = BenchmarkRunStatus::default();
+        assert!(sample_due(&st, 1_000));
+        let pod = |ms| PodUsage {
+            last_sample_ms: Some(ms),
+            ..PodUsage::default()
+        };
+        st.server_usage = Some(ServerUsage {
+            pods: vec![pod(10_000), pod(12_000)],
+            ..ServerUsage::default()
+        });
+        assert!(!sample_due(&st, 16_999), "the latest pod's sample counts");
+        assert!(sample_due(&st, 12_000 + SAMPLE_EVERY_MS));
+    }
 
     fn nats(cores: f64, rss: u64, conns: u64) -> Sample {
         Sample {
@@ -367,7 +344,7 @@ mod tests {
     #[test]
     fn a_server_without_a_cpu_figure_reports_none_and_why_never_zero() {
         let heap = |rss, c| Sample {
-            cpu: Cpu::Unreported(mosquitto_sys::NO_CPU),
+            cpu: Cpu::Unreported(MOSQUITTO_NO_CPU),
             rss_bytes: rss,
             connections: Some(c),
         };
@@ -376,7 +353,7 @@ mod tests {
         record(&mut u, &[("m".into(), heap(900_000, 100))], 5_000);
         summarize(&mut u, false);
         assert_eq!((u.cpu_cores_mean, u.cpu_cores_max), (None, None));
-        assert_eq!(u.cpu_unavailable.as_deref(), Some(mosquitto_sys::NO_CPU));
+        assert_eq!(u.cpu_unavailable.as_deref(), Some(MOSQUITTO_NO_CPU));
         assert_eq!(
             (u.pods[0].cpu_cores_mean, u.pods[0].cpu_cores_max),
             (None, None)

@@ -1,0 +1,30 @@
+//! The BenchmarkRun core: `decide` maps (run, status, `model::Observed`) to the next status,
+//! the effects the operator carries out, and when to look again. Every module here is pure; the
+//! operator's `benchmark_run` holds the client half (observe, act, the controller).
+pub mod build;
+pub mod compare;
+pub mod conditions;
+pub mod decide;
+pub mod endpoint_readiness;
+pub mod fault_effect;
+pub mod fault_request;
+pub mod fault_restart;
+pub mod faults;
+#[cfg(test)]
+mod figures_tests;
+pub mod identity;
+pub mod model;
+pub mod paired;
+pub mod results;
+pub mod runner_access;
+pub mod runner_failure;
+pub mod runner_pods;
+pub mod runner_records;
+pub mod server_usage;
+pub mod stats;
+pub mod stop_runners;
+pub mod target_auth;
+pub mod target_lock;
+pub mod timing;
+pub mod variant_results;
+pub mod variants;
