@@ -1,8 +1,7 @@
 //! Act: carries out what `decide` chose (create the runners, release the barrier, acknowledge
 //! results, suspend or delete children), then the one status write and its events.
 use super::build::{self, RunIdentity};
-use super::decide::{self, Decision, Effect};
-use super::model::Observed;
+use super::decide::{Decision, Effect, EffectOutcome};
 use super::{runner_access, runner_http};
 use crate::context::{Context, CONTROLLER_NAME};
 use crate::error::Result;
@@ -15,16 +14,16 @@ use kube::{Api, Resource, ResourceExt};
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Outcome, Phase};
 use std::collections::BTreeMap;
 
-/// Carries out `d.effects` in order. A release whose answers show runners that started apart
-/// ends the run (decided by the pure `decide::check_echoes`).
+/// Carries out `d.effects` in order and reports what the runners answered, for the pure
+/// `decide::settle`.
 pub async fn carry_out(
     ctx: &Context,
     br: &BenchmarkRun,
     id: &RunIdentity,
-    obs: &Observed,
     d: &mut Decision,
-) -> Result<()> {
+) -> Result<Vec<EffectOutcome>> {
     let effects = std::mem::take(&mut d.effects);
+    let mut outcomes = Vec::new();
     let mut injected = false;
     for effect in effects.iter().cloned() {
         match &effect {
@@ -42,15 +41,11 @@ pub async fn carry_out(
             } => {
                 let token = ctx.control_credential(&id.owner_ref.uid);
                 let echoes = release(ctx, &token, *trial, *at_unix_ms, ips).await;
-                if let Some(msg) = decide::check_echoes(*trial, *at_unix_ms, &echoes) {
-                    decide::fail(
-                        &mut d.status,
-                        "RunnersStartedApart",
-                        &msg,
-                        id.generation,
-                        &obs.now,
-                    );
-                }
+                outcomes.push(EffectOutcome::Released {
+                    trial: *trial,
+                    at_unix_ms: *at_unix_ms,
+                    echoes,
+                });
             }
             Effect::AckResults { ips, records } => {
                 let token = ctx.control_credential(&id.owner_ref.uid);
@@ -78,7 +73,7 @@ pub async fn carry_out(
         }
         d.effects.push(effect);
     }
-    Ok(())
+    Ok(outcomes)
 }
 
 pub(super) async fn publish(

@@ -25,7 +25,8 @@ pub async fn reconcile(br: Arc<BenchmarkRun>, ctx: Arc<Context>) -> Result<Actio
         results_memory: _held,
     } = observe::observe(&ctx, &br, &id, &prev).await?;
     let mut d = decide::decide(&br, &id, &prev, &obs);
-    act::carry_out(&ctx, &br, &id, &obs, &mut d).await?;
+    let outcomes = act::carry_out(&ctx, &br, &id, &mut d).await?;
+    decide::settle(&mut d.status, &outcomes, id.generation, &obs.now);
     if d.status != prev {
         act::write_status(&ctx, &br, &id, &d.status).await?;
         act::announce(&ctx, &br, &prev, &d.status).await;

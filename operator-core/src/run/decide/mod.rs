@@ -62,8 +62,8 @@ pub enum Effect {
         config_map: Box<ConfigMap>,
         job: Box<Job>,
     },
-    /// `POST /start` for `trial` at `at_unix_ms` to these pod IPs, in parallel; the answers are
-    /// checked with [`check_echoes`].
+    /// `POST /start` for `trial` at `at_unix_ms` to these pod IPs, in parallel; the answers come
+    /// back as [`EffectOutcome::Released`].
     Release {
         trial: u32,
         at_unix_ms: u64,
@@ -77,6 +77,42 @@ pub enum Effect {
     DeleteChildren,
     /// Carry out `status.faults[index]`, which is due (`act` records what was done).
     InjectFault { index: usize },
+}
+
+/// What `act` learned carrying out an effect: [`settle`] folds it into the status to write,
+/// so act reports and never decides.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EffectOutcome {
+    /// The answers to an [`Effect::Release`]: per runner IP, the start it keeps or why it did
+    /// not answer.
+    Released {
+        trial: u32,
+        at_unix_ms: u64,
+        echoes: Vec<(String, Result<u64, String>)>,
+    },
+}
+
+/// Pure: the status after what act reported. Runners that keep a start other than the one
+/// just sent were released apart earlier: the run ends (unanswered sends are resent).
+pub fn settle(
+    st: &mut BenchmarkRunStatus,
+    outcomes: &[EffectOutcome],
+    generation: i64,
+    now: &Time,
+) {
+    for o in outcomes {
+        match o {
+            EffectOutcome::Released {
+                trial,
+                at_unix_ms,
+                echoes,
+            } => {
+                if let Some(msg) = check_echoes(*trial, *at_unix_ms, echoes) {
+                    fail(st, "RunnersStartedApart", &msg, generation, now);
+                }
+            }
+        }
+    }
 }
 
 impl Decision {

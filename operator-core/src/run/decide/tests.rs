@@ -1050,6 +1050,38 @@ fn echoes_that_differ_from_the_sent_start_are_started_apart() {
     );
 }
 
+#[test]
+fn a_release_answered_apart_settles_into_a_failed_run_and_one_answered_together_does_not() {
+    let now = time_at(START).unwrap();
+    let mut st = BenchmarkRunStatus {
+        phase: Some(Phase::Running),
+        ..BenchmarkRunStatus::default()
+    };
+    let together = EffectOutcome::Released {
+        trial: 2,
+        at_unix_ms: START,
+        echoes: vec![
+            ("10.0.0.1".into(), Ok(START)),
+            ("10.0.0.2".into(), Err("timeout".into())),
+        ],
+    };
+    settle(&mut st, &[together], 1, &now);
+    assert_eq!(st.phase, Some(Phase::Running));
+    let apart = EffectOutcome::Released {
+        trial: 2,
+        at_unix_ms: START,
+        echoes: vec![("10.0.0.2".into(), Ok(START + 3_000))],
+    };
+    settle(&mut st, &[apart], 1, &now);
+    assert_eq!(st.phase, Some(Phase::Failed));
+    let v = st.verdict.unwrap();
+    assert_eq!(v.reason, "RunnersStartedApart");
+    assert!(v
+        .message
+        .unwrap()
+        .starts_with("trial 2: runner(s) started apart"));
+}
+
 // --- running and results --------------------------------------------------------------------
 
 #[test]
