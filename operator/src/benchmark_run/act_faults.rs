@@ -8,16 +8,17 @@
 //! same `afterSeconds` crashes every server within milliseconds of each other, not one status
 //! write apart (a first-crashed server could be back before the last is hit).
 use super::build::RunIdentity;
-use super::decide::Decision;
+use super::decide::{self, Decision, EffectOutcome};
 use super::fault_by_agent::{self, AgentAnswer};
 use super::fault_inject::{self, Deletion};
-use super::faults;
+use super::observe::now;
 use crate::context::Context;
 use crate::error::Result;
 use kube::runtime::events::EventType;
 use msgbench_crds::benchmark_run::{BenchmarkRun, FaultAction, FaultInjection, FaultRecord};
 
-/// Carries out the due records `due` (indices into `status.faults`).
+/// Carries out the due records `due` (indices into `status.faults`). What happens comes back as
+/// outcomes that the pure `decide::settle` writes into the records: act chooses nothing.
 pub async fn inject_faults(
     ctx: &Context,
     br: &BenchmarkRun,
@@ -25,90 +26,122 @@ pub async fn inject_faults(
     d: &mut Decision,
     due: &[usize],
 ) -> Result<()> {
-    let mut chosen_now = false;
-    let mut ready: Vec<(usize, FaultInjection)> = Vec::new();
-    for &i in due {
-        let Some(rec) = d.status.faults.get(i).cloned() else {
-            continue;
-        };
-        if let Some(inj) = rec.injecting.clone() {
-            ready.push((i, inj));
-            continue;
-        }
-        let now = super::observe::now();
-        match fault_inject::choose(ctx, br, &id.namespace, &rec, &now).await {
-            Ok(inj) => {
-                d.status.faults[i].injecting = Some(inj.clone());
-                ready.push((i, inj));
-                chosen_now = true;
-            }
-            Err(e) => {
-                d.status.faults[i].message = Some(format!("not done: {e}"));
-                fault_event(ctx, br, id, &d.status.faults[i]).await;
-            }
-        }
-    }
-    if chosen_now {
+    let chosen = choose_pods(ctx, br, id, &d.status.faults, due).await;
+    decide::settle(br, &mut d.status, &chosen, id.generation, &now());
+    if chosen
+        .iter()
+        .any(|o| matches!(o, EffectOutcome::FaultChosen { .. }))
+    {
         super::act::write_status(ctx, br, id, &d.status).await?;
     }
+    events(ctx, br, id, &d.status.faults, &chosen).await;
+    let ready: Vec<(usize, FaultInjection)> = (due.iter())
+        .filter_map(|&i| Some((i, d.status.faults.get(i)?.injecting.clone()?)))
+        .collect();
     let by_agent = |rec: &FaultRecord| rec.action.is_some_and(FaultAction::needs_agent);
     let (agent, deletion): (Vec<_>, Vec<_>) =
         (ready.into_iter()).partition(|(i, _)| by_agent(&d.status.faults[*i]));
-    let asks = agent.iter().map(|(i, inj)| {
-        let rec = d.status.faults[*i].clone();
-        async move { fault_by_agent::ask(ctx, br, &id.namespace, &rec, inj).await }
-    });
-    let answers = futures::future::join_all(asks).await;
-    for ((i, inj), answer) in agent.iter().zip(answers) {
-        if record_answer(br, id, &mut d.status.faults[*i], inj, answer) {
-            fault_event(ctx, br, id, &d.status.faults[*i]).await;
-        }
-    }
-    let mut settled = Vec::new();
-    for (i, inj) in deletion {
-        let rec = &mut d.status.faults[i];
-        match fault_inject::delete(ctx, &id.namespace, &inj, rec.action).await {
-            Deletion::Done => faults::mark_executed(br, rec, &inj, &super::observe::now()),
-            Deletion::Refused(e) => {
-                rec.message = Some(format!("not done: {e}"));
-                rec.injecting = None;
-            }
+    let mut done = ask_agents(ctx, br, id, &d.status.faults, &agent).await;
+    for (index, injection) in deletion {
+        let action = d.status.faults[index].action;
+        match fault_inject::delete(ctx, &id.namespace, &injection, action).await {
+            Deletion::Done => done.push(EffectOutcome::FaultDeleted {
+                index,
+                injection,
+                at: now(),
+            }),
+            Deletion::Refused(why) => done.push(EffectOutcome::FaultNotDone { index, why }),
+            // The pod is looked at on the next pass (soon: the record is still due).
             Deletion::Unknown(e) => {
-                // The pod is looked at on the next pass (soon: the record is still due).
-                tracing::warn!(run = %id.name, error = %e, "fault deletion unconfirmed");
-                continue;
+                tracing::warn!(run = %id.name, error = %e, "fault deletion unconfirmed")
             }
         }
-        settled.push(i);
     }
-    // Events after every deletion, so none waits on another's API call.
-    for i in settled {
-        fault_event(ctx, br, id, &d.status.faults[i]).await;
-    }
+    decide::settle(br, &mut d.status, &done, id.generation, &now());
+    // Events after every agent answer and deletion, so none waits on another's API call.
+    events(ctx, br, id, &d.status.faults, &done).await;
     Ok(())
 }
 
-/// Records the agent's answer; false when it is not known yet (asked again next pass, with the
-/// same key: never a second signal).
-fn record_answer(
+/// A pod for each due record without one (a record that has one keeps it: uid-checked later).
+async fn choose_pods(
+    ctx: &Context,
     br: &BenchmarkRun,
     id: &RunIdentity,
-    rec: &mut FaultRecord,
-    inj: &FaultInjection,
-    answer: AgentAnswer,
-) -> bool {
-    match answer {
-        AgentAnswer::Done(r) => faults::mark_signalled(br, rec, inj, &r),
-        AgentAnswer::Refused(e) => {
-            rec.message = Some(format!("not done: {e}"));
-            rec.injecting = None;
+    faults: &[FaultRecord],
+    due: &[usize],
+) -> Vec<EffectOutcome> {
+    let mut out = Vec::new();
+    for &index in due {
+        let Some(rec) = faults.get(index) else {
+            continue;
+        };
+        if rec.injecting.is_some() {
+            continue;
         }
-        AgentAnswer::Unknown(e) => {
-            tracing::warn!(run = %id.name, error = %e, "fault unconfirmed");
-            return false;
+        out.push(
+            match fault_inject::choose(ctx, br, &id.namespace, rec, &now()).await {
+                Ok(injection) => EffectOutcome::FaultChosen { index, injection },
+                Err(why) => EffectOutcome::FaultNotDone {
+                    index,
+                    why: why.to_string(),
+                },
+            },
+        );
+    }
+    out
+}
+
+/// Every agent at once. An answer not known yet is no outcome: asked again next pass, with the
+/// same key (never a second signal).
+async fn ask_agents(
+    ctx: &Context,
+    br: &BenchmarkRun,
+    id: &RunIdentity,
+    faults: &[FaultRecord],
+    agent: &[(usize, FaultInjection)],
+) -> Vec<EffectOutcome> {
+    let asks = agent.iter().map(|(i, inj)| {
+        let rec = faults[*i].clone();
+        async move { fault_by_agent::ask(ctx, br, &id.namespace, &rec, inj).await }
+    });
+    let answers = futures::future::join_all(asks).await;
+    let mut out = Vec::new();
+    for ((index, injection), answer) in agent.iter().cloned().zip(answers) {
+        match answer {
+            AgentAnswer::Done(report) => out.push(EffectOutcome::FaultSignalled {
+                index,
+                injection,
+                report,
+            }),
+            AgentAnswer::Refused(why) => out.push(EffectOutcome::FaultNotDone { index, why }),
+            AgentAnswer::Unknown(e) => {
+                tracing::warn!(run = %id.name, error = %e, "fault unconfirmed")
+            }
         }
     }
-    true
+    out
+}
+
+/// One Event per settled fault (a chosen pod is not an outcome yet).
+async fn events(
+    ctx: &Context,
+    br: &BenchmarkRun,
+    id: &RunIdentity,
+    faults: &[FaultRecord],
+    outcomes: &[EffectOutcome],
+) {
+    for o in outcomes {
+        let index = match o {
+            EffectOutcome::FaultNotDone { index, .. }
+            | EffectOutcome::FaultSignalled { index, .. }
+            | EffectOutcome::FaultDeleted { index, .. } => *index,
+            _ => continue,
+        };
+        if let Some(rec) = faults.get(index) {
+            fault_event(ctx, br, id, rec).await;
+        }
+    }
 }
 
 /// The Event of a fault's outcome: what was done to which pod, or why nothing was.

@@ -26,7 +26,7 @@ pub async fn reconcile(br: Arc<BenchmarkRun>, ctx: Arc<Context>) -> Result<Actio
     } = observe::observe(&ctx, &br, &id, &prev).await?;
     let mut d = decide::decide(&br, &id, &prev, &obs);
     let outcomes = act::carry_out(&ctx, &br, &id, &mut d).await?;
-    decide::settle(&mut d.status, &outcomes, id.generation, &obs.now);
+    decide::settle(&br, &mut d.status, &outcomes, id.generation, &obs.now);
     if d.status != prev {
         act::write_status(&ctx, &br, &id, &d.status).await?;
         act::announce(&ctx, &br, &prev, &d.status).await;

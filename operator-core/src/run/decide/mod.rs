@@ -36,8 +36,10 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{
-    BenchmarkRun, BenchmarkRunStatus, HistoryEntry, Outcome, Phase, Verdict, MAX_HISTORY,
+    BenchmarkRun, BenchmarkRunStatus, FaultInjection, FaultRecord, HistoryEntry, Outcome, Phase,
+    Verdict, MAX_HISTORY,
 };
+use runner_api::fault_agent::FaultReport;
 use std::time::Duration;
 
 /// How often a waiting or running run is looked at.
@@ -90,28 +92,78 @@ pub enum EffectOutcome {
         at_unix_ms: u64,
         echoes: Vec<(String, Result<u64, String>)>,
     },
+    /// The pod a due fault (`status.faults[index]`) will hit, chosen and not yet touched: it
+    /// is written to status before anything is done to it.
+    FaultChosen {
+        index: usize,
+        injection: FaultInjection,
+    },
+    /// The fault was not carried out: why (no pod to choose, the agent or the API server
+    /// refused). It stays not done.
+    FaultNotDone { index: usize, why: String },
+    /// The pod's fault agent reports what it did.
+    FaultSignalled {
+        index: usize,
+        injection: FaultInjection,
+        report: FaultReport,
+    },
+    /// The chosen pod was deleted, at `at`.
+    FaultDeleted {
+        index: usize,
+        injection: FaultInjection,
+        at: Time,
+    },
 }
 
 /// Pure: the status after what act reported. Runners that keep a start other than the one
-/// just sent were released apart earlier: the run ends (unanswered sends are resent).
+/// just sent were released apart earlier: the run ends (unanswered sends are resent). A
+/// fault's record takes its chosen pod, what was done, or why nothing was.
 pub fn settle(
+    br: &BenchmarkRun,
     st: &mut BenchmarkRunStatus,
     outcomes: &[EffectOutcome],
     generation: i64,
     now: &Time,
 ) {
     for o in outcomes {
-        match o {
-            EffectOutcome::Released {
-                trial,
-                at_unix_ms,
-                echoes,
-            } => {
-                if let Some(msg) = check_echoes(*trial, *at_unix_ms, echoes) {
-                    fail(st, "RunnersStartedApart", &msg, generation, now);
-                }
+        if let EffectOutcome::Released {
+            trial,
+            at_unix_ms,
+            echoes,
+        } = o
+        {
+            if let Some(msg) = check_echoes(*trial, *at_unix_ms, echoes) {
+                fail(st, "RunnersStartedApart", &msg, generation, now);
             }
+        } else {
+            settle_fault(br, &mut st.faults, o);
         }
+    }
+}
+
+fn settle_fault(br: &BenchmarkRun, faults: &mut [FaultRecord], o: &EffectOutcome) {
+    use EffectOutcome::*;
+    let index = match o {
+        Released { .. } => return,
+        FaultChosen { index, .. }
+        | FaultNotDone { index, .. }
+        | FaultSignalled { index, .. }
+        | FaultDeleted { index, .. } => *index,
+    };
+    let Some(rec) = faults.get_mut(index) else {
+        return;
+    };
+    match o {
+        FaultChosen { injection, .. } => rec.injecting = Some(injection.clone()),
+        FaultNotDone { why, .. } => {
+            rec.message = Some(format!("not done: {why}"));
+            rec.injecting = None;
+        }
+        FaultSignalled {
+            injection, report, ..
+        } => super::faults::mark_signalled(br, rec, injection, report),
+        FaultDeleted { injection, at, .. } => super::faults::mark_executed(br, rec, injection, at),
+        Released { .. } => {}
     }
 }
 

@@ -1065,14 +1065,14 @@ fn a_release_answered_apart_settles_into_a_failed_run_and_one_answered_together_
             ("10.0.0.2".into(), Err("timeout".into())),
         ],
     };
-    settle(&mut st, &[together], 1, &now);
+    settle(&run(1, ""), &mut st, &[together], 1, &now);
     assert_eq!(st.phase, Some(Phase::Running));
     let apart = EffectOutcome::Released {
         trial: 2,
         at_unix_ms: START,
         echoes: vec![("10.0.0.2".into(), Ok(START + 3_000))],
     };
-    settle(&mut st, &[apart], 1, &now);
+    settle(&run(1, ""), &mut st, &[apart], 1, &now);
     assert_eq!(st.phase, Some(Phase::Failed));
     let v = st.verdict.unwrap();
     assert_eq!(v.reason, "RunnersStartedApart");
@@ -1306,4 +1306,44 @@ fn children_go_after_the_ttl_and_results_stay() {
     let d = decide_at(&br, &finished(Outcome::Passed), &obs);
     assert!(d.effects.is_empty(), "deleted once");
     assert_eq!(d.requeue, None);
+}
+
+#[test]
+fn fault_outcomes_settle_into_their_records_and_nowhere_else() {
+    use msgbench_crds::benchmark_run::{FaultInjection, FaultRecord};
+    let now = time_at(START).unwrap();
+    let injection = FaultInjection {
+        pod: "demo-1".into(),
+        pod_uid: "u1".into(),
+        started_time: now.clone(),
+        how: "ordinal 1".into(),
+        stream_leader: None,
+    };
+    let mut st = BenchmarkRunStatus {
+        faults: vec![FaultRecord::default(), FaultRecord::default()],
+        ..BenchmarkRunStatus::default()
+    };
+    let chosen = EffectOutcome::FaultChosen {
+        index: 1,
+        injection: injection.clone(),
+    };
+    settle(&run(1, ""), &mut st, &[chosen], 1, &now);
+    assert_eq!(st.faults[1].injecting, Some(injection));
+    assert_eq!(st.faults[0], FaultRecord::default());
+    let refused = EffectOutcome::FaultNotDone {
+        index: 1,
+        why: "pod demo-1 was replaced".into(),
+    };
+    // An index past the records (a stale outcome) changes nothing.
+    let stale = EffectOutcome::FaultNotDone {
+        index: 7,
+        why: "x".into(),
+    };
+    settle(&run(1, ""), &mut st, &[refused, stale], 1, &now);
+    assert_eq!(st.faults[1].injecting, None);
+    assert_eq!(
+        st.faults[1].message.as_deref(),
+        Some("not done: pod demo-1 was replaced")
+    );
+    assert_eq!(st.faults.len(), 2);
 }
