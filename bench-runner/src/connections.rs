@@ -7,7 +7,7 @@ use crate::drivers::Driver;
 use crate::options::RunOptions;
 use msgbench_crds::workload::Workload;
 use runner_api::histo::Histo;
-use runner_api::result::{self, ConnectionStats, Generator, PhaseStats, RunnerResult};
+use runner_api::result::{self, ConnectionStats, Generator, RunnerResult, SegmentStats};
 use runner_api::target::TargetUrl;
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
@@ -91,7 +91,7 @@ pub async fn run(
             ..Default::default()
         },
         warmup: None,
-        measured: PhaseStats::new("measured", w.topics, driver.delivery()),
+        measured: SegmentStats::new("measured", w.topics, driver.delivery()),
         sessions: vec![],
         stages: vec![],
         breaking_stage: None,

@@ -11,7 +11,7 @@ use crate::{acks, connect, connections, cpu, progress};
 use msgbench_crds::workload::{Protocol, Workload};
 use runner_api::coarse::CoarseLatency;
 use runner_api::result::{
-    self, Delivery, Generator, PhaseStats, PublishStall, RunnerResult, TimelinePoint,
+    self, Delivery, Generator, PublishStall, RunnerResult, SegmentStats, TimelinePoint,
     SATURATION_CPU, SATURATION_LAG_P99_US,
 };
 use runner_api::target::TargetUrl;
@@ -241,7 +241,7 @@ async fn run_messaging(
     let cpu_s = cpu::process_cpu_seconds().unwrap_or(0.0) - cpu0;
 
     let last_kept = allowed.load(Ordering::SeqCst);
-    let mut per_phase: Vec<PhaseStats> = (0..phases.len())
+    let mut per_phase: Vec<SegmentStats> = (0..phases.len())
         .map(|k| collect_phase(&all_stats, k))
         .collect();
     per_phase.truncate(last_kept.saturating_add(1).min(phases.len()));
@@ -259,13 +259,13 @@ async fn run_messaging(
     let timeline = collect_timeline(&all_stats);
     let warmup = (w.warmup_seconds > 0).then(|| per_phase[0].clone());
     let body = &per_phase[1..];
-    let sessions: Vec<PhaseStats> = body
+    let sessions: Vec<SegmentStats> = body
         .iter()
         .zip(&phases[1..])
         .filter(|(_, ph)| ph.is_session)
         .map(|(p, _)| p.clone())
         .collect();
-    let stages: Vec<PhaseStats> = body
+    let stages: Vec<SegmentStats> = body
         .iter()
         .zip(&phases[1..])
         .filter(|(_, ph)| ph.is_stage)
@@ -303,7 +303,7 @@ async fn run_messaging(
 
 /// Flags a generator that could not keep its schedule: high send lag, messages it never got to
 /// send, or its CPU used up.
-fn saturation(g: &mut Generator, phases: &[PhaseStats], runner: u16) {
+fn saturation(g: &mut Generator, phases: &[SegmentStats], runner: u16) {
     let mut lag = runner_api::histo::Histo::default();
     let (mut scheduled, mut published) = (0, 0);
     for p in phases {
@@ -337,8 +337,8 @@ fn saturation(g: &mut Generator, phases: &[PhaseStats], runner: u16) {
     g.reasons = reasons;
 }
 
-fn collect_phase(stats: &[Shared], k: usize) -> PhaseStats {
-    let mut out: Option<PhaseStats> = None;
+fn collect_phase(stats: &[Shared], k: usize) -> SegmentStats {
+    let mut out: Option<SegmentStats> = None;
     let (mut first_send, mut last_recv) = (u64::MAX, 0);
     for s in stats {
         let s = s.lock().expect("stats lock");
@@ -364,7 +364,7 @@ fn collect_phase(stats: &[Shared], k: usize) -> PhaseStats {
 
 /// `lostAcked` and the publish stall of each phase, from all of this runner's tasks at once
 /// (after the drain, so a message still missing is lost).
-fn ack_figures(per_phase: &mut [PhaseStats], stats: &[Shared], runner: u16) {
+fn ack_figures(per_phase: &mut [SegmentStats], stats: &[Shared], runner: u16) {
     let guards: Vec<_> = stats
         .iter()
         .map(|s| s.lock().expect("stats lock"))

@@ -16,7 +16,7 @@ pub enum Length {
 }
 
 /// One phase of the plan (warm-up, a session or a stage) as the engine schedules it; what it
-/// measured goes into a [`runner_api::result::PhaseStats`].
+/// measured goes into a [`runner_api::result::SegmentStats`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlanPhase {
     pub name: String,

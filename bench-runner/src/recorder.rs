@@ -5,14 +5,14 @@ use crate::clock;
 use crate::payload::Header;
 use fixedbitset::FixedBitSet;
 use runner_api::coarse::CoarseLatency;
-use runner_api::result::{Delivery, PhaseStats};
+use runner_api::result::{Delivery, SegmentStats};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// Figures of one task, per phase (index = header phase byte), plus a per-second timeline.
 #[derive(Debug)]
 pub struct TaskStats {
-    pub phases: Vec<PhaseStats>,
+    pub phases: Vec<SegmentStats>,
     pub timeline_published: Vec<u64>,
     pub timeline_received: Vec<u64>,
     /// Per second: latency of this task's own-runner deliveries (coarse, for the timeline).
@@ -43,7 +43,7 @@ impl TaskStats {
         TaskStats {
             phases: phase_names
                 .iter()
-                .map(|n| PhaseStats::new(n, topics, delivery))
+                .map(|n| SegmentStats::new(n, topics, delivery))
                 .collect(),
             timeline_published: Vec::new(),
             timeline_received: Vec::new(),

@@ -1,6 +1,6 @@
 //! The readable table printed after a run, by `report` and by `merge`.
 use runner_api::histo::LatencyPercentiles;
-use runner_api::result::{PhaseStats, RunnerResult};
+use runner_api::result::{RunnerResult, SegmentStats};
 use std::fmt::Write;
 
 pub fn render(r: &RunnerResult) -> String {
@@ -145,7 +145,7 @@ fn stage_loads(s: &mut String, r: &RunnerResult) {
     }
 }
 
-fn row(s: &mut String, p: &PhaseStats) {
+fn row(s: &mut String, p: &SegmentStats) {
     let m = &p.summary;
     let l = m.latency.as_ref();
     let f = |x: Option<u64>| x.map_or("-".to_string(), |v| v.to_string());

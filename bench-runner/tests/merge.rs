@@ -1,7 +1,7 @@
 //! Merging N partial results gives exactly the result of one process that saw everything,
 //! through the JSON files and the `bench-runner merge` command.
 use runner_api::histo::Histo;
-use runner_api::result::{Delivery, Generator, PhaseStats, RunnerResult, FORMAT};
+use runner_api::result::{Delivery, Generator, RunnerResult, SegmentStats, FORMAT};
 use std::process::Command;
 
 fn workload() -> msgbench_crds::workload::Workload {
@@ -19,8 +19,8 @@ fn samples(k: u64, n: u64) -> Vec<u64> {
         .collect()
 }
 
-fn phase(name: &str, lat: &[u64], published: u64, topic: usize) -> PhaseStats {
-    let mut p = PhaseStats::new(name, 3, Delivery::FanOut);
+fn phase(name: &str, lat: &[u64], published: u64, topic: usize) -> SegmentStats {
+    let mut p = SegmentStats::new(name, 3, Delivery::FanOut);
     p.publishers = 1;
     p.published = published;
     p.scheduled = published;

@@ -6,8 +6,8 @@
 //! target. The override is typed, not a free-form patch, so admission checks every value.
 use crate::benchmark_run::Target;
 use crate::workload::{
-    JetStreamConsumer, JetStreamOptions, JetStreamPublish, JetStreamStorage, MqttOptions,
-    MqttVersion, Protocol, SocketIoOptions, WebSocketMode, WebSocketOptions, Workload,
+    JetStreamConsumer, JetStreamOptions, JetStreamPublish, MqttOptions, MqttVersion, Protocol,
+    SocketIoOptions, StreamStorage, WebSocketMode, WebSocketOptions, Workload,
 };
 use kube::KubeSchema;
 use schemars::JsonSchema;
@@ -96,7 +96,7 @@ pub struct JetStreamOverride {
     pub replicas: Option<u32>,
     /// Stream storage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub storage: Option<JetStreamStorage>,
+    pub storage: Option<StreamStorage>,
     /// Publish mode, sync or async.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publish: Option<JetStreamPublish>,

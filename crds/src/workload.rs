@@ -259,7 +259,7 @@ pub struct JetStreamOptions {
     pub replicas: u32,
     /// Stream storage when created.
     #[serde(default)]
-    pub storage: JetStreamStorage,
+    pub storage: StreamStorage,
     /// Publish mode.
     #[serde(default)]
     pub publish: JetStreamPublish,
@@ -281,10 +281,11 @@ pub struct JetStreamOptions {
     pub pull_batch: u32,
 }
 
+// Not the JetStreamCluster's store volume (`jetstream_cluster::JetStreamStorage`).
 /// Stream storage.
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
-pub enum JetStreamStorage {
+pub enum StreamStorage {
     /// Memory storage.
     Memory,
     /// File storage.

@@ -5,7 +5,7 @@ use msgbench_operator::benchmark_run::results::{self, TrialRecord};
 use peak_alloc::PeakAlloc;
 use runner_api::agent::{RawResultLine, ResultLine};
 use runner_api::histo::Histo;
-use runner_api::result::PhaseStats;
+use runner_api::result::SegmentStats;
 
 #[global_allocator]
 static HEAP: PeakAlloc = PeakAlloc;
@@ -21,8 +21,8 @@ fn spread(seed: u64, n: u64) -> Histo {
     h
 }
 
-fn phase(name: &str, seed: u64) -> PhaseStats {
-    let mut p = PhaseStats::new(name, 1, Default::default());
+fn phase(name: &str, seed: u64) -> SegmentStats {
+    let mut p = SegmentStats::new(name, 1, Default::default());
     p.published = 20_000;
     p.published_by_topic = vec![20_000];
     p.subscribers_by_topic = vec![1];

@@ -19,10 +19,12 @@ pub enum Delivery {
     RoundTrip,
 }
 
-/// One phase (warm-up, the whole measured part, a session or a stage): raw, mergeable figures.
+/// One segment of a trial (warm-up, the whole measured part, a session or a stage): raw,
+/// mergeable figures. Records carry them as `phases` (the wire name; "phase" in the API means
+/// the run's lifecycle).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PhaseStats {
+pub struct SegmentStats {
     pub name: String,
     /// Open-loop rate per publisher in this phase (None = closed loop).
     pub rate_per_publisher: Option<u32>,
@@ -138,9 +140,9 @@ pub struct PhaseSummary {
     pub send_lag: Option<LatencyPercentiles>,
 }
 
-impl PhaseStats {
+impl SegmentStats {
     pub fn new(name: &str, topics: u32, delivery: Delivery) -> Self {
-        PhaseStats {
+        SegmentStats {
             name: name.into(),
             published_by_topic: vec![0; topics as usize],
             subscribers_by_topic: vec![0; topics as usize],
@@ -150,7 +152,7 @@ impl PhaseStats {
     }
 
     /// Adds `o`'s raw figures into `self` (same phase of another publisher, subscriber or runner).
-    pub fn add(&mut self, o: &PhaseStats) {
+    pub fn add(&mut self, o: &SegmentStats) {
         if self.rate_per_publisher.is_none() {
             self.rate_per_publisher = o.rate_per_publisher;
         }
@@ -436,11 +438,11 @@ pub struct RunnerResult {
     pub runner_ids: Vec<u16>,
     pub workload: Workload,
     pub generator: Generator,
-    pub warmup: Option<PhaseStats>,
+    pub warmup: Option<SegmentStats>,
     /// Everything after warm-up (all sessions/stages together).
-    pub measured: PhaseStats,
-    pub sessions: Vec<PhaseStats>,
-    pub stages: Vec<PhaseStats>,
+    pub measured: SegmentStats,
+    pub sessions: Vec<SegmentStats>,
+    pub stages: Vec<SegmentStats>,
     /// Set when stages stopped at a threshold: the first stage that broke it.
     pub breaking_stage: Option<String>,
     pub connections: Option<ConnectionStats>,
@@ -598,7 +600,7 @@ impl ResultMerger {
     pub fn finish(self) -> Result<RunnerResult, MergeError> {
         let mut out = self.out.ok_or(MergeError::Empty)?;
         // A multi-phase measured part is recomputed from its merged phases, as one process does.
-        let phases: Vec<&PhaseStats> = out.sessions.iter().chain(out.stages.iter()).collect();
+        let phases: Vec<&SegmentStats> = out.sessions.iter().chain(out.stages.iter()).collect();
         if phases.len() > 1 {
             out.measured = aggregate_measured(&phases);
         }
@@ -612,16 +614,16 @@ impl ResultMerger {
 
 /// The measured part as one phase: sums of the phases after warm-up. Subscriptions are the same
 /// in every phase, so they are taken once; times add up (phases run one after another).
-pub fn aggregate_measured<P: Borrow<PhaseStats>>(phases: &[P]) -> PhaseStats {
+pub fn aggregate_measured<P: Borrow<SegmentStats>>(phases: &[P]) -> SegmentStats {
     let Some(first) = phases.first().map(Borrow::borrow) else {
-        return PhaseStats::default();
+        return SegmentStats::default();
     };
     if phases.len() == 1 {
         let mut p = first.clone();
         p.name = "measured".into();
         return p;
     }
-    let mut m = PhaseStats::new(
+    let mut m = SegmentStats::new(
         "measured",
         first.published_by_topic.len() as u32,
         first.delivery,
@@ -705,7 +707,7 @@ mod tests {
 
     #[test]
     fn lost_acked_sums_and_the_longest_stall_keeps_its_start_through_merge() {
-        let mut a = PhaseStats::new("m", 1, Delivery::FanOut);
+        let mut a = SegmentStats::new("m", 1, Delivery::FanOut);
         a.lost_acked = Some(2);
         a.lost_acked_deliveries = Some(3);
         a.publish_stall = stall(40_000, 1_000);
@@ -733,7 +735,7 @@ mod tests {
 
     #[test]
     fn unavailable_figures_stay_unavailable_through_merge_and_serde() {
-        let none = PhaseStats::new("m", 1, Delivery::FanOut);
+        let none = SegmentStats::new("m", 1, Delivery::FanOut);
         let mut m = none.clone();
         m.add(&none);
         m.finalize();
@@ -745,7 +747,7 @@ mod tests {
         let mut zero = none.clone();
         zero.lost_acked = Some(0);
         zero.publish_stall = Some(PublishStall::default());
-        let back: PhaseStats =
+        let back: SegmentStats =
             serde_json::from_value(serde_json::to_value(&zero).unwrap()).unwrap();
         assert_eq!(
             (back.lost_acked, back.publish_stall),
@@ -782,7 +784,7 @@ mod tests {
     /// deliveries, or products and sums past u64, panicked (debug) or wrapped (release).
     #[test]
     fn inconsistent_or_huge_counters_never_panic() {
-        let mut p = PhaseStats::new("measured", 1, Delivery::FanOut);
+        let mut p = SegmentStats::new("measured", 1, Delivery::FanOut);
         p.received = 1;
         p.duplicates = 5;
         p.published = u64::MAX;

@@ -4,7 +4,7 @@
 //! same figures from a standalone `bench-runner run` result file.
 use crate::histo::LatencyPercentiles;
 use crate::result::{
-    ConnectionStats, PhaseStats, PublishStall, RestLatency, RunnerResult, TimelinePoint,
+    ConnectionStats, PublishStall, RestLatency, RunnerResult, SegmentStats, TimelinePoint,
     MAX_TIMELINE_POINTS, SATURATION_LAG_P99_US,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
@@ -33,13 +33,13 @@ pub fn latency(l: Option<&LatencyPercentiles>) -> Option<LatencySummary> {
 }
 
 /// A warm-up or session row: its offered load is the rate per publisher (none when closed loop).
-pub fn segment(p: &PhaseStats) -> SegmentResult {
+pub fn segment(p: &SegmentStats) -> SegmentResult {
     segment_offering(p, p.rate_per_publisher.map(f64::from))
 }
 
 /// Stage `index` (0-based) of `stages`: it offered `start + index x step` of its dimension —
 /// messages/s per publisher, or connections (publishers) per runner.
-pub fn stage(p: &PhaseStats, stages: Option<&Stages>, index: usize) -> SegmentResult {
+pub fn stage(p: &SegmentStats, stages: Option<&Stages>, index: usize) -> SegmentResult {
     let offered = match stages {
         Some(st) => {
             let v = u64::from(st.start) + index as u64 * u64::from(st.step);
@@ -54,7 +54,7 @@ pub fn stage(p: &PhaseStats, stages: Option<&Stages>, index: usize) -> SegmentRe
 /// where that window exists. Nothing delivered after sends is a rate of 0 (there was a first
 /// send, and 0 over any window is 0); nothing published, or a window missing from a record
 /// that has deliveries (written before the field), leaves the rate undefined: `None`, not 0.
-pub fn delivery_rate(p: &PhaseStats) -> Option<f64> {
+pub fn delivery_rate(p: &SegmentStats) -> Option<f64> {
     if p.delivery_seconds > 0.0 {
         Some(p.summary.delivery_rate)
     } else if p.published > 0 && p.summary.delivered_unique == 0 {
@@ -64,7 +64,7 @@ pub fn delivery_rate(p: &PhaseStats) -> Option<f64> {
     }
 }
 
-fn segment_offering(p: &PhaseStats, offered: Option<f64>) -> SegmentResult {
+fn segment_offering(p: &SegmentStats, offered: Option<f64>) -> SegmentResult {
     SegmentResult {
         name: p.name.clone(),
         offered,
@@ -271,7 +271,7 @@ mod tests {
 
     #[test]
     fn a_session_row_carries_its_publish_rate_and_ack_latency() {
-        let mut p = PhaseStats::new("session-2", 1, crate::result::Delivery::FanOut);
+        let mut p = SegmentStats::new("session-2", 1, crate::result::Delivery::FanOut);
         p.summary.publish_rate = 4_800.0;
         let mut acks = crate::histo::Histo::default();
         acks.record(2_000);

@@ -3,7 +3,7 @@
 use crate::agent::{ResultLine, LINE_FORMAT};
 use crate::coarse::CoarseLatency;
 use crate::histo::Histo;
-use crate::result::{Generator, PhaseStats, RunnerResult, TimelinePoint, FORMAT};
+use crate::result::{Generator, RunnerResult, SegmentStats, TimelinePoint, FORMAT};
 
 /// Runner `runner`'s record of `trial`: `published` messages over 1 s, one received per
 /// latency (µs) within that second (so the end-to-end window is 1 s too), started at
@@ -15,7 +15,7 @@ pub fn record(
     published: u64,
     started_unix_ms: u64,
 ) -> ResultLine {
-    let mut m = PhaseStats::new("measured", 1, Default::default());
+    let mut m = SegmentStats::new("measured", 1, Default::default());
     m.published = published;
     m.published_by_topic = vec![published];
     m.subscribers_by_topic = vec![1];

@@ -15,7 +15,7 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use msgbench_crds::workload::{
-    JetStreamConsumer, JetStreamOptions, JetStreamPublish, JetStreamStorage, Workload,
+    JetStreamConsumer, JetStreamOptions, JetStreamPublish, StreamStorage, Workload,
 };
 use runner_api::target::TargetUrl;
 use std::sync::Arc;
@@ -104,8 +104,8 @@ impl Driver for JetStreamDriver {
                 name: self.o.stream.clone(),
                 subjects: vec![format!("{}.>", self.w.topic_prefix)],
                 storage: match self.o.storage {
-                    JetStreamStorage::File => stream::StorageType::File,
-                    JetStreamStorage::Memory => stream::StorageType::Memory,
+                    StreamStorage::File => stream::StorageType::File,
+                    StreamStorage::Memory => stream::StorageType::Memory,
                 },
                 num_replicas: self.o.replicas as usize,
                 metadata: token

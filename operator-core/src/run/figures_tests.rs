@@ -3,7 +3,7 @@ use crate::run::results::{collect, evaluate, TrialRecord};
 use msgbench_crds::benchmark_run::{Metric, Severity, Threshold, ThresholdOp};
 use runner_api::agent::{RawResultLine, ResultLine};
 use runner_api::histo::Histo;
-use runner_api::result::{ConnectionStats, PhaseStats, RestLatency};
+use runner_api::result::{ConnectionStats, RestLatency, SegmentStats};
 
 fn record(runner: u16, trial: u32, edit: impl Fn(&mut ResultLine)) -> RawResultLine {
     let mut l = runner_api::testing::record(runner, trial, &[1_000], 1, 1_700_000_000_000);
@@ -96,7 +96,7 @@ fn connection_stages_offer_their_connection_count() {
         .unwrap();
         l.result.stages = (1..=2)
             .map(|k| {
-                let mut p = PhaseStats::new(&format!("stage-{k}"), 1, Default::default());
+                let mut p = SegmentStats::new(&format!("stage-{k}"), 1, Default::default());
                 p.rate_per_publisher = Some(10);
                 p
             })
@@ -225,7 +225,7 @@ fn warmup_and_session_rates_over_trials_use_the_sum_of_their_windows() {
     let sessions = |l: &mut ResultLine| {
         let m = &mut l.result.measured;
         m.delivery_seconds = 1.0;
-        let row = |name: &str| PhaseStats {
+        let row = |name: &str| SegmentStats {
             name: name.into(),
             ..m.clone()
         };

@@ -7,7 +7,7 @@ use msgbench_crds::benchmark_run::{
     TrialFigures, TrialStatistics,
 };
 use runner_api::agent::RawResultLine;
-use runner_api::result::{PhaseStats, ResultMerger, RunnerResult};
+use runner_api::result::{ResultMerger, RunnerResult, SegmentStats};
 use runner_api::status_form::{delivery_rate, format_ms, to_status, us_to_ms};
 use std::collections::BTreeMap;
 
@@ -162,7 +162,7 @@ impl TrialWindows {
 }
 
 /// Calls `f` with every phase of `r` and a key naming it apart from the others.
-fn each_phase(r: &mut RunnerResult, mut f: impl FnMut(String, &mut PhaseStats)) {
+fn each_phase(r: &mut RunnerResult, mut f: impl FnMut(String, &mut SegmentStats)) {
     if let Some(w) = &mut r.warmup {
         f("warmup".into(), w);
     }
