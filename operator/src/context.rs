@@ -21,9 +21,6 @@ pub struct Context {
     pub readiness: Arc<Readiness>,
     /// Whether to query nats-server `/varz` on the pod IP (needs pod network reachability).
     pub observe_varz: bool,
-    /// BenchmarkRun `spec.faults` may delete server pods (the chart grants `delete` on pods
-    /// only with `faults.enabled`).
-    pub allow_faults: bool,
     /// Default images and pod additions for runner and server pods (the chart's operands.yaml).
     pub operands: Arc<OperandDefaults>,
     pub requeue: Requeue,
@@ -31,11 +28,20 @@ pub struct Context {
     /// Signs runner control credentials (`runner_api::control_auth`); its key is the chart's
     /// control-key Secret, or a key of this process only (`--control-key-secret` unset).
     pub control: Arc<ControlSigner>,
+    /// The operator's own pods, for runner NetworkPolicies; None outside a cluster.
+    pub runner_peer: Option<crate::benchmark_run::runner_access::OperatorPeer>,
+    /// What only the BenchmarkRun controller uses.
+    pub runs: RunState,
+}
+
+/// State of the BenchmarkRun controller only (the server controllers never read it).
+pub struct RunState {
+    /// BenchmarkRun `spec.faults` may delete server pods (the chart grants `delete` on pods
+    /// only with `faults.enabled`).
+    pub allow_faults: bool,
     /// A runner's results may be read from its pod log once its agent let them go
     /// (`--results-from-pod-logs`; needs `get` on pods/log).
     pub results_from_pod_logs: bool,
-    /// The operator's own pods, for runner NetworkPolicies; None outside a cluster.
-    pub runner_peer: Option<crate::benchmark_run::runner_access::OperatorPeer>,
     /// Port of the runner agents' control endpoint (tests run fake agents elsewhere).
     pub agent_port: u16,
     /// The resourceVersion of each run's last status write, by uid: a cached run older than
@@ -46,6 +52,22 @@ pub struct Context {
         std::sync::OnceLock<kube::runtime::reflector::Store<msgbench_crds::BenchmarkRun>>,
     /// Memory for run results, shared by every concurrent reconcile.
     pub merge_budget: Arc<MergeBudget>,
+}
+
+impl Default for RunState {
+    fn default() -> Self {
+        Self {
+            allow_faults: false,
+            results_from_pod_logs: false,
+            agent_port: runner_api::agent::AGENT_PORT,
+            run_versions: Mutex::default(),
+            run_cache: std::sync::OnceLock::new(),
+            merge_budget: Arc::new(MergeBudget::from_memory_limit(
+                None,
+                crate::benchmark_run::gather::RESULTS_BUDGET_BYTES,
+            )),
+        }
+    }
 }
 
 /// Requeue intervals: short while converging, long when stable (watches do the rest).
@@ -115,20 +137,12 @@ impl Context {
             metrics: Metrics::default(),
             readiness,
             observe_varz,
-            allow_faults: false,
             operands: Arc::new(operands),
             requeue: Requeue::default(),
             backoff: Backoff::default(),
             control: Arc::new(control),
-            results_from_pod_logs: false,
             runner_peer: crate::benchmark_run::runner_access::OperatorPeer::from_env(),
-            agent_port: runner_api::agent::AGENT_PORT,
-            run_versions: Mutex::default(),
-            run_cache: std::sync::OnceLock::new(),
-            merge_budget: Arc::new(MergeBudget::from_memory_limit(
-                None,
-                crate::benchmark_run::gather::RESULTS_BUDGET_BYTES,
-            )),
+            runs: RunState::default(),
         }
     }
 }
@@ -137,7 +151,8 @@ impl Context {
     /// Forgets what is kept in memory for runs whose uid is not in `live` (deleted runs): their
     /// last written versions.
     pub fn forget_runs_except(&self, live: &BTreeSet<String>) {
-        self.run_versions
+        self.runs
+            .run_versions
             .lock()
             .expect("run versions")
             .retain(|uid, _| live.contains(uid));
@@ -238,13 +253,21 @@ mod tests {
         );
         let ctx = Context::new(client, Arc::new(Readiness::new(1)), false);
         for uid in ["gone", "live"] {
-            ctx.run_versions
+            ctx.runs
+                .run_versions
                 .lock()
                 .unwrap()
                 .insert(uid.into(), "1".into());
         }
         ctx.forget_runs_except(&BTreeSet::from(["live".to_string()]));
-        let versions: Vec<_> = ctx.run_versions.lock().unwrap().keys().cloned().collect();
+        let versions: Vec<_> = ctx
+            .runs
+            .run_versions
+            .lock()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
         assert_eq!(versions, vec!["live".to_string()]);
     }
 

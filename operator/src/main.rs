@@ -136,8 +136,8 @@ async fn main() -> anyhow::Result<()> {
     let client = kube::Client::try_from(kube_config.clone())?;
     let readiness = Arc::new(Readiness::new(4));
     let mut ctx = Context::new(client, readiness.clone(), !args.no_varz);
-    ctx.allow_faults = args.allow_faults;
-    ctx.results_from_pod_logs = args.results_from_pod_logs;
+    ctx.runs.allow_faults = args.allow_faults;
+    ctx.runs.results_from_pod_logs = args.results_from_pod_logs;
     match (&args.control_key_secret, &args.operator_namespace) {
         (Some(name), Some(ns)) => {
             let signer = control_key::load_or_create(ctx.client.clone(), ns, name).await?;
@@ -153,12 +153,12 @@ async fn main() -> anyhow::Result<()> {
     let mut operands = operands;
     operands.control_public_key = ctx.control.public_key();
     ctx.operands = Arc::new(operands);
-    ctx.merge_budget = Arc::new(MergeBudget::from_memory_limit(
+    ctx.runs.merge_budget = Arc::new(MergeBudget::from_memory_limit(
         args.memory_limit_bytes,
         RESULTS_BUDGET_BYTES,
     ));
     tracing::info!(
-        bytes = ctx.merge_budget.total_bytes(),
+        bytes = ctx.runs.merge_budget.total_bytes(),
         "memory budget for run results"
     );
     let ctx = Arc::new(ctx);

@@ -97,7 +97,7 @@ fn setup() -> FakeApi {
 
 fn leader(api: &FakeApi) -> Arc<Context> {
     let mut c = Context::new(api.client(), Arc::new(Readiness::new(1)), false);
-    c.allow_faults = true;
+    c.runs.allow_faults = true;
     Arc::new(c)
 }
 

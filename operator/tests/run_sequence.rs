@@ -137,7 +137,7 @@ fn job_uid(api: &FakeApi) -> String {
 
 fn context(api: &FakeApi, port: u16) -> Arc<Context> {
     let mut c = Context::new(api.client(), Arc::new(Readiness::new(1)), false);
-    c.agent_port = port;
+    c.runs.agent_port = port;
     Arc::new(c)
 }
 

@@ -51,7 +51,7 @@ pub async fn carry_out(
                 let token = ctx.control_credential(&id.owner_ref.uid);
                 let addrs: Vec<_> = ips
                     .iter()
-                    .filter_map(|ip| runner_http::agent_addr(ip, ctx.agent_port))
+                    .filter_map(|ip| runner_http::agent_addr(ip, ctx.runs.agent_port))
                     .collect();
                 super::gather::release_holding(&addrs, &token, *records).await;
             }
@@ -124,7 +124,7 @@ async fn release(
     ips: &[String],
 ) -> Vec<(String, std::result::Result<u64, String>)> {
     let sends = ips.iter().map(|ip| async move {
-        let answer = match runner_http::agent_addr(ip, ctx.agent_port) {
+        let answer = match runner_http::agent_addr(ip, ctx.runs.agent_port) {
             Some(addr) => runner_http::start(addr, token, trial, at)
                 .await
                 .map_err(|e| format!("{e:#}")),
@@ -226,7 +226,8 @@ pub async fn write_status(
 
 fn remember(ctx: &Context, br: &BenchmarkRun, rv: Option<String>) {
     if let (Some(uid), Some(rv)) = (br.uid(), rv) {
-        ctx.run_versions
+        ctx.runs
+            .run_versions
             .lock()
             .expect("run versions")
             .insert(uid, rv);
@@ -242,6 +243,7 @@ pub async fn latest(
 ) -> Result<std::sync::Arc<BenchmarkRun>> {
     let Some(uid) = br.uid() else { return Ok(br) };
     let wrote = ctx
+        .runs
         .run_versions
         .lock()
         .expect("run versions")

@@ -55,7 +55,7 @@ pub async fn run(ctx: Arc<Context>, namespace: Option<String>) {
         })
         .shutdown_on_signal();
     let store = controller.store();
-    let _ = ctx.run_cache.set(store.clone());
+    let _ = ctx.runs.run_cache.set(store.clone());
     tokio::spawn(prune_deleted_runs(store.clone(), ctx.clone()));
     let readiness = ctx.readiness.clone();
     tokio::spawn(async move {

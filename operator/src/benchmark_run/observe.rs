@@ -27,7 +27,7 @@ const MAX_BASELINE_CHAIN: usize = 8;
 /// (see `target_lock` for why a stale one is safe), else listed (tests without a controller).
 async fn runs_on_target(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Vec<RunOnTarget>> {
     let mine = target_lock::target_keys(&br.spec);
-    let runs: Vec<BenchmarkRun> = match ctx.run_cache.get() {
+    let runs: Vec<BenchmarkRun> = match ctx.runs.run_cache.get() {
         Some(store) => store
             .state()
             .iter()
@@ -83,7 +83,7 @@ async fn read(
     results_memory: &mut Option<crate::merge_budget::Reservation>,
 ) -> Result<Observed> {
     let mut obs = Observed::at(now());
-    obs.faults_allowed = ctx.allow_faults;
+    obs.faults_allowed = ctx.runs.allow_faults;
     obs.operands = ctx.operands.clone();
     if st.observed_generation != Some(id.generation) {
         return Ok(obs); // a new generation starts over: nothing to read
@@ -138,13 +138,13 @@ async fn read(
         super::fault_inject::leaders_after(ctx, br, &id.namespace, &st.faults, &obs.now).await;
     obs.fault_restarts =
         super::fault_inject::restarts_after(ctx, &id.namespace, &st.faults, &obs.now).await;
-    let done = done_runners(&view, &obs.agents, ctx.agent_port);
+    let done = done_runners(&view, &obs.agents, ctx.runs.agent_port);
     if done.len() >= br.spec.runners.count.max(1) as usize {
         let trials = timing::total_trials(br) as u32;
-        let budget = &ctx.merge_budget;
+        let budget = &ctx.runs.merge_budget;
         let access = gather::ResultsAccess {
             credential: &token,
-            from_logs: ctx.results_from_pod_logs,
+            from_logs: ctx.runs.results_from_pod_logs,
         };
         let (results, held) = gather::gather(&pods, &done, &access, trials, budget).await?;
         (obs.results, *results_memory) = (Some(results), Some(held));
@@ -181,7 +181,7 @@ async fn poll_agents(ctx: &Context, view: &RunnerView<'_>, token: &str) -> Vec<A
         let ip = runner_pods::ip(pod)?;
         let name = pod.name_any();
         Some(async move {
-            let addr = runner_http::agent_addr(&ip, ctx.agent_port)?;
+            let addr = runner_http::agent_addr(&ip, ctx.runs.agent_port)?;
             let progress = runner_http::progress(addr, token).await?;
             Some(AgentSeen {
                 pod: name,
