@@ -90,15 +90,16 @@ e2e: cluster-up images
 	kubectl delete namespace msgbench-demo --ignore-not-found --wait --timeout=180s
 	@# ... and the namespaces failed tests of an earlier suite kept (their diagnostics are in
 	@# $$MSGBENCH_CACHE/e2e-artifacts): their server pods' CPU requests would starve the pinning checks ...
-	kubectl delete namespaces -l msgbench.dev/e2e=true --wait --timeout=300s  # none: "No resources found", exit 0
+	. e2e/contract.env && kubectl delete namespaces -l "$$E2E_NAMESPACE_LABEL=true" --wait --timeout=300s  # none: "No resources found", exit 0
 	@# ... and the CPU request of an operator installed with other values (by hand, or by a
 	@# demo from before it used the suite's values): install the suite's values (only those,
 	@# not the old ones), as its own install does anyway.
 	e2e/tools/ensure helm apt:chromium  # chromium: tests/variants.rs screenshots a real report
-	if [ -n "$$(kubectl -n msgbench-system get deployment msgbench-operator --ignore-not-found \
+	. e2e/contract.env && \
+	if [ -n "$$(kubectl -n "$$CHART_NAMESPACE" get deployment "$$OPERATOR_DEPLOYMENT" --ignore-not-found \
 	      -o jsonpath='{.spec.template.spec.containers[*].resources.requests.cpu}')" ]; then \
-	  helm upgrade msgbench charts/msgbench -n msgbench-system \
-	    --values charts/tests/e2e-values.yaml --wait --timeout 3m; \
+	  helm upgrade "$$CHART_RELEASE" charts/msgbench -n "$$CHART_NAMESPACE" \
+	    --values "$$CHART_E2E_VALUES" --wait --timeout 3m; \
 	fi
 	e2e/cluster/smoke
 	if [ "$(NODES)" = 1 ]; then cargo test -p msgbench-e2e -- --test-threads=1; \

@@ -3,7 +3,8 @@
 //! (events, pod descriptions, logs — also the operator's) whenever a test fails.
 //!
 //! Run with `make e2e` (cluster up, images, then `cargo test -p msgbench-e2e -- --test-threads=1`).
-//! Environment: `KUBECONFIG` (else `${MSGBENCH_CACHE:-~/.cache/msgbench}/kubeconfig-${CLUSTER:-local}`);
+//! Environment: `KUBECONFIG` (else `${MSGBENCH_CACHE:-~/.cache/msgbench}/kubeconfig-${CLUSTER:-local}`,
+//! as `e2e/contract.env` writes it for the cluster scripts and this harness alike);
 //! `MSGBENCH_E2E_SKIP_INSTALL=1` tests an operator that is already running (e.g. `cargo run` on the
 //! host); `MSGBENCH_E2E_OPERATOR_TAG=<tag>` installs another operator image tag. A failed test keeps
 //! its namespace and writes its diagnostics to `$MSGBENCH_CACHE/e2e-artifacts/<namespace>/`.

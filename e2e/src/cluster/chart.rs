@@ -1,14 +1,14 @@
 //! Installs the msgbench chart once per test process with `helm upgrade --install --wait`.
-use crate::cluster::{kubeconfig_path, repo_root};
+use crate::cluster::{contract, kubeconfig_path, repo_root};
 use anyhow::{bail, Context, Result};
 use std::process::Command;
 use std::sync::OnceLock;
 
-pub const RELEASE: &str = "msgbench";
-pub const NAMESPACE: &str = "msgbench-system";
+pub const RELEASE: &str = contract::CHART_RELEASE;
+pub const NAMESPACE: &str = contract::CHART_NAMESPACE;
 /// Label selector of the operator pod(s) the chart creates.
 /// The operator Deployment the chart creates for release "msgbench".
-pub const OPERATOR_DEPLOYMENT: &str = "msgbench-operator";
+pub const OPERATOR_DEPLOYMENT: &str = contract::OPERATOR_DEPLOYMENT;
 pub const OPERATOR_SELECTOR: &str =
     "app.kubernetes.io/instance=msgbench,app.kubernetes.io/component=operator";
 
@@ -53,7 +53,7 @@ fn install() -> Result<()> {
         .arg(&chart)
         .args(["--namespace", NAMESPACE, "--create-namespace"])
         .arg("--values")
-        .arg(root.join("charts/tests/e2e-values.yaml"))
+        .arg(root.join(contract::CHART_E2E_VALUES))
         .args(["--wait", "--timeout", "180s"])
         .arg("--kubeconfig")
         .arg(kubeconfig_path())
@@ -105,15 +105,9 @@ fn recover_interrupted_release(helm: &str) -> Result<()> {
 
 /// helm from the project's tool cache, else from PATH.
 fn helm_binary() -> String {
-    let cache = std::env::var("MSGBENCH_CACHE").unwrap_or_else(|_| {
-        format!(
-            "{}/.cache/msgbench",
-            std::env::var("HOME").unwrap_or_else(|_| "/root".into())
-        )
-    });
-    let cached = format!("{cache}/bin/helm");
-    if std::path::Path::new(&cached).exists() {
-        cached
+    let cached = contract::tools_bin().join("helm");
+    if cached.exists() {
+        cached.display().to_string()
     } else {
         "helm".into()
     }
@@ -128,7 +122,7 @@ fn local_operator_digest() -> Option<String> {
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .find(|f| f.first() == Some(&"ghcr.io/msgbench/operator:0.1.0"))
+        .find(|f| f.first() == Some(&contract::OPERATOR_IMAGE))
         .and_then(|f| {
             f.get(2)
                 .map(|d| d.trim_start_matches("sha256:").to_string())

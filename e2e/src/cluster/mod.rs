@@ -6,6 +6,7 @@
 mod connect;
 
 pub mod chart;
+pub mod contract;
 pub mod node;
 pub mod nodes;
 pub mod operator_lease;

@@ -12,7 +12,7 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 /// Label on every namespace the suite creates, so leftovers can be found and removed.
-pub const E2E_LABEL: &str = "msgbench.dev/e2e";
+pub const E2E_LABEL: &str = crate::cluster::contract::E2E_NAMESPACE_LABEL;
 
 #[derive(Clone)]
 pub struct TestContext {

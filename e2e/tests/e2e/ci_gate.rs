@@ -8,7 +8,6 @@ use msgbench_e2e::cluster::{kubeconfig_path, repo_root};
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::runs::{field as s, finished};
 use msgbench_e2e::{run, servers, TestContext};
-use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -103,14 +102,9 @@ async fn gate(
         })
         .collect();
     eprintln!("gate for {name}:\n  {}", script.join("\n  "));
-    let cache = std::env::var_os("MSGBENCH_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/msgbench")
-        });
     let path = format!(
         "{}:{}",
-        cache.join("bin").display(),
+        msgbench_e2e::cluster::contract::tools_bin().display(),
         std::env::var("PATH").unwrap_or_default()
     );
     let child = tokio::process::Command::new("bash")

@@ -61,7 +61,7 @@ fn lookalike(owner: &ConfigMap) -> Result<Pod> {
             "app.kubernetes.io/component": "server",
             "app.kubernetes.io/managed-by": "msgbench-operator"}},
         "spec": {
-            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+            "containers": [{"name": "c", "image": msgbench_e2e::cluster::contract::PAUSE_IMAGE,
                 "imagePullPolicy": "Never",
                 "resources": {"requests": {"memory": "8Mi"}, "limits": {"memory": "16Mi"}},
                 "securityContext": {"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
