@@ -1,5 +1,5 @@
 //! End-to-end harness for msgbench: a kube client from the contract kubeconfig, the chart installed
-//! once per run, one fresh namespace per test, condition waits with timeouts, and a diagnostics dump
+//! once per test module, one fresh namespace per test, condition waits with timeouts, and a diagnostics dump
 //! (events, pod descriptions, logs — also the operator's) whenever a test fails.
 //!
 //! Run with `make e2e` (cluster up, images, then `cargo test -p msgbench-e2e -- --test-threads=1`).

@@ -1,8 +1,14 @@
-//! Installs the msgbench chart once per test process with `helm upgrade --install --wait`.
+//! Installs the msgbench chart once per test module with `helm upgrade --install --wait`.
+//!
+//! Once per module, not per process: each module was its own test binary, so each began with a
+//! fresh install, and a test that leaves another release behind (registry_install installs the
+//! chart from a registry) relies on it. `make e2e` runs one module per process anyway; this keeps
+//! a whole-binary `cargo test` run the same.
 use crate::cluster::{contract, kubeconfig_path, repo_root};
 use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 pub const RELEASE: &str = contract::CHART_RELEASE;
 pub const NAMESPACE: &str = contract::CHART_NAMESPACE;
@@ -12,17 +18,31 @@ pub const OPERATOR_DEPLOYMENT: &str = contract::OPERATOR_DEPLOYMENT;
 pub const OPERATOR_SELECTOR: &str =
     "app.kubernetes.io/instance=msgbench,app.kubernetes.io/component=operator";
 
-static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+/// The install's outcome per test module. Held while installing: two modules never run helm at once.
+static INSTALLED: Mutex<BTreeMap<String, Result<(), String>>> = Mutex::new(BTreeMap::new());
 
-/// Install or upgrade the release (idempotent); later calls in the same process reuse the outcome.
-/// Set `MSGBENCH_E2E_SKIP_INSTALL=1` to test an operator that is already installed, and
-/// `MSGBENCH_E2E_OPERATOR_TAG=<tag>` to install another tag of the operator image.
-pub fn ensure_installed() -> Result<()> {
-    let outcome = INSTALLED.get_or_init(|| install().map_err(|e| format!("{e:#}")));
+/// Install or upgrade the release (idempotent) for the tests of `module`; its later tests reuse
+/// the outcome. Set `MSGBENCH_E2E_SKIP_INSTALL=1` to test an operator that is already installed,
+/// and `MSGBENCH_E2E_OPERATOR_TAG=<tag>` to install another tag of the operator image.
+pub fn ensure_installed(module: &str) -> Result<()> {
+    let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
+    let outcome = (installed.entry(module.to_string()))
+        .or_insert_with(|| install().map_err(|e| format!("{e:#}")));
     match outcome {
         Ok(()) => Ok(()),
-        Err(e) => bail!("installing the chart (once per test process) failed: {e}"),
+        Err(e) => bail!("installing the chart (once per test module, {module:?}) failed: {e}"),
     }
+}
+
+/// The module of the running test: libtest runs each test on a thread named after it
+/// (`faults::leader_kills_…`). Empty outside a test thread: one install for the process.
+pub fn test_module() -> String {
+    let thread = std::thread::current();
+    module_of(thread.name().unwrap_or_default()).to_string()
+}
+
+fn module_of(test: &str) -> &str {
+    test.rsplit_once("::").map_or("", |(module, _)| module)
 }
 
 fn install() -> Result<()> {
@@ -127,4 +147,18 @@ fn local_operator_digest() -> Option<String> {
             f.get(2)
                 .map(|d| d.trim_start_matches("sha256:").to_string())
         })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_test_thread_names_its_module() {
+        assert_eq!(
+            super::module_of("faults::leader_kills_are_recorded"),
+            "faults"
+        );
+        assert_eq!(super::module_of("a::b::t"), "a::b");
+        assert_eq!(super::module_of("main"), "");
+        assert_eq!(super::test_module(), "cluster::chart::tests");
+    }
 }
