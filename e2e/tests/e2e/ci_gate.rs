@@ -26,24 +26,6 @@ spec:
   targetReadyTimeoutSeconds: 3
 "#;
 
-const SERVER: &str = r#"
-apiVersion: msgbench.dev/v1alpha1
-kind: JetStreamCluster
-metadata:
-  name: gate-js
-spec:
-  replicas: 1
-  jetstream:
-    storage:
-      type: memory
-    maxMemoryStore: 64Mi
-  resources:
-    requests: {cpu: 10m, memory: 64Mi}
-    limits: {memory: 256Mi}
-  placement:
-    podAntiAffinity: none
-"#;
-
 const PASSING_RUN: &str = r#"
 apiVersion: msgbench.dev/v1alpha1
 kind: BenchmarkRun
@@ -131,7 +113,12 @@ async fn gate(
 }
 
 async fn body(ctx: TestContext) -> Result<()> {
-    kinds::create(&ctx.client, &ctx.ns, SERVER).await?;
+    kinds::create(
+        &ctx.client,
+        &ctx.ns,
+        &servers::js_memory("gate-js", 1, "none"),
+    )
+    .await?;
 
     // A failed run: the gate, started while the run waits for its target, exits non-zero
     // within seconds of completionTime (its own timeout is 15 minutes).

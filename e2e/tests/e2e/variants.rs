@@ -81,7 +81,7 @@ spec:
         "an invalid run created a Job"
     );
 
-    kinds::create(&ctx.client, &ctx.ns, servers::JS3_MEMORY).await?;
+    kinds::create(&ctx.client, &ctx.ns, &servers::js_memory("js3", 3, "none")).await?;
     servers::wait_ready(
         &ctx,
         Kind::JetStreamCluster,
