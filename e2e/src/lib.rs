@@ -2,7 +2,8 @@
 //! once per test module, one fresh namespace per test, condition waits with timeouts, and a diagnostics dump
 //! (events, pod descriptions, logs — also the operator's) whenever a test fails.
 //!
-//! Run with `make e2e` (cluster up, images, then `cargo test -p msgbench-e2e -- --test-threads=1`).
+//! Run with `make e2e` (cluster up, images, then `e2e/tools/suite`: the one test binary,
+//! `tests/e2e`, a module at a time with `--test-threads=1`).
 //! Environment: `KUBECONFIG` (else `${MSGBENCH_CACHE:-~/.cache/msgbench}/kubeconfig-${CLUSTER:-local}`,
 //! as `e2e/contract.env` writes it for the cluster scripts and this harness alike);
 //! `MSGBENCH_E2E_SKIP_INSTALL=1` tests an operator that is already running (e.g. `cargo run` on the
