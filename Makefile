@@ -10,10 +10,9 @@ export KUBECONFIG := $(CACHE)/kubeconfig-$(CLUSTER)
 # Nodes of the e2e cluster: 1 (the default, what `make test` runs on) or 2-4 (NODES=3 make e2e:
 # the multi-node suite, placement and node failure, on nodes that share this machine's CPUs).
 export NODES ?= 1
-MULTI_NODE_TESTS := --test placement --test node_failure
 
 .PHONY: test tools lint fmt-check clippy core-purity unit crds crds-check chart-test gitops-test cluster-up \
-        cluster-down cluster-status images e2e e2e-sockudo demo demo-faults bench bench-operator \
+        cluster-down cluster-status images e2e e2e-check e2e-sockudo demo demo-faults bench bench-operator \
         plugin-release push chart-push registry-up registry-down
 
 ## test: everything CI runs — lint, unit tests, CRD freshness, chart checks, GitOps checks, e2e on
@@ -87,26 +86,31 @@ registry-down:
 
 ## e2e: the cluster's own smoke checks (pinning, sysctls, DNS, Services, volumes), then the suite:
 ## with NODES=1 every single-node test; with NODES>1 the multi-node tests only (they are ignored
-## on one node, and the single-node ones assume one).
-e2e: cluster-up images
+## on one node, and the single-node ones assume one). One test binary, run module by module
+## (a module = a former tests/<name>.rs) by e2e/tools/suite, stopping at the first that fails.
+e2e: cluster-up images e2e-check
 	@# The node has one allocatable CPU and the pinning checks need all of it: free what
 	@# `make demo` left running (its results are printed and re-made by the next demo) ...
 	kubectl delete namespace msgbench-demo --ignore-not-found --wait --timeout=180s
 	@# ... and the namespaces failed tests of an earlier suite kept (their diagnostics are in
 	@# $$MSGBENCH_CACHE/e2e-artifacts): their server pods' CPU requests would starve the pinning checks ...
-	kubectl delete namespaces -l msgbench.dev/e2e=true --wait --timeout=300s  # none: "No resources found", exit 0
+	. e2e/contract.env && kubectl delete namespaces -l "$$E2E_NAMESPACE_LABEL=true" --wait --timeout=300s  # none: "No resources found", exit 0
 	@# ... and the CPU request of an operator installed with other values (by hand, or by a
 	@# demo from before it used the suite's values): install the suite's values (only those,
 	@# not the old ones), as its own install does anyway.
-	e2e/tools/ensure helm apt:chromium  # chromium: tests/variants.rs screenshots a real report
-	if [ -n "$$(kubectl -n msgbench-system get deployment msgbench-operator --ignore-not-found \
+	e2e/tools/ensure helm apt:chromium  # chromium: the variants test screenshots a real report
+	. e2e/contract.env && \
+	if [ -n "$$(kubectl -n "$$CHART_NAMESPACE" get deployment "$$OPERATOR_DEPLOYMENT" --ignore-not-found \
 	      -o jsonpath='{.spec.template.spec.containers[*].resources.requests.cpu}')" ]; then \
-	  helm upgrade msgbench charts/msgbench -n msgbench-system \
-	    --values charts/tests/e2e-values.yaml --wait --timeout 3m; \
+	  helm upgrade "$$CHART_RELEASE" charts/msgbench -n "$$CHART_NAMESPACE" \
+	    --values "$$CHART_E2E_VALUES" --wait --timeout 3m; \
 	fi
 	e2e/cluster/smoke
-	if [ "$(NODES)" = 1 ]; then cargo test -p msgbench-e2e -- --test-threads=1; \
-	else cargo test -p msgbench-e2e $(MULTI_NODE_TESTS) -- --test-threads=1 --include-ignored; fi
+	if [ "$(NODES)" = 1 ]; then e2e/tools/suite single; else e2e/tools/suite multi; fi
+
+## e2e-check: no cluster needed: the single- and multi-node runs select every e2e test exactly once.
+e2e-check:
+	e2e/tools/suite check
 
 ## e2e-sockudo: sockudo (built once from crates.io, cached), the runner's pusher tests against the
 ## real binary, its image, and the scenarios that need it (reference vs sockudo) on the cluster.
@@ -114,8 +118,7 @@ e2e-sockudo: cluster-up images
 	e2e/tools/ensure sockudo
 	cargo test -p bench-runner --test pusher -- --include-ignored
 	e2e/images/build sockudo
-	SCENARIO_IMAGES=sockudo SCENARIO_ONLY=sockudo \
-	  cargo test -p msgbench-e2e --test scenarios -- --test-threads=1 --nocapture
+	SCENARIO_IMAGES=sockudo SCENARIO_ONLY=sockudo e2e/tools/suite only scenarios -- --nocapture
 
 demo: cluster-up images
 	e2e/demo

@@ -77,7 +77,7 @@ impl AckBook {
 /// timeout, "no responders" while a stream elects its leader, a lost connection) is not
 /// progress: it never ends a stall. Otherwise fast failures during an election would cut the
 /// stall into pieces and report the ack timeout, or milliseconds, instead of the outage (an
-/// independent nats.go client in `e2e/tests/crash_fault.rs` measured 6.4 s where the old rule
+/// independent nats.go client in `e2e/tests/e2e/crash_fault.rs` measured 6.4 s where the old rule
 /// said 5.0 s).
 #[derive(Clone, Debug, Default)]
 struct StallClock {

@@ -31,7 +31,7 @@ state = "$2"
 [grpc]
   address = "$3"
 [plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "registry.k8s.io/pause:3.10"
+  sandbox_image = "$PAUSE_IMAGE"
   restrict_oom_score_adj = true
   enable_unprivileged_ports = false
   [plugins."io.containerd.grpc.v1.cri".containerd]

@@ -3,24 +3,25 @@
 # pods on the bridge lcpod0, and no cluster traffic ever leaves this machine.
 
 CLUSTER_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-CACHE="${MSGBENCH_CACHE:-$HOME/.cache/msgbench}"
-CLUSTER="${CLUSTER:-local}"
-KUBECONFIG_OUT="$CACHE/kubeconfig-$CLUSTER"
+# MSGBENCH_CACHE, CLUSTER, CLUSTER_KUBECONFIG, CLUSTER_STATE, STATIC_POD_DIR, NODE_NAME, ...: what
+# the Rust harness reads too.
+source "$CLUSTER_DIR/../contract.env"
+CACHE="$MSGBENCH_CACHE"
+KUBECONFIG_OUT="$CLUSTER_KUBECONFIG"
 K8S_VERSION="${K8S_VERSION:-v1.34.4}"
 K8S_BIN="$CACHE/k8s/$K8S_VERSION/bin"
-STATE="$CACHE/cluster"           # persistent: certs, configs, logs (kept for failed runs)
+STATE="$CLUSTER_STATE"          # persistent: certs, configs, logs (kept for failed runs)
 PKI="$STATE/pki"
 CONF="$STATE/conf"
 LOGS="$STATE/logs"
 PIDS="$STATE/pids"
-# The kubelet's static pod directory. Empty in normal use; e2e tests that need the kubelet to hold
-# resources the scheduler cannot see (kubelet_refusal's OutOfcpu case) drop a manifest here.
-STATIC_POD_DIR="$STATE/static-pods"
+# The kubelet's static pod directory (STATIC_POD_DIR, from the contract). Empty in normal use; e2e
+# tests that need the kubelet to hold resources the scheduler cannot see (kubelet_refusal's
+# OutOfcpu case) drop a manifest there.
 RUNTIME_DIR="/dev/shm/msgbench-cluster"   # per boot: etcd data (tmpfs, fast fsync)
 KUBELET_DIR="/var/lib/kubelet"
 CONTAINERD_SOCK="/run/containerd/containerd.sock"   # default, so plain `ctr -n k8s.io` works
 
-NODE_NAME="msgbench-local"
 BRIDGE="lc0"                  # node IP, DNS IP, route to the service CIDR
 POD_BRIDGE="lcpod0"           # the CNI bridge; pods' gateway (the bridge plugin wants it alone)
 NODE_IP="10.250.0.1"

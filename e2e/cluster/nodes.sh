@@ -69,7 +69,7 @@ node_start() {  # node_start I: node I's runtime and kubelet (idempotent)
   node_cgroups "$i"
   start "containerd-node$i" --config "$d/containerd.toml" --log-level warn
   await "containerd-node$i" 30
-  import_archive registry.k8s.io/pause:3.10 "$CACHE/images/pause-3.10.tar"
+  import_archive "$PAUSE_IMAGE" "$CACHE/images/pause-3.10.tar"
   start "kubelet-node$i" --config="$d/kubelet.yaml" --kubeconfig="$d/kubelet.kubeconfig" \
     --root-dir="$(node_kubelet_dir "$i")" --hostname-override="$(node_name "$i")" --node-ip="$ip"
   await "kubelet-node$i" 60
@@ -150,7 +150,7 @@ ensure_nodes() {
     kc get nodes -o wide >&2 || true; die "not all $NODES nodes Ready"
   }
   for ((i = 1; i <= NODES; i++)); do
-    kc label node "$(node_name "$i")" --overwrite "topology.kubernetes.io/zone=$(node_zone "$i")" >/dev/null
+    kc label node "$(node_name "$i")" --overwrite "$ZONE_LABEL=$(node_zone "$i")" >/dev/null
   done
 }
 

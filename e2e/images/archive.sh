@@ -2,6 +2,7 @@
 # docker-archive tar (manifest.json + config JSON + layer tar) that `ctr images import` and
 # `kind load image-archive` accept. Output is byte-for-byte reproducible (sorted entries, fixed
 # mtimes), so an unchanged image has an unchanged digest and is not imported again. Sourced.
+source "$(dirname "${BASH_SOURCE[0]}")/../contract.env"  # MSGBENCH_CACHE, CLUSTER
 
 # rootfs_base ROOT: /etc/passwd and /etc/group with the non-root users images run as, and /tmp.
 rootfs_base() {
@@ -73,8 +74,8 @@ image_archive() {
 import_archive() {
   local ref="$1" tar="$2" sum stamps sock n
   sum="$(sha256sum "$tar" | cut -d' ' -f1)"
-  stamps="${MSGBENCH_CACHE:-$HOME/.cache/msgbench}/images/imported-${CLUSTER:-local}"
-  if [ "${CLUSTER:-local}" = kind ]; then
+  stamps="$MSGBENCH_CACHE/images/imported-$CLUSTER"
+  if [ "$CLUSTER" = kind ]; then
     local stamp
     stamp="$stamps/$(echo "$ref" | tr '/:' '__')"
     mkdir -p "$stamps"

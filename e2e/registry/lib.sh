@@ -3,7 +3,8 @@
 # with htpasswd (bcrypt) auth and TLS from a throwaway CA, for tests of pushing msgbench's images
 # and chart and of installing from them. Everything lives under $MSGBENCH_CACHE/registry.
 
-CACHE="${MSGBENCH_CACHE:-$HOME/.cache/msgbench}"
+source "$(dirname "${BASH_SOURCE[0]}")/../contract.env"
+CACHE="$MSGBENCH_CACHE"
 REG_DIR="$CACHE/registry"
 # The port: REGISTRY_PORT, else the one the last `up` used, else 5443.
 REG_PORT="${REGISTRY_PORT:-$(cat "$REG_DIR/port" 2>/dev/null || echo 5443)}"

@@ -293,7 +293,7 @@ that namespace, and grant it to the same people. What bounds it:
   are capped at 16 entries.
 - **Images.** `spec.runners.image` and `spec.image` are the user's choice. To bound them,
   apply `config/policies/allowed-images.yaml`, a ValidatingAdmissionPolicy the API server
-  enforces for every client (edit its list of prefixes; `e2e/tests/image_policy.rs` proves it).
+  enforces for every client (edit its list of prefixes; `e2e/tests/e2e/image_policy.rs` proves it).
 - **What a runner image can do to the operator.** Nothing beyond its own run: the operator
   reads at most 32 MiB of records per run, checks every histogram header and record shape
   before decoding, and a record it cannot read fails that run as `ResultsLost`.

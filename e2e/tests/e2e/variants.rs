@@ -81,7 +81,7 @@ spec:
         "an invalid run created a Job"
     );
 
-    kinds::create(&ctx.client, &ctx.ns, servers::JS3_MEMORY).await?;
+    kinds::create(&ctx.client, &ctx.ns, &servers::js_memory("js3", 3, "none")).await?;
     servers::wait_ready(
         &ctx,
         Kind::JetStreamCluster,
@@ -317,7 +317,7 @@ fn report_shows_both_variants(br: &DynamicObject) -> Result<()> {
         }
     }
     let png = browser::screenshot_checked(&html, browser::SCREENSHOT_SIZE)?;
-    let dir = msgbench_e2e::cluster::cache_dir().join("e2e-artifacts");
+    let dir = msgbench_e2e::cluster::contract::artifacts_dir();
     std::fs::create_dir_all(&dir)?;
     std::fs::write(dir.join("variants-report.png"), png)?;
     Ok(())

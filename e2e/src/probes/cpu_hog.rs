@@ -1,10 +1,11 @@
 //! A CPU hog the scheduler cannot see, so the kubelet refuses the next pod with `OutOfcpu`.
 //!
-//! The local cluster's kubelet reads static pods from `$MSGBENCH_CACHE/cluster/static-pods`. A
+//! The local cluster's kubelet reads static pods from the contract's `STATIC_POD_DIR`. A
 //! static pod in a namespace that does not exist runs, and its CPU request counts in the
 //! kubelet's admission, but its mirror pod is refused by the API server: the scheduler never
 //! sees it, still binds pods to the node, and the kubelet rejects them. That is the real
 //! `OutOfcpu` of a node whose allocations the scheduler's view missed (a static pod, a race).
+use crate::cluster::contract;
 use crate::node::{millicores, pod_cpu_request};
 use crate::wait;
 use anyhow::{bail, Context, Result};
@@ -20,10 +21,7 @@ const HOG_NAMESPACE: &str = "msgbench-e2e-absent";
 
 /// The kubelet's static pod directory, when the cluster is the project's local one.
 pub fn static_pod_dir() -> Option<PathBuf> {
-    if std::env::var("CLUSTER").is_ok_and(|c| c != "local") {
-        return None;
-    }
-    Some(crate::cluster::cache_dir().join("cluster/static-pods"))
+    (contract::cluster() == "local").then(contract::static_pod_dir)
 }
 
 /// A running hog; dropping it removes its manifest (the kubelet then stops it).
@@ -117,8 +115,9 @@ impl Drop for CpuHog {
 fn manifest(millis: i64) -> String {
     format!(
         "apiVersion: v1\nkind: Pod\nmetadata: {{name: {HOG_NAME}, namespace: {HOG_NAMESPACE}}}\n\
-         spec:\n  containers:\n  - name: hog\n    image: registry.k8s.io/pause:3.10\n    \
-         imagePullPolicy: Never\n    resources: {{requests: {{cpu: {millis}m}}}}\n"
+         spec:\n  containers:\n  - name: hog\n    image: {}\n    \
+         imagePullPolicy: Never\n    resources: {{requests: {{cpu: {millis}m}}}}\n",
+        contract::PAUSE_IMAGE
     )
 }
 

@@ -61,24 +61,6 @@ spec:
   barrierTimeoutSeconds: 5
 "#;
 
-const SERVER: &str = r#"
-apiVersion: msgbench.dev/v1alpha1
-kind: JetStreamCluster
-metadata:
-  name: deadline-js
-spec:
-  replicas: 1
-  jetstream:
-    storage:
-      type: memory
-    maxMemoryStore: 64Mi
-  resources:
-    requests: {cpu: 10m, memory: 64Mi}
-    limits: {memory: 256Mi}
-  placement:
-    podAntiAffinity: none
-"#;
-
 /// A 10-minute workload under a 30 s deadline.
 const DEADLINE_RUN: &str = r#"
 apiVersion: msgbench.dev/v1alpha1
@@ -173,7 +155,12 @@ async fn wait_no_active_runners(ctx: &TestContext, run: &str, timeout: Duration)
 async fn body(ctx: TestContext) -> Result<()> {
     let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &ctx.ns);
     kinds::create(&ctx.client, &ctx.ns, NEVER_READY_SERVER).await?;
-    kinds::create(&ctx.client, &ctx.ns, SERVER).await?;
+    kinds::create(
+        &ctx.client,
+        &ctx.ns,
+        &servers::js_memory("deadline-js", 1, "none"),
+    )
+    .await?;
     let t0 = Instant::now();
     kinds::create(&ctx.client, &ctx.ns, NOT_READY_RUN).await?;
     kinds::create(&ctx.client, &ctx.ns, BARRIER_RUN).await?;

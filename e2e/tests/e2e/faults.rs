@@ -61,7 +61,7 @@ fn lookalike(owner: &ConfigMap) -> Result<Pod> {
             "app.kubernetes.io/component": "server",
             "app.kubernetes.io/managed-by": "msgbench-operator"}},
         "spec": {
-            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+            "containers": [{"name": "c", "image": msgbench_e2e::cluster::contract::PAUSE_IMAGE,
                 "imagePullPolicy": "Never",
                 "resources": {"requests": {"memory": "8Mi"}, "limits": {"memory": "16Mi"}},
                 "securityContext": {"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
@@ -98,7 +98,7 @@ async fn leader_kills_are_recorded_with_their_effect_and_nothing_else_is_touched
 }
 
 async fn body(ctx: TestContext) -> Result<()> {
-    kinds::create(&ctx.client, &ctx.ns, servers::JS3_MEMORY).await?;
+    kinds::create(&ctx.client, &ctx.ns, &servers::js_memory("js3", 3, "none")).await?;
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.ns);
     let owner: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "decoy-owner"}}))?;
     let owner = Api::<ConfigMap>::namespaced(ctx.client.clone(), &ctx.ns)

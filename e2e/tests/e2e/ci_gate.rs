@@ -8,7 +8,6 @@ use msgbench_e2e::cluster::{kubeconfig_path, repo_root};
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::runs::{field as s, finished};
 use msgbench_e2e::{run, servers, TestContext};
-use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -25,24 +24,6 @@ spec:
     serverRef: {kind: JetStreamCluster, name: does-not-exist}
   workload: {protocol: nats, ratePerPublisher: 10, durationSeconds: 1}
   targetReadyTimeoutSeconds: 3
-"#;
-
-const SERVER: &str = r#"
-apiVersion: msgbench.dev/v1alpha1
-kind: JetStreamCluster
-metadata:
-  name: gate-js
-spec:
-  replicas: 1
-  jetstream:
-    storage:
-      type: memory
-    maxMemoryStore: 64Mi
-  resources:
-    requests: {cpu: 10m, memory: 64Mi}
-    limits: {memory: 256Mi}
-  placement:
-    podAntiAffinity: none
 "#;
 
 const PASSING_RUN: &str = r#"
@@ -103,14 +84,9 @@ async fn gate(
         })
         .collect();
     eprintln!("gate for {name}:\n  {}", script.join("\n  "));
-    let cache = std::env::var_os("MSGBENCH_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/msgbench")
-        });
     let path = format!(
         "{}:{}",
-        cache.join("bin").display(),
+        msgbench_e2e::cluster::contract::tools_bin().display(),
         std::env::var("PATH").unwrap_or_default()
     );
     let child = tokio::process::Command::new("bash")
@@ -137,7 +113,12 @@ async fn gate(
 }
 
 async fn body(ctx: TestContext) -> Result<()> {
-    kinds::create(&ctx.client, &ctx.ns, SERVER).await?;
+    kinds::create(
+        &ctx.client,
+        &ctx.ns,
+        &servers::js_memory("gate-js", 1, "none"),
+    )
+    .await?;
 
     // A failed run: the gate, started while the run waits for its target, exits non-zero
     // within seconds of completionTime (its own timeout is 15 minutes).

@@ -22,20 +22,6 @@ const TRIALS: i64 = 5;
 const STAGES: i64 = 32;
 const RUNS: usize = 4;
 
-const SERVER: &str = r#"
-apiVersion: msgbench.dev/v1alpha1
-kind: JetStreamCluster
-metadata:
-  name: limits
-spec:
-  replicas: 1
-  jetstream: {storage: {type: memory}, maxMemoryStore: 64Mi}
-  resources:
-    requests: {cpu: 10m, memory: 64Mi}
-    limits: {memory: 256Mi}
-  placement: {podAntiAffinity: none}
-"#;
-
 fn run_manifest(name: &str) -> String {
     format!(
         r#"
@@ -79,7 +65,12 @@ async fn body(ctx: TestContext) -> Result<()> {
     scale_operator(&ctx.client, replicas, Duration::from_secs(180)).await?;
     let restarts_before = operator_restarts(&ctx).await?;
 
-    kinds::create(&ctx.client, &ctx.ns, SERVER).await?;
+    kinds::create(
+        &ctx.client,
+        &ctx.ns,
+        &servers::js_memory("limits", 1, "none"),
+    )
+    .await?;
     servers::wait_ready(
         &ctx,
         Kind::JetStreamCluster,

@@ -1,28 +1,48 @@
-//! Installs the msgbench chart once per test process with `helm upgrade --install --wait`.
-use crate::cluster::{kubeconfig_path, repo_root};
+//! Installs the msgbench chart once per test module with `helm upgrade --install --wait`.
+//!
+//! Once per module, not per process: each module was its own test binary, so each began with a
+//! fresh install, and a test that leaves another release behind (registry_install installs the
+//! chart from a registry) relies on it. `make e2e` runs one module per process anyway; this keeps
+//! a whole-binary `cargo test` run the same.
+use crate::cluster::{contract, kubeconfig_path, repo_root};
 use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
-pub const RELEASE: &str = "msgbench";
-pub const NAMESPACE: &str = "msgbench-system";
+pub const RELEASE: &str = contract::CHART_RELEASE;
+pub const NAMESPACE: &str = contract::CHART_NAMESPACE;
 /// Label selector of the operator pod(s) the chart creates.
 /// The operator Deployment the chart creates for release "msgbench".
-pub const OPERATOR_DEPLOYMENT: &str = "msgbench-operator";
+pub const OPERATOR_DEPLOYMENT: &str = contract::OPERATOR_DEPLOYMENT;
 pub const OPERATOR_SELECTOR: &str =
     "app.kubernetes.io/instance=msgbench,app.kubernetes.io/component=operator";
 
-static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+/// The install's outcome per test module. Held while installing: two modules never run helm at once.
+static INSTALLED: Mutex<BTreeMap<String, Result<(), String>>> = Mutex::new(BTreeMap::new());
 
-/// Install or upgrade the release (idempotent); later calls in the same process reuse the outcome.
-/// Set `MSGBENCH_E2E_SKIP_INSTALL=1` to test an operator that is already installed, and
-/// `MSGBENCH_E2E_OPERATOR_TAG=<tag>` to install another tag of the operator image.
-pub fn ensure_installed() -> Result<()> {
-    let outcome = INSTALLED.get_or_init(|| install().map_err(|e| format!("{e:#}")));
+/// Install or upgrade the release (idempotent) for the tests of `module`; its later tests reuse
+/// the outcome. Set `MSGBENCH_E2E_SKIP_INSTALL=1` to test an operator that is already installed,
+/// and `MSGBENCH_E2E_OPERATOR_TAG=<tag>` to install another tag of the operator image.
+pub fn ensure_installed(module: &str) -> Result<()> {
+    let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
+    let outcome = (installed.entry(module.to_string()))
+        .or_insert_with(|| install().map_err(|e| format!("{e:#}")));
     match outcome {
         Ok(()) => Ok(()),
-        Err(e) => bail!("installing the chart (once per test process) failed: {e}"),
+        Err(e) => bail!("installing the chart (once per test module, {module:?}) failed: {e}"),
     }
+}
+
+/// The module of the running test: libtest runs each test on a thread named after it
+/// (`faults::leader_kills_…`). Empty outside a test thread: one install for the process.
+pub fn test_module() -> String {
+    let thread = std::thread::current();
+    module_of(thread.name().unwrap_or_default()).to_string()
+}
+
+fn module_of(test: &str) -> &str {
+    test.rsplit_once("::").map_or("", |(module, _)| module)
 }
 
 fn install() -> Result<()> {
@@ -53,7 +73,7 @@ fn install() -> Result<()> {
         .arg(&chart)
         .args(["--namespace", NAMESPACE, "--create-namespace"])
         .arg("--values")
-        .arg(root.join("charts/tests/e2e-values.yaml"))
+        .arg(root.join(contract::CHART_E2E_VALUES))
         .args(["--wait", "--timeout", "180s"])
         .arg("--kubeconfig")
         .arg(kubeconfig_path())
@@ -105,15 +125,9 @@ fn recover_interrupted_release(helm: &str) -> Result<()> {
 
 /// helm from the project's tool cache, else from PATH.
 fn helm_binary() -> String {
-    let cache = std::env::var("MSGBENCH_CACHE").unwrap_or_else(|_| {
-        format!(
-            "{}/.cache/msgbench",
-            std::env::var("HOME").unwrap_or_else(|_| "/root".into())
-        )
-    });
-    let cached = format!("{cache}/bin/helm");
-    if std::path::Path::new(&cached).exists() {
-        cached
+    let cached = contract::tools_bin().join("helm");
+    if cached.exists() {
+        cached.display().to_string()
     } else {
         "helm".into()
     }
@@ -128,9 +142,23 @@ fn local_operator_digest() -> Option<String> {
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .find(|f| f.first() == Some(&"ghcr.io/msgbench/operator:0.1.0"))
+        .find(|f| f.first() == Some(&contract::OPERATOR_IMAGE))
         .and_then(|f| {
             f.get(2)
                 .map(|d| d.trim_start_matches("sha256:").to_string())
         })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_test_thread_names_its_module() {
+        assert_eq!(
+            super::module_of("faults::leader_kills_are_recorded"),
+            "faults"
+        );
+        assert_eq!(super::module_of("a::b::t"), "a::b");
+        assert_eq!(super::module_of("main"), "");
+        assert_eq!(super::test_module(), "cluster::chart::tests");
+    }
 }

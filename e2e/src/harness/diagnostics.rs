@@ -9,13 +9,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 pub fn artifacts_dir(ns: &str) -> PathBuf {
-    let cache = std::env::var("MSGBENCH_CACHE").unwrap_or_else(|_| {
-        format!(
-            "{}/.cache/msgbench",
-            std::env::var("HOME").unwrap_or_else(|_| "/root".into())
-        )
-    });
-    PathBuf::from(cache).join("e2e-artifacts").join(ns)
+    crate::cluster::contract::artifacts_dir().join(ns)
 }
 
 /// Collect everything about `ns` and the operator; never fails (a dump must not hide the error).

@@ -13,24 +13,6 @@ use msgbench_e2e::{run, servers, wait, TestContext};
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const SERVER: &str = r#"
-apiVersion: msgbench.dev/v1alpha1
-kind: JetStreamCluster
-metadata:
-  name: js1
-spec:
-  replicas: 1
-  jetstream:
-    storage:
-      type: memory
-    maxMemoryStore: 64Mi
-  resources:
-    requests: {cpu: 10m, memory: 64Mi}
-    limits: {memory: 256Mi}
-  placement:
-    podAntiAffinity: none
-"#;
-
 /// JetStream R1, async publish with an ack window, push consumer, 2 trials.
 const R1: &str = r#"
 apiVersion: msgbench.dev/v1alpha1
@@ -137,7 +119,7 @@ async fn body(ctx: TestContext) -> Result<()> {
         .items
         .is_empty());
 
-    kinds::create(&ctx.client, &ctx.ns, SERVER).await?;
+    kinds::create(&ctx.client, &ctx.ns, &servers::js_memory("js1", 1, "none")).await?;
     let server = servers::wait_ready(
         &ctx,
         Kind::JetStreamCluster,
@@ -300,24 +282,6 @@ async fn body(ctx: TestContext) -> Result<()> {
     Ok(())
 }
 
-const JS3: &str = r#"
-apiVersion: msgbench.dev/v1alpha1
-kind: JetStreamCluster
-metadata:
-  name: js3
-spec:
-  replicas: 3
-  jetstream:
-    storage:
-      type: memory
-    maxMemoryStore: 64Mi
-  resources:
-    requests: {cpu: 10m, memory: 64Mi}
-    limits: {memory: 256Mi}
-  placement:
-    podAntiAffinity: none
-"#;
-
 fn replicated(name: &str, replicas: u32, baseline: Option<&str>) -> String {
     let base = baseline.map_or(String::new(), |b| format!("  baselineRef: {{name: {b}}}\n"));
     format!(
@@ -355,7 +319,7 @@ async fn r2_is_compared_with_r1_and_a_killed_runner_fails_the_run() {
 }
 
 async fn r1_r2(ctx: TestContext) -> Result<()> {
-    kinds::create(&ctx.client, &ctx.ns, JS3).await?;
+    kinds::create(&ctx.client, &ctx.ns, &servers::js_memory("js3", 3, "none")).await?;
     servers::wait_ready(
         &ctx,
         Kind::JetStreamCluster,
@@ -446,7 +410,7 @@ async fn a_run_survives_an_operator_outage() {
 }
 
 async fn operator_down(ctx: TestContext) -> Result<()> {
-    kinds::create(&ctx.client, &ctx.ns, SERVER).await?;
+    kinds::create(&ctx.client, &ctx.ns, &servers::js_memory("js1", 1, "none")).await?;
     servers::wait_ready(
         &ctx,
         Kind::JetStreamCluster,

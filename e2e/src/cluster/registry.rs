@@ -90,12 +90,11 @@ pub fn run_block(marker: &str, env: &BTreeMap<String, String>) -> Result<String>
 /// The environment the README's blocks expect: its variables, the kubeconfig, and the
 /// project's tools (helm, kubectl, the plugin) on PATH.
 pub fn block_env(reg: &Registry, registry: &str, bench_ns: &str) -> BTreeMap<String, String> {
-    let cache = crate::cluster::cache_dir();
     let plugin_dir = plugin_dir();
     let path = format!(
-        "{}:{}/bin:{}",
+        "{}:{}:{}",
         plugin_dir,
-        cache.display(),
+        crate::cluster::contract::tools_bin().display(),
         std::env::var("PATH").unwrap_or_default()
     );
     BTreeMap::from([

@@ -35,24 +35,6 @@ use std::time::{Duration, Instant};
 /// lease after the stop), then takes the Lease; 2 x the lease is a generous bound.
 const TAKEOVER_BOUND: Duration = Duration::from_secs(2 * LEASE_SECONDS as u64);
 
-const SERVER: &str = r#"
-apiVersion: msgbench.dev/v1alpha1
-kind: JetStreamCluster
-metadata:
-  name: js1
-spec:
-  replicas: 1
-  jetstream:
-    storage:
-      type: memory
-    maxMemoryStore: 64Mi
-  resources:
-    requests: {cpu: 10m, memory: 64Mi}
-    limits: {memory: 256Mi}
-  placement:
-    podAntiAffinity: none
-"#;
-
 /// 25 s of load: the leader dies early in it and the standby takes over before it ends.
 const RUN: &str = r#"
 apiVersion: msgbench.dev/v1alpha1
@@ -115,7 +97,7 @@ async fn failover(ctx: &TestContext) -> Result<()> {
     let transitions = spec.lease_transitions.unwrap_or(0);
     check_roles_served(&ctx.client, &leader, &standby).await?;
 
-    kinds::create(&ctx.client, &ctx.ns, SERVER).await?;
+    kinds::create(&ctx.client, &ctx.ns, &servers::js_memory("js1", 1, "none")).await?;
     servers::wait_ready(ctx, Kind::JetStreamCluster, "js1", Duration::from_secs(240)).await?;
     kinds::create(&ctx.client, &ctx.ns, RUN).await?;
     let runs = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);

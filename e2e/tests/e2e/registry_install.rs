@@ -6,7 +6,7 @@
 //!
 //! Then: an image the kubelet cannot pull ends a run fast, naming it (no pull Secret; a tag that
 //! does not exist); the README's first run Succeeds; and every msgbench pod runs the very digest
-//! the registry served. The suite's next test binary installs the chart from the checkout again.
+//! the registry served. The suite's next test module installs the chart from the checkout again.
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};

@@ -11,24 +11,6 @@ use msgbench_e2e::{run, servers, wait, TestContext};
 use serde_json::Value;
 use std::time::Duration;
 
-const SERVER: &str = r#"
-apiVersion: msgbench.dev/v1alpha1
-kind: JetStreamCluster
-metadata:
-  name: usage-js
-spec:
-  replicas: 1
-  jetstream:
-    storage:
-      type: memory
-    maxMemoryStore: 64Mi
-  resources:
-    requests: {cpu: 10m, memory: 64Mi}
-    limits: {memory: 256Mi}
-  placement:
-    podAntiAffinity: none
-"#;
-
 /// Long enough for several 5 s samples under a load nats notices.
 const RUN: &str = r#"
 apiVersion: msgbench.dev/v1alpha1
@@ -78,20 +60,6 @@ spec:
   barrierTimeoutSeconds: 60
 "#;
 
-const PUBSUB: &str = r#"
-apiVersion: msgbench.dev/v1alpha1
-kind: PubSubServer
-metadata:
-  name: usage-ps
-spec:
-  protocol: socketio
-  emitMode: parallel
-  database: memory
-  resources:
-    requests: {cpu: 10m, memory: 32Mi}
-    limits: {memory: 128Mi}
-"#;
-
 const PUBSUB_RUN: &str = r#"
 apiVersion: msgbench.dev/v1alpha1
 kind: BenchmarkRun
@@ -132,8 +100,13 @@ fn usage(o: &DynamicObject) -> Value {
 }
 
 async fn body(ctx: TestContext) -> Result<()> {
-    kinds::create(&ctx.client, &ctx.ns, PUBSUB).await?;
-    kinds::create(&ctx.client, &ctx.ns, SERVER).await?;
+    kinds::create(&ctx.client, &ctx.ns, &servers::pubsub_memory("usage-ps")).await?;
+    kinds::create(
+        &ctx.client,
+        &ctx.ns,
+        &servers::js_memory("usage-js", 1, "none"),
+    )
+    .await?;
     servers::wait_ready(
         &ctx,
         Kind::JetStreamCluster,

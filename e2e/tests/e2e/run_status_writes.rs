@@ -11,24 +11,6 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-const SERVER: &str = r#"
-apiVersion: msgbench.dev/v1alpha1
-kind: JetStreamCluster
-metadata:
-  name: writes-js
-spec:
-  replicas: 1
-  jetstream:
-    storage:
-      type: memory
-    maxMemoryStore: 64Mi
-  resources:
-    requests: {cpu: 10m, memory: 64Mi}
-    limits: {memory: 256Mi}
-  placement:
-    podAntiAffinity: none
-"#;
-
 /// 40 s of light core-NATS load: long enough to count writes per minute.
 const RUN: &str = r#"
 apiVersion: msgbench.dev/v1alpha1
@@ -62,7 +44,12 @@ async fn a_running_run_writes_its_status_a_few_times_a_minute() {
 }
 
 async fn body(ctx: TestContext) -> Result<()> {
-    kinds::create(&ctx.client, &ctx.ns, SERVER).await?;
+    kinds::create(
+        &ctx.client,
+        &ctx.ns,
+        &servers::js_memory("writes-js", 1, "none"),
+    )
+    .await?;
     servers::wait_ready(
         &ctx,
         Kind::JetStreamCluster,

@@ -92,7 +92,7 @@ async fn body(ctx: TestContext) -> Result<()> {
         ("", "secrets", "get", NAMESPACE, Some(key), true),
         ("", "secrets", "get", NAMESPACE, Some("another"), false),
         ("", "secrets", "list", NAMESPACE, None, false),
-        // The e2e values turn faults.enabled and results.fromPodLogs on (e2e/tests/faults.rs,
+        // The e2e values turn faults.enabled and results.fromPodLogs on (e2e/tests/e2e/faults.rs,
         // runner_control.rs); charts/test.sh proves the default chart grants neither.
         ("", "pods", "delete", test_ns, None, true),
         ("", "pods/log", "get", test_ns, None, true),

@@ -12,20 +12,6 @@ use std::time::Duration;
 
 const NAME: &str = "pss";
 
-const MANIFEST: &str = r#"
-apiVersion: msgbench.dev/v1alpha1
-kind: PubSubServer
-metadata:
-  name: pss
-spec:
-  protocol: socketio
-  emitMode: parallel
-  database: memory
-  resources:
-    requests: {cpu: 10m, memory: 32Mi}
-    limits: {memory: 128Mi}
-"#;
-
 /// 1 publisher at 100 publishes/s for 3 s to two Socket.IO subscribers in the topic's room.
 const SOCKETIO_RUN: &str = r#"
 apiVersion: msgbench.dev/v1alpha1
@@ -62,7 +48,7 @@ async fn pubsub_server_ready_and_accepts_publishes() {
 }
 
 async fn body(ctx: TestContext) -> Result<()> {
-    kinds::create(&ctx.client, &ctx.ns, MANIFEST).await?;
+    kinds::create(&ctx.client, &ctx.ns, &servers::pubsub_memory(NAME)).await?;
     let ready =
         servers::wait_ready(&ctx, Kind::PubSubServer, NAME, Duration::from_secs(180)).await?;
     ensure!(

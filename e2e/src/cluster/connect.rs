@@ -1,17 +1,17 @@
 //! Connection to the cluster named by the project contract.
+use super::contract;
 use anyhow::{Context, Result};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use std::path::PathBuf;
 
-/// `$KUBECONFIG` when set (the Makefile exports the contract path), else
+/// `$KUBECONFIG` when set (the Makefile exports the contract path), else the contract's
 /// `${MSGBENCH_CACHE:-~/.cache/msgbench}/kubeconfig-${CLUSTER:-local}`.
 pub fn kubeconfig_path() -> PathBuf {
     if let Some(p) = std::env::var_os("KUBECONFIG").filter(|p| !p.is_empty()) {
         return PathBuf::from(p);
     }
-    let cluster = std::env::var("CLUSTER").unwrap_or_else(|_| "local".into());
-    cache_dir().join(format!("kubeconfig-{cluster}"))
+    contract::cluster_kubeconfig()
 }
 
 /// Runs `e2e/tools/ensure <name>` (idempotent and cached: a no-op when the tool is at its
@@ -23,20 +23,12 @@ pub fn ensure_tool(name: &str) -> anyhow::Result<PathBuf> {
         .status()
         .with_context(|| format!("running e2e/tools/ensure {name}"))?;
     anyhow::ensure!(st.success(), "e2e/tools/ensure {name} failed ({st})");
-    Ok(cache_dir().join("bin").join(name))
+    Ok(contract::tools_bin().join(name))
 }
 
 /// `${MSGBENCH_CACHE:-~/.cache/msgbench}`: the project's cache (cluster state, images, tools).
 pub fn cache_dir() -> PathBuf {
-    std::env::var_os("MSGBENCH_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| home().join(".cache/msgbench"))
-}
-
-fn home() -> PathBuf {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| "/root".into())
+    contract::cache_dir()
 }
 
 /// A client for the e2e cluster; fails with a hint when the cluster is not up.

@@ -216,7 +216,7 @@ async fn guarded(ctx: TestContext) -> Result<()> {
     ensure!(
         np["spec"]["ingress"][0]["from"][0]["namespaceSelector"]["matchLabels"]
             ["kubernetes.io/metadata.name"]
-            == "msgbench-system",
+            == msgbench_e2e::chart::NAMESPACE,
         "policy peer: {np}"
     );
 
@@ -224,7 +224,7 @@ async fn guarded(ctx: TestContext) -> Result<()> {
     let outsider = format!("{}-outsider", ctx.ns);
     let nsapi = Api::<Namespace>::all(ctx.client.clone());
     let ns: Namespace = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": outsider, "labels": {"msgbench.dev/e2e": "true"}}
+        "metadata": {"name": outsider, "labels": {(msgbench_e2e::harness::E2E_LABEL): "true"}}
     }))?;
     nsapi.create(&PostParams::default(), &ns).await?;
     // A credential for this very run, signed by a key that is not the operator's.
@@ -296,7 +296,7 @@ done"#
     ensure!(s(&done, "/status/result/received").as_u64().unwrap_or(0) >= 2500);
 
     // The runner pod has the operator's public key and the run's uid; no Secret exists here.
-    let key = Api::<Secret>::namespaced(ctx.client.clone(), "msgbench-system")
+    let key = Api::<Secret>::namespaced(ctx.client.clone(), msgbench_e2e::chart::NAMESPACE)
         .get("msgbench-operator-control-key")
         .await?;
     let seed: [u8; 32] = key

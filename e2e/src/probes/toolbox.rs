@@ -9,7 +9,7 @@ use kube::Client;
 use serde_json::json;
 use std::time::Duration;
 
-pub const TOOLBOX_IMAGE: &str = "ghcr.io/msgbench/toolbox:0.1.0";
+pub const TOOLBOX_IMAGE: &str = crate::cluster::contract::TOOLBOX_IMAGE;
 
 fn restricted_security_context() -> serde_json::Value {
     json!({

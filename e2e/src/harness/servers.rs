@@ -14,48 +14,8 @@ use serde::de::DeserializeOwned;
 use std::fmt::Debug;
 use std::time::Duration;
 
-/// `js3`: three JetStream servers with memory storage that fit the one shared CPU (no CPU
-/// limit, no anti-affinity on the single node). For runs whose streams use memory storage.
-pub const JS3_MEMORY: &str = r#"
-apiVersion: msgbench.dev/v1alpha1
-kind: JetStreamCluster
-metadata:
-  name: js3
-spec:
-  replicas: 3
-  jetstream:
-    storage:
-      type: memory
-    maxMemoryStore: 64Mi
-  resources:
-    requests: {cpu: 10m, memory: 64Mi}
-    limits: {memory: 256Mi}
-  placement:
-    podAntiAffinity: none
-"#;
-
-/// A JetStreamCluster `name` of `replicas` tiny memory-storage servers spread by
-/// `podAntiAffinity` (`required`, `preferred` or `none`): the multi-node tests' servers.
-pub fn js_memory(name: &str, replicas: u32, anti_affinity: &str) -> String {
-    format!(
-        r#"
-apiVersion: msgbench.dev/v1alpha1
-kind: JetStreamCluster
-metadata:
-  name: {name}
-spec:
-  replicas: {replicas}
-  jetstream:
-    storage: {{type: memory}}
-    maxMemoryStore: 64Mi
-  resources:
-    requests: {{cpu: 10m, memory: 64Mi}}
-    limits: {{memory: 256Mi}}
-  placement:
-    podAntiAffinity: {anti_affinity}
-"#
-    )
-}
+// The repeated server manifests, from `e2e/fixtures/` (tests call them through here).
+pub use crate::fixtures::{js_memory, pubsub_memory};
 
 /// Label selector of every child the operator made for instance `name`.
 pub fn instance_selector(name: &str) -> String {

@@ -12,7 +12,7 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 /// Label on every namespace the suite creates, so leftovers can be found and removed.
-pub const E2E_LABEL: &str = "msgbench.dev/e2e";
+pub const E2E_LABEL: &str = crate::cluster::contract::E2E_NAMESPACE_LABEL;
 
 #[derive(Clone)]
 pub struct TestContext {
@@ -40,8 +40,9 @@ where
     Fut: Future<Output = Result<()>>,
 {
     let client = cluster::client().await?;
-    // helm blocks; keep it off the async workers.
-    if let Err(e) = tokio::task::spawn_blocking(chart::ensure_installed).await? {
+    // helm blocks; keep it off the async workers (whose thread is not the test's: name it here).
+    let module = chart::test_module();
+    if let Err(e) = tokio::task::spawn_blocking(move || chart::ensure_installed(&module)).await? {
         let dir = diagnostics::dump(&client, chart::NAMESPACE).await;
         anyhow::bail!("{e:#}\n(operator diagnostics in {})", dir.display());
     }

@@ -1,7 +1,7 @@
 //! The nodes of a multi-node cluster (`NODES=3 make e2e`; e2e/cluster/nodes.sh): which exist,
 //! where pods run, a node cordoned for a while, and a node stopped and started again through
 //! `e2e/cluster/node` (local cluster only).
-use crate::cluster;
+use crate::cluster::{self, contract};
 use anyhow::{bail, ensure, Context, Result};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams};
@@ -9,7 +9,7 @@ use kube::Client;
 use std::process::Command;
 
 /// The zone label the cluster scripts (local and kind) put on every node.
-pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+pub const ZONE_LABEL: &str = contract::ZONE_LABEL;
 
 /// Names of the Ready nodes, sorted; fails unless there are at least `n`, saying how to get them.
 pub async fn require(client: &Client, n: usize) -> Result<Vec<Node>> {
@@ -104,9 +104,10 @@ async fn set_unschedulable(client: &Client, node: &str, on: bool) -> Result<()> 
     Ok(())
 }
 
-/// Node index in the local cluster: `msgbench-local` is 1, `msgbench-local-N` is N.
+/// Node index in the local cluster: `msgbench-local` (the contract's NODE_NAME) is 1,
+/// `msgbench-local-N` is N.
 pub fn local_index(node: &str) -> Option<u32> {
-    match node.strip_prefix("msgbench-local") {
+    match node.strip_prefix(contract::NODE_NAME) {
         Some("") => Some(1),
         Some(rest) => rest.strip_prefix('-')?.parse().ok(),
         None => None,
@@ -124,7 +125,7 @@ pub struct StoppedNode {
 impl StoppedNode {
     pub fn stop(node: &str) -> Result<Self> {
         let index = local_index(node).with_context(|| format!("{node} is not a local node"))?;
-        if std::env::var("CLUSTER").is_ok_and(|c| c != "local") {
+        if contract::cluster() != "local" {
             bail!("stopping a node needs the local cluster (CLUSTER=local)");
         }
         script("stop", index)?;
