@@ -16,6 +16,7 @@ pub mod pod_observer;
 pub mod quantity;
 pub mod run;
 pub mod security;
+pub mod server;
 pub mod server_pod;
 pub mod status_text;
 pub mod tuning;

@@ -9,21 +9,18 @@ pub mod control_key;
 pub mod controllers;
 pub mod error;
 pub mod http_server;
-pub mod jetstream;
 pub mod leader;
 pub mod merge_budget;
 pub mod metrics;
-pub mod mqtt;
 pub mod pod_http;
-pub mod pubsub;
 pub mod rbac;
 pub mod reconciler;
-pub mod server_kind;
-pub mod status;
 pub mod subset;
-pub mod validate;
 pub mod varz;
 // The pure modules live in the core crate (no client, no runtime); their old paths stay.
+pub use msgbench_operator_core::server::{
+    jetstream, kind as server_kind, mqtt, pubsub, status, validate,
+};
 pub use msgbench_operator_core::{
     fault_agent_pod, meta, node_loss, operands, placement, pod_observer, quantity, security,
     server_pod, status_text, tuning,

@@ -1,14 +1,14 @@
-//! The pipeline every server kind runs: validate -> build -> apply -> status.
+//! The pipeline every server kind runs: observe the pods, decide the children
+//! (`msgbench_operator_core::server::decide::plan`), apply them, settle the status (`settle`),
+//! write it.
 //! Level-triggered and idempotent: an unchanged object costs reads only, never writes.
 
-use crate::apply::{apply_children, Children};
+use crate::apply::apply_children;
 use crate::context::{Context, CONTROLLER_NAME};
 use crate::error::{Error, Result};
 use crate::meta::Owner;
-use crate::pod_observer::observe_pods;
 use crate::server_kind::ManagedServerKind;
-use crate::status::{self, ServerReport, StatusInput};
-use crate::validate::SpecViolation;
+use crate::status::{self, ServerReport};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{ListParams, Patch, PatchParams};
@@ -16,7 +16,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, ResourceExt};
 use msgbench_crds::common::ServerStatus;
-use msgbench_crds::names::{name_violation, MAX_SERVER_NAME};
+use msgbench_operator_core::server::decide;
 use std::sync::Arc;
 
 const NATS_MONITOR_PORT: u16 = 8222;
@@ -29,56 +29,33 @@ pub async fn reconcile<K: ManagedServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> 
         // Children go with the owner through garbage collection: nothing to do.
         return Ok(Action::await_change());
     }
-    let client = &ctx.client;
-    let generation = obj.meta().generation;
     let previous = obj.server_status();
-
-    // validate what admission cannot
-    let mut violations = obj.validate();
-    if let Some(rule) = name_violation(&owner.name, MAX_SERVER_NAME) {
-        violations.push(SpecViolation::invalid("metadata.name", rule));
-    }
-
-    // observe the pods as they are now
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &owner.namespace);
-    // A name past the label limit cannot even be listed by: it is only reported.
-    let name_ok = !violations.iter().any(|v| v.field == "metadata.name");
-    let pod_list = match name_ok {
+    // observe: the pods as they are now
+    let violations = decide::violations(obj.as_ref(), &owner);
+    let pod_list = match decide::pods_readable(&violations) {
         true => {
-            pods.list(&ListParams::default().labels(&owner.children_selector()))
+            Api::<Pod>::namespaced(ctx.client.clone(), &owner.namespace)
+                .list(&ListParams::default().labels(&owner.children_selector()))
                 .await?
                 .items
         }
         false => Vec::new(),
     };
-    // Built once up front (pure, cheap) to know the current pod template.
-    let desired = violations
-        .is_empty()
-        .then(|| obj.build(&owner, obj.desired_replicas(), &ctx.operands));
-    let template_hash = desired.as_ref().and_then(Children::template_hash);
-    let observed = observe_pods(&pod_list, template_hash.as_deref());
     let now = Time(k8s_openapi::jiff::Timestamp::now());
-    let hold = if violations.is_empty() {
-        status::hold_for(previous, generation, &observed, &now)
-    } else {
-        None
-    };
-
-    // build + apply (an invalid spec leaves the running children alone)
-    let mut writes = 0;
-    let mut rollout_pending = false;
-    if let Some(desired) = desired {
-        let mut children = if hold.is_some() {
-            obj.build(&owner, 0, &ctx.operands)
-        } else {
-            desired
-        };
-        let peer = ctx.runner_peer.as_ref();
-        children.network_policies = (children.template())
-            .and_then(|t| crate::fault_agent_pod::network_policy(&owner, t, peer))
-            .into_iter()
-            .collect();
-        let applied = match apply_children(client, &owner, children, &ctx.metrics).await {
+    // decide what to apply
+    let plan = decide::plan(
+        obj.as_ref(),
+        &owner,
+        violations,
+        &pod_list,
+        &ctx.operands,
+        ctx.runner_peer.as_ref(),
+        &now,
+    );
+    // act: apply (an invalid spec leaves the running children alone), read the server's report
+    let (mut writes, mut rollout_pending) = (0, false);
+    if let Some(children) = plan.children.clone() {
+        let applied = match apply_children(&ctx.client, &owner, children, &ctx.metrics).await {
             Err(e) if e.is_namespace_terminating() => {
                 tracing::debug!(name = %owner.name, "namespace terminating; nothing to apply");
                 return Ok(Action::await_change());
@@ -88,57 +65,45 @@ pub async fn reconcile<K: ManagedServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> 
         writes = applied.applied + applied.deleted;
         rollout_pending = status::rollout_pending(&applied);
     }
-
-    // status
-    let mut report = ServerReport::default();
-    if K::REPORTS_VARZ && ctx.observe_varz {
-        if let Some(ip) = observed.ready_pod_ip.as_deref() {
-            report = crate::varz::fetch(ip, NATS_MONITOR_PORT)
-                .await
-                .unwrap_or_default();
-        }
-    }
-    let input = StatusInput {
-        previous,
-        generation,
-        desired_replicas: obj.desired_replicas(),
-        violations: &violations,
-        hold: hold.as_ref(),
-        pods: &observed,
-        rollout_pending,
-        url: obj.client_url(&owner),
-        tuning: obj.tuning(),
-        resources: obj.resources(),
-        configured_threads: obj.configured_threads(),
-        server_report: report,
-        now: now.clone(),
+    let report = server_report::<K>(&ctx, &plan).await;
+    // settle: the status and when to look again
+    let look = decide::LookAgain {
+        converging: ctx.requeue.converging,
+        stable: ctx.requeue.stable,
     };
-    let new_status = status::compute(&input);
+    let (new_status, after) = decide::settle(
+        obj.as_ref(),
+        &owner,
+        &plan,
+        rollout_pending,
+        report,
+        look,
+        &now,
+    );
     if previous != Some(&new_status) {
         patch_status(obj.as_ref(), &ctx, &owner, &new_status).await?;
         publish_transitions(obj.as_ref(), &ctx, previous, &new_status, writes).await;
     } else if writes > 0 {
         publish_transitions(obj.as_ref(), &ctx, previous, &new_status, writes).await;
     }
-
     ctx.backoff.succeeded(&backoff_key(obj.as_ref()));
-    let progressing = new_status
-        .conditions
-        .iter()
-        .any(|c| c.type_ == "Progressing" && c.status == "True");
-    // Watches on the CR, children and pods wake us; requeues only catch what they cannot
-    // (e.g. nats /varz), and a held or invalid object waits for a spec change.
-    let mut after = if progressing {
-        ctx.requeue.converging
-    } else {
-        ctx.requeue.stable
-    };
-    // A transient kubelet refusal is retried at its time (no watch event says when).
-    if let Some(at) = hold.as_ref().and_then(|h| h.retry_at.as_ref()) {
-        let wait = at.0.duration_since(now.0).unsigned_abs();
-        after = after.min(wait + std::time::Duration::from_secs(1));
-    }
     Ok(Action::requeue(after))
+}
+
+/// nats-server's own view of its CPUs (`/varz`), from a ready pod, when the kind reports it.
+async fn server_report<K: ManagedServerKind>(
+    ctx: &Context,
+    plan: &decide::ServerPlan,
+) -> ServerReport {
+    if !(K::REPORTS_VARZ && ctx.observe_varz) {
+        return ServerReport::default();
+    }
+    match plan.pods.ready_pod_ip.as_deref() {
+        Some(ip) => crate::varz::fetch(ip, NATS_MONITOR_PORT)
+            .await
+            .unwrap_or_default(),
+        None => ServerReport::default(),
+    }
 }
 
 fn backoff_key<K: ManagedServerKind>(obj: &K) -> String {

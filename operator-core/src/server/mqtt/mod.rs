@@ -5,11 +5,11 @@
 pub mod broker_conf;
 pub mod build;
 
-use crate::apply::Children;
 use crate::meta::Owner;
 use crate::operands::OperandDefaults;
-use crate::server_kind::ManagedServerKind;
-use crate::validate::{check_tuning, SpecViolation};
+use crate::server::children::Children;
+use crate::server::kind::ManagedServerKind;
+use crate::server::validate::{check_tuning, SpecViolation};
 use msgbench_crds::common::{Resources, ServerStatus, Tuning};
 use msgbench_crds::mqtt_broker::{MqttBroker, MqttEngine};
 

@@ -1,11 +1,11 @@
 //! MqttBroker children: ConfigMap, Service, and a StatefulSet (persistent) or Deployment.
 
 use super::broker_conf::{self, MOSQUITTO_DATA_DIR};
-use crate::apply::Children;
 use crate::fault_agent_pod::AgentNetwork;
-use crate::jetstream::build::value_env;
 use crate::meta::Owner;
 use crate::operands::{merged, OperandDefaults};
+use crate::server::children::Children;
+use crate::server::jetstream::build::value_env;
 use crate::server_pod::{empty_dir, pod_template, ServerPod};
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, StatefulSet, StatefulSetSpec,
@@ -233,7 +233,7 @@ pub fn build(
                     ..PersistentVolumeClaim::default()
                 }]),
                 persistent_volume_claim_retention_policy: Some(
-                    crate::jetstream::build::pvc_retention(),
+                    crate::server::jetstream::build::pvc_retention(),
                 ),
                 ..StatefulSetSpec::default()
             }),

@@ -1,11 +1,11 @@
 //! PubSubServer children: Service and Deployment with the contract env
 //! (PORT, EMIT_MODE, DATABASE_FILE, CACHE_TTL_SECONDS, WORKER_THREADS, WS_MODE, RUST_LOG).
 
-use crate::apply::Children;
-use crate::jetstream::build::value_env;
 use crate::meta::Owner;
-use crate::mqtt::build::{recreate_when_pinned, DEFAULT_UID};
 use crate::operands::{merged, DefaultImages, OperandDefaults};
+use crate::server::children::Children;
+use crate::server::jetstream::build::value_env;
+use crate::server::mqtt::build::{recreate_when_pinned, DEFAULT_UID};
 use crate::server_pod::{empty_dir_limited, mount, pod_template, ServerPod};
 use crate::tuning::threads;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};

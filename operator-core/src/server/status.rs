@@ -2,9 +2,9 @@
 //! effect. Pure, so every branch is unit-tested; `lastTransitionTime` only moves on a change.
 
 use crate::pod_observer::{is_transient_rejection, PodObservation, REJECTION_REASONS};
+use crate::server::validate::SpecViolation;
 use crate::status_text::set_condition;
 use crate::tuning::is_integer_cpu;
-use crate::validate::SpecViolation;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use msgbench_crds::common::{ObservedTuning, Resources, ServerStatus, Sysctl, Tuning};
 use msgbench_crds::conditions::{self, ConditionStatus, ConditionUpdate, DEGRADED};
@@ -276,7 +276,7 @@ fn observed_tuning(input: &StatusInput<'_>) -> ObservedTuning {
 }
 
 /// True while a StatefulSet/Deployment has not caught up with its latest spec.
-pub fn rollout_pending(applied: &crate::apply::Applied) -> bool {
+pub fn rollout_pending(applied: &crate::server::children::Applied) -> bool {
     let sts = applied.stateful_sets.iter().any(|s| {
         let want = s.spec.as_ref().and_then(|sp| sp.replicas).unwrap_or(1);
         match &s.status {

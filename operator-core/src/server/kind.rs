@@ -1,10 +1,10 @@
 //! What the generic reconcile pipeline needs from each server kind. `validate` and `build` are
 //! pure: everything they need from the cluster is handed in.
 
-use crate::apply::Children;
 use crate::meta::Owner;
 use crate::operands::OperandDefaults;
-use crate::validate::SpecViolation;
+use crate::server::children::Children;
+use crate::server::validate::SpecViolation;
 use k8s_openapi::NamespaceResourceScope;
 use kube::Resource;
 use msgbench_crds::common::{Resources, ServerStatus, Tuning};

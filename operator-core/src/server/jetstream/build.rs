@@ -1,10 +1,10 @@
 //! JetStreamCluster children: ConfigMap (nats.conf), headless + client Services, StatefulSet, PDB.
 
 use super::nats_conf::{self, CLIENT_PORT, CLUSTER_PORT, MONITOR_PORT, PID_FILE, TLS_DIR};
-use crate::apply::Children;
 use crate::fault_agent_pod::AgentNetwork;
 use crate::meta::Owner;
 use crate::operands::{merged, OperandDefaults};
+use crate::server::children::Children;
 use crate::server_pod::{empty_dir, mount, optional_secret_volume, pod_template, ServerPod};
 use crate::tuning::{bytes, threads};
 use k8s_openapi::api::apps::v1::{
@@ -308,7 +308,7 @@ pub fn tls_env(secret: &str) -> Vec<EnvVar> {
         ("MSGBENCH_TLS_CA", "ca.crt"),
     ]
     .into_iter()
-    .map(|(var, key)| crate::benchmark_run::target_auth::secret_env(var, secret, key))
+    .map(|(var, key)| crate::run::target_auth::secret_env(var, secret, key))
     .collect()
 }
 

@@ -3,8 +3,8 @@
 //! in-memory cache, app manager and rate limiter, no webhook queue. Connection and API rate
 //! limits are off: sockudo's defaults (100 connections per app, 100 API requests a minute)
 //! would cap any benchmark.
-use crate::benchmark_run::target_auth::secret_env;
-use crate::jetstream::build::value_env;
+use crate::run::target_auth::secret_env;
+use crate::server::jetstream::build::value_env;
 use crate::tuning::threads;
 use k8s_openapi::api::core::v1::EnvVar;
 use msgbench_crds::pubsub_server::{PubSubServerSpec, PUSHER_SECRET_KEYS};
@@ -78,7 +78,7 @@ mod tests {
         );
         let defaults = crate::operands::DefaultImages::default();
         assert_eq!(
-            crate::pubsub::build::image(&pss.spec, &defaults),
+            crate::server::pubsub::build::image(&pss.spec, &defaults),
             defaults.sockudo
         );
     }
