@@ -12,7 +12,9 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PropagationPolicy};
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, Resource, ResourceExt};
-use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Outcome, Phase};
+use msgbench_crds::benchmark_run::{
+    BenchmarkRun, BenchmarkRunStatus, Outcome, Phase, RunFailureReason,
+};
 use std::collections::BTreeMap;
 
 /// Carries out `d.effects` in order. A release whose answers show runners that started apart
@@ -45,7 +47,7 @@ pub async fn carry_out(
                 if let Some(msg) = decide::check_echoes(*trial, *at_unix_ms, &echoes) {
                     decide::fail(
                         &mut d.status,
-                        "RunnersStartedApart",
+                        RunFailureReason::RunnersStartedApart,
                         &msg,
                         id.generation,
                         &obs.now,

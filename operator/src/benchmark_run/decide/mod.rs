@@ -36,7 +36,8 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{
-    BenchmarkRun, BenchmarkRunStatus, HistoryEntry, Outcome, Phase, Verdict, MAX_HISTORY,
+    BenchmarkRun, BenchmarkRunStatus, HistoryEntry, Outcome, Phase, RunFailureReason, Verdict,
+    MAX_HISTORY,
 };
 use std::time::Duration;
 
@@ -111,7 +112,7 @@ pub fn decide(
         let msg = format!("the run did not finish within {limit}s (activeDeadlineSeconds)");
         fail(
             &mut d.status,
-            "DeadlineExceeded",
+            RunFailureReason::DeadlineExceeded,
             &msg,
             id.generation,
             &obs.now,
@@ -166,8 +167,21 @@ pub(crate) fn seconds_between(from: &Time, to: &Time) -> i64 {
 }
 
 /// Ends the run as Failed with `reason`.
-pub fn fail(st: &mut BenchmarkRunStatus, reason: &str, message: &str, generation: i64, now: &Time) {
-    end(st, Outcome::Failed, reason, message, generation, now);
+pub fn fail(
+    st: &mut BenchmarkRunStatus,
+    reason: RunFailureReason,
+    message: &str,
+    generation: i64,
+    now: &Time,
+) {
+    end(
+        st,
+        Outcome::Failed,
+        reason.as_str(),
+        message,
+        generation,
+        now,
+    );
 }
 
 /// Ends the run as Passed.
