@@ -3,6 +3,7 @@
 // kube's `printcolumn(type_ = ...)` repeats keys across columns by design; clippy reads them as duplicates.
 #![allow(clippy::duplicated_attributes)]
 
+pub mod argocd_health;
 pub mod benchmark_run;
 mod benchmark_run_status;
 pub mod common;
