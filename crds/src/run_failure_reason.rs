@@ -1,12 +1,13 @@
 //! Why a BenchmarkRun failed: the one vocabulary of `status.verdict.reason` (and the reason of
 //! the Complete, Succeeded and Stalled conditions) when the outcome is Failed. The operator sets
-//! a reason only through this type; the Argo CD health script's list and the README's table are
-//! checked against [`RunFailureReason::ALL`]. The wire strings never change: CI gates, alerts
-//! and dashboards match on them.
+//! a reason only through this type; the Argo CD health script's list is generated from
+//! [`RunFailureReason::ALL`] and the README's table is checked against it. The wire strings
+//! never change: CI gates, alerts and dashboards match on them.
 use std::fmt;
 use std::str::FromStr;
 
-/// One reason a run ends Failed. Each run fails once, with the first of these that applies.
+/// Why a run ended Failed: a spec generation fails at most once, with the first cause the
+/// operator meets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RunFailureReason {
     /// The spec breaks a rule admission did not enforce (a run stored before the rule, a
