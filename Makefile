@@ -39,10 +39,13 @@ tools:
 unit: tools
 	cargo test --workspace --exclude msgbench-e2e
 
-## crds: regenerate the committed CRD YAML (crds/yaml, the chart, the kustomize base) from the Rust types.
+## crds: regenerate what the Rust types define: the CRD YAML (crds/yaml, the chart, the kustomize
+## base) and the Argo CD health scripts (from config/gitops/argocd/templates, with the failure
+## reasons of RunFailureReason) with their argocd-cm patch.
 crds:
 	cargo run -q -p msgbench-crds --bin crdgen -- --write
 	config/gitops/kustomize/generate  # the kustomize base carries the chart's CRDs
+	config/gitops/argocd/generate-cm.py  # the argocd-cm patch carries the health scripts
 crds-check:
 	cargo run -q -p msgbench-crds --bin crdgen -- --check
 

@@ -6,7 +6,7 @@
 //! Complete is True, either way, for the spec generation the run is at; a status without
 //! conditions (older operators, some files) is finished at phase Succeeded or Failed. The
 //! verdict is `status.verdict`, else condition Succeeded, else the phase.
-use msgbench_crds::benchmark_run::{Outcome, Phase, ThresholdResult};
+use msgbench_crds::benchmark_run::{Outcome, Phase, RunFailureReason, ThresholdResult};
 use msgbench_crds::conditions::{self, COMPLETE, SUCCEEDED};
 
 use crate::model::Run;
@@ -208,9 +208,9 @@ fn line(o: &Observed, state: &RunState, deadline_passed: bool) -> String {
             let broken = described(thresholds, thresholds::breaks_run);
             let message = message.as_deref().unwrap_or("no message");
             // For ThresholdsNotMet the thresholds say more than the operator's terse message.
-            let why = match (reason.as_str(), broken.is_empty()) {
+            let why = match (reason.parse(), broken.is_empty()) {
                 (_, true) => message.to_string(),
-                ("ThresholdsNotMet", false) => broken,
+                (Ok(RunFailureReason::ThresholdsNotMet), false) => broken,
                 (_, false) => format!("{message}; thresholds not held: {broken}"),
             };
             format!("{name}: Failed ({reason}): {why}")

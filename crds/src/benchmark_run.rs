@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::benchmark_run_status::*;
 use crate::common::{Placement, Resources};
 pub use crate::fault::*;
+pub use crate::run_failure_reason::{RunFailureReason, UnknownFailureReason};
 pub use crate::variant::*;
 use crate::workload::{Protocol, Workload};
 

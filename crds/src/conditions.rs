@@ -15,6 +15,10 @@ pub const READY: &str = "Ready";
 pub const PROGRESSING: &str = "Progressing";
 /// The server cannot become (fully) ready, e.g. SysctlForbidden.
 pub const DEGRADED: &str = "Degraded";
+/// Degraded reason of a server whose spec breaks a rule admission did not enforce: the word a
+/// run that fails for the same cause uses. Server kinds' other reasons are mostly the kubelet's
+/// and the scheduler's, passed on verbatim, so they have no closed set of their own.
+pub const INVALID_SPEC: &str = crate::RunFailureReason::InvalidSpec.as_str();
 
 /// The run's target server exists and is ready.
 pub const TARGET_READY: &str = "TargetReady";

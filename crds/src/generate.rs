@@ -1,11 +1,26 @@
-//! CRD YAML generation shared by the `crdgen` binary and the freshness test.
+//! Generation of the committed files derived from the API types (the CRD YAML, the Argo CD
+//! health scripts), shared by the `crdgen` binary and the freshness test.
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 use serde_json::Value;
 
-use crate::{BenchmarkRun, JetStreamCluster, MqttBroker, PubSubServer};
+use crate::{argocd_health, BenchmarkRun, JetStreamCluster, MqttBroker, PubSubServer};
+
+/// Why the generated files could not be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    #[error("render YAML: {0}")]
+    Yaml(#[from] serde_norway::Error),
+    #[error("read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{template}: {problem}")]
+    Template { template: String, problem: String },
+}
 
 /// Directory of the plain CRD YAML, relative to the repository root.
 pub const YAML_DIR: &str = "crds/yaml";
@@ -75,19 +90,22 @@ pub fn render_chart(crd: &CustomResourceDefinition) -> Result<String, serde_norw
     ))
 }
 
-/// Every generated file as (path under `root`, content).
-pub fn expected_files(root: &Path) -> Result<Vec<(PathBuf, String)>, serde_norway::Error> {
+/// Every generated file as (path under `root`, content): the CRDs, then a health script per kind.
+pub fn expected_files(root: &Path) -> Result<Vec<(PathBuf, String)>, GenerateError> {
     let mut files = Vec::new();
+    let mut kinds = Vec::new();
     for crd in all_crds() {
         let name = file_name(&crd);
         files.push((root.join(YAML_DIR).join(&name), render_plain(&crd)?));
         files.push((root.join(CHART_DIR).join(&name), render_chart(&crd)?));
+        kinds.push(crd.spec.names.kind);
     }
+    files.extend(argocd_health::scripts(root, &kinds)?);
     Ok(files)
 }
 
 /// Paths whose committed content differs from the generated one (missing files included).
-pub fn stale_files(root: &Path) -> Result<Vec<PathBuf>, serde_norway::Error> {
+pub fn stale_files(root: &Path) -> Result<Vec<PathBuf>, GenerateError> {
     Ok(expected_files(root)?
         .into_iter()
         .filter(|(path, want)| std::fs::read_to_string(path).ok().as_deref() != Some(want.as_str()))

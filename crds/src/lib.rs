@@ -3,6 +3,7 @@
 // kube's `printcolumn(type_ = ...)` repeats keys across columns by design; clippy reads them as duplicates.
 #![allow(clippy::duplicated_attributes)]
 
+pub mod argocd_health;
 pub mod benchmark_run;
 mod benchmark_run_status;
 pub mod common;
@@ -14,6 +15,7 @@ pub mod mqtt_broker;
 pub mod names;
 pub mod pod_customization;
 pub mod pubsub_server;
+mod run_failure_reason;
 pub mod server_usage;
 mod variant;
 mod variant_status;
@@ -25,6 +27,7 @@ pub use jetstream_cluster::{JetStreamCluster, JetStreamClusterSpec};
 pub use mqtt_broker::{MqttBroker, MqttBrokerSpec};
 pub use pod_customization::{PodCustomization, PullSecret};
 pub use pubsub_server::{PubSubServer, PubSubServerSpec};
+pub use run_failure_reason::{RunFailureReason, UnknownFailureReason};
 
 /// API group of every msgbench kind.
 pub const GROUP: &str = "msgbench.dev";

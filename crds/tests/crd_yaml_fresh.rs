@@ -1,4 +1,5 @@
-//! The committed CRD YAML (crds/yaml and the chart) must equal what the Rust types generate.
+//! The committed generated files (CRD YAML in crds/yaml and the chart, the Argo CD health
+//! scripts) must equal what the Rust types and the templates generate.
 use msgbench_crds::generate::{all_crds, repo_root, stale_files, CHART_DIR};
 
 #[test]
@@ -6,7 +7,7 @@ fn committed_crd_yaml_matches_the_types() {
     let stale = stale_files(&repo_root()).expect("render CRDs");
     assert!(
         stale.is_empty(),
-        "stale CRD YAML, run `make crds`: {stale:?}"
+        "stale generated files, run `make crds`: {stale:?}"
     );
 }
 

@@ -126,7 +126,7 @@ def main():
     if len(server) != len(SERVER_KINDS):
         fail(f"a health script per server kind expected, found {sorted(server)}")
     elif len(set(server.values())) != 1:
-        fail("the server kinds' health.lua copies differ: edit one, copy it to the other two")
+        fail("the server kinds' health.lua differ: all three are templates/server.lua; run `make crds`")
     check_configmap(found)
     count = check_fixtures(found, interpreters)
     print(f"argocd health: {count} fixtures x {len(interpreters)} interpreters, {len(FAILURES)} failures",

@@ -1,5 +1,6 @@
-//! `crdgen --write` regenerates the committed CRD YAML; `crdgen --check` fails when it is stale;
-//! no flag prints all CRDs to stdout (for `kubectl apply -f -`).
+//! `crdgen --write` regenerates the committed files derived from the types (CRD YAML, Argo CD
+//! health scripts); `crdgen --check` fails when one is stale; no flag prints all CRDs to stdout
+//! (for `kubectl apply -f -`).
 #![forbid(unsafe_code)]
 use std::process::ExitCode;
 
@@ -59,7 +60,7 @@ fn check() -> Result<(), String> {
         .map(|p| p.strip_prefix(&root).unwrap_or(p).display().to_string())
         .collect();
     Err(format!(
-        "committed CRD YAML is stale, run `make crds`: {}",
+        "committed generated files are stale, run `make crds`: {}",
         list.join(", ")
     ))
 }

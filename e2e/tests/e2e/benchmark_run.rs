@@ -7,6 +7,8 @@ use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use msgbench_crds::conditions::{COMPLETE, RECONCILING, STALLED, SUCCEEDED};
+use msgbench_crds::RunFailureReason;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::runs::{condition_status, field as s, finished};
 use msgbench_e2e::{run, servers, wait, TestContext};
@@ -107,7 +109,7 @@ async fn body(ctx: TestContext) -> Result<()> {
         s(&m, "/status/verdict")
     );
     ensure!(
-        s(&m, "/status/verdict/reason") == "TargetNotFound",
+        s(&m, "/status/verdict/reason") == RunFailureReason::TargetNotFound.as_str(),
         "verdict: {}",
         s(&m, "/status/verdict")
     );
@@ -180,10 +182,10 @@ async fn body(ctx: TestContext) -> Result<()> {
         "thresholds {th}"
     );
     for (type_, want) in [
-        ("Complete", "True"),
-        ("Succeeded", "True"),
-        ("Stalled", "False"),
-        ("Reconciling", "False"),
+        (COMPLETE, "True"),
+        (SUCCEEDED, "True"),
+        (STALLED, "False"),
+        (RECONCILING, "False"),
     ] {
         ensure!(
             condition_status(&r1, type_) == want,
@@ -217,7 +219,7 @@ async fn body(ctx: TestContext) -> Result<()> {
     // An unattainable threshold over two runners merged from an endpoint target.
     let u = finished(&ctx, "unattainable", Duration::from_secs(300)).await?;
     ensure!(
-        s(&u, "/status/verdict/reason") == "ThresholdsNotMet",
+        s(&u, "/status/verdict/reason") == RunFailureReason::ThresholdsNotMet.as_str(),
         "verdict {}",
         s(&u, "/status/verdict")
     );
@@ -394,7 +396,7 @@ async fn r1_r2(ctx: TestContext) -> Result<()> {
     pods.delete(&name, &DeleteParams::default()).await?;
     let k = finished(&ctx, "killed", Duration::from_secs(60)).await?;
     ensure!(
-        s(&k, "/status/verdict/reason") == "RunnerFailed",
+        s(&k, "/status/verdict/reason") == RunFailureReason::RunnerFailed.as_str(),
         "killed: {}",
         s(&k, "/status/verdict")
     );
@@ -523,7 +525,8 @@ fn gate_reads_both(ctx: &TestContext) -> Result<()> {
         said(&passed)
     );
     ensure!(
-        failed.status.code() == Some(1) && said(&failed).contains("ThresholdsNotMet"),
+        failed.status.code() == Some(1)
+            && said(&failed).contains(RunFailureReason::ThresholdsNotMet.as_str()),
         "gate unattainable: {}",
         said(&failed)
     );

@@ -7,6 +7,8 @@ use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, ListParams};
+use msgbench_crds::conditions::{COMPLETE, RECONCILING, STALLED, SUCCEEDED};
+use msgbench_crds::RunFailureReason;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::runs::{condition_status, field as s, finished};
 use msgbench_e2e::{run, servers, wait, TestContext};
@@ -96,10 +98,10 @@ async fn failed(ctx: &TestContext, name: &str, timeout: Duration) -> Result<Dyna
     );
     let reason = s(&o, "/status/verdict/reason").as_str().unwrap_or_default();
     for (type_, want) in [
-        ("Complete", "True"),
-        ("Succeeded", "False"),
-        ("Stalled", "True"),
-        ("Reconciling", "False"),
+        (COMPLETE, "True"),
+        (SUCCEEDED, "False"),
+        (STALLED, "True"),
+        (RECONCILING, "False"),
     ] {
         ensure!(
             condition_status(&o, type_) == want,
@@ -108,7 +110,7 @@ async fn failed(ctx: &TestContext, name: &str, timeout: Duration) -> Result<Dyna
         );
     }
     ensure!(
-        kinds::condition(&o, "Complete").and_then(|c| c["reason"].as_str()) == Some(reason),
+        kinds::condition(&o, COMPLETE).and_then(|c| c["reason"].as_str()) == Some(reason),
         "{name}: Complete's reason should be the verdict's ({reason}): {}",
         kinds::conditions_summary(&o)
     );
@@ -168,7 +170,7 @@ async fn body(ctx: TestContext) -> Result<()> {
     // TargetNotReady at targetReadyTimeoutSeconds (10 s) plus reconcile slack; never a Job.
     let nr = failed(&ctx, "target-not-ready", Duration::from_secs(60)).await?;
     ensure!(
-        s(&nr, "/status/verdict/reason") == "TargetNotReady",
+        s(&nr, "/status/verdict/reason") == RunFailureReason::TargetNotReady.as_str(),
         "verdict {}",
         s(&nr, "/status/verdict")
     );
@@ -190,7 +192,7 @@ async fn body(ctx: TestContext) -> Result<()> {
     // suspended), the Job stays for debugging.
     let bt = failed(&ctx, "barrier-timeout", Duration::from_secs(120)).await?;
     ensure!(
-        s(&bt, "/status/verdict/reason") == "RunnersUnschedulable",
+        s(&bt, "/status/verdict/reason") == RunFailureReason::RunnersUnschedulable.as_str(),
         "verdict {}",
         s(&bt, "/status/verdict")
     );
@@ -226,7 +228,7 @@ async fn body(ctx: TestContext) -> Result<()> {
     let de = failed(&ctx, "deadline-exceeded", Duration::from_secs(90)).await?;
     let took = t1.elapsed();
     ensure!(
-        s(&de, "/status/verdict/reason") == "DeadlineExceeded",
+        s(&de, "/status/verdict/reason") == RunFailureReason::DeadlineExceeded.as_str(),
         "verdict {}",
         s(&de, "/status/verdict")
     );

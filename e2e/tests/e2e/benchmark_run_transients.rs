@@ -11,6 +11,8 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::api::{Api, ListParams, LogParams, PostParams};
 use kube::ResourceExt;
+use msgbench_crds::conditions::TARGET_READY;
+use msgbench_crds::RunFailureReason;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::runs::{field as s, finished};
 use msgbench_e2e::{run, wait, TestContext};
@@ -80,7 +82,7 @@ async fn applied_together(ctx: TestContext) -> Result<()> {
         s(&r, "/status/verdict"),
         kinds::conditions_summary(&r)
     );
-    let ready = kinds::condition(&r, "TargetReady").context("TargetReady condition")?;
+    let ready = kinds::condition(&r, TARGET_READY).context("TargetReady condition")?;
     ensure!(ready["status"] == "True", "TargetReady: {ready}");
     ensure!(
         s(&r, "/status/result/received").as_u64() == Some(100),
@@ -123,7 +125,7 @@ async fn reasons_until_finished(
             async move {
                 let o = api.get(name).await?;
                 if let Some(r) =
-                    kinds::condition(&o, "TargetReady").and_then(|c| c["reason"].as_str())
+                    kinds::condition(&o, TARGET_READY).and_then(|c| c["reason"].as_str())
                 {
                     let mut seen = seen.lock().expect("reasons");
                     if seen.last().map(String::as_str) != Some(r) {
@@ -215,10 +217,10 @@ async fn unreachable(ctx: TestContext) -> Result<()> {
         "no-endpoints",
         Duration::from_secs(30),
         "TargetReady EndpointsNotReady",
-        |o| kinds::condition(o, "TargetReady").is_some_and(|c| c["reason"] == "EndpointsNotReady"),
+        |o| kinds::condition(o, TARGET_READY).is_some_and(|c| c["reason"] == "EndpointsNotReady"),
     )
     .await?;
-    let c = kinds::condition(&waiting, "TargetReady").context("TargetReady")?;
+    let c = kinds::condition(&waiting, TARGET_READY).context("TargetReady")?;
     let msg = c["message"].as_str().unwrap_or_default();
     ensure!(
         msg.contains(&format!("Service {}/nobody-home port 4222", ctx.ns)),
@@ -228,7 +230,7 @@ async fn unreachable(ctx: TestContext) -> Result<()> {
     let r = finished(&ctx, "no-endpoints", Duration::from_secs(60)).await?;
     let took = t0.elapsed();
     ensure!(
-        s(&r, "/status/verdict/reason") == "TargetUnreachable",
+        s(&r, "/status/verdict/reason") == RunFailureReason::TargetUnreachable.as_str(),
         "verdict {}",
         s(&r, "/status/verdict")
     );
@@ -254,7 +256,7 @@ async fn unreachable(ctx: TestContext) -> Result<()> {
     let r = finished(&ctx, "refused", Duration::from_secs(120)).await?;
     let took = t1.elapsed();
     ensure!(
-        s(&r, "/status/verdict/reason") == "TargetUnreachable",
+        s(&r, "/status/verdict/reason") == RunFailureReason::TargetUnreachable.as_str(),
         "verdict {}",
         s(&r, "/status/verdict")
     );

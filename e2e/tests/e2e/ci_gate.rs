@@ -4,6 +4,7 @@
 //! for a run that passes it exits 0.
 use anyhow::{bail, ensure, Context, Result};
 use k8s_openapi::jiff::Timestamp;
+use msgbench_crds::RunFailureReason;
 use msgbench_e2e::cluster::{kubeconfig_path, repo_root};
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::runs::{field as s, finished};
@@ -126,7 +127,7 @@ async fn body(ctx: TestContext) -> Result<()> {
     let (status, out, exited) = gate(&ctx, "gate-fails", Duration::from_secs(120)).await?;
     let run = finished(&ctx, "gate-fails", Duration::from_secs(10)).await?;
     ensure!(
-        s(&run, "/status/verdict/reason") == "TargetNotFound",
+        s(&run, "/status/verdict/reason") == RunFailureReason::TargetNotFound.as_str(),
         "verdict {}",
         s(&run, "/status/verdict")
     );

@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::ResourceExt;
+use msgbench_crds::RunFailureReason;
 use msgbench_e2e::cluster::repo_root;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::runs::{field as s, finished};
@@ -270,7 +271,7 @@ async fn not_owned_is_never_touched(ctx: &TestContext, pods: &Api<Pod>, decoy: &
     kinds::create(&ctx.client, &ctx.ns, ORDINAL_3).await?;
     let br = finished(ctx, "not-owned", Duration::from_secs(240)).await?;
     ensure!(
-        s(&br, "/status/verdict/reason") == "FaultsNotInjected"
+        s(&br, "/status/verdict/reason") == RunFailureReason::FaultsNotInjected.as_str()
             && s(&br, "/status/verdict/message")
                 .as_str()
                 .is_some_and(|m| m.contains("no server pod with ordinal 3")),

@@ -5,6 +5,7 @@
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use kube::api::{Api, DynamicObject, ListParams};
+use msgbench_crds::conditions::{DEGRADED, READY};
 use msgbench_e2e::cpu_hog::{self, CpuHog};
 use msgbench_e2e::harness::remove_leftover_namespaces;
 use msgbench_e2e::kinds::{self, Kind};
@@ -49,17 +50,15 @@ async fn body(ctx: TestContext) -> Result<()> {
         Duration::from_secs(120),
         "Degraded=True reason SysctlForbidden",
         |o: &DynamicObject| {
-            kinds::condition(o, "Degraded")
+            kinds::condition(o, DEGRADED)
                 .is_some_and(|c| c["status"] == "True" && c["reason"] == "SysctlForbidden")
         },
     )
     .await?;
-    let degraded = kinds::condition(&cr, "Degraded")
-        .cloned()
-        .unwrap_or_default();
+    let degraded = kinds::condition(&cr, DEGRADED).cloned().unwrap_or_default();
     eprintln!("Degraded: {}", degraded["message"]);
     ensure!(
-        kinds::condition(&cr, "Ready").is_some_and(|c| c["status"] == "False"),
+        kinds::condition(&cr, READY).is_some_and(|c| c["status"] == "False"),
         "a refused server must not be Ready: {}",
         kinds::conditions_summary(&cr)
     );
@@ -98,7 +97,7 @@ async fn body(ctx: TestContext) -> Result<()> {
     // And it stays Degraded (the hold is remembered for this generation).
     let again = api.get(NAME).await?;
     ensure!(
-        kinds::condition(&again, "Degraded").and_then(|c| c["reason"].as_str())
+        kinds::condition(&again, DEGRADED).and_then(|c| c["reason"].as_str())
             == Some("SysctlForbidden"),
         "Degraded did not stick: {}",
         kinds::conditions_summary(&again)
@@ -150,7 +149,7 @@ async fn out_of_cpu(ctx: TestContext) -> Result<()> {
         Duration::from_secs(120),
         "Degraded=True reason OutOfcpu, retrying",
         |o: &DynamicObject| {
-            kinds::condition(o, "Degraded").is_some_and(|c| {
+            kinds::condition(o, DEGRADED).is_some_and(|c| {
                 c["status"] == "True"
                     && c["reason"] == "OutOfcpu"
                     && c["message"]
@@ -162,10 +161,10 @@ async fn out_of_cpu(ctx: TestContext) -> Result<()> {
     .await?;
     eprintln!(
         "Degraded: {}",
-        kinds::condition(&cr, "Degraded").map_or(String::new(), |c| c["message"].to_string())
+        kinds::condition(&cr, DEGRADED).map_or(String::new(), |c| c["message"].to_string())
     );
     ensure!(
-        kinds::condition(&cr, "Ready").is_some_and(|c| c["status"] == "False"),
+        kinds::condition(&cr, READY).is_some_and(|c| c["status"] == "False"),
         "a refused server must not be Ready: {}",
         kinds::conditions_summary(&cr)
     );
@@ -177,11 +176,11 @@ async fn out_of_cpu(ctx: TestContext) -> Result<()> {
         STARVED,
         Duration::from_secs(180),
         "Ready=True once the CPU is free",
-        |o: &DynamicObject| kinds::condition(o, "Ready").is_some_and(|c| c["status"] == "True"),
+        |o: &DynamicObject| kinds::condition(o, READY).is_some_and(|c| c["status"] == "True"),
     )
     .await?;
     ensure!(
-        !kinds::condition(&ready, "Degraded").is_some_and(|c| c["status"] == "True"),
+        !kinds::condition(&ready, DEGRADED).is_some_and(|c| c["status"] == "True"),
         "Ready but still Degraded: {}",
         kinds::conditions_summary(&ready)
     );

@@ -5,6 +5,8 @@
 //! Failed with reason RunnerNodeLost naming the node, and the JetStreamCluster reports Degraded
 //! (NodeNotReady, naming it). When the node comes back, the cluster is Ready again.
 use anyhow::{ensure, Context, Result};
+use msgbench_crds::conditions::DEGRADED;
+use msgbench_crds::RunFailureReason;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::nodes::{self, StoppedNode};
 use msgbench_e2e::runs::{self, field};
@@ -75,7 +77,7 @@ async fn body(ctx: TestContext) -> Result<()> {
     let done = runs::finished(&ctx, "on-lost-node", Duration::from_secs(150)).await?;
     let verdict = field(&done, "/status/verdict");
     ensure!(
-        verdict["reason"] == "RunnerNodeLost"
+        verdict["reason"] == RunFailureReason::RunnerNodeLost.as_str()
             && verdict["message"]
                 .as_str()
                 .is_some_and(|m| m.contains(&format!("node {victim}"))),
@@ -94,7 +96,7 @@ async fn body(ctx: TestContext) -> Result<()> {
         Duration::from_secs(60),
         "Degraded=True, NodeNotReady",
         move |o| {
-            kinds::condition(o, "Degraded").is_some_and(|c| {
+            kinds::condition(o, DEGRADED).is_some_and(|c| {
                 c["status"] == "True"
                     && c["reason"] == "NodeNotReady"
                     && c["message"].as_str().is_some_and(|m| m.contains(&v))
@@ -112,7 +114,7 @@ async fn body(ctx: TestContext) -> Result<()> {
         .await
         .context("the cluster is Ready again after the node returned")?;
     ensure!(
-        runs::condition_status(&back, "Degraded") == "False",
+        runs::condition_status(&back, DEGRADED) == "False",
         "Degraded cleared: {}",
         kinds::conditions_summary(&back)
     );

@@ -8,6 +8,7 @@
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams};
+use msgbench_crds::conditions::{DEGRADED, READY};
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::nodes::{self, Cordoned};
 use msgbench_e2e::runs::{self, field};
@@ -55,18 +56,18 @@ async fn spread(ctx: TestContext) -> Result<()> {
         Duration::from_secs(120),
         "Degraded=True, Unschedulable",
         |o| {
-            kinds::condition(o, "Degraded")
+            kinds::condition(o, DEGRADED)
                 .is_some_and(|c| c["status"] == "True" && c["reason"] == "Unschedulable")
         },
     )
     .await?;
-    let msg = kinds::condition(&degraded, "Degraded").unwrap()["message"].to_string();
+    let msg = kinds::condition(&degraded, DEGRADED).unwrap()["message"].to_string();
     ensure!(
         msg.contains(&name) && msg.contains("anti-affinity"),
         "the scheduler's reason, naming the pod: {msg}"
     );
     ensure!(
-        runs::condition_status(&degraded, "Ready") == "False",
+        runs::condition_status(&degraded, READY) == "False",
         "not Ready with 2 of 3: {}",
         kinds::conditions_summary(&degraded)
     );
@@ -75,7 +76,7 @@ async fn spread(ctx: TestContext) -> Result<()> {
     cordoned.uncordon().await?;
     let back = servers::wait_ready(&ctx, Kind::JetStreamCluster, "js-spread", timeout).await?;
     ensure!(
-        runs::condition_status(&back, "Degraded") == "False",
+        runs::condition_status(&back, DEGRADED) == "False",
         "Degraded cleared: {}",
         kinds::conditions_summary(&back)
     );

@@ -11,6 +11,7 @@ use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::Api;
+use msgbench_crds::RunFailureReason;
 use msgbench_e2e::harness::E2E_LABEL;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::registry;
@@ -185,7 +186,10 @@ async fn pull_failures_end_runs(ctx: &TestContext, registry: &str, runner_ref: &
         let reason = runs::field(&br, "/status/verdict/reason");
         let message = runs::field(&br, "/status/verdict/message").to_string();
         eprintln!("{name}: {reason} after {:?}: {message}", started.elapsed());
-        ensure!(reason == "ImagePullFailed", "{name}: {reason}: {message}");
+        ensure!(
+            reason == RunFailureReason::ImagePullFailed.as_str(),
+            "{name}: {reason}: {message}"
+        );
         ensure!(
             message.contains(image),
             "{name}: the message names {image}: {message}"

@@ -4,6 +4,7 @@
 //! say so, and still never count each other's messages.
 use anyhow::{ensure, Result};
 use kube::core::DynamicObject;
+use msgbench_crds::conditions::{SUCCEEDED, TARGET_READY};
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::runs::{condition_status, field as s, finished};
 use msgbench_e2e::{run, servers, TestContext};
@@ -108,7 +109,7 @@ async fn body(ctx: TestContext) -> Result<()> {
     }
     // The two sharing runs say so; the later one names the earlier it ran alongside.
     for i in [4, 5] {
-        let c = kinds::condition(&done[i], "TargetReady")
+        let c = kinds::condition(&done[i], TARGET_READY)
             .cloned()
             .unwrap_or(Value::Null);
         ensure!(
@@ -117,7 +118,7 @@ async fn body(ctx: TestContext) -> Result<()> {
             runs[i].0
         );
     }
-    let msg = kinds::condition(&done[5], "TargetReady").map(|c| c["message"].to_string());
+    let msg = kinds::condition(&done[5], TARGET_READY).map(|c| c["message"].to_string());
     ensure!(
         msg.as_deref().is_some_and(|m| m.contains("js-s1")),
         "js-s2 should name js-s1 as running alongside: {msg:?}"
@@ -129,7 +130,7 @@ async fn body(ctx: TestContext) -> Result<()> {
 /// order, nothing from another run.
 fn exact(name: &str, o: &DynamicObject) -> Result<()> {
     ensure!(
-        condition_status(o, "Succeeded") == "True",
+        condition_status(o, SUCCEEDED) == "True",
         "{name} did not succeed: {}",
         kinds::conditions_summary(o)
     );

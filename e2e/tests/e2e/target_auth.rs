@@ -6,6 +6,7 @@
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, PostParams};
+use msgbench_crds::conditions::TARGET_READY;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::runs::{field as s, finished};
 use msgbench_e2e::secrets::never_shown;
@@ -117,7 +118,7 @@ async fn body(ctx: TestContext) -> Result<()> {
 
     let url = s(&br, "/status/conditions")
         .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["type"] == "TargetReady"))
+        .and_then(|cs| cs.iter().find(|c| c["type"] == TARGET_READY))
         .and_then(|c| c["message"].as_str())
         .context("TargetReady message (the URL)")?
         .to_string();

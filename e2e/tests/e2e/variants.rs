@@ -9,6 +9,7 @@ use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, ListParams};
+use msgbench_crds::RunFailureReason;
 use msgbench_e2e::cluster::repo_root;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::runs::{field as s, finished};
@@ -67,7 +68,7 @@ spec:
     )
     .await?;
     ensure!(
-        s(&b, "/status/verdict/reason") == "InvalidSpec"
+        s(&b, "/status/verdict/reason") == RunFailureReason::InvalidSpec.as_str()
             && s(&b, "/status/verdict/message")
                 .as_str()
                 .is_some_and(|m| m.contains("spec.variants[1].workload.payloadBytes")),

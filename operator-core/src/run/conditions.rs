@@ -67,8 +67,8 @@ pub fn accept(conds: &mut Vec<Condition>, generation: Option<i64>, now: &Time) {
     }
 }
 
-/// The run ended with `outcome`; `reason` is `Succeeded` or the failure's (ThresholdsNotMet,
-/// TargetNotFound, …). Complete becomes True either way.
+/// The run ended with `outcome`; `reason` is `Succeeded` or the failure's (a
+/// `RunFailureReason`). Complete becomes True either way.
 pub fn finish(
     conds: &mut Vec<Condition>,
     outcome: Outcome,
@@ -98,6 +98,7 @@ pub fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use msgbench_crds::RunFailureReason;
 
     fn t(s: i64) -> Time {
         Time(k8s_openapi::jiff::Timestamp::from_second(s).unwrap())
@@ -185,17 +186,11 @@ mod tests {
         let mut c = Vec::new();
         accept(&mut c, Some(2), &t(10));
         let msg = "JetStreamCluster js missing; still missing after 5s";
-        finish(
-            &mut c,
-            Outcome::Failed,
-            "TargetNotFound",
-            msg,
-            Some(2),
-            &t(16),
-        );
-        assert_eq!(status_of(&c, COMPLETE), ("True", "TargetNotFound"));
-        assert_eq!(status_of(&c, SUCCEEDED), ("False", "TargetNotFound"));
-        assert_eq!(status_of(&c, STALLED), ("True", "TargetNotFound"));
+        let reason = RunFailureReason::TargetNotFound.as_str();
+        finish(&mut c, Outcome::Failed, reason, msg, Some(2), &t(16));
+        assert_eq!(status_of(&c, COMPLETE), ("True", reason));
+        assert_eq!(status_of(&c, SUCCEEDED), ("False", reason));
+        assert_eq!(status_of(&c, STALLED), ("True", reason));
         assert_eq!(status_of(&c, RECONCILING).0, "False");
         assert_eq!(get(&c, COMPLETE).unwrap().message, msg);
         assert_eq!(get(&c, SUCCEEDED).unwrap().last_transition_time, t(16));
@@ -203,10 +198,11 @@ mod tests {
 
     #[test]
     fn every_ended_run_has_a_true_condition_and_is_not_reconciling() {
-        for outcome in [Outcome::Passed, Outcome::Failed] {
+        let failed = RunFailureReason::RunnerFailed.as_str();
+        for (outcome, reason) in [(Outcome::Passed, "Succeeded"), (Outcome::Failed, failed)] {
             let mut c = Vec::new();
             accept(&mut c, Some(1), &t(1));
-            finish(&mut c, outcome, "Whatever", "", Some(1), &t(2));
+            finish(&mut c, outcome, reason, "", Some(1), &t(2));
             assert!(c.iter().any(|c| c.status == "True"), "{outcome:?}");
             assert_eq!(status_of(&c, COMPLETE).0, "True", "{outcome:?}");
             assert_eq!(status_of(&c, RECONCILING).0, "False", "{outcome:?}");
@@ -217,14 +213,8 @@ mod tests {
     fn a_new_generation_after_a_failure_starts_over() {
         let mut c = Vec::new();
         accept(&mut c, Some(1), &t(1));
-        finish(
-            &mut c,
-            Outcome::Failed,
-            "ThresholdsNotMet",
-            "x",
-            Some(1),
-            &t(2),
-        );
+        let reason = RunFailureReason::ThresholdsNotMet.as_str();
+        finish(&mut c, Outcome::Failed, reason, "x", Some(1), &t(2));
         accept(&mut c, Some(2), &t(3));
         assert_eq!(status_of(&c, COMPLETE), ("False", "Pending"));
         assert_eq!(status_of(&c, STALLED), ("False", "Pending"));
@@ -238,14 +228,8 @@ mod tests {
         let mut c = Vec::new();
         let log =
             "runner pod r-0: exit code 1 (Error): \u{1b}[31mERROR\u{1b}[0m barrier\ntimed out";
-        finish(
-            &mut c,
-            Outcome::Failed,
-            "BarrierTimeout",
-            log,
-            Some(1),
-            &t(1),
-        );
+        let reason = RunFailureReason::BarrierTimeout.as_str();
+        finish(&mut c, Outcome::Failed, reason, log, Some(1), &t(1));
         assert_eq!(
             get(&c, SUCCEEDED).unwrap().message,
             "runner pod r-0: exit code 1 (Error): ERROR barrier | timed out"

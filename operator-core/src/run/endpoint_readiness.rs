@@ -7,6 +7,7 @@
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use msgbench_crds::RunFailureReason;
 
 /// The Service port a URL addresses, as its EndpointSlices list it.
 #[derive(Clone, Debug, PartialEq)]
@@ -133,7 +134,7 @@ pub struct Waiting {
 pub fn waiting(waited_s: i64, limit_s: i64, url: &str, why: &str) -> Waiting {
     if waited_s > limit_s {
         Waiting {
-            reason: "TargetUnreachable",
+            reason: RunFailureReason::TargetUnreachable.as_str(),
             message: format!(
                 "{url}: no ready endpoint within {limit_s}s (targetReadyTimeoutSeconds); last seen: {why}"
             ),
@@ -327,7 +328,7 @@ mod tests {
         assert!(!w.failed);
         assert!(w.message.contains("Service ns/pss port 8080"));
         let w = waiting(61, 60, "ws://pss.ns.svc:8080/ws", "no ready endpoint");
-        assert_eq!(w.reason, "TargetUnreachable");
+        assert_eq!(w.reason, RunFailureReason::TargetUnreachable.as_str());
         assert!(w.failed);
         assert!(
             w.message

@@ -1,20 +1,26 @@
 //! Why a runner pod failed, from its container's terminated state: the runner writes a JSON
 //! termination message `{"reason","message"}`; older runners (and crashes before it could
 //! write) leave the log tail (`FallbackToLogsOnError`), which is searched for known phrases.
+use msgbench_crds::RunFailureReason::{self, BarrierTimeout, RunnerFailed, TargetUnreachable};
 use runner_api::termination::{self, Termination};
 
+/// Kubernetes' reason for a Job or pod past its `activeDeadlineSeconds` (and a phrase runner
+/// logs may carry). Kubernetes' word, read and never set: the run's own reason of the same
+/// spelling is [`RunFailureReason::DeadlineExceeded`].
+pub const KUBE_DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
+
 /// The run reasons a runner may report; anything else is a generic RunnerFailed.
-fn run_reason(runner_reason: &str) -> &'static str {
+fn run_reason(runner_reason: &str) -> RunFailureReason {
     match runner_reason {
-        termination::TARGET_UNREACHABLE => "TargetUnreachable",
-        termination::BARRIER_TIMEOUT => "BarrierTimeout",
-        "DeadlineExceeded" => "DeadlineExceeded",
-        _ => "RunnerFailed",
+        termination::TARGET_UNREACHABLE => TargetUnreachable,
+        termination::BARRIER_TIMEOUT => BarrierTimeout,
+        KUBE_DEADLINE_EXCEEDED => RunFailureReason::DeadlineExceeded,
+        _ => RunnerFailed,
     }
 }
 
 /// (run reason, message) of a terminated runner container.
-pub fn classify(exit_code: i32, kubelet_reason: &str, message: &str) -> (&'static str, String) {
+pub fn classify(exit_code: i32, kubelet_reason: &str, message: &str) -> (RunFailureReason, String) {
     if let Some(t) = Termination::parse(message) {
         return (
             run_reason(&t.reason),
@@ -24,7 +30,7 @@ pub fn classify(exit_code: i32, kubelet_reason: &str, message: &str) -> (&'stati
     if kubelet_reason == "OOMKilled" {
         // The log tail of a killed process is whatever it was printing (result frames): noise.
         return (
-            "RunnerFailed",
+            RunnerFailed,
             format!(
                 "exit code {exit_code} (OOMKilled): the runner went over its memory limit \
                  (spec.runners.resources.limits.memory)"
@@ -35,11 +41,11 @@ pub fn classify(exit_code: i32, kubelet_reason: &str, message: &str) -> (&'stati
     let tail = tail.into_iter().rev().collect::<Vec<_>>().join(" | ");
     // Trial 1's barrier, or a later trial's with several runners.
     let reason = if message.contains("start barrier timed out") {
-        "BarrierTimeout"
-    } else if message.contains("DeadlineExceeded") || kubelet_reason == "DeadlineExceeded" {
-        "DeadlineExceeded"
+        BarrierTimeout
+    } else if message.contains(KUBE_DEADLINE_EXCEEDED) || kubelet_reason == KUBE_DEADLINE_EXCEEDED {
+        RunFailureReason::DeadlineExceeded
     } else {
-        "RunnerFailed"
+        RunnerFailed
     };
     (
         reason,
@@ -59,26 +65,25 @@ const MAX_TAIL_LINE: usize = 240;
 
 #[cfg(test)]
 mod tests {
-    use super::classify;
+    use super::{classify, KUBE_DEADLINE_EXCEEDED};
+    use msgbench_crds::RunFailureReason::{self, BarrierTimeout, RunnerFailed, TargetUnreachable};
+    use runner_api::termination::{Termination, BARRIER_TIMEOUT, TARGET_UNREACHABLE};
 
     #[test]
     fn structured_messages_give_their_reason() {
-        let msg = r#"{"reason":"TargetUnreachable","message":"trial 1: subscriber 0: target ws://pss.ns.svc:8080/ws unreachable: 12 connect attempt(s) over 30.0s failed (connectTimeoutSeconds 30); last error: Connection refused"}"#;
-        let (reason, text) = classify(2, "Error", msg);
-        assert_eq!(reason, "TargetUnreachable");
+        let msg = Termination::new(TARGET_UNREACHABLE, "trial 1: subscriber 0: target ws://pss.ns.svc:8080/ws unreachable: 12 connect attempt(s) over 30.0s failed (connectTimeoutSeconds 30); last error: Connection refused").to_json();
+        let (reason, text) = classify(2, "Error", &msg);
+        assert_eq!(reason, TargetUnreachable);
         assert!(
             text.starts_with("exit code 2: trial 1: subscriber 0: target ws://pss"),
             "{text}"
         );
-        let (reason, _) = classify(
-            2,
-            "Error",
-            r#"{"reason":"BarrierTimeout","message":"start barrier timed out (trial 1)"}"#,
-        );
-        assert_eq!(reason, "BarrierTimeout");
+        let msg = Termination::new(BARRIER_TIMEOUT, "start barrier timed out (trial 1)").to_json();
+        let (reason, _) = classify(2, "Error", &msg);
+        assert_eq!(reason, BarrierTimeout);
         // A reason the operator does not know is a generic failure, its message kept.
         let (reason, text) = classify(2, "Error", r#"{"reason":"Novel","message":"m"}"#);
-        assert_eq!((reason, text.as_str()), ("RunnerFailed", "exit code 2: m"));
+        assert_eq!((reason, text.as_str()), (RunnerFailed, "exit code 2: m"));
     }
 
     #[test]
@@ -88,14 +93,17 @@ mod tests {
             "Error",
             "line 1\nline 2\nbench-runner: trial 1: start barrier timed out (trial 1)",
         );
-        assert_eq!(reason, "BarrierTimeout");
+        assert_eq!(reason, BarrierTimeout);
         assert!(
             text.starts_with("exit code 2 (Error): line 1 | line 2 | bench-runner"),
             "{text}"
         );
-        assert_eq!(classify(137, "DeadlineExceeded", "").0, "DeadlineExceeded");
+        assert_eq!(
+            classify(137, KUBE_DEADLINE_EXCEEDED, "").0,
+            RunFailureReason::DeadlineExceeded
+        );
         let (reason, text) = classify(2, "Error", "a\nb\nc\nd: connect to nats://x: refused");
-        assert_eq!(reason, "RunnerFailed");
+        assert_eq!(reason, RunnerFailed);
         assert_eq!(
             text,
             "exit code 2 (Error): b | c | d: connect to nats://x: refused"
@@ -105,12 +113,12 @@ mod tests {
         let (_, text) = classify(1, "Error", &long);
         assert!(text.chars().count() < 300 && text.ends_with('…'), "{text}");
         let (reason, text) = classify(137, "OOMKilled", &"{\"frame\":1}".repeat(400));
-        assert_eq!(reason, "RunnerFailed");
+        assert_eq!(reason, RunnerFailed);
         assert!(
             text.contains("spec.runners.resources.limits.memory") && !text.contains("frame"),
             "{text}"
         );
         // Malformed JSON is log text, not a structured message.
-        assert_eq!(classify(1, "Error", "{\"reason\":").0, "RunnerFailed");
+        assert_eq!(classify(1, "Error", "{\"reason\":").0, RunnerFailed);
     }
 }

@@ -1,11 +1,12 @@
 //! The runner pods of one generation, sorted by state: who is ready, running, done, and who
 //! failed and why (the runner's own termination message when it left one). Pure.
+use super::runner_failure::KUBE_DEADLINE_EXCEEDED;
 use crate::node_loss::{node_lost, NodeLoss};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::ResourceExt;
-use msgbench_crds::benchmark_run::ObservedPod;
+use msgbench_crds::benchmark_run::{ObservedPod, RunFailureReason};
 
 /// The runner pods of one generation, sorted by state.
 pub struct RunnerView<'a> {
@@ -13,7 +14,8 @@ pub struct RunnerView<'a> {
     pub running: Vec<&'a Pod>,
     pub succeeded: Vec<&'a Pod>,
     pub failed: Vec<&'a Pod>,
-    pub job_failure: Option<(String, String)>,
+    /// The Job's own failure: (run reason, message).
+    pub job_failure: Option<(RunFailureReason, String)>,
     /// A running runner whose node stopped reporting: its results can never come.
     pub node_lost: Option<NodeLoss>,
 }
@@ -102,7 +104,7 @@ impl<'a> RunnerView<'a> {
             .find(|p| p.metadata.deletion_timestamp.is_some())
         {
             v.job_failure = Some((
-                "RunnerFailed".into(),
+                RunFailureReason::RunnerFailed,
                 format!("runner pod {} was deleted", p.name_any()),
             ));
         }
@@ -118,11 +120,11 @@ impl<'a> RunnerView<'a> {
             })
         {
             let reason = match c.reason.as_deref() {
-                Some("DeadlineExceeded") => "DeadlineExceeded",
-                _ => "RunnerFailed",
+                Some(KUBE_DEADLINE_EXCEEDED) => RunFailureReason::DeadlineExceeded,
+                _ => RunFailureReason::RunnerFailed,
             };
             v.job_failure = Some((
-                reason.into(),
+                reason,
                 format!(
                     "runner Job failed: {}",
                     c.message.clone().unwrap_or_default()
@@ -138,7 +140,7 @@ impl<'a> RunnerView<'a> {
 
     /// (reason, message) when a runner failed; the runner's own reason (TargetUnreachable,
     /// BarrierTimeout) when it gave one, else a generic failure.
-    pub fn failure(&self) -> Option<(&'static str, String)> {
+    pub fn failure(&self) -> Option<(RunFailureReason, String)> {
         if let Some(p) = self.failed.first() {
             let (reason, msg) = termination_message(p);
             return Some((reason, format!("runner pod {}: {msg}", p.name_any())));
@@ -149,20 +151,13 @@ impl<'a> RunnerView<'a> {
                  apart from the others)",
                 loss.describe()
             );
-            return Some(("RunnerNodeLost", msg));
+            return Some((RunFailureReason::RunnerNodeLost, msg));
         }
-        self.job_failure.as_ref().map(|(r, m)| {
-            let r: &'static str = if r == "DeadlineExceeded" {
-                "DeadlineExceeded"
-            } else {
-                "RunnerFailed"
-            };
-            (r, m.clone())
-        })
+        self.job_failure.clone()
     }
 }
 
-fn termination_message(p: &Pod) -> (&'static str, String) {
+fn termination_message(p: &Pod) -> (RunFailureReason, String) {
     let st = p.status.as_ref();
     let term = st
         .and_then(|s| s.container_statuses.as_ref())
@@ -179,10 +174,10 @@ fn termination_message(p: &Pod) -> (&'static str, String) {
             let why = st
                 .and_then(|s| s.reason.clone().or(s.message.clone()))
                 .unwrap_or_else(|| "failed".into());
-            let reason = if why.contains("DeadlineExceeded") {
-                "DeadlineExceeded"
+            let reason = if why.contains(KUBE_DEADLINE_EXCEEDED) {
+                RunFailureReason::DeadlineExceeded
             } else {
-                "RunnerFailed"
+                RunFailureReason::RunnerFailed
             };
             (reason, why)
         }

@@ -554,7 +554,7 @@ mod tests {
         let mut i = input(&pods, &tuning, &res, None);
         i.violations = &v;
         let s = compute(&i);
-        assert_eq!(cond(&s, "Degraded").reason, "InvalidSpec");
+        assert_eq!(cond(&s, "Degraded").reason, conditions::INVALID_SPEC);
         assert!(cond(&s, "Ready")
             .message
             .contains("spec.replicas: must be between 1 and 5"));

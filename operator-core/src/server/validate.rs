@@ -25,7 +25,7 @@ impl fmt::Display for SpecViolation {
 impl SpecViolation {
     pub fn invalid(field: impl Into<String>, rule: impl Into<String>) -> Self {
         Self {
-            reason: "InvalidSpec",
+            reason: msgbench_crds::conditions::INVALID_SPEC,
             field: field.into(),
             rule: rule.into(),
         }

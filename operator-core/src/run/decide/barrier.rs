@@ -10,7 +10,7 @@ use crate::run::model::{AgentSeen, Observed};
 use crate::run::runner_pods::{self, RunnerView};
 use crate::run::{server_usage, timing};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use msgbench_crds::benchmark_run::{BenchmarkRun, Phase, Progress};
+use msgbench_crds::benchmark_run::{BenchmarkRun, Phase, Progress, RunFailureReason};
 use std::time::Duration;
 
 /// Lead time between choosing the common start and the start itself, so every runner hears it.
@@ -82,7 +82,13 @@ fn image_pull_failed(f: &runner_pods::PullFailure, d: &mut Decision, g: i64, now
             true => what,
             false => format!("{what}; still failing {age}s after the pod was created"),
         };
-        fail(&mut d.status, "ImagePullFailed", &msg, g, now);
+        fail(
+            &mut d.status,
+            RunFailureReason::ImagePullFailed,
+            &msg,
+            g,
+            now,
+        );
         return true;
     }
     let msg = format!(
@@ -118,7 +124,10 @@ fn release(br: &BenchmarkRun, obs: &Observed, d: &mut Decision, start: u64, coun
                 format!("{count} runner(s) ready; nobody had received the first start: moved");
             store_start(d, at, &why, g, &obs.now);
         }
-        Release::Apart(msg) => fail(&mut d.status, "RunnersStartedApart", &msg, g, &obs.now),
+        Release::Apart(msg) => {
+            let reason = RunFailureReason::RunnersStartedApart;
+            fail(&mut d.status, reason, &msg, g, &obs.now)
+        }
         // Every runner has it already (sent by an operator that stopped before writing).
         Release::Nothing if obs.agents.len() >= count => released(d, count, g, &obs.now),
         Release::Nothing => {
@@ -176,9 +185,16 @@ fn barrier_timeout(
         match runner_pods::unschedulable(&obs.runner_pods) {
             Some((pod, why)) => {
                 let msg = format!("{msg}; runner pod {pod} could not be scheduled: {why}");
-                fail(&mut d.status, "RunnersUnschedulable", &msg, g, &obs.now);
+                let reason = RunFailureReason::RunnersUnschedulable;
+                fail(&mut d.status, reason, &msg, g, &obs.now);
             }
-            None => fail(&mut d.status, "BarrierTimeout", &msg, g, &obs.now),
+            None => fail(
+                &mut d.status,
+                RunFailureReason::BarrierTimeout,
+                &msg,
+                g,
+                &obs.now,
+            ),
         }
     }
 }

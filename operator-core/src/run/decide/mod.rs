@@ -10,12 +10,8 @@
 //! | Running, Merging              | `running`  | every runner's records read → a verdict       |
 //! | Succeeded, Failed             | `finished` | never (a new generation starts over)          |
 //!
-//! A run ends Failed with one reason: InvalidSpec, TargetNotFound, TargetNotReady,
-//! TargetUnfit, TargetUnreachable, BaselineCycle, ImagePullFailed, BarrierTimeout, RunnersUnschedulable (a
-//! runner pod no node can take, at the barrier's bound), RunnerFailed, RunnerNodeLost (a
-//! runner's node stopped reporting), RunnersStartedApart, DeadlineExceeded, ResultsLost, ResultsTooLarge (a runner offered more
-//! than a run may hold in the operator's memory), ThresholdsNotMet, FaultsNotAllowed (the operator may not
-//! delete pods) or FaultsNotInjected (a fault in `spec.faults` was not carried out).
+//! A run ends Failed with one reason, a `msgbench_crds::RunFailureReason` (each variant says
+//! when it is set).
 mod barrier;
 mod finished;
 mod prepare;
@@ -37,7 +33,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, FaultInjection, FaultRecord, HistoryEntry, Outcome, Phase,
-    Verdict, MAX_HISTORY,
+    RunFailureReason, Verdict, MAX_HISTORY,
 };
 use runner_api::fault_agent::FaultReport;
 use std::time::Duration;
@@ -133,7 +129,13 @@ pub fn settle(
         } = o
         {
             if let Some(msg) = check_echoes(*trial, *at_unix_ms, echoes) {
-                fail(st, "RunnersStartedApart", &msg, generation, now);
+                fail(
+                    st,
+                    RunFailureReason::RunnersStartedApart,
+                    &msg,
+                    generation,
+                    now,
+                );
             }
         } else {
             settle_fault(br, &mut st.faults, o);
@@ -199,7 +201,7 @@ pub fn decide(
         let msg = format!("the run did not finish within {limit}s (activeDeadlineSeconds)");
         fail(
             &mut d.status,
-            "DeadlineExceeded",
+            RunFailureReason::DeadlineExceeded,
             &msg,
             id.generation,
             &obs.now,
@@ -254,8 +256,21 @@ pub(crate) fn seconds_between(from: &Time, to: &Time) -> i64 {
 }
 
 /// Ends the run as Failed with `reason`.
-pub fn fail(st: &mut BenchmarkRunStatus, reason: &str, message: &str, generation: i64, now: &Time) {
-    end(st, Outcome::Failed, reason, message, generation, now);
+pub fn fail(
+    st: &mut BenchmarkRunStatus,
+    reason: RunFailureReason,
+    message: &str,
+    generation: i64,
+    now: &Time,
+) {
+    end(
+        st,
+        Outcome::Failed,
+        reason.as_str(),
+        message,
+        generation,
+        now,
+    );
 }
 
 /// Ends the run as Passed.

@@ -10,7 +10,7 @@ use crate::run::model::{BaselineSeen, Observed, TargetSeen};
 use crate::run::target_lock::{target_use, RunOnTarget, TargetUse};
 use crate::run::{endpoint_readiness as endpoints, runner_access, target_auth, timing, variants};
 use msgbench_crds::benchmark_run::{
-    BenchmarkRun, Fault, FaultAction, PartitionFrom, Phase, MAX_RUN_NAME,
+    BenchmarkRun, Fault, FaultAction, PartitionFrom, Phase, RunFailureReason, MAX_RUN_NAME,
 };
 use msgbench_crds::names::name_violation;
 use std::collections::BTreeMap;
@@ -31,13 +31,25 @@ const BASELINE_POLL: Duration = Duration::from_secs(5);
 pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decision) {
     let g = id.generation;
     if let Some(msg) = admission_rules_broken(br) {
-        fail(&mut d.status, "InvalidSpec", &msg, g, &obs.now);
+        fail(
+            &mut d.status,
+            RunFailureReason::InvalidSpec,
+            &msg,
+            g,
+            &obs.now,
+        );
         return;
     }
     if !br.spec.faults.is_empty() && !obs.faults_allowed {
         let msg = "spec.faults: this operator does not inject faults: it was installed without \
                    the permission to delete pods (Helm value faults.enabled=true grants it)";
-        fail(&mut d.status, "FaultsNotAllowed", msg, g, &obs.now);
+        fail(
+            &mut d.status,
+            RunFailureReason::FaultsNotAllowed,
+            msg,
+            g,
+            &obs.now,
+        );
         return;
     }
     let planned = match variants::plan(&br.spec) {
@@ -45,12 +57,19 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
         Err(msg) => {
             // Rules admission cannot express (a variant's merged workload) end the run before
             // any pod exists, naming the field.
-            fail(&mut d.status, "InvalidSpec", &msg, g, &obs.now);
+            fail(
+                &mut d.status,
+                RunFailureReason::InvalidSpec,
+                &msg,
+                g,
+                &obs.now,
+            );
             return;
         }
     };
     let Some(main) = obs.targets.iter().find(|t| t.variant.is_none()) else {
-        wait(d, obs, br, "TargetNotFound", "target not resolved yet");
+        let why = "target not resolved yet";
+        wait(d, obs, br, RunFailureReason::TargetNotFound, why);
         return;
     };
     if let Ok(r) = &main.resolved {
@@ -149,7 +168,7 @@ fn wait_for_target_in_use(d: &mut Decision, obs: &Observed, run: &str, target: &
 /// Why a target is not usable yet, as the wait it causes.
 enum Problem {
     /// (reason, message) of a missing or not-Ready target.
-    Target(&'static str, String),
+    Target(RunFailureReason, String),
     /// Ready, but the Service lists no ready endpoint: (url, why).
     Endpoints(String, String),
     /// The server, as specified, cannot serve the run's protocol: no wait fixes that.
@@ -163,7 +182,13 @@ impl Problem {
             Problem::Endpoints(url, why) => wait_for_endpoints(d, obs, br, &url, &why),
             Problem::Unfit(why) => {
                 let g = d.status.observed_generation.unwrap_or(0);
-                fail(&mut d.status, "TargetUnfit", &why, g, &obs.now);
+                fail(
+                    &mut d.status,
+                    RunFailureReason::TargetUnfit,
+                    &why,
+                    g,
+                    &obs.now,
+                );
             }
         }
     }
@@ -213,7 +238,10 @@ fn ready_url(t: &TargetSeen, faults: &[Fault]) -> Result<String, Problem> {
         None => why.to_string(),
     };
     let r: &Resolved = match &t.resolved {
-        Err(missing) => return Err(Problem::Target("TargetNotFound", prefix(missing))),
+        Err(missing) => {
+            let reason = RunFailureReason::TargetNotFound;
+            return Err(Problem::Target(reason, prefix(missing)));
+        }
         Ok(r) => r,
     };
     if let Some(why) = &r.unfit {
@@ -223,7 +251,10 @@ fn ready_url(t: &TargetSeen, faults: &[Fault]) -> Result<String, Problem> {
         return Err(Problem::Unfit(prefix(&why)));
     }
     if let Some(why) = &r.not_ready {
-        return Err(Problem::Target("TargetNotReady", prefix(why)));
+        return Err(Problem::Target(
+            RunFailureReason::TargetNotReady,
+            prefix(why),
+        ));
     }
     if let Some(why) = &t.unreachable {
         return Err(Problem::Endpoints(r.url.clone(), prefix(why)));
@@ -233,14 +264,14 @@ fn ready_url(t: &TargetSeen, faults: &[Fault]) -> Result<String, Problem> {
 
 /// A target is missing or not Ready: wait up to `targetReadyTimeoutSeconds` since acceptance,
 /// then fail with `reason`.
-fn wait(d: &mut Decision, obs: &Observed, br: &BenchmarkRun, reason: &str, why: &str) {
+fn wait(d: &mut Decision, obs: &Observed, br: &BenchmarkRun, reason: RunFailureReason, why: &str) {
     let g = d.status.observed_generation.unwrap_or(0);
     let limit = i64::from(br.spec.target_ready_timeout_seconds);
     let waited = seconds_between(&accepted_at(&d.status, &obs.now), &obs.now);
     let timed_out = waited > limit;
     let msg = match (timed_out, reason) {
         (false, _) => why.to_string(),
-        (true, "TargetNotFound") => {
+        (true, RunFailureReason::TargetNotFound) => {
             format!("{why}; still missing after {limit}s (targetReadyTimeoutSeconds)")
         }
         (true, _) => format!("{why}; still not Ready after {limit}s (targetReadyTimeoutSeconds)"),
@@ -250,7 +281,7 @@ fn wait(d: &mut Decision, obs: &Observed, br: &BenchmarkRun, reason: &str, why: 
         &mut st.conditions,
         TARGET_READY,
         Status::False,
-        reason,
+        reason.as_str(),
         &msg,
         Some(g),
         &obs.now,
@@ -281,7 +312,13 @@ fn wait_for_endpoints(d: &mut Decision, obs: &Observed, br: &BenchmarkRun, url: 
         &obs.now,
     );
     if w.failed {
-        fail(st, w.reason, &w.message, g, &obs.now);
+        fail(
+            st,
+            RunFailureReason::TargetUnreachable,
+            &w.message,
+            g,
+            &obs.now,
+        );
     } else {
         st.phase = Some(Phase::WaitingForTarget);
         d.requeue = Some(POLL);
@@ -315,7 +352,13 @@ fn waiting_for_baseline(
              point one of them at a finished run or remove its baselineRef",
             chain.join(" -> ")
         );
-        fail(&mut d.status, "BaselineCycle", &msg, g, &obs.now);
+        fail(
+            &mut d.status,
+            RunFailureReason::BaselineCycle,
+            &msg,
+            g,
+            &obs.now,
+        );
         return true;
     }
     let msg = format!("waiting for baseline {} to finish", b.name);
@@ -394,7 +437,7 @@ fn create_runners(
         Ok(cm) => cm,
         Err(e) => {
             let msg = format!("the agent config cannot be written: {e}");
-            fail(st, "InvalidSpec", &msg, g, &obs.now);
+            fail(st, RunFailureReason::InvalidSpec, &msg, g, &obs.now);
             return;
         }
     };

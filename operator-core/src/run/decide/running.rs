@@ -8,7 +8,9 @@ use crate::run::model::{AgentSeen, Observed};
 use crate::run::runner_pods::{job_complete, RunnerView};
 use crate::run::server_usage::{self, UsageRead};
 use crate::run::{fault_restart, faults, timing};
-use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Phase, Progress};
+use msgbench_crds::benchmark_run::{
+    BenchmarkRun, BenchmarkRunStatus, Phase, Progress, RunFailureReason,
+};
 use std::time::Duration;
 
 /// `status.progress` is written at most this often (a trial change is written at once, and a
@@ -43,9 +45,23 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
             d.requeue = Some(Duration::from_secs(1));
             return;
         }
-        Some(Gathered::Lost(why)) => return fail(&mut d.status, "ResultsLost", why, g, &obs.now),
+        Some(Gathered::Lost(why)) => {
+            return fail(
+                &mut d.status,
+                RunFailureReason::ResultsLost,
+                why,
+                g,
+                &obs.now,
+            )
+        }
         Some(Gathered::TooLarge(why)) => {
-            return fail(&mut d.status, "ResultsTooLarge", why, g, &obs.now)
+            return fail(
+                &mut d.status,
+                RunFailureReason::ResultsTooLarge,
+                why,
+                g,
+                &obs.now,
+            )
         }
         None => {}
     }
@@ -55,7 +71,13 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
             "{} of {count} runner pods left results to read (Job or pods deleted before collection)",
             view.succeeded.len()
         );
-        return fail(&mut d.status, "ResultsLost", &msg, g, &obs.now);
+        return fail(
+            &mut d.status,
+            RunFailureReason::ResultsLost,
+            &msg,
+            g,
+            &obs.now,
+        );
     }
     let start_ms = d.status.start_time.as_ref().map_or(0, millis);
     let now_ms = millis(&obs.now);
@@ -72,7 +94,13 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
             return store_start(d, at, &why, g, &obs.now);
         }
         Release::Apart(msg) => {
-            return fail(&mut d.status, "RunnersStartedApart", &msg, g, &obs.now)
+            return fail(
+                &mut d.status,
+                RunFailureReason::RunnersStartedApart,
+                &msg,
+                g,
+                &obs.now,
+            )
         }
     }
     // A server sample is a status write anyway: the progress goes with it.

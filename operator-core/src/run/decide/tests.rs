@@ -170,7 +170,7 @@ fn a_new_generation_starts_over_and_keeps_the_last_verdict_in_history() {
     old.observed_generation = Some(0);
     old.verdict = Some(Verdict {
         outcome: Outcome::Failed,
-        reason: "ThresholdsNotMet".into(),
+        reason: RunFailureReason::ThresholdsNotMet.to_string(),
         message: None,
     });
     old.job_name = Some("r1-g0".into());
@@ -199,11 +199,18 @@ fn a_run_past_its_deadline_fails_whatever_its_phase() {
         let d = decide_at(&br, &status(phase), &Observed::at(at(T0 + 101)));
         assert_eq!(
             verdict(&d),
-            (Some(Phase::Failed), "DeadlineExceeded".into()),
+            (
+                Some(Phase::Failed),
+                RunFailureReason::DeadlineExceeded.to_string()
+            ),
             "{phase:?}"
         );
         let within = decide_at(&br, &status(phase), &Observed::at(at(T0 + 100)));
-        assert_ne!(verdict(&within).1, "DeadlineExceeded", "{phase:?}");
+        assert_ne!(
+            verdict(&within).1,
+            RunFailureReason::DeadlineExceeded.as_str(),
+            "{phase:?}"
+        );
     }
 }
 
@@ -216,13 +223,26 @@ fn a_run_stored_past_the_admission_bounds_fails_before_any_pod_naming_the_field(
     };
     // runners x trials x phases (measured, warm-up) at the 2560 bound, then past it.
     let br = run(64, "trials: 20");
-    assert_ne!(verdict(&pending(&br)).1, "InvalidSpec");
+    assert_ne!(
+        verdict(&pending(&br)).1,
+        RunFailureReason::InvalidSpec.as_str()
+    );
     let mut big = br.clone();
     big.spec.workload.warmup_seconds = 5;
-    assert_ne!(verdict(&pending(&big)).1, "InvalidSpec", "2560 is allowed");
+    assert_ne!(
+        verdict(&pending(&big)).1,
+        RunFailureReason::InvalidSpec.as_str(),
+        "2560 is allowed"
+    );
     big.spec.runners.count = 65;
     let d = pending(&big);
-    assert_eq!(verdict(&d), (Some(Phase::Failed), "InvalidSpec".into()));
+    assert_eq!(
+        verdict(&d),
+        (
+            Some(Phase::Failed),
+            RunFailureReason::InvalidSpec.to_string()
+        )
+    );
     assert!(
         message(&d).starts_with("runners.count: "),
         "{}",
@@ -234,7 +254,13 @@ fn a_run_stored_past_the_admission_bounds_fails_before_any_pod_naming_the_field(
     let mut long = run(1, "");
     long.metadata.name = Some("n".repeat(53));
     let d = pending(&long);
-    assert_eq!(verdict(&d), (Some(Phase::Failed), "InvalidSpec".into()));
+    assert_eq!(
+        verdict(&d),
+        (
+            Some(Phase::Failed),
+            RunFailureReason::InvalidSpec.to_string()
+        )
+    );
     assert!(
         message(&d).starts_with("metadata.name: 53 characters"),
         "{}",
@@ -249,7 +275,13 @@ fn a_workload_rule_admission_cannot_check_is_invalid_spec_naming_the_field() {
     let mut obs = Observed::at(at(T0 + 1));
     obs.targets = vec![ready_target()];
     let d = decide_at(&br, &status(Phase::Pending), &obs);
-    assert_eq!(verdict(&d), (Some(Phase::Failed), "InvalidSpec".into()));
+    assert_eq!(
+        verdict(&d),
+        (
+            Some(Phase::Failed),
+            RunFailureReason::InvalidSpec.to_string()
+        )
+    );
     assert!(
         message(&d).starts_with("spec.workload.ratePerPublisher"),
         "{}",
@@ -274,12 +306,18 @@ fn a_missing_target_is_waited_for_then_target_not_found() {
     assert_eq!(d.status.phase, Some(Phase::WaitingForTarget));
     assert_eq!(
         condition(&d, cond::TARGET_READY),
-        ("False".into(), "TargetNotFound".into())
+        ("False".into(), RunFailureReason::TargetNotFound.to_string())
     );
     assert_eq!(d.requeue, Some(POLL));
     obs.now = at(T0 + 61);
     let d = decide_at(&br, &d.status, &obs);
-    assert_eq!(verdict(&d), (Some(Phase::Failed), "TargetNotFound".into()));
+    assert_eq!(
+        verdict(&d),
+        (
+            Some(Phase::Failed),
+            RunFailureReason::TargetNotFound.to_string()
+        )
+    );
     assert!(
         message(&d).contains("still missing after 60s"),
         "{}",
@@ -299,7 +337,13 @@ fn an_unfit_target_fails_the_run_at_once() {
     let mut obs = Observed::at(at(T0 + 1));
     obs.targets = vec![t];
     let d = decide_at(&br, &status(Phase::Pending), &obs);
-    assert_eq!(verdict(&d), (Some(Phase::Failed), "TargetUnfit".into()));
+    assert_eq!(
+        verdict(&d),
+        (
+            Some(Phase::Failed),
+            RunFailureReason::TargetUnfit.to_string()
+        )
+    );
     assert!(
         message(&d).contains("use workload.protocol jetstream"),
         "{}",
@@ -324,7 +368,13 @@ fn a_crash_without_the_targets_fault_agent_is_unfit() {
     obs.faults_allowed = true;
     obs.targets = vec![t.clone()];
     let d = decide_at(&br, &status(Phase::Pending), &obs);
-    assert_eq!(verdict(&d), (Some(Phase::Failed), "TargetUnfit".into()));
+    assert_eq!(
+        verdict(&d),
+        (
+            Some(Phase::Failed),
+            RunFailureReason::TargetUnfit.to_string()
+        )
+    );
     assert!(
         message(&d).contains("spec.faultInjection.enabled: true on JetStreamCluster/js3"),
         "{}",
@@ -335,7 +385,7 @@ fn a_crash_without_the_targets_fault_agent_is_unfit() {
     }
     obs.targets = vec![t];
     let d = decide_at(&br, &status(Phase::Pending), &obs);
-    assert_ne!(verdict(&d).1, "TargetUnfit");
+    assert_ne!(verdict(&d).1, RunFailureReason::TargetUnfit.as_str());
     assert!(
         d.effects
             .iter()
@@ -368,7 +418,13 @@ fn a_partition_needs_network_faults_and_peers() {
         network: false,
         peers: true,
     });
-    assert_eq!(verdict(&d), (Some(Phase::Failed), "TargetUnfit".into()));
+    assert_eq!(
+        verdict(&d),
+        (
+            Some(Phase::Failed),
+            RunFailureReason::TargetUnfit.to_string()
+        )
+    );
     assert!(
         message(&d).contains("spec.faults[0]: action partition needs")
             && message(&d).contains("spec.faultInjection.network: true on JetStreamCluster/js3"),
@@ -388,7 +444,12 @@ fn a_partition_needs_network_faults_and_peers() {
         network: true,
         peers: true,
     });
-    assert_ne!(verdict(&d).1, "TargetUnfit", "{}", message(&d));
+    assert_ne!(
+        verdict(&d).1,
+        RunFailureReason::TargetUnfit.as_str(),
+        "{}",
+        message(&d)
+    );
 }
 
 #[test]
@@ -408,7 +469,13 @@ fn a_target_not_ready_is_waited_for_then_target_not_ready() {
     );
     obs.now = at(T0 + 61);
     let d = decide_at(&br, &d.status, &obs);
-    assert_eq!(verdict(&d), (Some(Phase::Failed), "TargetNotReady".into()));
+    assert_eq!(
+        verdict(&d),
+        (
+            Some(Phase::Failed),
+            RunFailureReason::TargetNotReady.to_string()
+        )
+    );
     assert!(
         message(&d).contains("still not Ready after 60s"),
         "{}",
@@ -434,7 +501,10 @@ fn a_ready_target_without_endpoints_is_waited_for_then_target_unreachable() {
     let d = decide_at(&br, &d.status, &obs);
     assert_eq!(
         verdict(&d),
-        (Some(Phase::Failed), "TargetUnreachable".into())
+        (
+            Some(Phase::Failed),
+            RunFailureReason::TargetUnreachable.to_string()
+        )
     );
     assert!(
         message(&d).starts_with("nats://js3.bench.svc:4222: no ready endpoint"),
@@ -653,7 +723,13 @@ fn runs_waiting_for_each_other_fail_at_once_as_a_baseline_cycle() {
     obs.targets = vec![ready_target()];
     obs.baseline = Some(with_baseline(&["r0", "r1"]));
     let d = decide_at(&br, &status(Phase::Pending), &obs);
-    assert_eq!(verdict(&d), (Some(Phase::Failed), "BaselineCycle".into()));
+    assert_eq!(
+        verdict(&d),
+        (
+            Some(Phase::Failed),
+            RunFailureReason::BaselineCycle.to_string()
+        )
+    );
     assert!(message(&d).contains("r1 -> r0 -> r1"), "{}", message(&d));
     assert_eq!(
         d.requeue,
@@ -675,7 +751,13 @@ fn runners_not_all_ready_wait_then_barrier_timeout() {
     assert_eq!(d.status.progress.as_ref().unwrap().runners_ready, 1);
     obs.now = at(T0 + 10 + timing::barrier_limit_seconds(&br) + 1);
     let d = decide_at(&br, &status(Phase::Starting), &obs);
-    assert_eq!(verdict(&d), (Some(Phase::Failed), "BarrierTimeout".into()));
+    assert_eq!(
+        verdict(&d),
+        (
+            Some(Phase::Failed),
+            RunFailureReason::BarrierTimeout.to_string()
+        )
+    );
     assert!(message(&d).starts_with("1 of 2 runners"), "{}", message(&d));
 }
 
@@ -716,7 +798,10 @@ fn a_failed_runner_pod_fails_the_run_with_its_own_reason() {
         let d = decide_at(&br, &status(phase), &obs);
         assert_eq!(
             verdict(&d),
-            (Some(Phase::Failed), "RunnerFailed".into()),
+            (
+                Some(Phase::Failed),
+                RunFailureReason::RunnerFailed.to_string()
+            ),
             "{phase:?}"
         );
         assert!(message(&d).contains("r1-g1-1-x"), "{}", message(&d));
@@ -743,7 +828,10 @@ fn a_runner_whose_node_went_silent_fails_the_run_naming_the_node() {
         let d = decide_at(&br, &status(phase), &obs);
         assert_eq!(
             verdict(&d),
-            (Some(Phase::Failed), "RunnerNodeLost".into()),
+            (
+                Some(Phase::Failed),
+                RunFailureReason::RunnerNodeLost.to_string()
+            ),
             "{phase:?}"
         );
         assert!(
@@ -789,7 +877,10 @@ fn a_runner_no_node_takes_fails_at_the_barrier_bound_in_the_schedulers_words() {
     let d = decide_at(&br, &status(Phase::Starting), &obs);
     assert_eq!(
         verdict(&d),
-        (Some(Phase::Failed), "RunnersUnschedulable".into())
+        (
+            Some(Phase::Failed),
+            RunFailureReason::RunnersUnschedulable.to_string()
+        )
     );
     assert!(
         message(&d).starts_with("1 of 2 runners")
@@ -846,7 +937,13 @@ fn a_runner_image_that_cannot_be_pulled_ends_the_run_naming_it_within_the_grace(
     assert!(barrier::PULL_GRACE_SECONDS + 5 < timing::barrier_limit_seconds(&br));
     obs.runner_pods[1] = pulling(T0 + 5, "ImagePullBackOff", "Back-off pulling image");
     let d = decide_at(&br, &status(Phase::Starting), &obs);
-    assert_eq!(verdict(&d), (Some(Phase::Failed), "ImagePullFailed".into()));
+    assert_eq!(
+        verdict(&d),
+        (
+            Some(Phase::Failed),
+            RunFailureReason::ImagePullFailed.to_string()
+        )
+    );
     assert_eq!(
         message(&d),
         "runner pod r1-g1-1-x cannot pull image \"reg.example/x/msgbench/bench-runner:nope\" \
@@ -856,7 +953,13 @@ fn a_runner_image_that_cannot_be_pulled_ends_the_run_naming_it_within_the_grace(
     obs.now = at(T0 + 6);
     obs.runner_pods[1] = pulling(T0 + 5, "InvalidImageName", "couldn't parse image name");
     let d = decide_at(&br, &status(Phase::Starting), &obs);
-    assert_eq!(verdict(&d), (Some(Phase::Failed), "ImagePullFailed".into()));
+    assert_eq!(
+        verdict(&d),
+        (
+            Some(Phase::Failed),
+            RunFailureReason::ImagePullFailed.to_string()
+        )
+    );
 }
 
 /// Running with the common start stored at `start_ms`, two runner pods up.
@@ -977,7 +1080,10 @@ fn a_late_runner_gets_the_same_start_or_the_run_ends_started_apart() {
     let d = decide_at(&br, &st, &obs);
     assert_eq!(
         verdict(&d),
-        (Some(Phase::Failed), "RunnersStartedApart".into())
+        (
+            Some(Phase::Failed),
+            RunFailureReason::RunnersStartedApart.to_string()
+        )
     );
     assert!(message(&d).contains("r1-g1-1-x"), "{}", message(&d));
 }
@@ -1075,7 +1181,7 @@ fn a_release_answered_apart_settles_into_a_failed_run_and_one_answered_together_
     settle(&run(1, ""), &mut st, &[apart], 1, &now);
     assert_eq!(st.phase, Some(Phase::Failed));
     let v = st.verdict.unwrap();
-    assert_eq!(v.reason, "RunnersStartedApart");
+    assert_eq!(v.reason, RunFailureReason::RunnersStartedApart.as_str());
     assert!(v
         .message
         .unwrap()
@@ -1116,7 +1222,13 @@ fn results_over_the_memory_share_fail_the_run_as_results_too_large() {
     let why = "pod p: GET http://10.0.0.7:9090/results: response body over 33554432 bytes";
     obs.results = Some(Gathered::TooLarge(why.into()));
     let d = decide_at(&br, &st, &obs);
-    assert_eq!(verdict(&d), (Some(Phase::Failed), "ResultsTooLarge".into()));
+    assert_eq!(
+        verdict(&d),
+        (
+            Some(Phase::Failed),
+            RunFailureReason::ResultsTooLarge.to_string()
+        )
+    );
     assert!(message(&d).contains("response body over 33554432 bytes"));
 }
 
@@ -1128,14 +1240,26 @@ fn lost_results_fail_the_run_as_results_lost() {
         "runner 1 (pod p): trial 1: frames 2 of 3 missing from the log".into(),
     ));
     let d = decide_at(&br, &st, &obs);
-    assert_eq!(verdict(&d), (Some(Phase::Failed), "ResultsLost".into()));
+    assert_eq!(
+        verdict(&d),
+        (
+            Some(Phase::Failed),
+            RunFailureReason::ResultsLost.to_string()
+        )
+    );
     assert!(message(&d).contains("frames 2 of 3 missing"));
     // A Job that completed before the results were read.
     let (st, mut obs) = running(START, START + 20_000, vec![]);
     obs.runner_pods.clear();
     obs.job = None;
     let d = decide_at(&br, &st, &obs);
-    assert_eq!(verdict(&d), (Some(Phase::Failed), "ResultsLost".into()));
+    assert_eq!(
+        verdict(&d),
+        (
+            Some(Phase::Failed),
+            RunFailureReason::ResultsLost.to_string()
+        )
+    );
     // A holding runner that did not answer yet is waited for.
     let (st, mut obs) = running(START, START + 20_000, vec![]);
     obs.results = Some(Gathered::NotYet("pod p: connection refused".into()));
@@ -1178,7 +1302,10 @@ fn a_broken_threshold_is_thresholds_not_met() {
     let d = decide_at(&br, &st, &obs);
     assert_eq!(
         verdict(&d),
-        (Some(Phase::Failed), "ThresholdsNotMet".into())
+        (
+            Some(Phase::Failed),
+            RunFailureReason::ThresholdsNotMet.to_string()
+        )
     );
     assert!(d.status.result.is_some(), "the figures stay for the reader");
 }
@@ -1191,7 +1318,10 @@ fn records_of_one_trial_that_started_apart_are_never_merged() {
     let d = decide_at(&br, &st, &obs);
     assert_eq!(
         verdict(&d),
-        (Some(Phase::Failed), "RunnersStartedApart".into())
+        (
+            Some(Phase::Failed),
+            RunFailureReason::RunnersStartedApart.to_string()
+        )
     );
     assert!(
         message(&d).contains("trial 1: starts 3000 ms apart"),
@@ -1205,7 +1335,13 @@ fn records_of_one_trial_that_started_apart_are_never_merged() {
 
 fn finished(outcome: Outcome) -> BenchmarkRunStatus {
     let mut st = status(Phase::Running);
-    fail(&mut st, "Whatever", "", 1, &at(T0 + 100));
+    fail(
+        &mut st,
+        RunFailureReason::RunnerFailed,
+        "",
+        1,
+        &at(T0 + 100),
+    );
     if outcome == Outcome::Passed {
         pass(&mut st, "ok", 1, &at(T0 + 100));
     }

@@ -9,7 +9,7 @@ use crate::run::{
     compare, fault_effect, faults, results, server_usage, timing, variant_results, variants,
 };
 use msgbench_crds::benchmark_run::{
-    BenchmarkRun, BenchmarkRunStatus, ObservedEnvironment, Phase, Severity,
+    BenchmarkRun, BenchmarkRunStatus, ObservedEnvironment, Phase, RunFailureReason, Severity,
 };
 use runner_api::agent::RawResultLine;
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,7 +27,7 @@ pub fn decide(
     d.requeue = Some(super::POLL);
     let count = br.spec.runners.count.max(1) as usize;
     if let Some(msg) = started_apart(lines) {
-        return fail(st, "RunnersStartedApart", &msg, g, &obs.now);
+        return fail(st, RunFailureReason::RunnersStartedApart, &msg, g, &obs.now);
     }
     // Before the merge: thresholds read the faults' effects.
     if let Some(seconds) = br.spec.workload.duration_seconds {
@@ -41,11 +41,17 @@ pub fn decide(
         variant_results::apply(br, st, lines, count, shown)
     };
     if let Err(e) = merged {
-        return fail(st, "ResultsLost", &format!("{e:#}"), g, &obs.now);
+        return fail(
+            st,
+            RunFailureReason::ResultsLost,
+            &format!("{e:#}"),
+            g,
+            &obs.now,
+        );
     }
     if let Some(msg) = faults::not_injected(br, &st.faults) {
         // The figures are kept: they show the run without the fault it asked for.
-        return fail(st, "FaultsNotInjected", &msg, g, &obs.now);
+        return fail(st, RunFailureReason::FaultsNotInjected, &msg, g, &obs.now);
     }
     st.environment = Some(environment(st.environment.take(), obs));
     if let Some(p) = &mut st.progress {
@@ -54,7 +60,8 @@ pub fn decide(
     server_usage::attach(st);
     let broken = broken_thresholds(st);
     if !broken.is_empty() {
-        return fail(st, "ThresholdsNotMet", &broken.join("; "), g, &obs.now);
+        let why = broken.join("; ");
+        return fail(st, RunFailureReason::ThresholdsNotMet, &why, g, &obs.now);
     }
     let msg = match (
         &st.result,
@@ -75,7 +82,10 @@ pub fn decide(
             r.delivered_ratio,
             st.headline.as_ref().map_or("-".into(), |h| h.p99.clone())
         ),
-        (None, None) => return fail(st, "ResultsLost", "no result after merging", g, &obs.now),
+        (None, None) => {
+            let why = "no result after merging";
+            return fail(st, RunFailureReason::ResultsLost, why, g, &obs.now);
+        }
     };
     pass(st, &msg, g, &obs.now);
 }
