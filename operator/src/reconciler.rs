@@ -43,7 +43,7 @@ pub async fn reconcile<K: ManagedServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> 
     };
     let now = Time(k8s_openapi::jiff::Timestamp::now());
     // decide what to apply
-    let plan = decide::plan(
+    let mut plan = decide::plan(
         obj.as_ref(),
         &owner,
         violations,
@@ -54,7 +54,8 @@ pub async fn reconcile<K: ManagedServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> 
     );
     // act: apply (an invalid spec leaves the running children alone), read the server's report
     let (mut writes, mut rollout_pending) = (0, false);
-    if let Some(children) = plan.children.clone() {
+    // Applied as planned; settling reads the plan's violations, hold and pods, not its children.
+    if let Some(children) = plan.children.take() {
         let applied = match apply_children(&ctx.client, &owner, children, &ctx.metrics).await {
             Err(e) if e.is_namespace_terminating() => {
                 tracing::debug!(name = %owner.name, "namespace terminating; nothing to apply");

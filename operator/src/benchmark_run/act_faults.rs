@@ -9,8 +9,9 @@
 //! write apart (a first-crashed server could be back before the last is hit).
 use super::build::RunIdentity;
 use super::decide::{self, Decision, EffectOutcome};
-use super::fault_by_agent::{self, AgentAnswer};
+use super::fault_by_agent;
 use super::fault_inject::{self, Deletion};
+use super::fault_request::AgentAnswer;
 use super::observe::now;
 use crate::context::Context;
 use crate::error::Result;
@@ -131,16 +132,9 @@ async fn events(
     faults: &[FaultRecord],
     outcomes: &[EffectOutcome],
 ) {
-    for o in outcomes {
-        let index = match o {
-            EffectOutcome::FaultNotDone { index, .. }
-            | EffectOutcome::FaultSignalled { index, .. }
-            | EffectOutcome::FaultDeleted { index, .. } => *index,
-            _ => continue,
-        };
-        if let Some(rec) = faults.get(index) {
-            fault_event(ctx, br, id, rec).await;
-        }
+    let settled = outcomes.iter().filter(|o| o.settles_fault());
+    for rec in settled.filter_map(|o| faults.get(o.fault()?)) {
+        fault_event(ctx, br, id, rec).await;
     }
 }
 

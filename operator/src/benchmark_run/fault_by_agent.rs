@@ -8,7 +8,7 @@ use crate::pod_http::{self, Options};
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, ResourceExt};
 use msgbench_crds::benchmark_run::{BenchmarkRun, FaultInjection, FaultRecord};
-pub use msgbench_operator_core::run::fault_request::{request, AgentAnswer};
+use msgbench_operator_core::run::fault_request::{request, AgentAnswer};
 use runner_api::fault_agent::{FaultReport, FAULT_AGENT_PORT};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;

@@ -123,7 +123,7 @@ pub async fn injected_pods(
         let signalled = match rec.action {
             Some(a) if a.needs_agent() => {
                 match super::fault_by_agent::ask(ctx, br, ns, rec, inj).await {
-                    super::fault_by_agent::AgentAnswer::Done(r) => Some(r),
+                    super::fault_request::AgentAnswer::Done(r) => Some(r),
                     _ => None,
                 }
             }

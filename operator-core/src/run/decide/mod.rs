@@ -145,14 +145,7 @@ pub fn settle(
 
 fn settle_fault(br: &BenchmarkRun, faults: &mut [FaultRecord], o: &EffectOutcome) {
     use EffectOutcome::*;
-    let index = match o {
-        Released { .. } => return,
-        FaultChosen { index, .. }
-        | FaultNotDone { index, .. }
-        | FaultSignalled { index, .. }
-        | FaultDeleted { index, .. } => *index,
-    };
-    let Some(rec) = faults.get_mut(index) else {
+    let Some(rec) = o.fault().and_then(|i| faults.get_mut(i)) else {
         return;
     };
     match o {
@@ -166,6 +159,25 @@ fn settle_fault(br: &BenchmarkRun, faults: &mut [FaultRecord], o: &EffectOutcome
         } => super::faults::mark_signalled(br, rec, injection, report),
         FaultDeleted { injection, at, .. } => super::faults::mark_executed(br, rec, injection, at),
         Released { .. } => {}
+    }
+}
+
+impl EffectOutcome {
+    /// The `status.faults` index a fault outcome is about (`None` for a release).
+    pub fn fault(&self) -> Option<usize> {
+        use EffectOutcome::*;
+        match self {
+            Released { .. } => None,
+            FaultChosen { index, .. }
+            | FaultNotDone { index, .. }
+            | FaultSignalled { index, .. }
+            | FaultDeleted { index, .. } => Some(*index),
+        }
+    }
+
+    /// The fault's outcome is settled (done or not done), not just its pod chosen: worth an Event.
+    pub fn settles_fault(&self) -> bool {
+        self.fault().is_some() && !matches!(self, EffectOutcome::FaultChosen { .. })
     }
 }
 
