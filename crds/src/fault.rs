@@ -72,9 +72,10 @@ pub enum FaultAction {
     /// Delete the pod with its normal grace period: the server shuts down cleanly and its
     /// StatefulSet starts a new one.
     Delete,
-    /// Delete the pod with grace period 0. Not a crash: the kubelet still runs the preStop hook
-    /// and sends SIGTERM, so nats-server enters lame duck mode and hands its leaderships over.
-    /// A fast graceful deletion; for a crash use `crash`.
+    /// Delete the pod with a 1-second grace period: the kubelet runs the preStop hook and sends
+    /// SIGTERM (nats-server starts lame duck mode), then SIGKILL a second later. Not a crash: a
+    /// fast, cut-short graceful deletion; for a crash use `crash`. Never grace 0 (a forced
+    /// deletion): its replacement would start on the same volume while the old server still ran.
     Kill,
     /// SIGKILL to the server process, sent by the pod's fault agent: no preStop hook, no
     /// SIGTERM, no shutdown. The container restarts in place (same pod, same volumes). Needs

@@ -130,7 +130,7 @@ pub const CONTROL_KEY_RULES: &[NamedRule] = &[
 ];
 
 /// Fault injection (`--allow-faults`; chart value `faults.enabled`, off by default): delete (or
-/// kill, grace 0) one server pod of a run's target, only a pod whose StatefulSet that server
+/// kill, grace 1 s) one server pod of a run's target, only a pod whose StatefulSet that server
 /// owns, and only while the run measures.
 /// (API group, resources, verbs, what for).
 pub const FAULT_RULES: &[(&str, &[&str], &[&str], &str)] = &[

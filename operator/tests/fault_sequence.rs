@@ -123,6 +123,18 @@ async fn delete_then_lose_the_status_write(api: &FakeApi) {
     let (ok, deletes) = pass(api, &leader(api)).await;
     assert!(!ok, "the status write after the delete failed");
     assert_eq!(deletes, [format!("{PODS}/demo-0")]);
+    // A kill is not a forced deletion (grace 0 would start the replacement on the same volume
+    // while the old server still runs), and deletes only the pod it chose.
+    let (path, options) = api
+        .0
+        .lock()
+        .unwrap()
+        .delete_options
+        .pop()
+        .expect("a DELETE");
+    assert_eq!(path, format!("{PODS}/demo-0"));
+    assert_eq!(options["gracePeriodSeconds"], 1, "{options}");
+    assert!(options["preconditions"]["uid"].is_string(), "{options}");
     api.heal_status_writes();
 }
 

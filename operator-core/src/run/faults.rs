@@ -175,9 +175,22 @@ pub fn unsettled_injection(f: &FaultRecord) -> Option<&FaultInjection> {
     f.injecting.as_ref().filter(|_| pending(f))
 }
 
+/// The grace period a `kill` deletes its pod with: the shortest that is not a forced deletion.
+/// Grace 0 removes the pod object at once, so the StatefulSet starts the replacement (same name,
+/// same volume) while the kubelet is still stopping the old process: two nats-servers on one
+/// store, which corrupted the meta log (`malformed or corrupt message in 1.blk`) and left
+/// JetStream unavailable to every later run on that cluster. With 1 s the object stays until the
+/// old container is gone: SIGTERM, then SIGKILL a second later.
+pub const KILL_GRACE_SECONDS: u32 = 1;
+
+/// The grace period a fault's pod deletion asks for (`None`: the pod's own).
+pub fn deletion_grace_seconds(a: Option<FaultAction>) -> Option<u32> {
+    matches!(a, Some(FaultAction::Kill)).then_some(KILL_GRACE_SECONDS)
+}
+
 pub fn verb(a: Option<FaultAction>) -> &'static str {
     match a {
-        Some(FaultAction::Kill) => "killed (grace 0)",
+        Some(FaultAction::Kill) => "killed (grace 1 s)",
         Some(FaultAction::Crash) => "crashed (SIGKILL)",
         Some(FaultAction::Pause) => "paused (SIGSTOP)",
         Some(FaultAction::Partition) => "partitioned",

@@ -437,7 +437,7 @@ fn a_recorded_choice_whose_pod_is_gone_replaced_or_terminating_counts_as_carried
         assert_eq!(r.pod.as_deref(), Some("demo-0"));
         assert_eq!(
             r.message.as_deref(),
-            Some("killed (grace 0) demo-0 (ordinal 0)")
+            Some("killed (grace 1 s) demo-0 (ordinal 0)")
         );
         assert!(r.injecting.is_none());
         assert_eq!(not_injected(&br, &recs), None, "no FaultsNotInjected");
@@ -475,4 +475,12 @@ fn a_recorded_choice_whose_pod_is_untouched_is_finished_in_time_and_not_done_whe
     let mut recs = vec![injecting()];
     settle_injections(&br, &mut recs, &[], &time_at(60_000).unwrap());
     assert_eq!(recs[0], injecting());
+}
+
+#[test]
+fn a_kill_is_never_a_forced_deletion() {
+    // Grace 0 would let the StatefulSet start the replacement on the same volume at once.
+    assert_eq!(deletion_grace_seconds(Some(FaultAction::Kill)), Some(1));
+    assert_eq!(deletion_grace_seconds(Some(FaultAction::Delete)), None);
+    assert_eq!(deletion_grace_seconds(None), None);
 }

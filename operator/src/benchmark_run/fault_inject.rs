@@ -86,7 +86,7 @@ pub async fn delete(
     action: Option<FaultAction>,
 ) -> Deletion {
     let dp = DeleteParams {
-        grace_period_seconds: matches!(action, Some(FaultAction::Kill)).then_some(0),
+        grace_period_seconds: faults::deletion_grace_seconds(action),
         preconditions: Some(Preconditions {
             uid: Some(inj.pod_uid.clone()),
             resource_version: None,

@@ -19,6 +19,8 @@ pub struct State {
     pub objects: BTreeMap<String, Value>,
     /// (verb, path) of every write.
     pub writes: Vec<(String, String)>,
+    /// (path, DeleteOptions body) of every DELETE.
+    pub delete_options: Vec<(String, Value)>,
     /// Path of every read (GET), objects and collections.
     pub reads: Vec<String>,
     /// Status writes fail (HTTP 500) once a pod was deleted, until this is cleared: a status
@@ -125,6 +127,8 @@ impl FakeApi {
             }
             "DELETE" => {
                 st.writes.push(("DELETE".into(), path.clone()));
+                let options = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                st.delete_options.push((path.clone(), options));
                 st.pod_deleted |= path.contains("/pods/");
                 match st.objects.remove(&path) {
                     Some(_) => respond(
