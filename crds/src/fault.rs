@@ -73,7 +73,8 @@ pub enum FaultAction {
     /// StatefulSet starts a new one.
     Delete,
     /// Delete the pod with a 1-second grace period: the kubelet runs the preStop hook and sends
-    /// SIGTERM (nats-server starts lame duck mode), then SIGKILL a second later. Not a crash: a
+    /// SIGTERM (nats-server starts lame duck mode), then SIGKILL when the grace ends (the
+    /// kubelet stretches it to 2 s). Not a crash: a
     /// fast, cut-short graceful deletion; for a crash use `crash`. Never grace 0 (a forced
     /// deletion): its replacement would start on the same volume while the old server still ran.
     Kill,
