@@ -1,6 +1,6 @@
 //! The runner's side of the termination message ([`runner_api::termination`]): which reason an
 //! error stands for, and writing it where Kubernetes picks it up.
-use runner_api::termination::{Termination, BARRIER_TIMEOUT, RUNNER_FAILED, TARGET_UNREACHABLE};
+use runner_api::termination::{RunnerGaveUp, Termination};
 use std::path::Path;
 
 /// Where Kubernetes expects the termination message (the container's terminationMessagePath).
@@ -27,11 +27,11 @@ pub fn of(e: &anyhow::Error) -> Termination {
         .chain()
         .any(|c| c.is::<crate::connect::TargetUnreachable>())
     {
-        TARGET_UNREACHABLE
+        RunnerGaveUp::TargetUnreachable
     } else if e.chain().any(|c| c.is::<BarrierTimedOut>()) {
-        BARRIER_TIMEOUT
+        RunnerGaveUp::BarrierTimeout
     } else {
-        RUNNER_FAILED
+        RunnerGaveUp::RunnerFailed
     };
     Termination::new(reason, &format!("{e:#}"))
 }
@@ -63,7 +63,7 @@ mod tests {
         .context("subscriber 0")
         .context("trial 1");
         let t = of(&u);
-        assert_eq!(t.reason, TARGET_UNREACHABLE);
+        assert_eq!(t.reason, RunnerGaveUp::TargetUnreachable);
         assert!(
             t.message
                 .starts_with("trial 1: subscriber 0: target nats://js3.ns.svc:4222 unreachable"),
@@ -72,15 +72,18 @@ mod tests {
         );
         let b = anyhow::Error::new(BarrierTimedOut("start barrier timed out (trial 1)".into()))
             .context("trial 1");
-        assert_eq!(of(&b).reason, BARRIER_TIMEOUT);
-        assert_eq!(of(&anyhow::anyhow!("boom")).reason, RUNNER_FAILED);
+        assert_eq!(of(&b).reason, RunnerGaveUp::BarrierTimeout);
+        assert_eq!(
+            of(&anyhow::anyhow!("boom")).reason,
+            RunnerGaveUp::RunnerFailed
+        );
     }
 
     #[test]
     fn written_messages_parse_back() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("termination-log");
-        let t = Termination::new(TARGET_UNREACHABLE, &"x".repeat(5000));
+        let t = Termination::new(RunnerGaveUp::TargetUnreachable, &"x".repeat(5000));
         write(&t, &path);
         let back = Termination::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(back, t);

@@ -89,7 +89,10 @@ fn the_cli_writes_a_target_unreachable_termination_message() {
     );
     let t: runner_api::termination::Termination =
         serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
-    assert_eq!(t.reason, "TargetUnreachable");
+    assert_eq!(
+        t.reason,
+        runner_api::termination::RunnerGaveUp::TargetUnreachable
+    );
     assert!(t.message.contains(&format!("127.0.0.1:{port}")), "{t:?}");
 }
 

@@ -1,29 +1,19 @@
 //! Why a runner pod failed, from its container's terminated state: the runner writes a JSON
 //! termination message `{"reason","message"}`; older runners (and crashes before it could
 //! write) leave the log tail (`FallbackToLogsOnError`), which is searched for known phrases.
-use msgbench_crds::RunFailureReason::{self, BarrierTimeout, RunnerFailed, TargetUnreachable};
-use runner_api::termination::{self, Termination};
+use msgbench_crds::RunFailureReason::{self, BarrierTimeout, RunnerFailed};
+use runner_api::termination::Termination;
 
 /// Kubernetes' reason for a Job or pod past its `activeDeadlineSeconds` (and a phrase runner
 /// logs may carry). Kubernetes' word, read and never set: the run's own reason of the same
 /// spelling is [`RunFailureReason::DeadlineExceeded`].
 pub const KUBE_DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
 
-/// The run reasons a runner may report; anything else is a generic RunnerFailed.
-fn run_reason(runner_reason: &str) -> RunFailureReason {
-    match runner_reason {
-        termination::TARGET_UNREACHABLE => TargetUnreachable,
-        termination::BARRIER_TIMEOUT => BarrierTimeout,
-        KUBE_DEADLINE_EXCEEDED => RunFailureReason::DeadlineExceeded,
-        _ => RunnerFailed,
-    }
-}
-
 /// (run reason, message) of a terminated runner container.
 pub fn classify(exit_code: i32, kubelet_reason: &str, message: &str) -> (RunFailureReason, String) {
     if let Some(t) = Termination::parse(message) {
         return (
-            run_reason(&t.reason),
+            RunFailureReason::from(t.reason),
             format!("exit code {exit_code}: {}", t.message),
         );
     }
@@ -67,18 +57,22 @@ const MAX_TAIL_LINE: usize = 240;
 mod tests {
     use super::{classify, KUBE_DEADLINE_EXCEEDED};
     use msgbench_crds::RunFailureReason::{self, BarrierTimeout, RunnerFailed, TargetUnreachable};
-    use runner_api::termination::{Termination, BARRIER_TIMEOUT, TARGET_UNREACHABLE};
+    use runner_api::termination::{RunnerGaveUp, Termination};
 
     #[test]
     fn structured_messages_give_their_reason() {
-        let msg = Termination::new(TARGET_UNREACHABLE, "trial 1: subscriber 0: target ws://pss.ns.svc:8080/ws unreachable: 12 connect attempt(s) over 30.0s failed (connectTimeoutSeconds 30); last error: Connection refused").to_json();
+        let msg = Termination::new(RunnerGaveUp::TargetUnreachable, "trial 1: subscriber 0: target ws://pss.ns.svc:8080/ws unreachable: 12 connect attempt(s) over 30.0s failed (connectTimeoutSeconds 30); last error: Connection refused").to_json();
         let (reason, text) = classify(2, "Error", &msg);
         assert_eq!(reason, TargetUnreachable);
         assert!(
             text.starts_with("exit code 2: trial 1: subscriber 0: target ws://pss"),
             "{text}"
         );
-        let msg = Termination::new(BARRIER_TIMEOUT, "start barrier timed out (trial 1)").to_json();
+        let msg = Termination::new(
+            RunnerGaveUp::BarrierTimeout,
+            "start barrier timed out (trial 1)",
+        )
+        .to_json();
         let (reason, _) = classify(2, "Error", &msg);
         assert_eq!(reason, BarrierTimeout);
         // A reason the operator does not know is a generic failure, its message kept.
