@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::{Mutex, OnceLock};
 
 struct Gauges {
+    delivery_rate: GaugeVec,
     receive_rate: GaugeVec,
     publish_rate: GaugeVec,
     delivered_ratio: GaugeVec,
@@ -21,8 +22,9 @@ static GAUGES: OnceLock<Option<Gauges>> = OnceLock::new();
 static EXPORTED: Mutex<BTreeSet<(String, String, String)>> = Mutex::new(BTreeSet::new());
 
 impl Gauges {
-    fn all(&self) -> [&GaugeVec; 6] {
+    fn all(&self) -> [&GaugeVec; 7] {
         [
+            &self.delivery_rate,
             &self.receive_rate,
             &self.publish_rate,
             &self.delivered_ratio,
@@ -46,6 +48,10 @@ fn gauges(registry: &Registry) -> Option<&'static Gauges> {
                 Some(v)
             };
             Some(Gauges {
+                delivery_rate: g(
+                    "benchmark_delivery_rate",
+                    "Latest merged unique deliveries/s end to end (the like-for-like rate)",
+                )?,
                 receive_rate: g(
                     "benchmark_receive_rate",
                     "Latest merged receive rate, messages/s",
@@ -99,6 +105,11 @@ pub fn observe(
     let l = [ns, name, variant];
     if let Ok(mut e) = EXPORTED.lock() {
         e.insert((ns.to_string(), name.to_string(), variant.to_string()));
+    }
+    match r.delivery_rate {
+        Some(d) => g.delivery_rate.with_label_values(&l).set(d),
+        // No end-to-end window: no sample, never 0.
+        None => drop(g.delivery_rate.remove_label_values(&l)),
     }
     g.receive_rate.with_label_values(&l).set(r.receive_rate);
     g.publish_rate.with_label_values(&l).set(r.publish_rate);
@@ -193,6 +204,7 @@ mod tests {
         let reg = Registry::new();
         let result = |rate: f64| RunResult {
             receive_rate: rate,
+            delivery_rate: Some(rate),
             ..RunResult::default()
         };
         let status = BenchmarkRunStatus {
@@ -208,10 +220,12 @@ mod tests {
         observe_status(&reg, "ns-variants", "js", &status);
         let text = render();
         for (variant, rate) in [("r1", 200), ("r2", 150)] {
-            let line = format!(
-                "benchmark_receive_rate{{benchmarkrun=\"js\",namespace=\"ns-variants\",variant=\"{variant}\"}} {rate}"
-            );
-            assert!(text.contains(&line), "missing {line} in\n{text}");
+            for metric in ["benchmark_receive_rate", "benchmark_delivery_rate"] {
+                let line = format!(
+                    "{metric}{{benchmarkrun=\"js\",namespace=\"ns-variants\",variant=\"{variant}\"}} {rate}"
+                );
+                assert!(text.contains(&line), "missing {line} in\n{text}");
+            }
         }
     }
 

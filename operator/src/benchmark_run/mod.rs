@@ -20,6 +20,7 @@ pub mod reconcile;
 pub mod runner_http;
 pub mod server_sampling;
 pub mod target;
+pub mod trend;
 
 // The run's pure core (model, decide, policies, builders): see `msgbench_operator_core::run`.
 pub use msgbench_operator_core::run::{

@@ -32,6 +32,7 @@ pub async fn reconcile(br: Arc<BenchmarkRun>, ctx: Arc<Context>) -> Result<Actio
         act::announce(&ctx, &br, &prev, &d.status).await;
     }
     super::metrics::observe_status(&ctx.metrics.registry, &id.namespace, &id.name, &d.status);
+    super::trend::observe_run(&ctx.metrics.registry, &br, &d.status);
     ctx.backoff.succeeded(&backoff_key(&br));
     Ok(d.requeue.map_or_else(Action::await_change, Action::requeue))
 }
