@@ -17,6 +17,9 @@ use msgbench_e2e::{run, servers, wait, TestContext};
 use serde_json::{json, Value};
 use std::time::Duration;
 
+/// The benchmark name the run's trend series carry.
+const TREND_NAME: &str = "e2e-r1-vs-r2";
+
 /// The repo's R1-vs-R2 sample, shortened to fit the one shared CPU: 4 rounds of 2 s.
 fn sample() -> Result<String> {
     let path = repo_root().join("config/samples/benchmarkrun-variants-jetstream-r1-vs-r2.yaml");
@@ -35,6 +38,8 @@ fn sample() -> Result<String> {
     spec.as_object_mut()
         .context("spec")?
         .remove("ttlSecondsAfterFinished");
+    // A stable name for its trend series (the object name is not one).
+    o["metadata"]["labels"] = json!({"msgbench.dev/benchmark": TREND_NAME});
     Ok(serde_norway::to_string(&o)?)
 }
 
@@ -189,6 +194,14 @@ spec:
             metrics.contains(&series),
             "no {series} on the operator's /metrics"
         );
+        let trend = format!(
+            "msgbench_benchmark_trend_delivery_rate{{benchmark=\"{TREND_NAME}\",namespace=\"{}\",variant=\"{v}\"}}",
+            ctx.ns
+        );
+        ensure!(
+            metrics.contains(&trend),
+            "no {trend} on the operator's /metrics"
+        );
     }
 
     // What the runners were told: the schedule in the recorded order, each entry with its
@@ -282,6 +295,30 @@ spec:
     );
     report_shows_both_variants(&br)?;
     eprintln!("variants: {summary}; {}", serde_json::to_string(c)?);
+    trend_outlives_the_run(&ctx, &api).await
+}
+
+/// Deleting the run takes its per-run series off the operator's /metrics (pruned against the
+/// controller's store), while its benchmark's trend series stay for Prometheus to keep.
+async fn trend_outlives_the_run(ctx: &TestContext, api: &Api<DynamicObject>) -> Result<()> {
+    api.delete("js-r1-vs-r2", &Default::default()).await?;
+    wait::until_deleted(api, "js-r1-vs-r2", Duration::from_secs(60)).await?;
+    let per_run = format!("benchmarkrun=\"js-r1-vs-r2\",namespace=\"{}\"", ctx.ns);
+    let trend = format!(
+        "msgbench_benchmark_trend_delivery_rate{{benchmark=\"{TREND_NAME}\",namespace=\"{}\",variant=\"r2\"}}",
+        ctx.ns
+    );
+    let metrics = wait::poll(
+        Duration::from_secs(60),
+        Duration::from_secs(2),
+        "the deleted run's series pruned",
+        || async {
+            let m = msgbench_e2e::probe::operator_metrics(&ctx.client).await?;
+            Ok((!m.contains(&per_run)).then_some(m))
+        },
+    )
+    .await?;
+    ensure!(metrics.contains(&trend), "{trend} went with the run object");
     Ok(())
 }
 
