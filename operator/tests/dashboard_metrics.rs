@@ -2,7 +2,8 @@
 //! operator really exports: every metric name in every PromQL expression (panel targets and
 //! template variable queries) must be a series of the operator's registry, with each labelled
 //! family touched once through its public methods so it shows in `gather()`. Histograms are
-//! series only as `_bucket`, `_sum` and `_count`.
+//! series only as `_bucket`, `_sum` and `_count`. The process series (`process_*`) come from
+//! the standard process collector beside the `msgbench_` registry (`Metrics::gather`).
 use msgbench_crds::benchmark_run::{LatencySummary, Outcome, RunResult, Verdict};
 use msgbench_operator::benchmark_run::metrics as run_metrics;
 use msgbench_operator::metrics::Metrics;
@@ -43,7 +44,7 @@ fn exported() -> &'static BTreeSet<String> {
         };
         run_metrics::observe(&metrics.registry, "ns", "run", "", &result, Some(&verdict));
         let mut names = BTreeSet::new();
-        for family in metrics.registry.gather() {
+        for family in metrics.gather() {
             let name = family.name();
             match family.get_field_type() {
                 MetricType::HISTOGRAM => {
@@ -255,6 +256,11 @@ fn the_registry_exports_the_families_the_dashboard_needs() {
         "msgbench_reconcile_total",
         "msgbench_reconcile_duration_seconds_bucket",
         "msgbench_benchmark_passed",
+        // The standard process collector's, unprefixed.
+        "process_resident_memory_bytes",
+        "process_cpu_seconds_total",
+        "process_open_fds",
+        "process_start_time_seconds",
     ] {
         assert!(known.contains(name), "{name} not gathered: {known:?}");
     }
