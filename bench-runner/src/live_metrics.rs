@@ -111,6 +111,11 @@ impl LiveMetrics {
         }
     }
 
+    /// Everything `/metrics` serves (the operator's dashboard test checks its queries here).
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
     /// The text exposition of everything registered.
     pub fn render(&self) -> String {
         let mut out = String::new();
