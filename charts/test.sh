@@ -50,6 +50,11 @@ python3 "$CHECK" faults "$work/faults.yaml" "$CHART" && pass "faults.enabled=tru
   || fail "faults.enabled=true render assertions"
 python3 "$CHECK" default "$work/faults.yaml" "$CHART" 2>/dev/null && fail "assertions catch: delete on pods without faults.enabled" \
   || pass "assertions catch: delete on pods without faults.enabled"
+render "$work/pod-monitor.yaml" --set runners.podMonitor.enabled=true
+python3 "$CHECK" pod-monitor "$work/pod-monitor.yaml" "$CHART" && pass "runners.podMonitor.enabled=true render assertions (PodMonitor on runner pods, port metrics)" \
+  || fail "runners.podMonitor.enabled=true render assertions"
+python3 "$CHECK" default "$work/pod-monitor.yaml" "$CHART" 2>/dev/null && fail "assertions catch: a PodMonitor without runners.podMonitor.enabled" \
+  || pass "assertions catch: a PodMonitor without runners.podMonitor.enabled"
 render "$work/pod-logs.yaml" --set results.fromPodLogs=true
 python3 "$CHECK" pod-logs "$work/pod-logs.yaml" "$CHART" && pass "results.fromPodLogs=true render assertions (pods/log, RESULTS_FROM_POD_LOGS)" \
   || fail "results.fromPodLogs=true render assertions"
@@ -110,6 +115,9 @@ reject "replicaCount 0" "replicaCount" --set replicaCount=0
 reject "2 replicas without leader election" "replicaCount" --set replicaCount=2 --set leaderElection.enabled=false
 reject "leaderElection.enabled as a string" "enabled" --set-string leaderElection.enabled=yes
 reject "grafana.dashboard.enabled as a string" "enabled" --set-string grafana.dashboard.enabled=yes
+reject "runners.podMonitor.enabled as a string" "enabled" --set-string runners.podMonitor.enabled=yes
+reject "runners.podMonitor.interval without a unit" "interval" --set runners.podMonitor.interval=15
+reject "an unknown key under runners" "surprise" --set runners.surprise=1
 reject "grafana.dashboard.namespace not a DNS label" "namespace" --set grafana.dashboard.namespace=Mon_itoring
 
 # 4. Mutations: the assertions must catch a regressed chart (otherwise they assert nothing).
@@ -176,6 +184,28 @@ PY
     pass "assertions catch: $1"
   fi
 }
+# The PodMonitor assertions, on the runners.podMonitor.enabled=true render.
+mutate_pod_monitor() { # mutate_pod_monitor <what> <python expression editing pm>
+  python3 - "$work/pod-monitor.yaml" "$work/mutant.yaml" "$2" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+pm = next(d for d in docs if d["kind"] == "PodMonitor")
+ep = pm["spec"]["podMetricsEndpoints"][0]
+exec(sys.argv[3])
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+PY
+  if python3 "$CHECK" pod-monitor "$work/mutant.yaml" "$CHART" 2>/dev/null; then
+    fail "assertions missed a mutant: $1"
+  else
+    pass "assertions catch: $1"
+  fi
+}
+mutate_pod_monitor "PodMonitor scrapes the control port" 'ep["port"] = "agent"'
+mutate_pod_monitor "PodMonitor selects server pods" 'pm["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"] = "server"'
+mutate_pod_monitor "PodMonitor only in its own namespace" 'pm["spec"]["namespaceSelector"] = {"matchNames": ["msgbench-system"]}'
+mutate_pod_monitor "PodMonitor without the run label" 'ep["relabelings"] = []'
+mutate_pod_monitor "PodMonitor missing" 'docs.remove(pm)'
+
 mutate_dashboard "dashboard without the sidecar label" 'del cm["metadata"]["labels"]["grafana_dashboard"]'
 mutate_dashboard "dashboard content differs" 'cm["data"]["msgbench-operator.json"] = cm["data"]["msgbench-operator.json"].replace("msgbench_reconcile_total", "msgbench_reconciles", 1)'
 mutate_dashboard "dashboard in another namespace" 'cm["metadata"]["namespace"] = "default"'

@@ -84,12 +84,9 @@ async fn run_messaging(
     let names: Vec<String> = phases.iter().map(|p| p.name.clone()).collect();
     let delivery = driver.delivery();
     let new_stats = || -> Shared {
-        Arc::new(Mutex::new(TaskStats::new(
-            &names,
-            w.topics,
-            delivery,
-            u64::MAX,
-        )))
+        let mut t = TaskStats::new(&names, w.topics, delivery, u64::MAX);
+        t.live = opts.live.clone();
+        Arc::new(Mutex::new(t))
     };
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut all_stats: Vec<Shared> = Vec::new();
@@ -645,6 +642,10 @@ async fn send_phase(
             s.send_lag.record(l);
         }
         s.publish_seconds = s.publish_seconds.max((after - phase_start) as f64 / 1e6);
+        if let Some(live) = &g.live {
+            live.sent(sent);
+            live.lags_us(&lags);
+        }
     }
     let mut g = st.lock().expect("stats lock");
     g.phases[k].scheduled += match (sched, total) {

@@ -108,6 +108,9 @@ enum Cmd {
         /// Address of /ready, /start, /progress and /results.
         #[arg(long, default_value = "0.0.0.0:9090")]
         listen: std::net::SocketAddr,
+        /// Address of the live Prometheus /metrics (open: counts only).
+        #[arg(long, default_value = "0.0.0.0:9102")]
+        metrics_listen: std::net::SocketAddr,
         /// The operator's Ed25519 public key (base64): every endpoint but /ready then needs a
         /// credential it signed for `--run-uid`. Not a secret.
         #[arg(long, env = runner_api::control_auth::PUBLIC_KEY_ENV, requires = "run_uid")]
@@ -168,6 +171,7 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
                 // Never on the command line (it shows in `ps`): from the environment only.
                 credentials: Credentials::from_env("MSGBENCH", |k| std::env::var(k).ok()),
                 ca_file: tls_ca_file,
+                live: None,
             };
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
@@ -227,6 +231,7 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
             config,
             runner_id,
             listen,
+            metrics_listen,
             control_public_key,
             run_uid,
         } => {
@@ -247,7 +252,7 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
-            rt.block_on(run_agent(cfg, runner_id, listen, auth))?;
+            rt.block_on(run_agent(cfg, runner_id, (listen, metrics_listen), auth))?;
             Ok(0)
         }
     }
@@ -257,12 +262,14 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
 async fn run_agent(
     cfg: AgentConfig,
     runner_id: u16,
-    listen: std::net::SocketAddr,
+    (listen, metrics_listen): (std::net::SocketAddr, std::net::SocketAddr),
     auth: Option<ControlVerifier>,
 ) -> anyhow::Result<()> {
     let hold = std::time::Duration::from_secs(u64::from(cfg.results_hold_seconds));
     let state = agent::AgentState::with_auth(auth);
     agent::serve(listen, state.clone()).await?;
+    // On this runtime: a scrape is a short read of atomics, beside the load.
+    bench_runner::live_metrics::serve(metrics_listen, state.live()).await?;
     // Each record also goes to stdout as frames: the fallback when /results cannot be read.
     let mut emit = |l: &ResultLine| -> anyhow::Result<()> {
         let mut out = std::io::stdout().lock();

@@ -31,6 +31,8 @@ pub struct RunOptions {
     pub credentials: Option<runner_api::target::Credentials>,
     /// The CA a `tls://` target is verified with (PEM file).
     pub ca_file: Option<std::path::PathBuf>,
+    /// The agent's live `/metrics` series for this trial (`None`: standalone, nothing served).
+    pub live: Option<crate::live_metrics::TrialSeries>,
 }
 
 impl Default for RunOptions {
@@ -44,6 +46,7 @@ impl Default for RunOptions {
             connect_timeout: connect::DEFAULT_CONNECT_TIMEOUT,
             credentials: None,
             ca_file: None,
+            live: None,
         }
     }
 }

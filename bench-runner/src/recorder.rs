@@ -2,6 +2,7 @@
 //! mutex so the engine can read a stage's figures mid-run); nothing is shared on the hot path.
 use crate::acks::{self, AckBook};
 use crate::clock;
+use crate::live_metrics::TrialSeries;
 use crate::payload::Header;
 use fixedbitset::FixedBitSet;
 use runner_api::coarse::CoarseLatency;
@@ -36,6 +37,8 @@ pub struct TaskStats {
     streams: HashMap<(u16, u16), SeqTracker>,
     /// Per phase: first deliveries of this runner's own messages (what the drain waits for).
     pub own_unique: Vec<u64>,
+    /// The agent's live `/metrics` series of this trial; `None` in standalone runs.
+    pub live: Option<TrialSeries>,
 }
 
 impl TaskStats {
@@ -58,6 +61,15 @@ impl TaskStats {
             acks: AckBook::new(phase_names.len()),
             streams: HashMap::new(),
             own_unique: vec![0; phase_names.len()],
+            live: None,
+        }
+    }
+
+    /// Counts an error of `kind` in phase `i` (and on the live series).
+    fn count_error(&mut self, i: usize, kind: &str) {
+        *self.phases[i].errors.entry(kind.into()).or_default() += 1;
+        if let Some(l) = &self.live {
+            l.error();
         }
     }
 
@@ -169,7 +181,7 @@ impl ReceiveRecorder {
         let mut s = self.stats.lock().expect("stats lock");
         let Some(h) = header else {
             let i = unphased(s.phases.len());
-            *s.phases[i].errors.entry("badPayload".into()).or_default() += 1;
+            s.count_error(i, "badPayload");
             return;
         };
         if h.run != self.run_tag {
@@ -182,7 +194,7 @@ impl ReceiveRecorder {
         let phase = h.phase as usize;
         if phase >= s.phases.len() {
             let i = unphased(s.phases.len());
-            *s.phases[i].errors.entry("unknownPhase".into()).or_default() += 1;
+            s.count_error(i, "unknownPhase");
             return;
         }
         let tracked = s
@@ -191,10 +203,7 @@ impl ReceiveRecorder {
             .or_default()
             .observe(h.seq);
         let Some((dup, ooo)) = tracked else {
-            *s.phases[phase]
-                .errors
-                .entry("sequenceOutOfRange".into())
-                .or_default() += 1;
+            s.count_error(phase, "sequenceOutOfRange");
             return;
         };
         let own = h.runner == self.runner && !dup;
@@ -204,6 +213,12 @@ impl ReceiveRecorder {
         // One clock per sample: only this runner's own messages carry a latency.
         let own_latency = own.then(|| h.latency_at(now_us));
         s.count_received(now_us, own_latency, (dup, ooo));
+        if let Some(l) = &s.live {
+            l.received();
+            if let Some(us) = own_latency {
+                l.latency_us(us);
+            }
+        }
         let first = *s.first_recv_us[phase].get_or_insert(now_us);
         s.last_recv_us[phase] = s.last_recv_us[phase].max(now_us);
         let p = &mut s.phases[phase];
@@ -228,7 +243,7 @@ impl ReceiveRecorder {
     pub fn on_error(&mut self, kind: &str) {
         let mut s = self.stats.lock().expect("stats lock");
         let i = unphased(s.phases.len());
-        *s.phases[i].errors.entry(kind.into()).or_default() += 1;
+        s.count_error(i, kind);
     }
 }
 
@@ -272,7 +287,7 @@ pub fn record_error(stats: &Shared, phase: u8, kind: &str) {
     } else {
         unphased(s.phases.len())
     };
-    *s.phases[i].errors.entry(kind.into()).or_default() += 1;
+    s.count_error(i, kind);
 }
 
 /// A publish noted with `note_sent` failed instead of being acknowledged: counted as an error

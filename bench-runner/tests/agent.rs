@@ -76,6 +76,7 @@ async fn barrier_holds_the_load_until_start_then_results_are_held_until_acknowle
         .unwrap();
     let cfg = config(s.port, 2, 60);
     let held = state.clone();
+    let live = state.live();
     let run = tokio::spawn(async move {
         let mut lines = Vec::new();
         let mut emit = |l: &ResultLine| {
@@ -180,6 +181,7 @@ async fn barrier_holds_the_load_until_start_then_results_are_held_until_acknowle
         assert_eq!(l.result.measured.published, 250);
         assert_eq!(l.result.measured.received, 250);
     }
+    live_series_match_the_results(&live.render(), &lines);
     // Each trial ran on its own subjects, yet the trials merge: results name the workload as
     // specified, not the trial's wire names.
     let trials: Vec<(String, runner_api::result::RunnerResult)> = lines
@@ -189,6 +191,27 @@ async fn barrier_holds_the_load_until_start_then_results_are_held_until_acknowle
     let merged = runner_api::result::RunnerResult::merge(&trials).expect("trials merge");
     assert_eq!(merged.measured.published, 500);
     records_survive_a_log_that_splits_and_interleaves(&lines);
+}
+
+/// The live `/metrics` series of each trial counted what its result counts (no warm-up here),
+/// and a trial that ended is behind no schedule.
+fn live_series_match_the_results(text: &str, lines: &[ResultLine]) {
+    use bench_runner::live_metrics::{GENERATOR_LAG, LATENCY, RECEIVED, SENT};
+    for l in lines {
+        let labels = format!(r#"{{round="{0}",trial="{0}",variant=""}}"#, l.trial);
+        let value = |name: &str| {
+            let prefix = format!("{name}{labels} ");
+            let v = text.lines().find_map(|x| x.strip_prefix(prefix.as_str()));
+            v.unwrap_or_else(|| panic!("{prefix} missing:\n{text}"))
+                .parse::<f64>()
+                .unwrap()
+        };
+        let m = &l.result.measured;
+        assert_eq!(value(SENT), m.published as f64);
+        assert_eq!(value(RECEIVED), m.received as f64);
+        assert_eq!(value(&format!("{LATENCY}_count")), m.latency.len() as f64);
+        assert_eq!(value(GENERATOR_LAG), 0.0);
+    }
 }
 
 /// What a container runtime does to a log: lines over 16 KiB are cut into parts, and lines of

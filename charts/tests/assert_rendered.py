@@ -5,6 +5,7 @@ Each check appends to FAILURES with the object and the rule it broke; exit statu
 """
 import json
 import os
+import re
 import sys
 
 import yaml
@@ -270,6 +271,47 @@ def check_dashboard(docs, repo, namespace):
     check(shipped == source, "the dashboard ConfigMap differs from config/dashboards/msgbench-operator.json")
 
 
+def rust_const(repo, rel, name):
+    """The string value of `pub const NAME: &str = "…";` in a Rust source of the repo."""
+    with open(os.path.join(repo, rel)) as f:
+        m = re.search(rf'pub const {name}: &str = "([^"]*)";', f.read())
+    check(m is not None, f"{rel}: no string constant {name}")
+    return m.group(1) if m else None
+
+
+def runner_pod_labels(repo):
+    """The labels the operator gives every runner pod, read from the Rust sources."""
+    meta = "operator-core/src/meta.rs"
+    return {
+        rust_const(repo, meta, "LABEL_NAME"): rust_const(repo, "operator-core/src/run/identity.rs", "KIND_LABEL"),
+        rust_const(repo, meta, "LABEL_COMPONENT"): "runner",
+        rust_const(repo, meta, "LABEL_MANAGED_BY"): rust_const(repo, meta, "MANAGED_BY"),
+    }
+
+
+def check_pod_monitor(docs, repo, namespace_selector, labels=None):
+    """One PodMonitor selecting the runner pods by the operator's labels, scraping port `metrics`
+    (runner_api::agent::METRICS_PORT_NAME) and labelling series with their run."""
+    pm = one(docs, "PodMonitor")
+    spec = pm.get("spec", {})
+    check(pm.get("apiVersion") == "monitoring.coreos.com/v1", "PodMonitor apiVersion monitoring.coreos.com/v1")
+    check(pm.get("metadata", {}).get("namespace") == "msgbench-system", "PodMonitor in the release namespace")
+    want = runner_pod_labels(repo)
+    got = spec.get("selector", {}).get("matchLabels")
+    check(got == want, f"PodMonitor selects runner pods by {want}, got {got}")
+    check(spec.get("namespaceSelector") == namespace_selector,
+          f"PodMonitor namespaceSelector {namespace_selector}, got {spec.get('namespaceSelector')}")
+    port_name = rust_const(repo, "runner-api/src/agent.rs", "METRICS_PORT_NAME")
+    endpoints = spec.get("podMetricsEndpoints") or [{}]
+    check(len(endpoints) == 1 and endpoints[0].get("port") == port_name and endpoints[0].get("path") == "/metrics",
+          f"PodMonitor scrapes port {port_name} /metrics, got {endpoints}")
+    relabel = {r.get("targetLabel"): r.get("sourceLabels") for r in endpoints[0].get("relabelings", [])}
+    check(relabel.get("run") == ["__meta_kubernetes_pod_label_app_kubernetes_io_instance"],
+          f"PodMonitor labels series with the run's name (run), got {relabel}")
+    for k, v in (labels or {}).items():
+        check(pm.get("metadata", {}).get("labels", {}).get(k) == v, f"runners.podMonitor.labels {k}={v} honoured")
+
+
 OPERAND_IMAGES = ("benchRunner", "pubsubServer", "sockudo", "nats", "mosquitto", "rumqttd")
 DEFAULT_OPERAND_IMAGES = {
     "benchRunner": "ghcr.io/msgbench/bench-runner:0.1.0",
@@ -365,7 +407,11 @@ def main():
           f"OPERATOR_POD_LABELS {peer} must select the operator pod ({pod_labels})")
 
     operands = check_operands(docs, dep, container, env)
-    if case in ("default", "no-leader-election", "dashboard", "faults", "pod-logs"):
+    if case == "pod-monitor":
+        check_pod_monitor(docs, repo, {"any": True})
+    else:
+        check(case == "nondefault" or not by_kind(docs, "PodMonitor"), "runner PodMonitor off by default")
+    if case in ("default", "no-leader-election", "dashboard", "faults", "pod-logs", "pod-monitor"):
         check(operands.get("images") == DEFAULT_OPERAND_IMAGES, f"default operand images, got {operands.get('images')}")
         check(operands.get("imagePullPolicy") == "IfNotPresent", "default operand pull policy")
         check(operands.get("runnerPods") == {"imagePullSecrets": [], "labels": {}, "annotations": {}},
@@ -426,6 +472,7 @@ def main():
         check(sm.get("spec", {}).get("endpoints", [{}])[0].get("honorLabels") is True,
               "ServiceMonitor honorLabels: the run gauges' own namespace label must survive the scrape")
         check_dashboard(docs, repo, "monitoring")
+        check_pod_monitor(docs, repo, {"matchNames": ["bench"]}, {"release": "prometheus"})
         dash = (dashboards(docs) or [{}])[0].get("metadata", {})
         check(dash.get("labels", {}).get("release") == "prometheus", "grafana.dashboard.labels honoured")
         check(dash.get("annotations", {}).get("grafana_folder") == "msgbench", "grafana.dashboard.annotations honoured")

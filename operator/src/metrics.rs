@@ -1,18 +1,24 @@
 //! Prometheus metrics for `/metrics`: reconcile count, duration and errors per kind, child and
-//! status writes, and the process's own memory (peak included: the limit it must stay under).
+//! status writes, and the process's own figures: the standard `process_*` series (CPU, RSS,
+//! open fds, start time) and the peak RSS (the limit it must stay under).
 
+use prometheus::proto::MetricFamily;
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry};
 use std::time::Instant;
 
 #[derive(Clone)]
 pub struct Metrics {
+    /// Prefixed `msgbench_`: every family of the operator's own.
     pub registry: Registry,
+    /// Unprefixed: the standard process collector, so its series keep the names every
+    /// Prometheus dashboard and alert expects (`process_resident_memory_bytes`, not
+    /// `msgbench_process_…`; a registry's prefix applies to all it gathers).
+    process: Registry,
     reconciles: IntCounterVec,
     failures: IntCounterVec,
     duration: HistogramVec,
     writes: IntCounterVec,
     status_writes: IntCounterVec,
-    resident: IntGauge,
     peak_resident: IntGauge,
 }
 
@@ -77,29 +83,23 @@ impl Default for Metrics {
         for kind in RECONCILED_KINDS {
             reconciles.with_label_values(&[kind]);
         }
-        let resident = IntGauge::new(
-            "process_resident_memory_bytes",
-            "Resident set size of the operator process (VmRSS), read at each scrape",
-        )
-        .expect("static metric");
+        // The process collector has no peak: VmHWM stays ours (the memory tests read it).
         let peak_resident = IntGauge::new(
             "process_peak_resident_memory_bytes",
             "Largest resident set size of the operator process since it started (VmHWM)",
         )
         .expect("static metric");
-        for g in [&resident, &peak_resident] {
-            registry
-                .register(Box::new(g.clone()))
-                .expect("unique metric");
-        }
+        registry
+            .register(Box::new(peak_resident.clone()))
+            .expect("unique metric");
         Self {
             registry,
+            process: process_registry(),
             reconciles,
             failures,
             duration,
             writes,
             status_writes,
-            resident,
             peak_resident,
         }
     }
@@ -126,37 +126,50 @@ impl Metrics {
         self.status_writes.with_label_values(&[kind]).inc();
     }
 
-    pub fn render(&self) -> String {
+    /// Every family `/metrics` serves: the operator's own (`msgbench_…`) and the process's.
+    pub fn gather(&self) -> Vec<MetricFamily> {
         if let Ok(text) = std::fs::read_to_string("/proc/self/status") {
-            let (rss, peak) = resident_bytes(&text);
-            if let Some(b) = rss {
-                self.resident.set(b);
-            }
-            if let Some(b) = peak {
+            if let Some(b) = peak_resident_bytes(&text) {
                 self.peak_resident.set(b);
             }
         }
+        let mut families = self.registry.gather();
+        families.extend(self.process.gather());
+        families
+    }
+
+    pub fn render(&self) -> String {
         let mut out = String::new();
         prometheus::TextEncoder::new()
-            .encode_utf8(&self.registry.gather(), &mut out)
+            .encode_utf8(&self.gather(), &mut out)
             .expect("text encoding of gathered metrics");
         out
     }
 }
 
-/// (VmRSS, VmHWM) in bytes from the text of `/proc/<pid>/status` (the kernel writes kB).
-fn resident_bytes(status: &str) -> (Option<i64>, Option<i64>) {
-    let field = |name: &str| {
-        let line = status.lines().find(|l| l.starts_with(name))?;
-        let kb: i64 = line[name.len()..]
-            .trim()
-            .strip_suffix("kB")?
-            .trim()
-            .parse()
-            .ok()?;
-        kb.checked_mul(1024)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+/// The standard process collector of this process (Linux only: it reads /proc).
+fn process_registry() -> Registry {
+    let registry = Registry::new();
+    #[cfg(target_os = "linux")]
+    registry
+        .register(Box::new(
+            prometheus::process_collector::ProcessCollector::for_self(),
+        ))
+        .expect("one process collector");
+    registry
+}
+
+/// VmHWM in bytes from the text of `/proc/<pid>/status` (the kernel writes kB).
+fn peak_resident_bytes(status: &str) -> Option<i64> {
+    let name = "VmHWM:";
+    let line = status.lines().find(|l| l.starts_with(name))?;
+    let kb: i64 = line[name.len()..]
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse()
+        .ok()?;
+    kb.checked_mul(1024)
 }
 
 /// Observes the reconcile duration when dropped, so early returns are counted too.
@@ -176,14 +189,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn resident_bytes_reads_rss_and_peak_in_bytes() {
+    fn peak_resident_bytes_reads_vmhwm_in_bytes() {
         let status = "Name:\tmsgbench-operator\nVmPeak:\t  99999 kB\nVmHWM:\t   21504 kB\n\
                       VmRSS:\t   20480 kB\nThreads:\t8\n";
-        assert_eq!(
-            resident_bytes(status),
-            (Some(20480 * 1024), Some(21504 * 1024))
-        );
-        assert_eq!(resident_bytes("Name:\tx\n"), (None, None));
+        assert_eq!(peak_resident_bytes(status), Some(21504 * 1024));
+        assert_eq!(peak_resident_bytes("Name:\tx\n"), None);
     }
 
     /// A fresh operator's scrape already has every kind's reconcile counter, at 0.
@@ -213,5 +223,33 @@ mod tests {
             .find_map(|l| l.strip_prefix("msgbench_process_peak_resident_memory_bytes "))
             .expect("peak gauge in the scrape");
         assert!(peak.parse::<i64>().unwrap() > 1 << 20, "{peak}");
+    }
+
+    /// The standard process series, unprefixed, beside the operator's own; the old custom
+    /// `msgbench_process_resident_memory_bytes` is gone (the standard one replaces it).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_scrape_carries_the_standard_process_series() {
+        let text = Metrics::default().render();
+        let value = |name: &str| {
+            let prefix = format!("{name} ");
+            text.lines()
+                .find_map(|l| l.strip_prefix(prefix.as_str()))
+                .unwrap_or_else(|| panic!("{name} missing:\n{text}"))
+                .parse::<f64>()
+                .unwrap()
+        };
+        assert!(value("process_resident_memory_bytes") > f64::from(1 << 20));
+        assert!(
+            value("process_open_fds") >= 3.0,
+            "stdin, stdout, stderr at least"
+        );
+        assert!(
+            value("process_start_time_seconds") > 1.6e9,
+            "seconds since the epoch"
+        );
+        assert!(value("process_cpu_seconds_total") >= 0.0);
+        assert!(!text.contains("msgbench_process_resident_memory_bytes"));
+        assert!(!text.contains("msgbench_process_cpu_seconds_total"));
     }
 }

@@ -80,7 +80,7 @@ pub const RULES: &[(&str, &[&str], &[&str], &str)] = &[
         "networking.k8s.io",
         &["networkpolicies"],
         &["list", "create", "patch", "delete"],
-        "per-run NetworkPolicy: only the operator reaches the runners' control port",
+        "per-run NetworkPolicy: only the operator reaches the runners' control port (their metrics port stays open to scrapes)",
     ),
     (
         "discovery.k8s.io",
@@ -286,8 +286,9 @@ that namespace, and grant it to the same people. What bounds it:
   (chart value) the operator gets a Role in that one namespace instead of the ClusterRole.
 - **Pods.** Every pod is non-root, read-only root filesystem, seccomp RuntimeDefault, all
   capabilities dropped, never privileged. Runner pods get no API token and a NetworkPolicy
-  that lets only the operator reach their control port. Unsafe sysctls need
-  `tuning.allowUnsafeSysctls: true` and the node's kubelet allow-list.
+  that lets only the operator reach their control port (the read-only metrics port stays open
+  to scrapes). Unsafe sysctls need `tuning.allowUnsafeSysctls: true` and the node's kubelet
+  allow-list.
 - **Placement.** A toleration needs a key (admission): no key-less `Exists` that tolerates
   every taint, control-plane and NoExecute taints included. Node selectors and tolerations
   are capped at 16 entries.

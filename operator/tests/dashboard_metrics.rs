@@ -1,12 +1,14 @@
-//! The Grafana dashboard (config/dashboards/msgbench-operator.json) graphs only metrics the
-//! operator really exports: every metric name in every PromQL expression (panel targets and
-//! template variable queries) must be a series of the operator's registry, with each labelled
-//! family touched once through its public methods so it shows in `gather()`. Histograms are
-//! series only as `_bucket`, `_sum` and `_count`.
+//! The Grafana dashboard (config/dashboards/msgbench-operator.json) graphs only metrics msgbench
+//! really exports: every metric name in every PromQL expression (panel targets and template
+//! variable queries) must be a series of the operator's registry or of a runner's live one
+//! (`bench_runner::live_metrics`), with each labelled family touched once through its public
+//! methods so it shows in `gather()`. Histograms are
+//! series only as `_bucket`, `_sum` and `_count`. The process series (`process_*`) come from
+//! the standard process collector beside the `msgbench_` registry (`Metrics::gather`).
 use msgbench_crds::benchmark_run::{LatencySummary, Outcome, RunResult, Verdict};
 use msgbench_operator::benchmark_run::metrics as run_metrics;
 use msgbench_operator::metrics::Metrics;
-use prometheus::proto::MetricType;
+use prometheus::proto::{MetricFamily, MetricType};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -16,7 +18,7 @@ fn dashboard_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../config/dashboards/msgbench-operator.json")
 }
 
-/// Series names on the operator's `/metrics`. Built once: the BenchmarkRun gauges register in
+/// Series names on the operator's `/metrics` and a runner's. Built once: the BenchmarkRun gauges register in
 /// the first registry that observes a run (a process-wide `OnceLock`).
 fn exported() -> &'static BTreeSet<String> {
     static NAMES: OnceLock<BTreeSet<String>> = OnceLock::new();
@@ -42,23 +44,36 @@ fn exported() -> &'static BTreeSet<String> {
             message: None,
         };
         run_metrics::observe(&metrics.registry, "ns", "run", "", &result, Some(&verdict));
-        let mut names = BTreeSet::new();
-        for family in metrics.registry.gather() {
-            let name = family.name();
-            match family.get_field_type() {
-                MetricType::HISTOGRAM => {
-                    names.extend(["_bucket", "_sum", "_count"].map(|s| format!("{name}{s}")))
-                }
-                MetricType::SUMMARY => {
-                    names.extend(["", "_sum", "_count"].map(|s| format!("{name}{s}")))
-                }
-                _ => {
-                    names.insert(name.to_string());
-                }
+        // A runner's: one trial's series exist (at 0) once the trial starts.
+        let runner = bench_runner::live_metrics::LiveMetrics::default();
+        runner.trial(1, "", 1);
+        series_names(
+            metrics
+                .gather()
+                .into_iter()
+                .chain(runner.registry().gather()),
+        )
+    })
+}
+
+/// The series names of `families`: a histogram's `_bucket`, `_sum`, `_count`, a summary's too.
+fn series_names(families: impl Iterator<Item = MetricFamily>) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for family in families {
+        let name = family.name();
+        match family.get_field_type() {
+            MetricType::HISTOGRAM => {
+                names.extend(["_bucket", "_sum", "_count"].map(|s| format!("{name}{s}")))
+            }
+            MetricType::SUMMARY => {
+                names.extend(["", "_sum", "_count"].map(|s| format!("{name}{s}")))
+            }
+            _ => {
+                names.insert(name.to_string());
             }
         }
-        names
-    })
+    }
+    names
 }
 
 /// PromQL keywords that are neither metric nor function names.
@@ -255,6 +270,18 @@ fn the_registry_exports_the_families_the_dashboard_needs() {
         "msgbench_reconcile_total",
         "msgbench_reconcile_duration_seconds_bucket",
         "msgbench_benchmark_passed",
+        // The standard process collector's, unprefixed.
+        "process_resident_memory_bytes",
+        "process_cpu_seconds_total",
+        "process_open_fds",
+        "process_start_time_seconds",
+        // A runner's live series.
+        "msgbench_runner_messages_sent_total",
+        "msgbench_runner_messages_received_total",
+        "msgbench_runner_errors_total",
+        "msgbench_runner_send_lag_seconds_total",
+        "msgbench_runner_generator_lag_seconds",
+        "msgbench_runner_latency_seconds_bucket",
     ] {
         assert!(known.contains(name), "{name} not gathered: {known:?}");
     }

@@ -7,6 +7,11 @@ use serde::{Deserialize, Serialize};
 pub const LINE_FORMAT: &str = "msgbench.dev/runner-line/v1";
 /// Port of `/ready`, `/start`, `/progress` and `/results`.
 pub const AGENT_PORT: u16 = 9090;
+/// Port of the agent's live Prometheus `/metrics` (container port named [`METRICS_PORT_NAME`]).
+/// Its own port: the control port needs the operator's credential, a scrape needs none.
+pub const METRICS_PORT: u16 = 9102;
+/// The runner container's port name the chart's PodMonitor scrapes.
+pub const METRICS_PORT_NAME: &str = "metrics";
 /// Seconds a finished agent keeps its results for the operator by default.
 pub const DEFAULT_RESULTS_HOLD_SECONDS: u32 = 120;
 /// Default connect window (`connectTimeoutSeconds`, `--connect-timeout-seconds`).

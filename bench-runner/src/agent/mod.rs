@@ -10,6 +10,7 @@ mod http;
 pub use http::{router, serve};
 
 use crate::engine;
+use crate::live_metrics::LiveMetrics;
 use crate::options::{RunOptions, SharedSetup, StartGate};
 use crate::recorder::Shared;
 use crate::termination::BarrierTimedOut;
@@ -49,6 +50,8 @@ pub struct AgentState {
     records: Mutex<Vec<RawResultLine>>,
     /// Set when the operator confirmed it stored every record.
     acked: watch::Sender<bool>,
+    /// What `/metrics` serves while the trials run (see [`crate::live_metrics`]).
+    live: Arc<LiveMetrics>,
 }
 
 impl AgentState {
@@ -65,6 +68,11 @@ impl AgentState {
             auth,
             ..Default::default()
         })
+    }
+
+    /// The live series every trial records into, for the metrics server.
+    pub fn live(&self) -> Arc<LiveMetrics> {
+        self.live.clone()
     }
 
     fn results(&self) -> AgentResults<RawJson> {
@@ -295,11 +303,16 @@ pub async fn run(
                 .iter()
                 .find(|t| t.target == planned.target)
                 .map(|t| t.ca_file.clone().into()),
+            live: Some(state.live.trial(trial, &planned.variant, planned.round)),
         };
         let label = variant_label(&planned);
+        let live = opts.live.clone();
         let mut result = engine::run(workload, &planned.target, opts)
             .await
             .map_err(|e| e.context(format!("trial {trial}{label}")))?;
+        if let Some(l) = &live {
+            l.finished(); // a finished trial is behind no schedule
+        }
         // The result reports the workload as specified: the trial's own names are wire detail,
         // and trials merge only when their workloads are equal.
         result.workload = planned.workload.clone();

@@ -20,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use msgbench_crds::benchmark_run::{BenchmarkRunSpec, ServerKind};
 use msgbench_crds::common::Tuning;
 use msgbench_crds::PodCustomization;
-use runner_api::agent::{AgentConfig, RunIsolation, AGENT_PORT};
+use runner_api::agent::{AgentConfig, RunIsolation, AGENT_PORT, METRICS_PORT, METRICS_PORT_NAME};
 use std::collections::BTreeMap;
 
 pub const CONFIG_FILE: &str = "agent.yaml";
@@ -258,11 +258,20 @@ fn runner_container(
             .chain(secrets.env.iter().cloned())
             .collect(),
         ),
-        ports: Some(vec![ContainerPort {
-            name: Some("agent".into()),
-            container_port: AGENT_PORT.into(),
-            ..ContainerPort::default()
-        }]),
+        // The runner serves /metrics on METRICS_PORT by default; no flag is passed, so a run
+        // naming an older runner image still starts. The chart's PodMonitor scrapes the name.
+        ports: Some(vec![
+            ContainerPort {
+                name: Some("agent".into()),
+                container_port: AGENT_PORT.into(),
+                ..ContainerPort::default()
+            },
+            ContainerPort {
+                name: Some(METRICS_PORT_NAME.into()),
+                container_port: METRICS_PORT.into(),
+                ..ContainerPort::default()
+            },
+        ]),
         readiness_probe: Some(Probe {
             http_get: Some(HTTPGetAction {
                 path: Some("/ready".into()),
@@ -379,6 +388,11 @@ spec:
         assert_eq!(sc.read_only_root_filesystem, Some(true));
         assert_eq!(sc.capabilities.unwrap().drop, Some(vec!["ALL".to_string()]));
         assert_eq!(pod.security_context.unwrap().run_as_non_root, Some(true));
+        // The live metrics port, by the name the chart's PodMonitor scrapes.
+        let ports = pod.containers[0].ports.clone().unwrap();
+        assert!(ports
+            .iter()
+            .any(|p| p.name.as_deref() == Some("metrics") && p.container_port == 9102));
         // Runners prefer nodes without the target's server pods.
         let terms = pod.affinity.unwrap().pod_anti_affinity.unwrap();
         let terms = terms

@@ -6,6 +6,9 @@
 //!   the operator knows its own pods (in-cluster: `OPERATOR_NAMESPACE` and
 //!   `OPERATOR_POD_LABELS`, set by the chart). Clusters whose network plugin does not enforce
 //!   NetworkPolicy still have the signature check.
+//!
+//! The live metrics port is open to every source: it serves counts only, and where Prometheus
+//! runs differs between clusters.
 use super::identity::{RunIdentity, KIND_LABEL, LABEL_GENERATION};
 use crate::meta::{LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
 use k8s_openapi::api::core::v1::EnvVar;
@@ -15,7 +18,7 @@ use k8s_openapi::api::networking::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use runner_api::agent::AGENT_PORT;
+use runner_api::agent::{AGENT_PORT, METRICS_PORT};
 use runner_api::control_auth;
 use std::collections::BTreeMap;
 
@@ -93,12 +96,20 @@ pub fn operator_peer(peer: &OperatorPeer) -> NetworkPolicyPeer {
     }
 }
 
-/// Ingress to this generation's runner pods: only the control port, only from the operator.
+/// Ingress to this generation's runner pods: the control port only from the operator; the
+/// metrics port (read-only counts) from anywhere, so Prometheus can scrape it.
 pub fn network_policy(id: &RunIdentity, peer: &OperatorPeer) -> NetworkPolicy {
     let mut selector = run_labels(id);
     selector.remove(LABEL_MANAGED_BY);
     selector.insert(LABEL_GENERATION.into(), id.generation.to_string());
     let from = operator_peer(peer);
+    let tcp = |port: u16| {
+        Some(vec![NetworkPolicyPort {
+            port: Some(IntOrString::Int(port.into())),
+            protocol: Some("TCP".into()),
+            ..NetworkPolicyPort::default()
+        }])
+    };
     NetworkPolicy {
         metadata: ObjectMeta {
             name: Some(id.job_name()),
@@ -113,14 +124,16 @@ pub fn network_policy(id: &RunIdentity, peer: &OperatorPeer) -> NetworkPolicy {
                 ..LabelSelector::default()
             }),
             policy_types: Some(vec!["Ingress".into()]),
-            ingress: Some(vec![NetworkPolicyIngressRule {
-                from: Some(vec![from]),
-                ports: Some(vec![NetworkPolicyPort {
-                    port: Some(IntOrString::Int(AGENT_PORT.into())),
-                    protocol: Some("TCP".into()),
-                    ..NetworkPolicyPort::default()
-                }]),
-            }]),
+            ingress: Some(vec![
+                NetworkPolicyIngressRule {
+                    from: Some(vec![from]),
+                    ports: tcp(AGENT_PORT),
+                },
+                NetworkPolicyIngressRule {
+                    from: None,
+                    ports: tcp(METRICS_PORT),
+                },
+            ]),
             ..NetworkPolicySpec::default()
         }),
     }
@@ -177,11 +190,18 @@ mod tests {
         assert_eq!(sel[LABEL_GENERATION], "3");
         assert_eq!(sel[LABEL_INSTANCE], "js-r1");
         assert_eq!(spec.policy_types.unwrap(), ["Ingress"]);
-        let rule = &spec.ingress.unwrap()[0];
+        let rules = spec.ingress.unwrap();
+        let rule = &rules[0];
         assert_eq!(
             rule.ports.as_ref().unwrap()[0].port,
             Some(IntOrString::Int(9090))
         );
+        // Scrapes reach the metrics port from anywhere; only that port.
+        assert_eq!(rules.len(), 2);
+        assert_eq!(rules[1].from, None);
+        let metrics_ports = rules[1].ports.as_ref().unwrap();
+        assert_eq!(metrics_ports.len(), 1);
+        assert_eq!(metrics_ports[0].port, Some(IntOrString::Int(9102)));
         let from = &rule.from.as_ref().unwrap()[0];
         assert_eq!(
             from.namespace_selector

@@ -95,8 +95,8 @@ pub(super) async fn publish(
     }
 }
 
-/// The NetworkPolicy first (nothing but the operator may reach the runners), the ConfigMap,
-/// the Job.
+/// The NetworkPolicy first (nothing but the operator may reach the runners' control port), the
+/// ConfigMap, the Job.
 async fn create_runners(ctx: &Context, id: &RunIdentity, cm: &ConfigMap, job: &Job) -> Result<()> {
     let pp = PatchParams::apply(CONTROLLER_NAME).force();
     let name = id.job_name();
