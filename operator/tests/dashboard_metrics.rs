@@ -44,6 +44,7 @@ fn exported() -> &'static BTreeSet<String> {
             message: None,
         };
         run_metrics::observe(&metrics.registry, "ns", "run", "", &result, Some(&verdict));
+        trend_of_a_finished_run(&metrics, result, verdict);
         // A runner's: one trial's series exist (at 0) once the trial starts.
         let runner = bench_runner::live_metrics::LiveMetrics::default();
         runner.trial(1, "", 1);
@@ -54,6 +55,30 @@ fn exported() -> &'static BTreeSet<String> {
                 .chain(runner.registry().gather()),
         )
     })
+}
+
+/// A finished run of a labelled benchmark, so the trend series exist.
+fn trend_of_a_finished_run(metrics: &Metrics, result: RunResult, verdict: Verdict) {
+    use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Phase};
+    let run: BenchmarkRun = serde_json::from_value(serde_json::json!({
+        "apiVersion": "msgbench.dev/v1alpha1", "kind": "BenchmarkRun",
+        "metadata": {"name": "nightly-1", "namespace": "ns",
+                     "labels": {"msgbench.dev/benchmark": "nightly"}},
+        "spec": {"target": {"serverRef": {"kind": "JetStreamCluster", "name": "js"}},
+                 "workload": {"protocol": "nats"}}
+    }))
+    .expect("a BenchmarkRun");
+    let status = BenchmarkRunStatus {
+        phase: Some(Phase::Succeeded),
+        completion_time: serde_json::from_value(serde_json::json!("2026-11-26T00:00:00Z")).ok(),
+        verdict: Some(verdict),
+        result: Some(RunResult {
+            delivery_rate: Some(result.receive_rate),
+            ..result
+        }),
+        ..BenchmarkRunStatus::default()
+    };
+    msgbench_operator::benchmark_run::trend::observe_run(&metrics.registry, &run, &status);
 }
 
 /// The series names of `families`: a histogram's `_bucket`, `_sum`, `_count`, a summary's too.
