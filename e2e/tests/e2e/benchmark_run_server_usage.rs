@@ -2,7 +2,8 @@
 //! pods' CPU and memory sampled from nats `/varz` during the run (baseline before the barrier,
 //! samples under load, one row per server pod); a stepped connection workload on the fresh
 //! server gets memory per connection as a least-squares slope over the connection levels; a
-//! PubSubServer run reads pubsub-server `/health`.
+//! PubSubServer run reads pubsub-server `/health`. While the first run runs, its runner pod's own
+//! `/metrics` serves every runner series the dashboard queries, its sent count climbing.
 use anyhow::{ensure, Result};
 use kube::api::DynamicObject;
 use msgbench_e2e::kinds::{self, Kind};
@@ -11,7 +12,73 @@ use msgbench_e2e::{run, servers, wait, TestContext};
 use serde_json::Value;
 use std::time::Duration;
 
-/// Long enough for several 5 s samples under a load nats notices.
+/// The runner pod's own `/metrics` (port `metrics`, 9102), read while its run runs: messages
+/// sent in trial 1 climb, and every runner series the dashboard's live row queries is there.
+async fn runner_metrics_are_live(ctx: &TestContext, run_name: &str) -> Result<()> {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Api, ListParams};
+    let pods = Api::<Pod>::namespaced(ctx.client.clone(), &ctx.ns)
+        .list(&ListParams::default().labels(&format!(
+            "app.kubernetes.io/instance={run_name},app.kubernetes.io/component=runner"
+        )))
+        .await?;
+    let pod = pods.items.first().and_then(|p| p.metadata.name.clone());
+    let pod = pod.ok_or_else(|| anyhow::anyhow!("no runner pod of {run_name}"))?;
+    let port = runner_api::agent::METRICS_PORT;
+    let sent = |text: &str| -> Option<f64> {
+        text.lines()
+            .find(|l| {
+                l.starts_with("msgbench_runner_messages_sent_total{") && l.contains("trial=\"1\"")
+            })
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+    };
+    let scrape = || msgbench_e2e::probe::pod_get(&ctx.client, &ctx.ns, &pod, port, "/metrics");
+    let first = wait::poll(
+        Duration::from_secs(30),
+        Duration::from_secs(1),
+        "messages sent > 0",
+        || async {
+            let text = scrape().await?;
+            Ok(sent(&text).filter(|&n| n > 0.0).map(|n| (n, text)))
+        },
+    )
+    .await?;
+    let dashboard = std::fs::read_to_string(
+        msgbench_e2e::cluster::repo_root().join("config/dashboards/msgbench-operator.json"),
+    )?;
+    let wanted: std::collections::BTreeSet<&str> = dashboard
+        .match_indices("msgbench_runner_")
+        .map(|(at, _)| {
+            let rest = &dashboard[at..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            rest[..end].trim_end_matches("_bucket")
+        })
+        .collect();
+    ensure!(!wanted.is_empty(), "the dashboard queries no runner series");
+    let missing: Vec<&&str> = wanted.iter().filter(|m| !first.1.contains(**m)).collect();
+    ensure!(
+        missing.is_empty(),
+        "runner /metrics lacks {missing:?}:\n{}",
+        first.1
+    );
+    let climbed = wait::poll(
+        Duration::from_secs(10),
+        Duration::from_secs(1),
+        "sent climbs",
+        || async { Ok(sent(&scrape().await?).filter(|&n| n > first.0)) },
+    )
+    .await?;
+    eprintln!(
+        "runner {pod} /metrics live: sent {} then {climbed}",
+        first.0
+    );
+    Ok(())
+}
+
+/// Long enough for several 5 s samples under a load nats notices, and for
+/// reading the runner's live /metrics after the first.
 const RUN: &str = r#"
 apiVersion: msgbench.dev/v1alpha1
 kind: BenchmarkRun
@@ -26,7 +93,7 @@ spec:
     subscribers: 1
     payloadBytes: 256
     ratePerPublisher: 2000
-    durationSeconds: 16
+    durationSeconds: 20
     drainSeconds: 1
     jetstream: {stream: usage, replicas: 1, storage: memory, publish: async, maxInFlight: 200, consumer: push}
   runners:
@@ -148,6 +215,7 @@ async fn body(ctx: TestContext) -> Result<()> {
         "baseline before the barrier: {}",
         s(&live, "/status/serverUsage")
     );
+    runner_metrics_are_live(&ctx, "usage").await?;
 
     let done = finished(&ctx, "usage", Duration::from_secs(180)).await?;
     ensure!(
