@@ -1,9 +1,17 @@
 //! The size of `BenchmarkRun.status`: the largest status admission allows, a large realistic
 //! run and the demo's run, each serialised as the API server stores it. Every status write
-//! re-sends the whole object to every watcher, and etcd refuses objects past ~1.5 MiB, so the
+//! re-sends the whole object to every watcher, and etcd refuses objects past 1.5 MiB, so the
 //! worst case must stay under [`STATUS_BOUND_BYTES`]. Figures: `cargo test -p
 //! msgbench-operator-core status_size -- --nocapture`.
-use crate::run::variant_results;
+//!
+//! The bound: 1.375 MiB leaves 128 KiB of etcd's 1.5 MiB (`--max-request-bytes`) for the
+//! object's metadata (managedFields, a `kubectl apply` annotation) and spec, a few KiB each in
+//! practice. Most of the worst case is the six variants' merged histograms (each up to
+//! [`MAX_STATUS_HISTOGRAM_CHARS`]); the rest (fault records, stage rows, environment,
+//! thresholds) is about 400 KiB. A realistic large run and the demo's run stay under
+//! [`STATUS_TARGET_BYTES`]; the worst case gets there only once the bulk (histograms,
+//! timelines, stage rows) moves to a child object (docs/status-size.md).
+use crate::run::{timing, variant_results};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, MicroTime, Time};
 use msgbench_crds::benchmark_run::*;
 use msgbench_crds::common::Sysctl;
@@ -15,8 +23,11 @@ use runner_api::histo::{Histo, MAX_MICROS};
 use runner_api::result::{TimelinePoint, MAX_TIMELINE_POINTS};
 use std::collections::BTreeMap;
 
-/// The bound the status of any admitted run stays under (see the test's docs).
-pub const STATUS_BOUND_BYTES: usize = 256 * 1024;
+/// The bound the status of any admitted run stays under (see the module's docs).
+const STATUS_BOUND_BYTES: usize = 1_441_792;
+/// What a realistic large run (6 variants x 10 rounds, a 10-minute soak, 60 fault records)
+/// stays under.
+const STATUS_TARGET_BYTES: usize = 256 * 1024;
 
 fn time(s: i64) -> Time {
     Time(k8s_openapi::jiff::Timestamp::from_second(1_800_000_000 + s).unwrap())
@@ -402,7 +413,7 @@ fn condition(i: usize) -> Condition {
         last_transition_time: time(i as i64),
         message: "m".repeat(512),
         observed_generation: Some(i64::MAX),
-        reason: "ThresholdsNotMet".into(),
+        reason: RunFailureReason::ThresholdsNotMet.as_str().into(),
         status: "False".into(),
         type_: "Succeeded".into(),
     }
@@ -445,7 +456,7 @@ fn frame(variants: &[String], rounds: usize) -> BenchmarkRunStatus {
         comparison: None,
         verdict: Some(Verdict {
             outcome: Outcome::Failed,
-            reason: "ThresholdsNotMet".into(),
+            reason: RunFailureReason::ThresholdsNotMet.as_str().into(),
             message: Some("m".repeat(1024)),
         }),
         environment: Some(ObservedEnvironment {
@@ -466,7 +477,7 @@ fn frame(variants: &[String], rounds: usize) -> BenchmarkRunStatus {
                 completion_time: Some(time(g)),
                 verdict: Some(Verdict {
                     outcome: Outcome::Failed,
-                    reason: "ThresholdsNotMet".into(),
+                    reason: RunFailureReason::ThresholdsNotMet.as_str().into(),
                     message: Some("m".repeat(256)),
                 }),
                 headline: Some(headline()),
@@ -588,17 +599,26 @@ fn rows_admitted(records: usize) -> usize {
 
 /// The largest status admission allows over every number of rounds (fewer rounds leave room
 /// for more stage rows), with `histogram` as every result's.
-fn largest_admitted(histogram: &str, timeline: usize) -> (usize, BenchmarkRunStatus) {
-    (1..=20)
-        .map(|rounds| {
-            worst_case(
-                histogram,
-                timeline,
-                rounds,
-                rows_admitted(MAX_VARIANTS * rounds),
-            )
-        })
-        .chain((1..=20).map(|t| worst_single(histogram, MAX_TIMELINE_POINTS, t, rows_admitted(t))))
+fn largest_admitted(histogram: &str) -> (usize, BenchmarkRunStatus) {
+    largest(admitted(histogram))
+}
+
+/// Every candidate for the largest status: with six variants or none, 1 to 20 rounds or trials.
+fn admitted(histogram: &str) -> impl Iterator<Item = BenchmarkRunStatus> + '_ {
+    let (one, each) = (
+        timeline_points_per_result(1),
+        timeline_points_per_result(MAX_VARIANTS),
+    );
+    let variants = (1..=20).map(move |rounds| {
+        let rows = rows_admitted(MAX_VARIANTS * rounds);
+        worst_case(histogram, each, rounds, rows)
+    });
+    let single = (1..=20).map(move |t| worst_single(histogram, one, t, rows_admitted(t)));
+    variants.chain(single)
+}
+
+fn largest(statuses: impl Iterator<Item = BenchmarkRunStatus>) -> (usize, BenchmarkRunStatus) {
+    statuses
         .map(|st| (bytes(&st), st))
         .max_by_key(|(n, _)| *n)
         .unwrap()
@@ -624,11 +644,26 @@ fn parts(st: &BenchmarkRunStatus) -> Vec<(String, usize)> {
         timeline += bytes(&r.timeline);
         stages += bytes(&r.stages) + bytes(&r.sessions);
     }
-    out.sort_by(|a, b| b.1.cmp(&a.1));
+    out.sort_by_key(|p| std::cmp::Reverse(p.1));
     out.push(("results' histograms".into(), hist));
     out.push(("results' timelines".into(), timeline));
     out.push(("results' stage/session rows".into(), stages));
     out
+}
+
+/// `st` without what a child object owned by the run would take (not implemented; see
+/// docs/status-size.md): every result's histogram, timeline and stage and session rows.
+fn without_bulk(mut st: BenchmarkRunStatus) -> BenchmarkRunStatus {
+    let results = (st.variants.iter_mut())
+        .filter_map(|v| v.result.as_mut())
+        .chain(st.result.as_mut());
+    for r in results {
+        r.histogram = None;
+        r.timeline.clear();
+        r.stages.clear();
+        r.sessions.clear();
+    }
+    st
 }
 
 fn print(title: &str, st: &BenchmarkRunStatus) -> usize {
@@ -657,21 +692,11 @@ fn timeline_point(second: u32, rng: &mut Rng, rate: u64) -> TimelinePoint {
     }
 }
 
-/// A variants run's status built through the operator's own merge (`variant_results::apply`):
-/// one runner, `rounds` rounds of every variant, `seconds` of timeline and `samples` latencies
-/// per record (with `tail` of them spread up to 30 s), and `faults` records per trial.
-fn realistic(
-    variants: usize,
-    rounds: u32,
-    seconds: u32,
-    samples: usize,
-    tail: f64,
-    faults_per_trial: usize,
-) -> (BenchmarkRun, BenchmarkRunStatus) {
-    let names: Vec<String> = (0..variants).map(|i| format!("r{}", i + 1)).collect();
-    let vs: String = names
-        .iter()
-        .map(|n| format!("    - {{name: {n}, workload: {{jetstream: {{replicas: 1}}}}}}\n"))
+/// The soak: `variants` variants x `rounds` rounds of a `seconds`-long JetStream workload with
+/// `faults_per_trial` kills of the stream leader in each trial.
+fn soak_spec(variants: usize, rounds: u32, seconds: u32, faults_per_trial: usize) -> BenchmarkRun {
+    let vs: String = (1..=variants)
+        .map(|i| format!("    - {{name: r{i}, workload: {{jetstream: {{replicas: 1}}}}}}\n"))
         .collect();
     let fs: String = (0..faults_per_trial)
         .map(|i| {
@@ -694,7 +719,31 @@ fn realistic(
          trials: {rounds}\n  thresholds:\n    - {{metric: deliveredRatio, op: ge, value: 0.999, severity: warn}}\n    \
          - {{metric: latencyP99Ms, op: le, value: 50}}\n  variants:\n{vs}{faults}"
     );
-    let br: BenchmarkRun = serde_norway::from_str(&y).unwrap();
+    serde_norway::from_str(&y).unwrap()
+}
+
+/// The demo's run as `e2e/demo` creates it (config/demo), in namespace `bench`.
+fn demo_spec() -> BenchmarkRun {
+    let y = include_str!("../../../config/demo/benchmarkrun-js-r1-vs-r2.yaml");
+    let mut br: BenchmarkRun = serde_norway::from_str(y).unwrap();
+    br.metadata.namespace = Some("bench".into());
+    br
+}
+
+/// `br`'s status built through the operator's own merge (`variant_results::apply`): one
+/// runner, every round of every variant, a timeline point for each second of the measured
+/// phase (`durationSeconds`; the drain's few points left out), `samples` latencies per record (with `tail` of them spread up to 30 s), and
+/// `faults_per_trial` records per trial.
+fn realistic(
+    br: &BenchmarkRun,
+    samples: usize,
+    tail: f64,
+    faults_per_trial: usize,
+) -> BenchmarkRunStatus {
+    let names: Vec<String> = br.spec.variants.iter().map(|v| v.name.clone()).collect();
+    let variants = names.len();
+    let rounds = br.spec.trials.max(1) as u32;
+    let seconds = br.spec.workload.duration_seconds.unwrap();
     let mut rng = Rng(42);
     let schedule: Vec<ScheduledRound> = (1..=rounds as i32)
         .map(|r| {
@@ -805,11 +854,75 @@ fn realistic(
         }),
         ..BenchmarkRunStatus::default()
     };
-    variant_results::apply(&br, &mut st, &lines, 1, |n| {
+    variant_results::apply(br, &mut st, &lines, 1, |n| {
         format!("JetStreamCluster/js3-{n}")
     })
     .unwrap();
-    (br, st)
+    st
+}
+
+/// Status writes about each fault of a trial: the pod chosen (written before the deletion), the
+/// fault carried out, the stream leader after it, the pod's restart.
+const WRITES_PER_FAULT: f64 = 4.0;
+
+/// Status writes a minute while `br` runs, from the code: status is written only when it changes
+/// (operator `benchmark_run::reconcile`), and while Running it changes with each server sample
+/// (every `server_usage::SAMPLE_EVERY_MS`; `progress` goes with it), at each trial change
+/// (`progress.trial` and the trial's planned faults) and [`WRITES_PER_FAULT`] times per fault.
+/// An upper bound: passes come every 2 s (`decide::POLL`), so a sample is written 5 to 6 s after
+/// the last, and a trial change can share its pass with a sample.
+fn writes_per_minute(br: &BenchmarkRun) -> f64 {
+    let samples = 60_000.0 / crate::run::server_usage::SAMPLE_EVERY_MS as f64;
+    let trials = f64::from(timing::total_trials(br));
+    let minutes = timing::expected_run_seconds(br).unwrap() as f64 / 60.0;
+    let per_trial = 1.0 + WRITES_PER_FAULT * br.spec.faults.len() as f64;
+    samples + trials * per_trial / minutes
+}
+
+/// What a watcher receives a minute while the run runs (results land only at the verdict, so
+/// this is the same before and after the results shrink), and returns those bytes.
+fn print_running(br: &BenchmarkRun, st: &BenchmarkRunStatus, faults: usize) -> usize {
+    let running = while_running(st.clone(), faults);
+    let object = object_bytes(br, &running);
+    let writes = writes_per_minute(br);
+    let per_minute = (object as f64 * writes) as usize;
+    println!(
+        "    while it runs ({faults} fault records so far, no results yet): status {}, object \
+         {}; {writes:.1} status writes a minute (a server sample every {} s, {} trials in {} s, \
+         {} faults a trial) = {} per watcher per minute",
+        kib(bytes(&running)),
+        kib(object),
+        crate::run::server_usage::SAMPLE_EVERY_MS / 1000,
+        timing::total_trials(br),
+        timing::expected_run_seconds(br).unwrap(),
+        br.spec.faults.len(),
+        kib(per_minute)
+    );
+    per_minute
+}
+
+/// `st` as it stands mid-run: no results (they land at the verdict), `faults` records so far.
+fn while_running(mut st: BenchmarkRunStatus, faults: usize) -> BenchmarkRunStatus {
+    st.phase = Some(Phase::Running);
+    st.completion_time = None;
+    st.headline = None;
+    st.thresholds.clear();
+    st.variants.clear();
+    st.variant_comparison = None;
+    st.faults.truncate(faults);
+    for f in &mut st.faults {
+        f.effect = None; // read from the timeline once the run is merged
+    }
+    st.progress = Some(Progress {
+        trial: 30,
+        trials: 60,
+        elapsed_seconds: 21_000,
+        expected_seconds: Some(42_000),
+        published: 1_050_000_000,
+        received: 1_050_000_000,
+        runners_ready: 1,
+    });
+    st
 }
 
 /// The whole object as a watcher receives it: metadata, spec and status.
@@ -823,11 +936,12 @@ fn object_bytes(br: &BenchmarkRun, st: &BenchmarkRunStatus) -> usize {
     bytes(&o)
 }
 
-/// Weighs the largest status admission allows (6 variants x up to 20 rounds x 600-point
-/// timelines x 60 fault records, every bounded list full) and a realistic large and demo-sized
-/// run.
+/// Weighs the largest status admission allows (6 variants x up to 20 rounds, their share of
+/// the timeline, 60 fault records, every bounded list full, histograms at their limit) and a
+/// realistic large and demo-sized run built through the operator's merge, and keeps them under
+/// their bounds.
 #[test]
-fn status_size_worst_case_and_realistic_runs() {
+fn status_size_stays_under_its_bound() {
     let widest = widest_histogram();
     let mut rng = Rng(1);
     let mut wide = Histo::default();
@@ -837,30 +951,64 @@ fn status_size_worst_case_and_realistic_runs() {
     let wide = encoded(&wide);
     println!(
         "histogram (1 µs .. 60 s, 3 digits): every bucket full {} chars; 2 M samples, 1 % tail \
-         to 30 s {} chars; code keeps at most 262144",
+         to 30 s {} chars; status keeps at most {MAX_STATUS_HISTOGRAM_CHARS}",
         widest.len(),
         wide.len()
     );
-    let cap = "A".repeat(262_144);
-    let (worst, st) = largest_admitted(&cap, MAX_TIMELINE_POINTS);
+    assert!(
+        widest.len() <= MAX_STATUS_HISTOGRAM_CHARS,
+        "the widest histogram msgbench writes must fit in status"
+    );
+    let cap = "A".repeat(MAX_STATUS_HISTOGRAM_CHARS);
+    let (worst, st) = largest_admitted(&cap);
     print(
-        "worst case the schema admits (histograms at their 262144 limit)",
+        "worst case the schema admits (histograms at their limit)",
         &st,
     );
-    let (worst_widest, st) = largest_admitted(&widest, MAX_TIMELINE_POINTS);
+    let (lean, _) = largest(admitted(&cap).map(without_bulk));
+    println!(
+        "    the largest without histograms, timelines and stage/session rows (what a child \
+         object would take): status {}",
+        kib(lean)
+    );
+    let (widest_case, st) = largest_admitted(&widest);
     print("worst case the code fills (widest histograms)", &st);
-    let (worst_wide, st) = largest_admitted(&wide, MAX_TIMELINE_POINTS);
+    let (wide_case, st) = largest_admitted(&wide);
     print("worst case with wide realistic histograms", &st);
 
-    let (br, st) = realistic(6, 10, 600, 200_000, 0.01, 1);
+    let br = soak_spec(6, 10, 600, 1);
+    let st = realistic(&br, 200_000, 0.01, 1);
     let large = print(
         "realistic large: 6 variants x 10 rounds, 600 s soak, 1 fault per trial (60 records)",
         &st,
     );
     println!("    whole object {}", kib(object_bytes(&br, &st)));
-    let (br, st) = realistic(2, 4, 5, 200_000, 0.0, 0);
-    let demo = print("demo-sized: 2 variants x 4 rounds, 5 s (js-r1-vs-r2)", &st);
+    for v in &st.variants {
+        let points = v.result.as_ref().map_or(0, |r| r.timeline.len());
+        assert_eq!(points, timeline_points_per_result(6), "{}", v.name);
+    }
+    let soak_running = print_running(&br, &st, 30);
+    let br = demo_spec();
+    let st = realistic(&br, 200_000, 0.0, 0);
+    let demo = print(
+        "the demo's run: config/demo/benchmarkrun-js-r1-vs-r2.yaml (2 variants x 4 rounds, 5 s)",
+        &st,
+    );
     println!("    whole object {}", kib(object_bytes(&br, &st)));
-    println!("bound {}", kib(STATUS_BOUND_BYTES));
-    let _ = (worst, worst_widest, worst_wide, large, demo);
+    let demo_running = print_running(&br, &st, 0);
+    println!(
+        "bound {}, target for realistic runs {}",
+        kib(STATUS_BOUND_BYTES),
+        kib(STATUS_TARGET_BYTES)
+    );
+    assert!(worst >= widest_case && widest_case >= wide_case);
+    assert!(worst <= STATUS_BOUND_BYTES, "worst case {}", kib(worst));
+    assert!(
+        large <= STATUS_TARGET_BYTES,
+        "realistic large {}",
+        kib(large)
+    );
+    assert!(demo <= STATUS_TARGET_BYTES, "demo {}", kib(demo));
+    // What a watcher of runs receives while one runs: under a MiB a minute.
+    assert!(soak_running.max(demo_running) < 1 << 20);
 }
