@@ -103,13 +103,13 @@ fn timelines(page: &mut Page, series: &[Series]) -> Result<()> {
         .collect();
     let svg = plots::timeline_chart("Throughput per second", "received msg/s", &rates)?;
     page.chart("throughput-timeline", &names(&rates), &svg,
-        "Deliveries per second of the measured phase, all subscribers; with several rounds, the mean over rounds. Points after publishing stopped are the drain: the deliveries still arriving then, so the line falls there.");
+        "Deliveries per second of the measured phase, all subscribers; with several rounds, the mean over rounds. A point is a window: one second, or the mean of several (its `seconds`) for a run past 10 minutes or a run with variants, which share the status's 600 points (six variants of a 10-minute run: 6-second windows), plotted at the window's first second. Points after publishing stopped are the drain: the deliveries still arriving then, so the line falls there.");
     let p99: Vec<Line> = (series.iter().enumerate())
         .map(|(i, s)| line(i, s, model::p99_segments(timeline(s))))
         .collect();
     let svg = plots::timeline_chart("p99 latency per second", "p99 latency (ms)", &p99)?;
     page.chart("p99-timeline", &names(&p99), &svg,
-        "p99 of each second's deliveries from a coarse histogram merged over runners and rounds (within 6 %). A gap: no deliveries that second, so no p99.");
+        "p99 of each window's deliveries (one second, or several as in the chart above) from a coarse histogram merged over runners, rounds and the window's seconds (within 6 %). A gap: no deliveries in that window, so no p99.");
     Ok(())
 }
 

@@ -14,6 +14,24 @@ pub use crate::variant_status::*;
 /// Most history entries kept in status.
 pub const MAX_HISTORY: usize = 10;
 
+/// Longest merged histogram kept in a result (base64 characters). The widest histogram
+/// msgbench can write (every bucket of 1 µs .. 60 s at 3 significant digits holding a distinct
+/// count of up to 2^48) encodes to about 150 K characters, so no real histogram is ever left
+/// out; the schema's limit is this, so six variants' histograms cannot take the status past
+/// etcd's object limit (operator-core `status_size_tests`).
+pub const MAX_STATUS_HISTOGRAM_CHARS: usize = 163_840;
+
+/// Most timeline points one status carries over all its results: a run's single result has
+/// them all (one a second up to 600 s), a run with variants shares them out
+/// ([`timeline_points_per_result`]), so the timelines weigh the same whatever the variants.
+pub const MAX_STATUS_TIMELINE_POINTS: usize = 600;
+
+/// Timeline points each of `results` results may have: 600 with one, 300 each with two, 100
+/// each with six.
+pub fn timeline_points_per_result(results: usize) -> usize {
+    (MAX_STATUS_TIMELINE_POINTS / results.max(1)).max(1)
+}
+
 /// Observed state of a BenchmarkRun. Written only by the operator.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -236,9 +254,9 @@ pub struct RunResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32))]
     pub sessions: Vec<SegmentResult>,
-    /// Per-stage rows of a step-load workload.
+    /// Per-stage rows of a step-load workload (at most `workload.stages.count`, 32).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 100))]
+    #[schemars(length(max = 32))]
     pub stages: Vec<SegmentResult>,
     /// A runner could not keep its schedule (lag past the limit): the figures measure the
     /// generator, not only the server.
@@ -262,9 +280,13 @@ pub struct RunResult {
     /// Server resource use during the measured phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_usage: Option<ServerUsage>,
-    /// The measured phase second by second (coarser buckets for runs past 600 s), merged over
-    /// runners; with several trials or rounds, second `s` of each is merged into one point.
-    /// Kept for reports and dashboards after the runners are gone.
+    /// The measured phase second by second, merged over runners; with several trials or
+    /// rounds, second `s` of each is merged into one point. At most 600 points in the whole
+    /// status: a run without variants has 600 (coarser, equal windows for runs past 600 s), a
+    /// run with variants 600 ÷ variants per variant (e.g. 100 each with 6: 6-second windows
+    /// for a 600 s soak); widened windows add up counts exactly and take their percentiles
+    /// from the merged coarse histograms. Kept for reports and dashboards after the runners
+    /// are gone; fault effects are read from each trial's own per-second timeline instead.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 600))]
     pub timeline: Vec<TimelineSample>,
@@ -273,9 +295,10 @@ pub struct RunResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub faults: Option<FaultSummary>,
     /// The merged end-to-end latency histogram (HdrHistogram V2 + deflate, base64), so
-    /// percentiles can be recomputed.
+    /// percentiles can be recomputed. At most 163840 characters (no histogram msgbench writes
+    /// reaches it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 262144))]
+    #[schemars(length(max = MAX_STATUS_HISTOGRAM_CHARS))]
     pub histogram: Option<String>,
 }
 

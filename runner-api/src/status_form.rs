@@ -10,8 +10,9 @@ use crate::result::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use msgbench_crds::benchmark_run::{
     ConnectionsResult, LatencySummary, RestResult, RunResult, SegmentResult, TimelineSample,
+    MAX_STATUS_HISTOGRAM_CHARS,
 };
-use msgbench_crds::workload::Stages;
+use msgbench_crds::workload::{Stages, MAX_STAGES};
 
 pub fn us_to_ms(us: f64) -> f64 {
     (us / 1000.0 * 1000.0).round() / 1000.0
@@ -117,6 +118,12 @@ pub fn format_ms(ms: f64) -> String {
 /// The status form of a merged runner result, with the encoded merged histogram; `trials` is
 /// how many trials (or rounds) were merged into it, for the timeline's per-trial rates.
 pub fn to_status(r: &RunnerResult, trials: u32) -> RunResult {
+    to_status_within(r, trials, MAX_TIMELINE_POINTS)
+}
+
+/// As [`to_status`], with the timeline widened to at most `timeline_points` points (a run with
+/// variants shares the status's points out among them).
+pub fn to_status_within(r: &RunnerResult, trials: u32, timeline_points: usize) -> RunResult {
     let m = &r.measured;
     let s = &m.summary;
     RunResult {
@@ -143,7 +150,7 @@ pub fn to_status(r: &RunnerResult, trials: u32) -> RunResult {
         publish_stall_started_at: m.publish_stall.and_then(stall_start),
         warmup: r.warmup.as_ref().map(segment),
         sessions: r.sessions.iter().take(32).map(segment).collect(),
-        stages: (r.stages.iter().take(100).enumerate())
+        stages: (r.stages.iter().take(MAX_STAGES as usize).enumerate())
             .map(|(i, p)| stage(p, r.workload.stages.as_ref(), i))
             .collect(),
         generator_saturated: r.generator.saturated,
@@ -153,13 +160,13 @@ pub fn to_status(r: &RunnerResult, trials: u32) -> RunResult {
         breaking_stage: r.breaking_stage.clone(),
         rest: r.rest.iter().take(8).map(rest).collect(),
         server_usage: None,
-        timeline: timeline(&r.timeline, trials),
+        timeline: timeline_within(&r.timeline, trials, timeline_points),
         // Filled in by the operator from status.faults.
         faults: None,
         histogram: serde_json::to_value(&m.latency)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
-            .filter(|h| h.len() <= 262_144),
+            .filter(|h| h.len() <= MAX_STATUS_HISTOGRAM_CHARS),
     }
 }
 
@@ -177,9 +184,20 @@ fn stall_start(p: PublishStall) -> Option<MicroTime> {
 /// The timeline in status form: rates per second of each window, mean over the `trials` merged
 /// into it (second `s` of every trial adds up), percentiles from the merged coarse histograms.
 pub fn timeline(points: &[TimelinePoint], trials: u32) -> Vec<TimelineSample> {
+    timeline_within(points, trials, MAX_TIMELINE_POINTS)
+}
+
+/// As [`timeline`], in at most `max_points` windows of equal width (whole points), so counts
+/// add up exactly and percentiles come from the windows' merged coarse histograms.
+pub fn timeline_within(
+    points: &[TimelinePoint],
+    trials: u32,
+    max_points: usize,
+) -> Vec<TimelineSample> {
     let per = f64::from(trials.max(1));
-    // Records from other processes may carry more points than one record holds: wider windows.
-    let width = points.len().div_ceil(MAX_TIMELINE_POINTS).max(1);
+    // Records from other processes may carry more points than one record holds, and a run
+    // with variants shares the status's points out: wider windows.
+    let width = points.len().div_ceil(max_points.max(1)).max(1);
     points
         .chunks(width)
         .map(|c| {
@@ -303,5 +321,24 @@ mod tests {
             .map(|p| p.receive_rate * f64::from(p.seconds))
             .sum();
         assert_eq!(total, 4_500.0);
+    }
+
+    #[test]
+    fn a_variant_share_of_the_timeline_widens_its_windows_losing_nothing() {
+        let points: Vec<TimelinePoint> = (0..600).map(|s| point(s, 3, 1_000)).collect();
+        let t = timeline_within(&points, 1, 100);
+        assert_eq!(t.len(), 100);
+        assert_eq!((t[1].second, t[1].seconds), (6, 6));
+        let total: f64 = t
+            .iter()
+            .map(|p| p.receive_rate * f64::from(p.seconds))
+            .sum();
+        assert_eq!(total, 1_800.0);
+        assert_eq!(t[0].p50_ms, timeline(&points, 1)[0].p50_ms);
+        assert_eq!(
+            timeline_within(&points[..5], 1, 100).len(),
+            5,
+            "short: untouched"
+        );
     }
 }

@@ -407,6 +407,53 @@ mod tests {
         );
     }
 
+    /// A variants run shares the status timeline's 600 points out (six variants: 100 each,
+    /// 6-second windows), but a fault's effect is read from its trial's own records, second by
+    /// second: the two seconds with nothing delivered, which the 6-second window averages away,
+    /// still give the 1.6 s recovery.
+    #[test]
+    fn a_variants_widened_status_timeline_leaves_fault_effects_per_second() {
+        use msgbench_crds::benchmark_run::ScheduledRound;
+        let names: Vec<String> = (1..=6).map(|i| format!("r{i}")).collect();
+        let lines: Vec<RawResultLine> = (names.iter().enumerate())
+            .map(|(i, name)| {
+                let trial = i as u32 + 1;
+                let mut l = runner_api::testing::record(0, trial, &[1_000], 1, 1_700_000_000_000);
+                l.variant = Some(name.clone());
+                l.round = Some(1);
+                let gap = |s: u32| trial == 1 && (300..302).contains(&s);
+                l.result.timeline = (0..600)
+                    .map(|s| at(s, if gap(s) { 0 } else { 100 }))
+                    .collect();
+                l.result.finalize();
+                RawResultLine::from_line(&l).unwrap()
+            })
+            .collect();
+        let mut faults = [FaultRecord {
+            trial: 1,
+            variant: Some("r1".into()),
+            executed_time: crate::run::decide::time_at(1),
+            offset_seconds: Some(300.4),
+            ..FaultRecord::default()
+        }];
+        attach(&lines, 600, &mut faults);
+        let e = faults[0].effect.as_ref().unwrap();
+        assert_eq!((e.before_receive_rate, e.lowest_receive_rate), (100.0, 0.0));
+        assert_eq!(e.recovery_seconds, Some(1.6), "302.0 − 300.4");
+
+        let schedule = [ScheduledRound {
+            round: 1,
+            order: names.clone(),
+        }];
+        let merged = crate::run::results::collect_variants(&lines, 1, &schedule, &names).unwrap();
+        let r1 = &merged[0].1.result.timeline;
+        assert_eq!(merged[0].0, "r1");
+        assert_eq!(r1.len(), 100);
+        assert!(r1.iter().all(|p| p.seconds == 6));
+        let window = r1.iter().find(|p| p.second == 300).unwrap();
+        assert_eq!(window.receive_rate, 66.7, "4 of its 6 seconds at 100/s");
+    }
+
     #[test]
     fn the_p99_peak_is_the_highest_second_after_the_fault_and_before_is_kept_apart() {
         let t = vec![

@@ -24,6 +24,8 @@ pub mod runner_pods;
 pub mod runner_records;
 pub mod server_usage;
 pub mod stats;
+#[cfg(test)]
+mod status_size_tests;
 pub mod stop_runners;
 pub mod target_auth;
 pub mod target_lock;

@@ -2,13 +2,14 @@
 //! never percentiles averaged), per-trial figures, trial statistics and thresholds.
 use super::stats;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use msgbench_crds::benchmark_run::timeline_points_per_result;
 use msgbench_crds::benchmark_run::{
     Headline, Metric, RunResult, ScheduledRound, Threshold, ThresholdOp, ThresholdResult,
     TrialFigures, TrialStatistics,
 };
 use runner_api::agent::RawResultLine;
 use runner_api::result::{ResultMerger, RunnerResult, SegmentStats};
-use runner_api::status_form::{delivery_rate, format_ms, to_status, us_to_ms};
+use runner_api::status_form::{delivery_rate, format_ms, to_status_within, us_to_ms};
 use std::collections::BTreeMap;
 
 /// Everything the results give the status.
@@ -28,6 +29,16 @@ pub type TrialRecord<'a> = (u32, &'a RawResultLine);
 /// a time and merged at once, so memory holds two merged results and one record, whatever the
 /// number of runners and trials.
 pub fn collect(lines: &[TrialRecord], runners: usize, trials: usize) -> anyhow::Result<Collected> {
+    collect_within(lines, runners, trials, timeline_points_per_result(1))
+}
+
+/// As [`collect`], with the result's timeline in at most `timeline_points` points.
+pub fn collect_within(
+    lines: &[TrialRecord],
+    runners: usize,
+    trials: usize,
+    timeline_points: usize,
+) -> anyhow::Result<Collected> {
     let mut total = ResultMerger::default();
     let mut trial_figs = Vec::with_capacity(trials);
     let mut first: Option<FirstTrial> = None;
@@ -61,7 +72,7 @@ pub fn collect(lines: &[TrialRecord], runners: usize, trials: usize) -> anyhow::
         c.connect_seconds = connect_s;
         c.finalize();
     }
-    let result = to_status(&total, trials as u32);
+    let result = to_status_within(&total, trials as u32, timeline_points);
 
     let col = |f: fn(&TrialFigures) -> f64| trial_figs.iter().map(f).collect::<Vec<f64>>();
     let statistics = match (
@@ -104,7 +115,8 @@ fn every_trial_delivery_rate(trials: &[TrialFigures]) -> Option<Vec<f64>> {
 }
 
 /// With variants: each variant's lines merged over runners and rounds, like a run of its own
-/// (`trial` = round), with each round's place in the order (`position`) from `schedule`.
+/// (`trial` = round), with each round's place in the order (`position`) from `schedule`, and
+/// its share of the status's timeline points.
 pub fn collect_variants(
     lines: &[RawResultLine],
     runners: usize,
@@ -119,7 +131,8 @@ pub fn collect_variants(
                 .filter(|l| l.variant.as_deref() == Some(name))
                 .map(|l| (l.round.unwrap_or(0), l))
                 .collect();
-            let mut c = collect(&mine, runners, schedule.len())
+            let points = timeline_points_per_result(variants.len());
+            let mut c = collect_within(&mine, runners, schedule.len(), points)
                 .map_err(|e| e.context(format!("variant {name}")))?;
             for t in &mut c.trials {
                 t.position = schedule
