@@ -25,7 +25,7 @@ pub mod runner_records;
 pub mod server_usage;
 pub mod stats;
 #[cfg(test)]
-mod status_size_tests;
+mod status_size;
 pub mod stop_runners;
 pub mod target_auth;
 pub mod target_lock;
