@@ -3,12 +3,12 @@
 
 use crate::context::CONTROLLER_NAME;
 use crate::error::Result;
-use crate::meta::{stamp_hash, Owner, ANNOTATION_APPLIED_HASH};
 use crate::metrics::Metrics;
 use crate::subset::is_contained;
 use k8s_openapi::NamespaceResourceScope;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client, Resource, ResourceExt};
+use msgbench_operator_core::meta::{stamp_hash, Owner, ANNOTATION_APPLIED_HASH};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fmt::Debug;

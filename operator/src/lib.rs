@@ -17,11 +17,3 @@ pub mod rbac;
 pub mod reconciler;
 pub mod subset;
 pub mod varz;
-// The pure modules live in the core crate (no client, no runtime); their old paths stay.
-pub use msgbench_operator_core::server::{
-    jetstream, kind as server_kind, mqtt, pubsub, status, validate,
-};
-pub use msgbench_operator_core::{
-    fault_agent_pod, meta, node_loss, operands, placement, pod_observer, quantity, security,
-    server_pod, status_text, tuning,
-};

@@ -2,13 +2,13 @@
 //! client for all of them, with a timeout over the whole exchange, a bounded response body, an
 //! optional bearer token, and errors that name the method, the URL and what went wrong.
 use crate::merge_budget::{BudgetError, Reservation};
-use crate::status_text::plain_bounded;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::{header, Method, Request, StatusCode};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use msgbench_operator_core::status_text::plain_bounded;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fmt;

@@ -1,14 +1,10 @@
 //! Observe: every read a reconcile makes, into one plain `Observed` value that `decide` turns
 //! into the next status and effects. What is read depends on the phase: targets before the
 //! runners exist, runner pods and agents while they run, results once every runner is done.
-use super::build::{server_selector, RunIdentity};
 use super::gather::{self, DoneRunner};
-use super::model::{AgentSeen, BaselineSeen, BaselineState, Observed, TargetSeen};
-use super::runner_pods::{self, RunnerView};
 use super::server_sampling;
 use super::target::{self};
-use super::target_lock::{self, RunOnTarget};
-use super::{endpoint_read, runner_http, timing};
+use super::{endpoint_read, runner_http};
 use crate::context::Context;
 use crate::error::Result;
 use k8s_openapi::api::batch::v1::Job;
@@ -19,6 +15,13 @@ use kube::{Api, ResourceExt};
 use msgbench_crds::benchmark_run::MAX_RUN_NAME;
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, ObservedPod, Phase};
 use msgbench_crds::names::name_violation;
+use msgbench_operator_core::run::build::{server_selector, RunIdentity};
+use msgbench_operator_core::run::model::{
+    AgentSeen, BaselineSeen, BaselineState, Observed, TargetSeen,
+};
+use msgbench_operator_core::run::runner_pods::{self, RunnerView};
+use msgbench_operator_core::run::target_lock::{self, RunOnTarget};
+use msgbench_operator_core::run::{conditions, timing};
 
 /// Most runs followed along baselineRef when looking for a cycle.
 const MAX_BASELINE_CHAIN: usize = 8;
@@ -114,7 +117,7 @@ async fn read(
         let comparing = st
             .comparison
             .as_ref()
-            .is_some_and(|c| c.reason.as_deref() == Some(super::conditions::BASELINE_NOT_FINISHED));
+            .is_some_and(|c| c.reason.as_deref() == Some(conditions::BASELINE_NOT_FINISHED));
         if comparing {
             obs.baseline = baseline(ctx, br, &id.namespace, &id.name).await?;
         }
