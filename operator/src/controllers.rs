@@ -1,7 +1,7 @@
 //! Wiring: one kube-rs Controller per server kind, all children and their pods watched.
 
 use crate::context::Context;
-use crate::reconciler::{error_policy, reconcile};
+use crate::server::reconcile::{error_policy, reconcile};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};

@@ -2,7 +2,6 @@
 //! PubSubServer), each a validate -> build -> apply -> status pipeline.
 #![forbid(unsafe_code)]
 
-pub mod apply;
 pub mod benchmark_run;
 pub mod context;
 pub mod control_key;
@@ -14,6 +13,4 @@ pub mod merge_budget;
 pub mod metrics;
 pub mod pod_http;
 pub mod rbac;
-pub mod reconciler;
-pub mod subset;
-pub mod varz;
+pub mod server;

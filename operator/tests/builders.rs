@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer, PullSecret};
-use msgbench_operator::apply::Children;
+use msgbench_operator::server::apply::Children;
 use msgbench_operator_core::meta::Owner;
 use msgbench_operator_core::operands::OperandDefaults;
 use msgbench_operator_core::server::kind::ManagedServerKind;

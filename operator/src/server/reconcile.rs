@@ -3,7 +3,7 @@
 //! write it.
 //! Level-triggered and idempotent: an unchanged object costs reads only, never writes.
 
-use crate::apply::apply_children;
+use super::apply::apply_children;
 use crate::context::{Context, CONTROLLER_NAME};
 use crate::error::{Error, Result};
 use k8s_openapi::api::core::v1::Pod;
@@ -100,7 +100,7 @@ async fn server_report<K: ManagedServerKind>(
         return ServerReport::default();
     }
     match plan.pods.ready_pod_ip.as_deref() {
-        Some(ip) => crate::varz::fetch(ip, NATS_MONITOR_PORT)
+        Some(ip) => super::varz::fetch(ip, NATS_MONITOR_PORT)
             .await
             .unwrap_or_default(),
         None => ServerReport::default(),

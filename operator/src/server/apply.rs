@@ -1,10 +1,10 @@
 //! Apply a desired child set with server-side apply (one field manager, forced), skip children
 //! that are already as desired, and delete children of this instance that are no longer desired.
 
+use super::subset::is_contained;
 use crate::context::CONTROLLER_NAME;
 use crate::error::Result;
 use crate::metrics::Metrics;
-use crate::subset::is_contained;
 use k8s_openapi::NamespaceResourceScope;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client, Resource, ResourceExt};
