@@ -3,14 +3,8 @@
 #![forbid(unsafe_code)]
 
 pub mod benchmark_run;
-pub mod context;
 pub mod control_key;
-pub mod controllers;
-pub mod error;
-pub mod http_server;
-pub mod leader;
-pub mod merge_budget;
-pub mod metrics;
 pub mod pod_http;
 pub mod rbac;
+pub mod runtime;
 pub mod server;

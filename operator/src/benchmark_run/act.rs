@@ -1,8 +1,8 @@
 //! Act: carries out what `decide` chose (create the runners, release the barrier, acknowledge
 //! results, suspend or delete children), then the one status write and its events.
 use super::runner_http;
-use crate::context::{Context, CONTROLLER_NAME};
-use crate::error::Result;
+use crate::runtime::context::{Context, CONTROLLER_NAME};
+use crate::runtime::error::Result;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::networking::v1::NetworkPolicy;

@@ -10,8 +10,8 @@
 use super::fault_by_agent;
 use super::fault_inject::{self, Deletion};
 use super::observe::now;
-use crate::context::Context;
-use crate::error::Result;
+use crate::runtime::context::Context;
+use crate::runtime::error::Result;
 use kube::runtime::events::EventType;
 use msgbench_crds::benchmark_run::{BenchmarkRun, FaultAction, FaultInjection, FaultRecord};
 use msgbench_operator_core::run::build::RunIdentity;

@@ -1,6 +1,6 @@
 //! Wiring: the BenchmarkRun controller owns its runner Jobs and watches their pods.
 use super::reconcile::{error_policy, reconcile};
-use crate::context::Context;
+use crate::runtime::context::Context;
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;

@@ -3,8 +3,8 @@
 //! stream leader from the servers' `/jsz`), and, once `act` has recorded that choice in status,
 //! deletes it with a uid precondition, so no other pod can ever be hit. The outcome goes into
 //! the fault's record and an Event.
-use crate::context::Context;
 use crate::pod_http::{self, Options};
+use crate::runtime::context::Context;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;

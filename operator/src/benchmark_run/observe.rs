@@ -5,8 +5,8 @@ use super::gather::{self, DoneRunner};
 use super::server_sampling;
 use super::target::{self};
 use super::{endpoint_read, runner_http};
-use crate::context::Context;
-use crate::error::Result;
+use crate::runtime::context::Context;
+use crate::runtime::error::Result;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -60,7 +60,7 @@ pub fn now() -> Time {
 pub struct Observation {
     pub observed: Observed,
     /// The results' share of the operator's memory budget (released when dropped).
-    pub results_memory: Option<crate::merge_budget::Reservation>,
+    pub results_memory: Option<crate::runtime::merge_budget::Reservation>,
 }
 
 /// Reads what the run's phase needs.
@@ -83,7 +83,7 @@ async fn read(
     br: &BenchmarkRun,
     id: &RunIdentity,
     st: &BenchmarkRunStatus,
-    results_memory: &mut Option<crate::merge_budget::Reservation>,
+    results_memory: &mut Option<crate::runtime::merge_budget::Reservation>,
 ) -> Result<Observed> {
     let mut obs = Observed::at(now());
     obs.faults_allowed = ctx.runs.allow_faults;

@@ -2,8 +2,8 @@
 //! (phase, job name, the chosen start time, condition times), so a restarted operator continues
 //! where the last one stopped.
 use super::{act, observe};
-use crate::context::Context;
-use crate::error::{Error, Result};
+use crate::runtime::context::Context;
+use crate::runtime::error::{Error, Result};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use msgbench_crds::benchmark_run::BenchmarkRun;

@@ -1,6 +1,6 @@
 //! Resolves `spec.target` to a URL, Ready or not, and the server pods' labels.
-use crate::context::Context;
-use crate::error::Result;
+use crate::runtime::context::Context;
+use crate::runtime::error::Result;
 use kube::Api;
 use msgbench_crds::benchmark_run::{BenchmarkRun, ObservedEnvironment, ServerKind, Target};
 use msgbench_crds::common::ServerStatus;

@@ -2,9 +2,9 @@
 //! that are already as desired, and delete children of this instance that are no longer desired.
 
 use super::subset::is_contained;
-use crate::context::CONTROLLER_NAME;
-use crate::error::Result;
-use crate::metrics::Metrics;
+use crate::runtime::context::CONTROLLER_NAME;
+use crate::runtime::error::Result;
+use crate::runtime::metrics::Metrics;
 use k8s_openapi::NamespaceResourceScope;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client, Resource, ResourceExt};

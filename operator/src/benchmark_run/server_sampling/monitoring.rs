@@ -2,8 +2,8 @@
 //! pubsub-server `/health`, sockudo's Prometheus `/metrics` and mosquitto's `$SYS` topics, parsed
 //! into one `Sample` per pod.
 use super::mosquitto_sys;
-use crate::context::Context;
 use crate::pod_http::{self, Options};
+use crate::runtime::context::Context;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};

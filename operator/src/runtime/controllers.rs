@@ -1,6 +1,6 @@
 //! Wiring: one kube-rs Controller per server kind, all children and their pods watched.
 
-use crate::context::Context;
+use super::context::Context;
 use crate::server::reconcile::{error_policy, reconcile};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};

@@ -1,7 +1,7 @@
 //! State shared by every reconcile: API client, event recorder, metrics, readiness.
 
-use crate::merge_budget::MergeBudget;
-use crate::metrics::Metrics;
+use super::merge_budget::MergeBudget;
+use super::metrics::Metrics;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::Client;
 use msgbench_operator_core::operands::OperandDefaults;
