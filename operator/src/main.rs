@@ -12,8 +12,8 @@
 
 use clap::{Parser, ValueEnum};
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
+use msgbench_operator::access::control_key;
 use msgbench_operator::benchmark_run::gather::RESULTS_BUDGET_BYTES;
-use msgbench_operator::control_key;
 use msgbench_operator::runtime::context::{Context, Readiness};
 use msgbench_operator::runtime::merge_budget::MergeBudget;
 use msgbench_operator::runtime::{controllers, http_server, leader};

@@ -8,7 +8,7 @@
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
-use msgbench_operator::rbac::LEASE_RULES;
+use msgbench_operator::access::rbac::LEASE_RULES;
 use msgbench_operator::runtime::context::{Readiness, Role};
 use msgbench_operator::runtime::leader::{Config, Elector, Timing};
 use msgbench_operator::runtime::metrics::Metrics;

@@ -2,7 +2,7 @@
 //! asks it (with a credential signed for the server object) to signal the server process or cut
 //! its traffic, and records what the agent reports having done. The same question on a later pass (same key) gets the same report
 //! and never a second signal, so a lost answer is settled by asking again.
-use crate::pod_http::{self, Options};
+use crate::access::pod_http::{self, Options};
 use crate::runtime::context::Context;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, ResourceExt};

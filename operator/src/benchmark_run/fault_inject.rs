@@ -3,7 +3,7 @@
 //! stream leader from the servers' `/jsz`), and, once `act` has recorded that choice in status,
 //! deletes it with a uid precondition, so no other pod can ever be hit. The outcome goes into
 //! the fault's record and an Event.
-use crate::pod_http::{self, Options};
+use crate::access::pod_http::{self, Options};
 use crate::runtime::context::Context;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;

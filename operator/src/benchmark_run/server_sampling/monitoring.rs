@@ -2,7 +2,7 @@
 //! pubsub-server `/health`, sockudo's Prometheus `/metrics` and mosquitto's `$SYS` topics, parsed
 //! into one `Sample` per pod.
 use super::mosquitto_sys;
-use crate::pod_http::{self, Options};
+use crate::access::pod_http::{self, Options};
 use crate::runtime::context::Context;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
