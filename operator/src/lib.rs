@@ -1,27 +1,11 @@
-//! msgbench operator: one controller per server kind (JetStreamCluster, MqttBroker,
-//! PubSubServer), each a validate -> build -> apply -> status pipeline.
+//! msgbench operator, the client half of the controllers (the pure half is
+//! `msgbench_operator_core`): `server` reconciles the server kinds (JetStreamCluster, MqttBroker,
+//! PubSubServer), `benchmark_run` runs BenchmarkRuns, `access` is what the operator may do on the
+//! API server and how it reaches pods, `runtime` is the process around them (context, leader
+//! election, metrics).
 #![forbid(unsafe_code)]
 
-pub mod apply;
+pub mod access;
 pub mod benchmark_run;
-pub mod context;
-pub mod control_key;
-pub mod controllers;
-pub mod error;
-pub mod http_server;
-pub mod leader;
-pub mod merge_budget;
-pub mod metrics;
-pub mod pod_http;
-pub mod rbac;
-pub mod reconciler;
-pub mod subset;
-pub mod varz;
-// The pure modules live in the core crate (no client, no runtime); their old paths stay.
-pub use msgbench_operator_core::server::{
-    jetstream, kind as server_kind, mqtt, pubsub, status, validate,
-};
-pub use msgbench_operator_core::{
-    fault_agent_pod, meta, node_loss, operands, placement, pod_observer, quantity, security,
-    server_pod, status_text, tuning,
-};
+pub mod runtime;
+pub mod server;

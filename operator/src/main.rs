@@ -2,9 +2,9 @@
 //! /metrics, /healthz, /readyz on :8080.
 //!
 //! With `--leader-election` (the chart's default) several replicas may run: each campaigns for a
-//! Lease in its own namespace and only the holder runs the controllers (`leader.rs`). A standby
-//! serves /healthz and a ready /readyz; a leader that loses the Lease (another holder, or no
-//! successful renewal within the renew deadline) exits non-zero at once and comes back as a
+//! Lease in its own namespace and only the holder runs the controllers (`runtime/leader.rs`). A
+//! standby serves /healthz and a ready /readyz; a leader that loses the Lease (another holder, or
+//! no successful renewal within the renew deadline) exits non-zero at once and comes back as a
 //! standby. On SIGTERM the leader finishes in-flight reconciles, then frees the
 //! Lease so a standby takes over without waiting for it to expire. Without the flag (a local
 //! `cargo run`) the process leads unconditionally: run only one.
@@ -12,11 +12,12 @@
 
 use clap::{Parser, ValueEnum};
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
+use msgbench_operator::access::control_key;
 use msgbench_operator::benchmark_run::gather::RESULTS_BUDGET_BYTES;
-use msgbench_operator::context::{Context, Readiness};
-use msgbench_operator::merge_budget::MergeBudget;
-use msgbench_operator::operands::OperandDefaults;
-use msgbench_operator::{control_key, controllers, http_server, leader};
+use msgbench_operator::runtime::context::{Context, Readiness};
+use msgbench_operator::runtime::merge_budget::MergeBudget;
+use msgbench_operator::runtime::{controllers, http_server, leader};
+use msgbench_operator_core::operands::OperandDefaults;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tracing_subscriber::EnvFilter;

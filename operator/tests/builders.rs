@@ -3,10 +3,10 @@
 
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer, PullSecret};
-use msgbench_operator::apply::Children;
-use msgbench_operator::meta::Owner;
-use msgbench_operator::operands::OperandDefaults;
-use msgbench_operator::server_kind::ManagedServerKind;
+use msgbench_operator::server::apply::Children;
+use msgbench_operator_core::meta::Owner;
+use msgbench_operator_core::operands::OperandDefaults;
+use msgbench_operator_core::server::kind::ManagedServerKind;
 
 fn fixture<K: ManagedServerKind>(file: &str) -> K {
     let path = format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
@@ -406,8 +406,8 @@ fn jetstream_cluster_with_a_fault_agent() {
 /// pods): no policy.
 #[test]
 fn the_fault_agent_port_admits_only_the_operator() {
-    use msgbench_operator::benchmark_run::runner_access::OperatorPeer;
-    use msgbench_operator::fault_agent_pod::network_policy;
+    use msgbench_operator_core::fault_agent_pod::network_policy;
+    use msgbench_operator_core::run::runner_access::OperatorPeer;
     let mut obj: JetStreamCluster = fixture("jsc-basic.yaml");
     let owner = Owner::of(&obj, JetStreamCluster::KIND_LABEL).unwrap();
     let peer = OperatorPeer::parse("msgbench-system", "app.kubernetes.io/name=msgbench").unwrap();

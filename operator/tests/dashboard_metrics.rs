@@ -7,7 +7,7 @@
 //! the standard process collector beside the `msgbench_` registry (`Metrics::gather`).
 use msgbench_crds::benchmark_run::{LatencySummary, Outcome, RunResult, Verdict};
 use msgbench_operator::benchmark_run::metrics as run_metrics;
-use msgbench_operator::metrics::Metrics;
+use msgbench_operator::runtime::metrics::Metrics;
 use prometheus::proto::{MetricFamily, MetricType};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -28,7 +28,7 @@ fn exported() -> &'static BTreeSet<String> {
         metrics.reconcile_failed("JetStreamCluster", "Kube");
         metrics.child_written("StatefulSet", "apply");
         metrics.status_written("JetStreamCluster");
-        msgbench_operator::leader::ElectionMetrics::register(&metrics);
+        msgbench_operator::runtime::leader::ElectionMetrics::register(&metrics);
         let result = RunResult {
             receive_rate: 1000.0,
             latency: Some(LatencySummary {

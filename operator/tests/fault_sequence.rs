@@ -8,7 +8,7 @@ use fake_api::FakeApi;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use msgbench_crds::BenchmarkRun;
 use msgbench_operator::benchmark_run::reconcile::reconcile;
-use msgbench_operator::context::{Context, Readiness};
+use msgbench_operator::runtime::context::{Context, Readiness};
 use serde_json::{json, Value};
 use std::sync::Arc;
 

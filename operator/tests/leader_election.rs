@@ -8,10 +8,10 @@
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
-use msgbench_operator::context::{Readiness, Role};
-use msgbench_operator::leader::{Config, Elector, Timing};
-use msgbench_operator::metrics::Metrics;
-use msgbench_operator::rbac::LEASE_RULES;
+use msgbench_operator::access::rbac::LEASE_RULES;
+use msgbench_operator::runtime::context::{Readiness, Role};
+use msgbench_operator::runtime::leader::{Config, Elector, Timing};
+use msgbench_operator::runtime::metrics::Metrics;
 use serde_json::{json, Map, Value};
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};

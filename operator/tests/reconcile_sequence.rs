@@ -6,8 +6,8 @@ mod fake_api;
 
 use fake_api::FakeApi;
 use msgbench_crds::{JetStreamCluster, MqttBroker};
-use msgbench_operator::context::{Context, Readiness};
-use msgbench_operator::reconciler::reconcile;
+use msgbench_operator::runtime::context::{Context, Readiness};
+use msgbench_operator::server::reconcile::reconcile;
 use serde_json::{json, Value};
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! The operator holds every record of a run until all runners are in, then merges them. This
 //! measures the heap that takes for the largest result set admission allows and holds it to a
 //! budget well inside the chart's 128Mi limit (the rest of the process needs room too).
-use msgbench_operator::benchmark_run::results::{self, TrialRecord};
+use msgbench_operator_core::run::results::{self, TrialRecord};
 use peak_alloc::PeakAlloc;
 use runner_api::agent::{RawResultLine, ResultLine};
 use runner_api::histo::Histo;

@@ -10,7 +10,7 @@ use axum::{Json, Router};
 use fake_api::FakeApi;
 use msgbench_crds::BenchmarkRun;
 use msgbench_operator::benchmark_run::reconcile::reconcile;
-use msgbench_operator::context::{Context, Readiness};
+use msgbench_operator::runtime::context::{Context, Readiness};
 use runner_api::agent::{AgentProgress, AgentResults, ResultLine, ResultsAck, StartRequest};
 use runner_api::control_auth::ControlVerifier;
 use serde_json::{json, Value};

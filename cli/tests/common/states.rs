@@ -1,6 +1,6 @@
 //! The fixture runs moved through the states the operator writes: accepted (running), finished
 //! passed or failed, with thresholds. Conditions are set with the crds' own vocabulary and
-//! setter, as `operator/src/benchmark_run/conditions.rs` sets them (accept, finish).
+//! setter, as `operator-core/src/run/conditions.rs` sets them (accept, finish).
 #![allow(dead_code)]
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubectl_msgbench::gate::{Fetched, Observed};

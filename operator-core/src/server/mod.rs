@@ -1,7 +1,8 @@
 //! The server kinds' core: what each kind (`jetstream`, `mqtt`, `pubsub`) builds from its spec,
 //! the rules admission cannot check (`validate`), and the status a pass computes (`status`).
 //! May: compute from its arguments. May not: read a clock, the network or the API server; the
-//! operator's `reconciler` observes the pods, applies the children and writes the status.
+//! operator's `server::reconcile` observes the pods, applies the children and writes the
+//! status.
 pub mod children;
 pub mod decide;
 pub mod jetstream;

@@ -1,10 +1,8 @@
 //! Act: carries out what `decide` chose (create the runners, release the barrier, acknowledge
 //! results, suspend or delete children), then the one status write and its events.
-use super::build::{self, RunIdentity};
-use super::decide::{Decision, Effect, EffectOutcome};
-use super::{runner_access, runner_http};
-use crate::context::{Context, CONTROLLER_NAME};
-use crate::error::Result;
+use super::runner_http;
+use crate::runtime::context::{Context, CONTROLLER_NAME};
+use crate::runtime::error::Result;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -12,6 +10,9 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PropagationPolicy}
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, Resource, ResourceExt};
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Outcome, Phase};
+use msgbench_operator_core::run::build::{self, RunIdentity};
+use msgbench_operator_core::run::decide::{Decision, Effect, EffectOutcome};
+use msgbench_operator_core::run::runner_access;
 use std::collections::BTreeMap;
 
 /// Carries out `d.effects` in order and reports what the runners answered, for the pure
@@ -160,9 +161,9 @@ async fn delete_children(
 ) -> Result<()> {
     let sel = format!(
         "{}={},{}={}",
-        crate::meta::LABEL_NAME,
+        msgbench_operator_core::meta::LABEL_NAME,
         build::KIND_LABEL,
-        crate::meta::LABEL_INSTANCE,
+        msgbench_operator_core::meta::LABEL_INSTANCE,
         id.name
     );
     let lp = ListParams::default().labels(&sel);

@@ -7,16 +7,16 @@
 //! in one status write, then every fault agent is asked at once. So one crash per ordinal at the
 //! same `afterSeconds` crashes every server within milliseconds of each other, not one status
 //! write apart (a first-crashed server could be back before the last is hit).
-use super::build::RunIdentity;
-use super::decide::{self, Decision, EffectOutcome};
 use super::fault_by_agent;
 use super::fault_inject::{self, Deletion};
-use super::fault_request::AgentAnswer;
 use super::observe::now;
-use crate::context::Context;
-use crate::error::Result;
+use crate::runtime::context::Context;
+use crate::runtime::error::Result;
 use kube::runtime::events::EventType;
 use msgbench_crds::benchmark_run::{BenchmarkRun, FaultAction, FaultInjection, FaultRecord};
+use msgbench_operator_core::run::build::RunIdentity;
+use msgbench_operator_core::run::decide::{self, Decision, EffectOutcome};
+use msgbench_operator_core::run::fault_request::AgentAnswer;
 
 /// Carries out the due records `due` (indices into `status.faults`). What happens comes back as
 /// outcomes that the pure `decide::settle` writes into the records: act chooses nothing.

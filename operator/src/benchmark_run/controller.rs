@@ -1,8 +1,6 @@
 //! Wiring: the BenchmarkRun controller owns its runner Jobs and watches their pods.
-use super::build::KIND_LABEL;
 use super::reconcile::{error_policy, reconcile};
-use crate::context::Context;
-use crate::meta::{LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
+use crate::runtime::context::Context;
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -11,6 +9,8 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{predicates, watcher, PredicateConfig, WatchStreamExt};
 use kube::{Api, ResourceExt};
 use msgbench_crds::BenchmarkRun;
+use msgbench_operator_core::meta::{LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
+use msgbench_operator_core::run::build::KIND_LABEL;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Reads the target Service and its EndpointSlices for `endpoint_readiness` to judge (the
 //! judging is pure and lives in the core; this is the client half).
-use crate::context::Context;
-use crate::error::Result;
+use crate::runtime::context::Context;
+use crate::runtime::error::Result;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, ListParams};
@@ -64,7 +64,7 @@ fn forbidden_is_none<T>(r: kube::Result<T>) -> Result<Option<T>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::Readiness;
+    use crate::runtime::context::Readiness;
     use std::sync::{Arc, Mutex};
 
     /// A Context whose API answers every Service list with one Service on port 9999 only, and

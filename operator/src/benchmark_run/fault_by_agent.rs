@@ -2,13 +2,13 @@
 //! asks it (with a credential signed for the server object) to signal the server process or cut
 //! its traffic, and records what the agent reports having done. The same question on a later pass (same key) gets the same report
 //! and never a second signal, so a lost answer is settled by asking again.
-use super::faults;
-use crate::context::Context;
-use crate::pod_http::{self, Options};
+use crate::access::pod_http::{self, Options};
+use crate::runtime::context::Context;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, ResourceExt};
 use msgbench_crds::benchmark_run::{BenchmarkRun, FaultInjection, FaultRecord};
 use msgbench_operator_core::run::fault_request::{request, AgentAnswer};
+use msgbench_operator_core::run::faults;
 use runner_api::fault_agent::{FaultReport, FAULT_AGENT_PORT};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;

@@ -3,10 +3,8 @@
 //! stream leader from the servers' `/jsz`), and, once `act` has recorded that choice in status,
 //! deletes it with a uid precondition, so no other pod can ever be hit. The outcome goes into
 //! the fault's record and an Event.
-use super::faults::{self, choose_pod, FaultPodSeen};
-use super::variants;
-use crate::context::Context;
-use crate::pod_http::{self, Options};
+use crate::access::pod_http::{self, Options};
+use crate::runtime::context::Context;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -17,12 +15,15 @@ use msgbench_crds::benchmark_run::{
     BenchmarkRun, FaultAction, FaultInjection, FaultPod, FaultRecord, ServerKind, ServerRef,
 };
 use msgbench_crds::{JetStreamCluster, MqttBroker};
+use msgbench_operator_core::run::faults::{self, choose_pod, FaultPodSeen};
+use msgbench_operator_core::run::{build, fault_request, fault_restart, variants};
+use msgbench_operator_core::server::jetstream::nats_conf;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 /// `/jsz` with stream details is a few kB per stream.
 const JSZ: Options<'static> = Options::new(Duration::from_secs(2), 4 << 20);
-const MONITOR_PORT: u16 = crate::jetstream::nats_conf::MONITOR_PORT as u16;
+const MONITOR_PORT: u16 = nats_conf::MONITOR_PORT as u16;
 
 /// The pod chosen for a due fault, not yet touched: `act` records it in status first.
 pub async fn choose(
@@ -123,7 +124,7 @@ pub async fn injected_pods(
         let signalled = match rec.action {
             Some(a) if a.needs_agent() => {
                 match super::fault_by_agent::ask(ctx, br, ns, rec, inj).await {
-                    super::fault_request::AgentAnswer::Done(r) => Some(r),
+                    fault_request::AgentAnswer::Done(r) => Some(r),
                     _ => None,
                 }
             }
@@ -174,10 +175,10 @@ pub async fn restarts_after(
     ns: &str,
     recs: &[FaultRecord],
     now: &Time,
-) -> Vec<super::fault_restart::FaultRestartSeen> {
+) -> Vec<fault_restart::FaultRestartSeen> {
     let api = Api::<Pod>::namespaced(ctx.client.clone(), ns);
     let mut out = Vec::new();
-    for rec in super::fault_restart::restart_due(recs, now) {
+    for rec in fault_restart::restart_due(recs, now) {
         let Some(name) = rec.pod.as_deref() else {
             continue;
         };
@@ -189,7 +190,7 @@ pub async fn restarts_after(
         let statuses = (pod.status.as_ref()).and_then(|s| s.container_statuses.as_ref());
         let status = statuses.and_then(|all| all.iter().find(|c| Some(&c.name) == server));
         if let Some(status) = status {
-            out.push(super::fault_restart::FaultRestartSeen {
+            out.push(fault_restart::FaultRestartSeen {
                 fault: rec.fault,
                 trial: rec.trial,
                 status: status.clone(),
@@ -245,7 +246,7 @@ async fn controlled_by(ctx: &Context, ns: &str, server: &[String]) -> Result<Vec
 /// controlled by `server` itself.
 async fn owned_pods(ctx: &Context, server: &ServerRef, ns: &str) -> Result<Vec<Pod>, String> {
     let uid = server_uid(ctx, server, ns).await?;
-    let sel = super::build::server_selector(server.kind, &server.name)
+    let sel = build::server_selector(server.kind, &server.name)
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
@@ -375,7 +376,7 @@ fn stream_name(br: &BenchmarkRun, trial: i32) -> String {
     let mut w = br.spec.workload.clone();
     let generation = br.metadata.generation.unwrap_or(0);
     let uid = br.metadata.uid.as_deref().unwrap_or_default();
-    super::build::run_isolation(uid, generation).apply(&mut w, trial.max(0) as u32);
+    build::run_isolation(uid, generation).apply(&mut w, trial.max(0) as u32);
     w.jetstream.unwrap_or_default().stream
 }
 

@@ -2,15 +2,15 @@
 //! endpoint while it holds them, else (only with `--results-from-pod-logs`, which needs `get`
 //! on pods/log) from the checksummed frames in its pod log. A record
 //! that cannot be read intact fails the run as `ResultsLost`, naming the runner and the trial.
-use super::model::Gathered;
 use super::runner_http;
-use super::runner_records::{complete_records, runner_id};
-use crate::merge_budget::{BudgetError, MergeBudget, Reservation};
-use crate::pod_http;
+use crate::access::pod_http;
+use crate::runtime::merge_budget::{BudgetError, MergeBudget, Reservation};
 use futures::{AsyncBufReadExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::LogParams;
 use kube::{Api, ResourceExt};
+use msgbench_operator_core::run::model::Gathered;
+use msgbench_operator_core::run::runner_records::{complete_records, runner_id};
 use runner_api::agent::RawResultLine;
 use runner_api::result_frames::{self, Reassembled};
 use std::collections::BTreeMap;

@@ -21,11 +21,3 @@ pub mod runner_http;
 pub mod server_sampling;
 pub mod target;
 pub mod trend;
-
-// The run's pure core (model, decide, policies, builders): see `msgbench_operator_core::run`.
-pub use msgbench_operator_core::run::{
-    build, compare, conditions, decide, endpoint_readiness, fault_effect, fault_request,
-    fault_restart, faults, identity, model, paired, results, runner_access, runner_failure,
-    runner_pods, runner_records, server_usage, stats, stop_runners, target_auth, target_lock,
-    timing, variant_results, variants,
-};

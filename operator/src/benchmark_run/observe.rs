@@ -1,16 +1,12 @@
 //! Observe: every read a reconcile makes, into one plain `Observed` value that `decide` turns
 //! into the next status and effects. What is read depends on the phase: targets before the
 //! runners exist, runner pods and agents while they run, results once every runner is done.
-use super::build::{server_selector, RunIdentity};
 use super::gather::{self, DoneRunner};
-use super::model::{AgentSeen, BaselineSeen, BaselineState, Observed, TargetSeen};
-use super::runner_pods::{self, RunnerView};
 use super::server_sampling;
 use super::target::{self};
-use super::target_lock::{self, RunOnTarget};
-use super::{endpoint_read, runner_http, timing};
-use crate::context::Context;
-use crate::error::Result;
+use super::{endpoint_read, runner_http};
+use crate::runtime::context::Context;
+use crate::runtime::error::Result;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -19,6 +15,13 @@ use kube::{Api, ResourceExt};
 use msgbench_crds::benchmark_run::MAX_RUN_NAME;
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, ObservedPod, Phase};
 use msgbench_crds::names::name_violation;
+use msgbench_operator_core::run::build::{server_selector, RunIdentity};
+use msgbench_operator_core::run::model::{
+    AgentSeen, BaselineSeen, BaselineState, Observed, TargetSeen,
+};
+use msgbench_operator_core::run::runner_pods::{self, RunnerView};
+use msgbench_operator_core::run::target_lock::{self, RunOnTarget};
+use msgbench_operator_core::run::{conditions, timing};
 
 /// Most runs followed along baselineRef when looking for a cycle.
 const MAX_BASELINE_CHAIN: usize = 8;
@@ -57,7 +60,7 @@ pub fn now() -> Time {
 pub struct Observation {
     pub observed: Observed,
     /// The results' share of the operator's memory budget (released when dropped).
-    pub results_memory: Option<crate::merge_budget::Reservation>,
+    pub results_memory: Option<crate::runtime::merge_budget::Reservation>,
 }
 
 /// Reads what the run's phase needs.
@@ -80,7 +83,7 @@ async fn read(
     br: &BenchmarkRun,
     id: &RunIdentity,
     st: &BenchmarkRunStatus,
-    results_memory: &mut Option<crate::merge_budget::Reservation>,
+    results_memory: &mut Option<crate::runtime::merge_budget::Reservation>,
 ) -> Result<Observed> {
     let mut obs = Observed::at(now());
     obs.faults_allowed = ctx.runs.allow_faults;
@@ -114,7 +117,7 @@ async fn read(
         let comparing = st
             .comparison
             .as_ref()
-            .is_some_and(|c| c.reason.as_deref() == Some(super::conditions::BASELINE_NOT_FINISHED));
+            .is_some_and(|c| c.reason.as_deref() == Some(conditions::BASELINE_NOT_FINISHED));
         if comparing {
             obs.baseline = baseline(ctx, br, &id.namespace, &id.name).await?;
         }

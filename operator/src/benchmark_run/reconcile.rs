@@ -1,13 +1,14 @@
 //! The BenchmarkRun reconcile: observe → decide → act → status. All state lives in status
 //! (phase, job name, the chosen start time, condition times), so a restarted operator continues
 //! where the last one stopped.
-use super::build::{self, RunIdentity};
-use super::{act, decide, observe};
-use crate::context::Context;
-use crate::error::{Error, Result};
+use super::{act, observe};
+use crate::runtime::context::Context;
+use crate::runtime::error::{Error, Result};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use msgbench_crds::benchmark_run::BenchmarkRun;
+use msgbench_operator_core::run::build::{self, RunIdentity};
+use msgbench_operator_core::run::decide;
 use std::sync::Arc;
 use std::time::Duration;
 

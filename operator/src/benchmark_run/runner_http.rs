@@ -2,8 +2,8 @@
 //! results and confirm them. Every call presents the run's token (the agent refuses others).
 //! Each call takes the agent's address (pod IP and port, see [`agent_addr`]; the port is
 //! `AGENT_PORT` outside tests), so tests can run fake agents on any local port.
-use crate::merge_budget::Reservation;
-use crate::pod_http::{self, Options};
+use crate::access::pod_http::{self, Options};
+use crate::runtime::merge_budget::Reservation;
 use runner_api::agent::{AgentProgress, AgentResults, RawJson, ResultsAck, StartRequest};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;

@@ -5,7 +5,7 @@
 mod monitoring;
 mod mosquitto_sys;
 
-use crate::context::Context;
+use crate::runtime::context::Context;
 use monitoring::{endpoint, read_pods};
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus};
 use msgbench_operator_core::run::server_usage::{sample_due, UsageRead};

@@ -1,15 +1,15 @@
 //! Resolves `spec.target` to a URL, Ready or not, and the server pods' labels.
-use super::build::server_selector;
-use super::model::{FaultAgentSeen, Resolved};
-use super::target_auth::TargetSecret;
-use crate::context::Context;
-use crate::error::Result;
+use crate::runtime::context::Context;
+use crate::runtime::error::Result;
 use kube::Api;
 use msgbench_crds::benchmark_run::{BenchmarkRun, ObservedEnvironment, ServerKind, Target};
 use msgbench_crds::common::ServerStatus;
 use msgbench_crds::pubsub_server::PubSubProtocol;
 use msgbench_crds::workload::Protocol;
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
+use msgbench_operator_core::run::build::server_selector;
+use msgbench_operator_core::run::model::{FaultAgentSeen, Resolved};
+use msgbench_operator_core::run::target_auth::TargetSecret;
 
 /// `Err(message)` when the referenced server does not exist.
 pub async fn resolve(

@@ -1,7 +1,7 @@
 //! The fake API server answers only what the chart's roles grant (`rbac::RULES`, with faults and
 //! the pod-log path on): a request the operator's ServiceAccount could not make is a 403 here
 //! too, so the tests catch code that would only fail on a real cluster.
-use msgbench_operator::rbac::{FAULT_RULES, LOG_RULES, RULES};
+use msgbench_operator::access::rbac::{FAULT_RULES, LOG_RULES, RULES};
 
 /// (API group, resource with subresource, verb) of a request.
 pub fn attributes(method: &str, path: &str, query: &str) -> Option<(String, String, String)> {

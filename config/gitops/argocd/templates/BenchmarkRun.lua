@@ -1,6 +1,6 @@
 -- Argo CD health of a msgbench.dev BenchmarkRun (BenchmarkRunStatus in
 -- crds/src/benchmark_run_status.rs; the conditions' rules are
--- operator/src/benchmark_run/conditions.rs).
+-- operator-core/src/run/conditions.rs).
 --
 -- Decisions, in the order they are checked:
 -- 1. No status: Progressing. The operator has not accepted the run yet.

@@ -1,6 +1,6 @@
 //! JetStreamCluster controller: validate, build (see `build`), and the kind's pipeline hooks.
 //! May: build objects and nats.conf from the spec (pure). May not: call the API server (the
-//! shared `reconciler` applies what `build` returns).
+//! operator's `server::reconcile` applies what `build` returns).
 
 pub mod build;
 pub mod nats_conf;

@@ -1,6 +1,6 @@
 //! MqttBroker controller: mosquitto (default), rumqttd or a custom image.
 //! May: build objects and broker configuration from the spec (pure). May not: call the API
-//! server (the shared `reconciler` applies what `build` returns).
+//! server (the operator's `server::reconcile` applies what `build` returns).
 
 pub mod broker_conf;
 pub mod build;

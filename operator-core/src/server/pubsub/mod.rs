@@ -1,6 +1,6 @@
 //! PubSubServer controller: one Deployment configured through the contract env, one Service.
 //! May: build objects from the spec (pure). May not: call the API server (the shared
-//! `reconciler` applies what `build` returns).
+//! `server::reconcile` applies what `build` returns).
 
 pub mod build;
 pub mod sockudo;

@@ -2,14 +2,14 @@
 //! pubsub-server `/health`, sockudo's Prometheus `/metrics` and mosquitto's `$SYS` topics, parsed
 //! into one `Sample` per pod.
 use super::mosquitto_sys;
-use crate::benchmark_run::build::server_selector;
-use crate::context::Context;
-use crate::pod_http::{self, Options};
+use crate::access::pod_http::{self, Options};
+use crate::runtime::context::Context;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use msgbench_crds::benchmark_run::ServerKind;
 use msgbench_crds::workload::Protocol;
+use msgbench_operator_core::run::build::server_selector;
 use msgbench_operator_core::run::server_usage::{Cpu, Sample};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;

@@ -91,7 +91,11 @@ mod tests {
         spec.listeners.mqtt_port = port as i32;
         let dir = tempfile::tempdir().unwrap();
         let conf = dir.path().join("mosquitto.conf");
-        std::fs::write(&conf, crate::mqtt::broker_conf::render(&spec).unwrap()).unwrap();
+        std::fs::write(
+            &conf,
+            msgbench_operator_core::server::mqtt::broker_conf::render(&spec).unwrap(),
+        )
+        .unwrap();
         let mut child = tokio::process::Command::new(bin)
             .arg("-c")
             .arg(&conf)

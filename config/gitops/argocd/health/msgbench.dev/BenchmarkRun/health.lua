@@ -2,7 +2,7 @@
 -- Written for Lua 5.1 (Argo CD runs gopher-lua); tested with lua5.1 and lua5.4.
 -- Argo CD health of a msgbench.dev BenchmarkRun (BenchmarkRunStatus in
 -- crds/src/benchmark_run_status.rs; the conditions' rules are
--- operator/src/benchmark_run/conditions.rs).
+-- operator-core/src/run/conditions.rs).
 --
 -- Decisions, in the order they are checked:
 -- 1. No status: Progressing. The operator has not accepted the run yet.

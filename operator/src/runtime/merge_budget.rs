@@ -47,7 +47,7 @@ pub enum BudgetError {
     Busy(Duration),
 }
 
-/// The operator-wide budget (held in [`crate::context::Context`]).
+/// The operator-wide budget (held in [`crate::runtime::context::Context`]).
 pub struct MergeBudget {
     permits: Arc<Semaphore>,
     total_bytes: usize,

@@ -1,7 +1,7 @@
 //! Operator's own HTTP endpoints on :8080: `/metrics`, `/healthz`, `/readyz`.
 
-use crate::context::Readiness;
-use crate::metrics::Metrics;
+use super::context::Readiness;
+use super::metrics::Metrics;
 use axum::{extract::State, http::StatusCode, routing::get, Router};
 use std::sync::Arc;
 

@@ -1,14 +1,14 @@
 //! HTTP/1 requests to pods on their IPs (runner agents, servers' monitoring endpoints): one
 //! client for all of them, with a timeout over the whole exchange, a bounded response body, an
 //! optional bearer token, and errors that name the method, the URL and what went wrong.
-use crate::merge_budget::{BudgetError, Reservation};
-use crate::status_text::plain_bounded;
+use crate::runtime::merge_budget::{BudgetError, Reservation};
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::{header, Method, Request, StatusCode};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use msgbench_operator_core::status_text::plain_bounded;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fmt;
@@ -305,7 +305,7 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::merge_budget::MergeBudget;
+    use crate::runtime::merge_budget::MergeBudget;
     use axum::http::HeaderMap;
     use axum::routing::{get as route_get, post as route_post};
     use axum::{Json, Router};

@@ -1,9 +1,7 @@
 //! Wiring: one kube-rs Controller per server kind, all children and their pods watched.
 
-use crate::context::Context;
-use crate::meta::{LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
-use crate::reconciler::{error_policy, reconcile};
-use crate::server_kind::ManagedServerKind;
+use super::context::Context;
+use crate::server::reconcile::{error_policy, reconcile};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
@@ -13,6 +11,8 @@ use kube::runtime::controller::{Config, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
+use msgbench_operator_core::meta::{LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
+use msgbench_operator_core::server::kind::ManagedServerKind;
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
 use std::sync::Arc;

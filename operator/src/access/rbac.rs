@@ -177,9 +177,9 @@ fn row(group: &str, resources: &[&str], verbs: &[&str]) -> String {
 pub fn render_markdown() -> String {
     let mut s = String::from(
         "# RBAC used by msgbench-operator\n\n\
-         Generated from `operator/src/rbac.rs` (`cargo test -p msgbench-operator rbac` checks it;\n\
-         `charts/test.sh` checks the chart against it). Runner and server pods get no API access\n\
-         at all (no token mounted).\n\n\
+         Generated from `operator/src/access/rbac.rs` (`cargo test -p msgbench-operator rbac`\n\
+         checks it; `charts/test.sh` checks the chart against it). Runner and server pods get no\n\
+         API access at all (no token mounted).\n\n\
          ## Cluster-wide\n\n\
          A ClusterRole, or a Role in that namespace when the operator runs with `--namespace`.\n\
          No Secrets and no pod logs: the operator never reads a Secret a spec names (pods take\n\

@@ -38,7 +38,7 @@ fn same_quantity(d: &Value, l: &Value) -> bool {
         _ => None,
     };
     match (text(d), text(l)) {
-        (Some(d), Some(l)) => crate::quantity::same_value(&d, &l) == Some(true),
+        (Some(d), Some(l)) => msgbench_operator_core::quantity::same_value(&d, &l) == Some(true),
         _ => false,
     }
 }

@@ -1,7 +1,7 @@
 //! nats-server `/varz` on the pod IP: the CPU count and GOMAXPROCS the server really uses.
 
-use crate::pod_http::{self, Options};
-use crate::status::ServerReport;
+use crate::access::pod_http::{self, Options};
+use msgbench_operator_core::server::status::ServerReport;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 

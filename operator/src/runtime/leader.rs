@@ -14,12 +14,12 @@
 //!   the Lease; the kubelet restarts the container, which comes back as a standby);
 //! - [`Timing::check`] proves the step-down comes before the Lease can expire for the others.
 //!
-//! A standby's `/readyz` is ready (see [`crate::context::Readiness`]): a rolling update starts the
-//! new pod as a standby and must count it as available. `/metrics` has `msgbench_leader` (1 while
+//! A standby's `/readyz` is ready (see [`crate::runtime::context::Readiness`]): a rolling update
+//! starts the new pod as a standby and must count it as available. `/metrics` has `msgbench_leader` (1 while
 //! this replica holds the Lease) and `msgbench_leader_election_errors_total`; every change of
 //! leadership is logged.
-use crate::context::{Readiness, Role};
-use crate::metrics::Metrics;
+use super::context::{Readiness, Role};
+use super::metrics::Metrics;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client};
 use kube_lease_manager::{LeaseCreateMode, LeaseManager, LeaseManagerError, LeaseParams};

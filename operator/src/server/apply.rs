@@ -1,14 +1,14 @@
 //! Apply a desired child set with server-side apply (one field manager, forced), skip children
 //! that are already as desired, and delete children of this instance that are no longer desired.
 
-use crate::context::CONTROLLER_NAME;
-use crate::error::Result;
-use crate::meta::{stamp_hash, Owner, ANNOTATION_APPLIED_HASH};
-use crate::metrics::Metrics;
-use crate::subset::is_contained;
+use super::subset::is_contained;
+use crate::runtime::context::CONTROLLER_NAME;
+use crate::runtime::error::Result;
+use crate::runtime::metrics::Metrics;
 use k8s_openapi::NamespaceResourceScope;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client, Resource, ResourceExt};
+use msgbench_operator_core::meta::{stamp_hash, Owner, ANNOTATION_APPLIED_HASH};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fmt::Debug;

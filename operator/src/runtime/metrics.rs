@@ -199,13 +199,13 @@ mod tests {
     /// A fresh operator's scrape already has every kind's reconcile counter, at 0.
     #[test]
     fn every_kinds_reconcile_counter_exists_before_any_reconcile() {
-        use crate::server_kind::ManagedServerKind;
         use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
+        use msgbench_operator_core::server::kind::ManagedServerKind;
         let labels = [
             JetStreamCluster::KIND_LABEL,
             MqttBroker::KIND_LABEL,
             PubSubServer::KIND_LABEL,
-            crate::benchmark_run::identity::KIND_LABEL,
+            msgbench_operator_core::run::identity::KIND_LABEL,
         ];
         assert_eq!(RECONCILED_KINDS, labels);
         let text = Metrics::default().render();

@@ -3,12 +3,9 @@
 //! write it.
 //! Level-triggered and idempotent: an unchanged object costs reads only, never writes.
 
-use crate::apply::apply_children;
-use crate::context::{Context, CONTROLLER_NAME};
-use crate::error::{Error, Result};
-use crate::meta::Owner;
-use crate::server_kind::ManagedServerKind;
-use crate::status::{self, ServerReport};
+use super::apply::apply_children;
+use crate::runtime::context::{Context, CONTROLLER_NAME};
+use crate::runtime::error::{Error, Result};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{ListParams, Patch, PatchParams};
@@ -16,7 +13,10 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, ResourceExt};
 use msgbench_crds::common::ServerStatus;
+use msgbench_operator_core::meta::Owner;
 use msgbench_operator_core::server::decide;
+use msgbench_operator_core::server::kind::ManagedServerKind;
+use msgbench_operator_core::server::status::{self, ServerReport};
 use std::sync::Arc;
 
 const NATS_MONITOR_PORT: u16 = 8222;
@@ -100,7 +100,7 @@ async fn server_report<K: ManagedServerKind>(
         return ServerReport::default();
     }
     match plan.pods.ready_pod_ip.as_deref() {
-        Some(ip) => crate::varz::fetch(ip, NATS_MONITOR_PORT)
+        Some(ip) => super::varz::fetch(ip, NATS_MONITOR_PORT)
             .await
             .unwrap_or_default(),
         None => ServerReport::default(),

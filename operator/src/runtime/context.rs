@@ -1,10 +1,11 @@
 //! State shared by every reconcile: API client, event recorder, metrics, readiness.
 
-use crate::merge_budget::MergeBudget;
-use crate::metrics::Metrics;
-use crate::operands::OperandDefaults;
+use super::merge_budget::MergeBudget;
+use super::metrics::Metrics;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::Client;
+use msgbench_operator_core::operands::OperandDefaults;
+use msgbench_operator_core::run::runner_access::OperatorPeer;
 use runner_api::control_auth::ControlSigner;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -29,7 +30,7 @@ pub struct Context {
     /// control-key Secret, or a key of this process only (`--control-key-secret` unset).
     pub control: Arc<ControlSigner>,
     /// The operator's own pods, for runner NetworkPolicies; None outside a cluster.
-    pub runner_peer: Option<crate::benchmark_run::runner_access::OperatorPeer>,
+    pub runner_peer: Option<OperatorPeer>,
     /// What only the BenchmarkRun controller uses.
     pub runs: RunState,
 }
@@ -141,7 +142,7 @@ impl Context {
             requeue: Requeue::default(),
             backoff: Backoff::default(),
             control: Arc::new(control),
-            runner_peer: crate::benchmark_run::runner_access::OperatorPeer::from_env(),
+            runner_peer: OperatorPeer::from_env(),
             runs: RunState::default(),
         }
     }
