@@ -15,6 +15,43 @@ use kube::api::{Api, LogParams};
 use serde_json::Value;
 use std::time::Duration;
 
+/// Server pods whose nats container restarted between `before` and now, other than `faulted`
+/// (the pod a crash hit), each with why its last container ended (e.g. `OOMKilled`, exit 137):
+/// an unplanned restart turns one fault into two, so what the fault did cannot be judged.
+pub async fn unplanned_restarts(
+    ctx: &TestContext,
+    before: &[Pod],
+    faulted: Option<&str>,
+) -> Result<Vec<String>> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.ns);
+    let mut out = Vec::new();
+    for was in before {
+        let name = kube::ResourceExt::name_any(was);
+        if Some(name.as_str()) == faulted {
+            continue;
+        }
+        let now = pods.get(&name).await?;
+        if restarts(&now) != restarts(was) {
+            let last = (now.status.as_ref())
+                .and_then(|s| s.container_statuses.as_ref())
+                .and_then(|cs| cs.iter().find(|c| c.name == "nats"))
+                .and_then(|c| c.last_state.as_ref()?.terminated.as_ref())
+                .map(|t| {
+                    format!(
+                        "{} (exit {})",
+                        t.reason.as_deref().unwrap_or("?"),
+                        t.exit_code
+                    )
+                });
+            out.push(format!(
+                "{name}: {}",
+                last.unwrap_or_else(|| "no last state".into())
+            ));
+        }
+    }
+    Ok(out)
+}
+
 /// Restarts of `pod`'s nats container.
 pub fn restarts(p: &Pod) -> Option<i32> {
     (p.status.as_ref())
