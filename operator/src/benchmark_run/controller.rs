@@ -56,21 +56,7 @@ pub async fn run(ctx: Arc<Context>, namespace: Option<String>) {
         .shutdown_on_signal();
     let store = controller.store();
     let _ = ctx.runs.run_cache.set(store.clone());
-    tokio::spawn(prune_deleted_runs(store.clone(), ctx.clone()));
-    let readiness = ctx.readiness.clone();
-    tokio::spawn(async move {
-        loop {
-            match tokio::time::timeout(Duration::from_millis(500), store.wait_until_ready()).await {
-                Ok(Ok(())) => {
-                    readiness.mark_synced();
-                    tracing::info!(kind = KIND_LABEL, "cache synced");
-                    break;
-                }
-                Ok(Err(_)) => break,
-                Err(_) => continue,
-            }
-        }
-    });
+    tokio::spawn(synced_then_prune(store, ctx.clone()));
     controller
         .run(reconcile, error_policy, ctx)
         .for_each(|res| async move {
@@ -82,13 +68,28 @@ pub async fn run(ctx: Arc<Context>, namespace: Option<String>) {
     tracing::info!(kind = KIND_LABEL, "controller stopped");
 }
 
+/// Marks the run cache synced, then sweeps deleted runs. One task waits for the cache, never
+/// two: kube-runtime's `Store::wait_until_ready` wakes only the waiter that polled it last (its
+/// `DelayedInit` keeps one waker), so a second waiter sleeps forever. That is how the sweep
+/// never ran (a deleted run's gauges stayed on `/metrics` for good) until e2e `variants` checked.
+async fn synced_then_prune(store: Store<BenchmarkRun>, ctx: Arc<Context>) {
+    loop {
+        // Re-polled on a short timer, so this task's waker is always the current one.
+        match tokio::time::timeout(Duration::from_millis(500), store.wait_until_ready()).await {
+            Ok(Ok(())) => break,
+            Ok(Err(_)) => return,
+            Err(_) => continue,
+        }
+    }
+    ctx.readiness.mark_synced();
+    tracing::info!(kind = KIND_LABEL, "cache synced");
+    prune_deleted_runs(store, ctx).await;
+}
+
 /// Reconcile never sees a deleted run (no finalizer), so its gauges would stay on `/metrics`
 /// forever, and its last written version and runner token in the context: sweep them against
-/// the store.
+/// the store (ready: see `synced_then_prune`).
 async fn prune_deleted_runs(store: Store<BenchmarkRun>, ctx: Arc<Context>) {
-    if store.wait_until_ready().await.is_err() {
-        return;
-    }
     let mut tick = tokio::time::interval(PRUNE_EVERY);
     loop {
         tick.tick().await;
