@@ -167,9 +167,10 @@ async fn body(ctx: TestContext) -> Result<()> {
 }
 
 /// What replication buys, checked against the servers' own record of each trial's stream:
-/// with 2 or 3 replicas the kill lost no acknowledged message (the runner's lostAcked), and,
+/// with 3 replicas the kill lost no acknowledged message (the runner's lostAcked), and,
 /// independently, the stream holds exactly the messages the subscriber received once each and
-/// no more than were published. R1 reports its figure too (lostAcked is defined, not 0-by-default).
+/// no more than were published. R1 and R2 report their figures (lostAcked is defined, not
+/// 0-by-default): in memory, neither keeps a majority with the data through a leader kill.
 fn replication_kept_every_acked_message(br: &DynamicObject, streams: &[StreamSeen]) -> Result<()> {
     let schedule = s(br, "/status/schedule/0/order")
         .as_array()
@@ -199,6 +200,18 @@ fn replication_kept_every_acked_message(br: &DynamicObject, streams: &[StreamSee
         let stream = &streams[trial];
         if *name == "r1" {
             continue; // its stream restarted empty with its server: nothing left to compare
+        }
+        if *name == "r2" {
+            // Memory storage, two replicas: a majority is both, so the killed leader's
+            // replacement, back with an empty log, takes part in every election and can win it.
+            // Seen once (CI, 2026-11-27): js3-2 came back 1 s before it was elected leader of
+            // the r2 stream, which then held 1,217 of 3,200 messages. What R2 keeps here is
+            // timing, so it is reported, not asserted; R3 keeps a majority with the data.
+            eprintln!(
+                "r2: lostAcked {lost}, the stream holds {} of {published} published",
+                stream.messages
+            );
+            continue;
         }
         ensure!(
             lost == 0,
