@@ -1,6 +1,7 @@
 //! Wiring: the BenchmarkRun controller owns its runner Jobs and watches their pods.
 use super::reconcile::{error_policy, reconcile};
 use crate::runtime::context::Context;
+use crate::runtime::controllers::store_ready;
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -68,18 +69,12 @@ pub async fn run(ctx: Arc<Context>, namespace: Option<String>) {
     tracing::info!(kind = KIND_LABEL, "controller stopped");
 }
 
-/// Marks the run cache synced, then sweeps deleted runs. One task waits for the cache, never
-/// two: kube-runtime's `Store::wait_until_ready` wakes only the waiter that polled it last (its
-/// `DelayedInit` keeps one waker), so a second waiter sleeps forever. That is how the sweep
-/// never ran (a deleted run's gauges stayed on `/metrics` for good) until e2e `variants` checked.
+/// Marks the run cache synced, then sweeps deleted runs: one task waits for the cache, never two
+/// (see `store_ready`). With a second waiter here the sweep never ran, and a deleted run's
+/// gauges stayed on `/metrics` for good, until e2e `variants` checked.
 async fn synced_then_prune(store: Store<BenchmarkRun>, ctx: Arc<Context>) {
-    loop {
-        // Re-polled on a short timer, so this task's waker is always the current one.
-        match tokio::time::timeout(Duration::from_millis(500), store.wait_until_ready()).await {
-            Ok(Ok(())) => break,
-            Ok(Err(_)) => return,
-            Err(_) => continue,
-        }
+    if !store_ready(&store).await {
+        return;
     }
     ctx.readiness.mark_synced();
     tracing::info!(kind = KIND_LABEL, "cache synced");

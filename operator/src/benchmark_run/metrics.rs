@@ -38,14 +38,13 @@ impl Gauges {
 fn gauges(registry: &Registry) -> Option<&'static Gauges> {
     GAUGES
         .get_or_init(|| {
-            let g = |name: &str, help: &str| -> Option<GaugeVec> {
-                let v = GaugeVec::new(
-                    Opts::new(name, help),
+            let g = |name: &str, help: &str| {
+                registered(
+                    registry,
+                    name,
+                    help,
                     &["namespace", "benchmarkrun", "variant"],
                 )
-                .ok()?;
-                registry.register(Box::new(v.clone())).ok()?;
-                Some(v)
             };
             Some(Gauges {
                 delivery_rate: g(
@@ -76,6 +75,33 @@ fn gauges(registry: &Registry) -> Option<&'static Gauges> {
             })
         })
         .as_ref()
+}
+
+/// A gauge family registered in `registry`; `None` if it cannot be (a name taken).
+pub(super) fn registered(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> Option<GaugeVec> {
+    let v = GaugeVec::new(Opts::new(name, help), labels).ok()?;
+    registry.register(Box::new(v.clone())).ok()?;
+    Some(v)
+}
+
+/// The families' series in the text format, leaving out families with no series (tests share
+/// the families and run in parallel: one another test just emptied cannot be encoded).
+#[cfg(test)]
+pub(super) fn render_families(families: &[&GaugeVec]) -> String {
+    let families: Vec<_> = (families.iter())
+        .flat_map(|v| v.collect())
+        .filter(|f| !f.get_metric().is_empty())
+        .collect();
+    let mut out = String::new();
+    prometheus::TextEncoder::new()
+        .encode_utf8(&families, &mut out)
+        .unwrap();
+    out
 }
 
 /// Exports the run's merged result, or each variant's, with the run's verdict.
@@ -182,19 +208,7 @@ mod tests {
     /// The gauges' series as scraped (they live in the first registry any test gave them).
     fn render() -> String {
         let g = GAUGES.get().and_then(Option::as_ref).expect("gauges");
-        // Tests share the gauges and run in parallel: a family another test just emptied
-        // cannot be encoded, and holds nothing of this test's anyway.
-        let families: Vec<_> = g
-            .all()
-            .iter()
-            .flat_map(|v| v.collect())
-            .filter(|f| !f.get_metric().is_empty())
-            .collect();
-        let mut out = String::new();
-        prometheus::TextEncoder::new()
-            .encode_utf8(&families, &mut out)
-            .unwrap();
-        out
+        render_families(&g.all())
     }
 
     /// A run with variants exports each variant's figures (it has no run-wide result).

@@ -8,7 +8,7 @@
 //! trailing `-`; a run with neither has no trend (its object name is not stable).
 use kube::ResourceExt;
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Outcome, Phase, RunResult};
-use prometheus::{GaugeVec, Opts, Registry};
+use prometheus::{GaugeVec, Registry};
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
 
@@ -91,14 +91,13 @@ static LATEST: Mutex<BTreeMap<SeriesKey, f64>> = Mutex::new(BTreeMap::new());
 fn trend_gauges(registry: &Registry) -> Option<&'static TrendGauges> {
     TREND_GAUGES
         .get_or_init(|| {
-            let g = |name: &str, help: &str| -> Option<GaugeVec> {
-                let v = GaugeVec::new(
-                    Opts::new(name, help),
+            let g = |name: &str, help: &str| {
+                super::metrics::registered(
+                    registry,
+                    name,
+                    help,
                     &["namespace", "benchmark", "variant"],
                 )
-                .ok()?;
-                registry.register(Box::new(v.clone())).ok()?;
-                Some(v)
             };
             Some(TrendGauges {
                 delivery_rate: g(

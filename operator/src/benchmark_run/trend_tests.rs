@@ -80,15 +80,7 @@ fn render() -> String {
         .get()
         .and_then(Option::as_ref)
         .expect("trend gauges");
-    let families: Vec<_> = (g.all().iter())
-        .flat_map(|v| prometheus::core::Collector::collect(*v))
-        .filter(|f| !f.get_metric().is_empty())
-        .collect();
-    let mut out = String::new();
-    prometheus::TextEncoder::new()
-        .encode_utf8(&families, &mut out)
-        .unwrap();
-    out
+    crate::benchmark_run::metrics::render_families(&g.all())
 }
 
 #[test]

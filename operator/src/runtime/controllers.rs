@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::NamespaceResourceScope;
 use kube::runtime::controller::{Config, Controller};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use msgbench_operator_core::meta::{LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
@@ -66,19 +66,9 @@ where
     let store = controller.store();
     let readiness = ctx.readiness.clone();
     tokio::spawn(async move {
-        // Re-poll: the store's ready signal keeps one waker, and the applier waits on it too,
-        // so a single long wait here can miss the wake-up.
-        loop {
-            let wait = tokio::time::timeout(Duration::from_millis(500), store.wait_until_ready());
-            match wait.await {
-                Ok(Ok(())) => {
-                    readiness.mark_synced();
-                    tracing::info!(kind = K::KIND_LABEL, "cache synced");
-                    break;
-                }
-                Ok(Err(_)) => break,
-                Err(_) => continue,
-            }
+        if store_ready(&store).await {
+            readiness.mark_synced();
+            tracing::info!(kind = K::KIND_LABEL, "cache synced");
         }
     });
     controller
@@ -91,4 +81,21 @@ where
         })
         .await;
     tracing::info!(kind = K::KIND_LABEL, "controller stopped");
+}
+
+/// Waits until `store` holds its first full list; false if its writer is gone. kube-runtime's
+/// `Store::wait_until_ready` wakes only the waiter that polled it last (its `DelayedInit` keeps
+/// one waker) and the controller's applier waits on it too, so a single long wait can miss the
+/// wake-up: re-poll on a short timer, and let one task per store wait.
+pub async fn store_ready<K>(store: &Store<K>) -> bool
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    loop {
+        match tokio::time::timeout(Duration::from_millis(500), store.wait_until_ready()).await {
+            Ok(result) => return result.is_ok(),
+            Err(_) => continue,
+        }
+    }
 }
