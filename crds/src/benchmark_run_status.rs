@@ -584,6 +584,33 @@ pub struct ObservedEnvironment {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 16))]
     pub sysctls: Vec<Sysctl>,
+    /// The server pods as they were when the common start was chosen: what `serverRestarts`
+    /// compares with.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub server_pods_at_start: Vec<ObservedPod>,
+    /// Server pods that restarted, were replaced or went away during the run without a fault
+    /// of this run explaining it (an OOM kill is never explained by a fault). The figures
+    /// include that outage: read them with it in mind. Empty: none did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub server_restarts: Vec<ServerRestart>,
+}
+
+/// A server pod that restarted during a run without a fault asking for it.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerRestart {
+    /// Pod name.
+    pub pod: String,
+    /// What happened: `restarted` (its container, in place), `replaced` (a new pod of the same
+    /// name), `gone` (no longer there) or `new` (not there at the start).
+    pub change: String,
+    /// Container restarts during the run (in place, or of the replacement since it started).
+    pub restarts: i32,
+    /// The container's last termination as the kubelet reports it, e.g. `OOMKilled (exit 137)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_termination: Option<String>,
 }
 
 /// One pod as observed.
@@ -607,6 +634,15 @@ pub struct ObservedPod {
     /// The image the kubelet pulled for it, by digest (`repo@sha256:…`), once pulled.
     #[serde(default, rename = "imageID", skip_serializing_if = "Option::is_none")]
     pub image_id: Option<String>,
+    /// Server pods: the pod's uid (a replacement of the same name has another).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    /// Server pods: the main container's restart count, when above 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restarts: Option<i32>,
+    /// Server pods: the main container's last termination, e.g. `OOMKilled (exit 137)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_termination: Option<String>,
 }
 
 /// An earlier generation's outcome.

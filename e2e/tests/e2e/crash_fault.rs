@@ -310,6 +310,7 @@ async fn only_the_fault(ctx: &TestContext, before: &[Pod], faulted: Option<&str>
         .api(&ctx.client, &ctx.ns)
         .list(&Default::default())
         .await?;
+    let mut restarts_in_status = Vec::new();
     for br in runs.items {
         let peaks: Vec<String> = (s(&br, "/status/result/serverUsage/pods").as_array())
             .into_iter()
@@ -322,16 +323,31 @@ async fn only_the_fault(ctx: &TestContext, before: &[Pod], faulted: Option<&str>
                 )
             })
             .collect();
-        eprintln!(
-            "{}: server memory peaks {peaks:?}",
-            kube::ResourceExt::name_any(&br)
-        );
+        let name = kube::ResourceExt::name_any(&br);
+        eprintln!("{name}: server memory peaks {peaks:?}");
+        restarts_in_status.push((name, br));
     }
     let unplanned = unplanned_restarts(ctx, before, faulted).await?;
     ensure!(
         unplanned.is_empty(),
         "a server restarted that no fault touched, so the run saw two faults: {unplanned:?}"
     );
+    // The operator's own account agrees: it kept the servers as they were at the start and
+    // found no restart its faults do not explain (the crash's restart is explained).
+    for (name, br) in restarts_in_status {
+        let env = s(&br, "/status/environment");
+        let at_start = env["serverPodsAtStart"].as_array().map_or(0, Vec::len);
+        ensure!(
+            at_start == before.len(),
+            "{name}: status.environment.serverPodsAtStart has {at_start} pods, not {}: {env}",
+            before.len()
+        );
+        ensure!(
+            env.get("serverRestarts").is_none(),
+            "{name}: the operator reports restarts no fault explains, the test saw none: {}",
+            env["serverRestarts"]
+        );
+    }
     Ok(())
 }
 

@@ -22,6 +22,7 @@ pub mod runner_access;
 pub mod runner_failure;
 pub mod runner_pods;
 pub mod runner_records;
+pub mod server_restarts;
 pub mod server_usage;
 pub mod stats;
 #[cfg(test)]

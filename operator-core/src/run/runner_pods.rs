@@ -256,5 +256,6 @@ pub fn observed_pod(p: &Pod) -> ObservedPod {
         cpus: None,
         image: running.as_ref().map(|r| r.image.clone()),
         image_id: running.and_then(|r| r.image_id),
+        ..ObservedPod::default()
     }
 }

@@ -21,7 +21,7 @@ use msgbench_operator_core::run::model::{
 };
 use msgbench_operator_core::run::runner_pods::{self, RunnerView};
 use msgbench_operator_core::run::target_lock::{self, RunOnTarget};
-use msgbench_operator_core::run::{conditions, timing};
+use msgbench_operator_core::run::{conditions, server_restarts, timing};
 
 /// Most runs followed along baselineRef when looking for a cycle.
 const MAX_BASELINE_CHAIN: usize = 8;
@@ -129,6 +129,9 @@ async fn read(
         obs.server_usage = server_sampling::read(ctx, br, &id.namespace, st, now_ms).await;
     }
     if phase == Phase::Starting && st.start_time.is_none() {
+        // The pass that may choose the start: the servers as they are then, for the restarts
+        // judged with the results.
+        obs.server_pods = server_pods(ctx, br, &id.namespace).await?;
         return Ok(obs); // nothing to ask the agents before the start is chosen
     }
     let token = ctx.control_credential(&id.owner_ref.uid);
@@ -291,7 +294,7 @@ async fn server_pods(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Vec<O
         let list = pods.list(&ListParams::default().labels(&sel)).await?;
         for p in list.items.iter().take(16 - out.len()) {
             if !out.iter().any(|x| x.name == p.name_any()) {
-                out.push(runner_pods::observed_pod(p));
+                out.push(server_restarts::observed_server_pod(p));
             }
         }
     }

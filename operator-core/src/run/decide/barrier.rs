@@ -55,6 +55,8 @@ pub fn starting(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Dec
     d.requeue = Some(POLL);
     match d.status.start_time.as_ref().map(millis) {
         None if ready >= count => {
+            let env = d.status.environment.get_or_insert_with(Default::default);
+            env.server_pods_at_start = obs.server_pods.clone();
             let at = millis(&obs.now) + START_LEAD_MS;
             let why = format!("all {count} runner(s) ready; common start chosen");
             store_start(d, at, &why, g, &obs.now);

@@ -8,7 +8,7 @@ use crate::run::results::tests::runner as record;
 use crate::run::{build, compare};
 use k8s_openapi::api::batch::v1::JobStatus;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
-use msgbench_crds::benchmark_run::Progress;
+use msgbench_crds::benchmark_run::{ObservedPod, Progress};
 use runner_api::agent::AgentProgress;
 use serde_json::json;
 
@@ -1289,6 +1289,41 @@ fn complete_results_reach_a_verdict() {
         ("True".into(), "Succeeded".into())
     );
     assert_eq!(d.status.environment.as_ref().unwrap().runner_pods.len(), 2);
+}
+
+#[test]
+fn a_server_restart_no_fault_asked_for_is_named_in_status_and_the_verdict() {
+    let br = run(2, "");
+    let server = |restarts: Option<i32>, last: Option<&str>| ObservedPod {
+        name: "js-0".into(),
+        uid: Some("u0".into()),
+        restarts,
+        last_termination: last.map(Into::into),
+        ..ObservedPod::default()
+    };
+    // The servers as they were when the start was chosen are kept...
+    let mut obs = Observed::at(at(T0 + 20));
+    obs.job = Some(job(T0 + 10));
+    obs.runner_pods = vec![pod(0, "Running", true), pod(1, "Running", true)];
+    obs.server_pods = vec![server(None, None)];
+    let d = decide_at(&br, &status(Phase::Starting), &obs);
+    let env = d.status.environment.clone().unwrap();
+    assert_eq!(env.server_pods_at_start, obs.server_pods);
+    // ...and compared with them once the results are in.
+    let (mut st, mut obs) = running(START, START + 20_000, vec![]);
+    st.environment = Some(env);
+    obs.results = Some(Gathered::Complete(two_runner_lines(0)));
+    obs.server_pods = vec![server(Some(1), Some("OOMKilled (exit 137)"))];
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(verdict(&d), (Some(Phase::Succeeded), "Succeeded".into()));
+    let restarts = &d.status.environment.as_ref().unwrap().server_restarts;
+    assert_eq!(restarts.len(), 1, "{restarts:?}");
+    assert!(
+        message(&d).contains("caution: server pods changed during the run")
+            && message(&d).contains("js-0 restarted (OOMKilled (exit 137))"),
+        "{}",
+        message(&d)
+    );
 }
 
 #[test]

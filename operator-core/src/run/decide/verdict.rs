@@ -6,7 +6,8 @@ use crate::run::build::RunIdentity;
 use crate::run::model::Observed;
 use crate::run::runner_pods::observed_pod;
 use crate::run::{
-    compare, fault_effect, faults, results, server_usage, timing, variant_results, variants,
+    compare, fault_effect, faults, results, server_restarts, server_usage, timing, variant_results,
+    variants,
 };
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, ObservedEnvironment, Phase, RunFailureReason, Severity,
@@ -53,14 +54,21 @@ pub fn decide(
         // The figures are kept: they show the run without the fault it asked for.
         return fail(st, RunFailureReason::FaultsNotInjected, &msg, g, &obs.now);
     }
-    st.environment = Some(environment(st.environment.take(), obs));
+    let mut env = environment(st.environment.take(), obs);
+    env.server_restarts =
+        server_restarts::unexplained(&env.server_pods_at_start, &env.server_pods, &st.faults);
+    let caution = server_restarts::caution(&env.server_restarts);
+    st.environment = Some(env);
     if let Some(p) = &mut st.progress {
         p.trial = timing::total_trials(br);
     }
     server_usage::attach(st);
     let broken = broken_thresholds(st);
     if !broken.is_empty() {
-        let why = broken.join("; ");
+        let mut why = broken.join("; ");
+        if let Some(c) = &caution {
+            why = format!("{why}; {c}");
+        }
         return fail(st, RunFailureReason::ThresholdsNotMet, &why, g, &obs.now);
     }
     let msg = match (
@@ -86,6 +94,10 @@ pub fn decide(
             let why = "no result after merging";
             return fail(st, RunFailureReason::ResultsLost, why, g, &obs.now);
         }
+    };
+    let msg = match caution {
+        Some(c) => format!("{msg}; {c}"),
+        None => msg,
     };
     pass(st, &msg, g, &obs.now);
 }

@@ -383,7 +383,22 @@ pub(super) fn observed_pod(i: usize) -> ObservedPod {
             "i".repeat(40),
             "f".repeat(64)
         )),
+        ..ObservedPod::default()
     }
+}
+
+/// A server pod as the restart check reads it: uid, restart count and the longest reason.
+pub(super) fn observed_server_pod(i: usize) -> ObservedPod {
+    ObservedPod {
+        uid: Some(format!("{:08}-0000-0000-0000-000000000000", i)),
+        restarts: Some(i32::MAX),
+        last_termination: Some(termination()),
+        ..observed_pod(i)
+    }
+}
+
+fn termination() -> String {
+    format!("{} (exit {})", "r".repeat(MAX_REASON), i32::MIN)
 }
 
 pub(super) fn condition(i: usize) -> Condition {
@@ -438,8 +453,17 @@ pub(super) fn frame(variants: &[String], rounds: usize) -> BenchmarkRunStatus {
             message: Some("m".repeat(1024)),
         }),
         environment: Some(ObservedEnvironment {
-            server_pods: (0..16).map(observed_pod).collect(),
+            server_pods: (0..16).map(observed_server_pod).collect(),
             runner_pods: (0..64).map(observed_pod).collect(),
+            server_pods_at_start: (0..16).map(observed_server_pod).collect(),
+            server_restarts: (0..16)
+                .map(|i| ServerRestart {
+                    pod: pod_name(i),
+                    change: "restarted".into(),
+                    restarts: i32::MAX,
+                    last_termination: Some(termination()),
+                })
+                .collect(),
             shared_nodes: true,
             sysctls: (0..16)
                 .map(|i| Sysctl {

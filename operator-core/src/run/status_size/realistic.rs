@@ -158,6 +158,8 @@ pub(super) fn realistic(
                     cpus: Some("0-3".into()),
                     image: Some("nats:2.11-alpine".into()),
                     image_id: Some(format!("docker.io/library/nats@sha256:{}", "a".repeat(64))),
+                    uid: Some(format!("{i:08}-1111-2222-3333-444444444444")),
+                    ..ObservedPod::default()
                 })
                 .collect(),
             runner_pods: vec![ObservedPod {
@@ -170,9 +172,18 @@ pub(super) fn realistic(
                     "ghcr.io/msgbench/bench-runner@sha256:{}",
                     "b".repeat(64)
                 )),
+                ..ObservedPod::default()
             }],
             shared_nodes: false,
             sysctls: vec![],
+            server_pods_at_start: (0..3)
+                .map(|i| ObservedPod {
+                    name: format!("js3-{i}"),
+                    uid: Some(format!("{i:08}-1111-2222-3333-444444444444")),
+                    ..ObservedPod::default()
+                })
+                .collect(),
+            server_restarts: vec![],
         }),
         server_usage: Some(ServerUsage {
             memory_points: vec![],
