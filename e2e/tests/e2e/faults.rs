@@ -157,6 +157,18 @@ async fn body(ctx: TestContext) -> Result<()> {
             before.get(pod)
         );
     }
+    // The operator sees the replacements too, and its kills explain every one of them: no
+    // caution about servers that changed without a fault.
+    let env = s(&br, "/status/environment");
+    ensure!(
+        env["serverPodsAtStart"].as_array().map(Vec::len) == Some(before.len()),
+        "status.environment.serverPodsAtStart: {env}"
+    );
+    ensure!(
+        env.get("serverRestarts").is_none(),
+        "the kills should explain every replacement: {}",
+        env["serverRestarts"]
+    );
     ensure!(
         pods.get("js3-3").await?.uid() == decoy.uid(),
         "the lookalike pod was touched"

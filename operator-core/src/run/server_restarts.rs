@@ -24,6 +24,18 @@ pub fn observed_server_pod(p: &Pod) -> ObservedPod {
     o
 }
 
+/// Whether a pod carrying a server's labels is a workload controller's (a StatefulSet's, or a
+/// Deployment's ReplicaSet's) rather than one made by hand or by something else: labels alone
+/// can be anyone's, and a lookalike's comings and goings are not the server's.
+pub fn is_workload_pod(p: &Pod) -> bool {
+    p.owner_references()
+        .iter()
+        .find(|r| r.controller == Some(true))
+        .is_some_and(|r| {
+            r.api_version == "apps/v1" && matches!(r.kind.as_str(), "StatefulSet" | "ReplicaSet")
+        })
+}
+
 fn server_container(p: &Pod) -> Option<&ContainerStatus> {
     let name = &p.spec.as_ref()?.containers.first()?.name;
     let all = p.status.as_ref()?.container_statuses.as_ref()?;
@@ -65,6 +77,9 @@ pub fn unexplained(
     now: &[ObservedPod],
     faults: &[FaultRecord],
 ) -> Vec<ServerRestart> {
+    if at_start.is_empty() {
+        return Vec::new(); // nothing read at the start (an older operator): nothing to judge by
+    }
     let (faulted_pods, deleted) = faulted(faults);
     let mut out = Vec::new();
     for p in now {

@@ -28,6 +28,11 @@ fn nothing_changed_nothing_reported() {
     let start = [pod("js-0", "a", 1, Some("Error (exit 1)"))];
     assert!(unexplained(&start, &start, &[]).is_empty());
     assert_eq!(caution(&[]), None);
+    let restarted = [pod("js-0", "a", 2, Some("OOMKilled (exit 137)"))];
+    assert!(
+        unexplained(&[], &restarted, &[]).is_empty(),
+        "no pods kept at the start: no judgement"
+    );
 }
 
 #[test]
@@ -157,4 +162,32 @@ fn the_server_container_is_read_from_the_pod() {
     assert_eq!(o.uid.as_deref(), Some("u1"));
     assert_eq!(o.restarts, Some(1));
     assert_eq!(o.last_termination.as_deref(), Some("OOMKilled (exit 137)"));
+}
+
+#[test]
+fn only_a_workload_controllers_pods_are_the_servers() {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    let owned_by = |kind: &str, controller: bool| {
+        let mut p = Pod::default();
+        p.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: if kind == "ConfigMap" { "v1" } else { "apps/v1" }.into(),
+            kind: kind.into(),
+            name: "js3".into(),
+            uid: "u".into(),
+            controller: Some(controller),
+            ..OwnerReference::default()
+        }]);
+        p
+    };
+    assert!(is_workload_pod(&owned_by("StatefulSet", true)));
+    assert!(is_workload_pod(&owned_by("ReplicaSet", true)));
+    assert!(
+        !is_workload_pod(&owned_by("ConfigMap", true)),
+        "a lookalike"
+    );
+    assert!(
+        !is_workload_pod(&owned_by("StatefulSet", false)),
+        "not its controller"
+    );
+    assert!(!is_workload_pod(&Pod::default()), "made by hand");
 }

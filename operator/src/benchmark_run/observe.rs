@@ -275,7 +275,8 @@ async fn baseline(
     Ok(Some(seen))
 }
 
-/// The run's servers and every variant's own, at most 16 pods.
+/// The run's servers and every variant's own, at most 16 pods: those with the server's labels
+/// that a StatefulSet or ReplicaSet controls (a lookalike made by hand is not a server).
 async fn server_pods(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Vec<ObservedPod>> {
     let mut out: Vec<ObservedPod> = Vec::new();
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
@@ -292,7 +293,11 @@ async fn server_pods(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Vec<O
             .collect::<Vec<_>>()
             .join(",");
         let list = pods.list(&ListParams::default().labels(&sel)).await?;
-        for p in list.items.iter().take(16 - out.len()) {
+        let servers = list
+            .items
+            .iter()
+            .filter(|p| server_restarts::is_workload_pod(p));
+        for p in servers.take(16 - out.len()) {
             if !out.iter().any(|x| x.name == p.name_any()) {
                 out.push(server_restarts::observed_server_pod(p));
             }
