@@ -1,8 +1,10 @@
-//! NATS core: publish/subscribe on the batched wire path (nats_wire.rs), or request/reply
-//! with async-nats (subscribers answer in a queue group).
+//! NATS core: publish/subscribe on the batched wire path (nats_wire.rs) or, with
+//! `--client library`, through async-nats; request/reply always with async-nats (subscribers
+//! answer in a queue group).
 use super::nats_wire as wire;
 use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop, DISCONNECTED};
 use crate::clock;
+use crate::options::ClientPath;
 use crate::payload::Header;
 use crate::recorder::{register_subscription, ReceiveRecorder, Shared};
 use async_nats::Subject;
@@ -20,19 +22,25 @@ pub struct NatsDriver {
     w: Arc<Workload>,
     target: TargetUrl,
     subjects: Vec<Subject>,
+    client: ClientPath,
 }
 
 impl NatsDriver {
-    pub fn new(w: Arc<Workload>, target: TargetUrl) -> Self {
+    pub fn new(w: Arc<Workload>, target: TargetUrl, client: ClientPath) -> Self {
         let subjects = subjects(&w);
         NatsDriver {
             w,
             target,
             subjects,
+            client,
         }
     }
     fn request_reply(&self) -> bool {
         self.w.nats.as_ref().is_some_and(|n| n.request_reply)
+    }
+    /// Plain publish/subscribe on the hand-written wire path.
+    fn wire(&self) -> bool {
+        !self.request_reply() && self.client == ClientPath::Wire
     }
 }
 
@@ -114,7 +122,7 @@ impl Driver for NatsDriver {
         mut stop: Stop,
     ) -> BoxFuture<'_, anyhow::Result<JoinHandle<()>>> {
         Box::pin(async move {
-            if !self.request_reply() {
+            if self.wire() {
                 return self.wire_subscribe(idx, topics, rec, stop).await;
             }
             let counted = Some(rec.stats().clone());
@@ -169,7 +177,7 @@ impl Driver for NatsDriver {
         _stop: Stop,
     ) -> BoxFuture<'_, anyhow::Result<Box<dyn Publisher>>> {
         Box::pin(async move {
-            if !self.request_reply() {
+            if self.wire() {
                 return self.wire_publisher(idx, stats).await;
             }
             let counted = Some(stats.clone());
@@ -467,7 +475,7 @@ mod tests {
     async fn an_oversized_msg_ends_the_connection_with_the_reason() {
         let target = server_sending(b"MSG t.0 1 18446744073709551615\r\n").await;
         let w: Workload = serde_norway::from_str("protocol: nats\ndurationSeconds: 1").unwrap();
-        let driver = NatsDriver::new(Arc::new(w), target);
+        let driver = NatsDriver::new(Arc::new(w), target, ClientPath::Wire);
         let names = ["warmup".to_string(), "measured".to_string()];
         let stats: Shared = Arc::new(std::sync::Mutex::new(crate::recorder::TaskStats::new(
             &names,
