@@ -258,6 +258,7 @@ impl NatsDriver {
 
     async fn wire_publisher(&self, idx: u32, stats: Shared) -> anyhow::Result<Box<dyn Publisher>> {
         let c = wire::connect(&self.target, &format!("msgbench-pub-{idx}")).await?;
+        let payload = vec![b'x'; self.w.payload_bytes as usize];
         let pong = Arc::new(Notify::new());
         let (writer, p, errs) = (c.writer.clone(), pong.clone(), stats.clone());
         let reader = tokio::spawn(async move {
@@ -283,12 +284,11 @@ impl NatsDriver {
         });
         Ok(Box::new(WirePublisher {
             writer: c.writer,
-            subjects: self
+            frames: self
                 .subjects
                 .iter()
-                .map(|s| s.as_bytes().to_vec())
+                .map(|s| wire::pub_template(s.as_bytes(), &payload))
                 .collect(),
-            scratch: vec![b'x'; self.w.payload_bytes as usize],
             out: Vec::with_capacity(64 * 1024),
             pong,
             reader,
@@ -300,8 +300,8 @@ impl NatsDriver {
 /// Core publisher on the wire path: one buffer and one write per batch.
 struct WirePublisher {
     writer: Arc<tokio::sync::Mutex<tokio::net::tcp::OwnedWriteHalf>>,
-    subjects: Vec<Vec<u8>>,
-    scratch: Vec<u8>,
+    /// Per topic: its `PUB` frame and where the payload (header first) starts in it.
+    frames: Vec<(Vec<u8>, usize)>,
     out: Vec<u8>,
     pong: Arc<Notify>,
     reader: JoinHandle<()>,
@@ -313,13 +313,11 @@ impl Publisher for WirePublisher {
         Box::pin(async move {
             self.out.clear();
             for m in batch {
+                let (frame, at) = &self.frames[m.topic as usize];
+                let start = self.out.len() + at;
+                self.out.extend_from_slice(frame);
                 m.header
-                    .encode(&mut self.scratch[..crate::payload::HEADER_BYTES]);
-                wire::put_pub(
-                    &mut self.out,
-                    &self.subjects[m.topic as usize],
-                    &self.scratch,
-                );
+                    .encode(&mut self.out[start..start + crate::payload::HEADER_BYTES]);
             }
             match self.writer.lock().await.write_all(&self.out).await {
                 Ok(()) => batch.len(),

@@ -182,6 +182,16 @@ pub fn put_pub(out: &mut Vec<u8>, subject: &[u8], payload: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// One topic's whole `PUB` frame with a placeholder payload, and where the payload starts:
+/// a publisher copies it once per message and writes the header in place (one copy instead
+/// of five small appends; those were half of a publish-only runner's CPU in perf).
+pub fn pub_template(subject: &[u8], payload: &[u8]) -> (Vec<u8>, usize) {
+    let mut out = Vec::new();
+    put_pub(&mut out, subject, payload);
+    let at = out.len() - payload.len() - 2;
+    (out, at)
+}
+
 struct Digits([u8; 20], usize);
 impl Digits {
     fn as_bytes(&self) -> &[u8] {
@@ -307,6 +317,15 @@ pub async fn read_frames(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_template_with_the_payload_written_in_place_is_the_frame() {
+        let (mut frame, at) = pub_template(b"t.12", b"xxxxxxxx");
+        frame[at..at + 3].copy_from_slice(b"abc");
+        let mut want = Vec::new();
+        put_pub(&mut want, b"t.12", b"abcxxxxx");
+        assert_eq!(frame, want);
+    }
 
     #[test]
     fn frames_parse_across_partial_reads() {
