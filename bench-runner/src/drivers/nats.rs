@@ -233,7 +233,7 @@ impl NatsDriver {
                 c.max_payload,
                 writer,
                 p,
-                |payload| rec.on_payload(Header::decode(&payload), clock::now_us()),
+                |payload| rec.on_payload(Header::decode(payload), clock::now_us()),
                 |e| {
                     record_error(
                         &read_errs,
