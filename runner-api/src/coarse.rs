@@ -16,10 +16,33 @@ pub const BUCKETS: u8 = 160;
 #[serde(transparent)]
 pub struct CoarseLatency(Vec<(u8, u64)>);
 
-/// The bucket of a latency in µs: a binary search over the buckets' lower bounds. A log10
-/// per delivery was ~15 % of a fast subscriber's CPU (perf, bench/runner-notes.md).
+/// The bucket of a latency in µs, from the buckets' lower bounds: the value's bit length
+/// gives the first candidate, and a power of two spans at most 7 buckets, so a short forward
+/// scan finds it. A log10 per delivery was ~8 % of a fast subscriber's CPU (perf,
+/// bench/runner-notes.md), a binary search over all bounds no better.
 pub fn bucket_of(us: u64) -> u8 {
-    (lower_bounds().partition_point(|&lb| lb <= us) - 1) as u8
+    let (bounds, first) = tables();
+    let mut k = first[(u64::BITS - us.leading_zeros()) as usize];
+    while k + 1 < bounds.len() && bounds[k + 1] <= us {
+        k += 1;
+    }
+    k as u8
+}
+
+/// The lower bounds, and per bit length n the last bucket whose bound is ≤ 2^(n−1) (the
+/// smallest value of that length; 0 for n = 0).
+fn tables() -> &'static ([u64; BUCKETS as usize], [usize; 65]) {
+    static T: std::sync::OnceLock<([u64; BUCKETS as usize], [usize; 65])> =
+        std::sync::OnceLock::new();
+    T.get_or_init(|| {
+        let bounds = *lower_bounds();
+        let mut first = [0usize; 65];
+        for (n, f) in first.iter_mut().enumerate().skip(1) {
+            let smallest = 1u64 << (n - 1);
+            *f = bounds.partition_point(|&lb| lb <= smallest) - 1;
+        }
+        (bounds, first)
+    })
 }
 
 /// The bucket by its definition, floor(log10(µs) × 20); what the bounds are built from.
