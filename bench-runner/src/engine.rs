@@ -53,7 +53,7 @@ pub async fn run(w: Workload, target: &str, opts: RunOptions) -> anyhow::Result<
     target.auth = opts.credentials.clone();
     target.ca_file = opts.ca_file.clone();
     let w = Arc::new(w);
-    let driver = drivers::for_workload(&w, &target, opts.runner_id, &opts.setup)?;
+    let driver = drivers::for_workload(&w, &target, &opts)?;
     let _ = clock::base();
     let window = connect::ConnectWindow::new(&target.raw, opts.connect_timeout);
     if w.connections.is_some() {

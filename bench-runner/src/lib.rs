@@ -24,4 +24,4 @@ pub mod report;
 pub mod termination;
 
 pub use engine::run;
-pub use options::{RunOptions, SharedSetup, StartGate};
+pub use options::{ClientPath, RunOptions, SharedSetup, StartGate};

@@ -2,7 +2,7 @@
 #![forbid(unsafe_code)]
 use anyhow::Context;
 use bench_runner::fault_agent::{self, FaultAgent};
-use bench_runner::{agent, engine, report, termination, RunOptions};
+use bench_runner::{agent, engine, report, termination, ClientPath, RunOptions};
 use clap::{Parser, Subcommand};
 use runner_api::agent::{AgentConfig, ResultLine};
 use runner_api::control_auth::ControlVerifier;
@@ -55,6 +55,10 @@ enum Cmd {
         /// system's roots).
         #[arg(long, env = "MSGBENCH_TLS_CA_FILE")]
         tls_ca_file: Option<PathBuf>,
+        /// Client code for core NATS and MQTT 3.1.1 QoS 0/1: `wire` (batched, hand-written) or
+        /// `library` (async-nats / rumqttc, which also speak TLS). For comparing the two.
+        #[arg(long, value_enum, default_value_t = ClientPath::default())]
+        client: ClientPath,
     },
     /// Merge results of the runners of one run into the result one process would report.
     Merge {
@@ -156,6 +160,7 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
             fail_if_saturated,
             connect_timeout_seconds,
             tls_ca_file,
+            client,
         } => {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
@@ -172,6 +177,7 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
                 credentials: Credentials::from_env("MSGBENCH", |k| std::env::var(k).ok()),
                 ca_file: tls_ca_file,
                 live: None,
+                client,
             };
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -33,6 +33,19 @@ pub struct RunOptions {
     pub ca_file: Option<std::path::PathBuf>,
     /// The agent's live `/metrics` series for this trial (`None`: standalone, nothing served).
     pub live: Option<crate::live_metrics::TrialSeries>,
+    /// Which client code sends core NATS and MQTT 3.1.1 QoS 0/1 (see [`ClientPath`]).
+    pub client: ClientPath,
+}
+
+/// The client code behind core NATS publish/subscribe and MQTT 3.1.1 QoS 0/1 publishers: the
+/// batched hand-written wire path, or the libraries (async-nats, rumqttc) the other paths use.
+/// A runner option, not a workload field: it changes how the load is generated, not what is
+/// measured, and exists so `make bench` can compare the two on the same workload.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ClientPath {
+    #[default]
+    Wire,
+    Library,
 }
 
 impl Default for RunOptions {
@@ -47,6 +60,7 @@ impl Default for RunOptions {
             credentials: None,
             ca_file: None,
             live: None,
+            client: ClientPath::default(),
         }
     }
 }

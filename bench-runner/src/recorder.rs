@@ -8,7 +8,27 @@ use fixedbitset::FixedBitSet;
 use runner_api::coarse::CoarseLatency;
 use runner_api::result::{Delivery, SegmentStats};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex};
+
+/// Hashes a (runner, publisher) key, two small integers, with one multiply each: SipHash
+/// per delivery was ~5 % of a fast subscriber's CPU (perf, bench/runner-notes.md).
+#[derive(Default)]
+pub struct StreamKeyHasher(u64);
+
+impl Hasher for StreamKeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u16(u16::from(b));
+        }
+    }
+    fn write_u16(&mut self, n: u16) {
+        self.0 = (self.0.rotate_left(16) ^ u64::from(n)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
 
 /// Figures of one task, per phase (index = header phase byte), plus a per-second timeline.
 #[derive(Debug)]
@@ -34,7 +54,7 @@ pub struct TaskStats {
     /// Publisher tasks: acknowledged sequences and stall clocks.
     pub acks: AckBook,
     /// Sequences received per (runner, publisher) stream (subscriber tasks).
-    streams: HashMap<(u16, u16), SeqTracker>,
+    streams: HashMap<(u16, u16), SeqTracker, BuildHasherDefault<StreamKeyHasher>>,
     /// Per phase: first deliveries of this runner's own messages (what the drain waits for).
     pub own_unique: Vec<u64>,
     /// The agent's live `/metrics` series of this trial; `None` in standalone runs.
@@ -59,7 +79,7 @@ impl TaskStats {
             timeline_duplicates: Vec::new(),
             timeline_out_of_order: Vec::new(),
             acks: AckBook::new(phase_names.len()),
-            streams: HashMap::new(),
+            streams: HashMap::default(),
             own_unique: vec![0; phase_names.len()],
             live: None,
         }

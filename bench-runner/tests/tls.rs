@@ -74,3 +74,28 @@ async fn the_core_nats_path_refuses_a_tls_target_naming_the_protocol_that_can() 
         .to_string();
     assert!(e.contains("does not fit protocol Nats"), "{e}");
 }
+
+/// Core NATS through async-nats (`--client library`) speaks TLS: the same target the wire path
+/// refuses is benchmarked, every message delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_library_core_nats_path_benchmarks_a_tls_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = certificates(dir.path());
+    let port = free_port();
+    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let _s = nats_server_with(
+        port,
+        false,
+        &["--tls", "--tlscert", cert, "--tlskey", key, "--auth", TOKEN],
+    );
+    let yaml = "protocol: nats\nsubscribers: 1\nratePerPublisher: 500\nmessagesPerPublisher: 200\n";
+    let o = RunOptions {
+        client: bench_runner::ClientPath::Library,
+        ..opts(Some(ca))
+    };
+    let r = run(workload(yaml), &format!("tls://localhost:{port}"), o)
+        .await
+        .unwrap();
+    assert_eq!((r.measured.published, r.measured.received), (200, 200));
+    assert!(r.measured.errors.is_empty(), "{:?}", r.measured.errors);
+}

@@ -16,13 +16,64 @@ pub const BUCKETS: u8 = 160;
 #[serde(transparent)]
 pub struct CoarseLatency(Vec<(u8, u64)>);
 
-/// The bucket of a latency in µs.
+/// The bucket of a latency in µs, from the buckets' lower bounds: the value's bit length
+/// gives the first candidate, and a power of two spans at most 7 buckets, so a short forward
+/// scan finds it. A log10 per delivery was ~8 % of a fast subscriber's CPU (perf,
+/// bench/runner-notes.md), a binary search over all bounds no better.
 pub fn bucket_of(us: u64) -> u8 {
+    let (bounds, first) = tables();
+    let mut k = first[(u64::BITS - us.leading_zeros()) as usize];
+    while k + 1 < bounds.len() && bounds[k + 1] <= us {
+        k += 1;
+    }
+    k as u8
+}
+
+/// The lower bounds, and per bit length n the last bucket whose bound is ≤ 2^(n−1) (the
+/// smallest value of that length; 0 for n = 0).
+fn tables() -> &'static ([u64; BUCKETS as usize], [usize; 65]) {
+    static T: std::sync::OnceLock<([u64; BUCKETS as usize], [usize; 65])> =
+        std::sync::OnceLock::new();
+    T.get_or_init(|| {
+        let bounds = *lower_bounds();
+        let mut first = [0usize; 65];
+        for (n, f) in first.iter_mut().enumerate().skip(1) {
+            let smallest = 1u64 << (n - 1);
+            *f = bounds.partition_point(|&lb| lb <= smallest) - 1;
+        }
+        (bounds, first)
+    })
+}
+
+/// The bucket by its definition, floor(log10(µs) × 20); what the bounds are built from.
+fn bucket_by_log(us: u64) -> u8 {
     if us <= 1 {
         return 0;
     }
     let b = ((us as f64).log10() * BUCKETS_PER_DECADE).floor();
     (b as u64).min(u64::from(BUCKETS - 1)) as u8
+}
+
+/// The smallest µs of every bucket, found by bisecting `bucket_by_log` (monotone), so both
+/// give the same bucket for every value.
+fn lower_bounds() -> &'static [u64; BUCKETS as usize] {
+    static BOUNDS: std::sync::OnceLock<[u64; BUCKETS as usize]> = std::sync::OnceLock::new();
+    BOUNDS.get_or_init(|| {
+        let mut bounds = [0u64; BUCKETS as usize];
+        for (k, bound) in bounds.iter_mut().enumerate().skip(1) {
+            let (mut lo, mut hi) = (2u64, 1u64 << 40); // 2^40 µs is past the last bucket
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if usize::from(bucket_by_log(mid)) >= k {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            *bound = lo;
+        }
+        bounds
+    })
 }
 
 /// The value a bucket stands for: its geometric midpoint, in µs.
@@ -81,6 +132,23 @@ impl CoarseLatency {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The table search agrees with the definition everywhere: every value up to 2 s, and
+    /// each bucket's bound and its neighbours up to the clamp.
+    #[test]
+    fn bucket_search_matches_the_log_definition() {
+        for us in 0..2_000_000 {
+            assert_eq!(bucket_of(us), bucket_by_log(us), "{us} µs");
+        }
+        for &b in lower_bounds().iter() {
+            for us in [b.saturating_sub(1), b, b + 1] {
+                assert_eq!(bucket_of(us), bucket_by_log(us), "{us} µs");
+            }
+        }
+        for us in [u64::MAX, 1 << 40, 100_000_000, 99_999_999] {
+            assert_eq!(bucket_of(us), bucket_by_log(us), "{us} µs");
+        }
+    }
 
     #[test]
     fn every_latency_is_within_6_percent_of_its_bucket_midpoint() {

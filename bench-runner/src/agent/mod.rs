@@ -304,6 +304,7 @@ pub async fn run(
                 .find(|t| t.target == planned.target)
                 .map(|t| t.ca_file.clone().into()),
             live: Some(state.live.trial(trial, &planned.variant, planned.round)),
+            client: Default::default(),
         };
         let label = variant_label(&planned);
         let live = opts.live.clone();

@@ -1,5 +1,6 @@
 //! Protocol drivers behind one trait. The engine schedules and measures; a driver only
 //! connects, sends batches and hands received payloads to a recorder.
+use crate::options::ClientPath;
 use crate::payload::Header;
 use crate::recorder::{ReceiveRecorder, Shared};
 use futures::future::BoxFuture;
@@ -92,13 +93,14 @@ pub trait Publisher: Send {
 pub fn for_workload(
     w: &Arc<Workload>,
     target: &TargetUrl,
-    runner: u16,
-    setup: &crate::options::SharedSetup,
+    opts: &crate::options::RunOptions,
 ) -> anyhow::Result<Arc<dyn Driver>> {
+    let (runner, setup, client) = (opts.runner_id, &opts.setup, opts.client);
     let want: &[&str] = match w.protocol {
-        // The batched core-NATS path (nats_wire) speaks plain TCP only; JetStream goes
-        // through async-nats, which speaks TLS.
-        Protocol::Nats => &["nats"],
+        // The batched core-NATS path (nats_wire) speaks plain TCP only; async-nats (the
+        // library client path and JetStream) speaks TLS.
+        Protocol::Nats if client == ClientPath::Wire => &["nats"],
+        Protocol::Nats => &["nats", "tls"],
         Protocol::Jetstream => &["nats", "tls"],
         Protocol::Mqtt => &["mqtt", "tcp"],
         Protocol::Socketio => &["http"],
@@ -116,13 +118,18 @@ pub fn for_workload(
         );
     }
     Ok(match w.protocol {
-        Protocol::Nats => Arc::new(nats::NatsDriver::new(w.clone(), target.clone())),
+        Protocol::Nats => Arc::new(nats::NatsDriver::new(w.clone(), target.clone(), client)),
         Protocol::Jetstream => Arc::new(jetstream::JetStreamDriver::new(
             w.clone(),
             target.clone(),
             setup.clone(),
         )),
-        Protocol::Mqtt => Arc::new(mqtt::MqttDriver::new(w.clone(), target.clone(), runner)),
+        Protocol::Mqtt => Arc::new(mqtt::MqttDriver::new(
+            w.clone(),
+            target.clone(),
+            runner,
+            client,
+        )),
         Protocol::Socketio => Arc::new(socketio::SocketIoDriver::new(w.clone(), target.clone())),
         Protocol::Websocket => Arc::new(websocket::WebSocketDriver::new(w.clone(), target.clone())),
         Protocol::Pusher => Arc::new(pusher::PusherDriver::new(w.clone(), target.clone())?),

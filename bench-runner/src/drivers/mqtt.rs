@@ -3,6 +3,7 @@
 use super::mqtt_client::{self, Client, Ev, Loop};
 use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop};
 use crate::clock;
+use crate::options::ClientPath;
 use crate::payload::Header;
 use crate::recorder::{
     note_sent, record_ack, record_ack_error, register_subscription, ReceiveRecorder, Shared,
@@ -21,10 +22,11 @@ pub struct MqttDriver {
     target: TargetUrl,
     runner: u16,
     topics: Vec<String>,
+    client: ClientPath,
 }
 
 impl MqttDriver {
-    pub fn new(w: Arc<Workload>, target: TargetUrl, runner: u16) -> Self {
+    pub fn new(w: Arc<Workload>, target: TargetUrl, runner: u16, client: ClientPath) -> Self {
         let topics = (0..w.topics)
             .map(|t| format!("{}/{t}", w.topic_prefix))
             .collect();
@@ -34,6 +36,7 @@ impl MqttDriver {
             target,
             runner,
             topics,
+            client,
         }
     }
 
@@ -145,8 +148,10 @@ impl Driver for MqttDriver {
         mut stop: Stop,
     ) -> BoxFuture<'_, anyhow::Result<Box<dyn Publisher>>> {
         Box::pin(async move {
-            // MQTT 3.1.1 at QoS 0/1: the batched wire path (one write per batch).
-            if self.o.version == MqttVersion::V311 && self.o.qos <= 1 {
+            // MQTT 3.1.1 at QoS 0/1: the batched wire path (one write per batch), unless the
+            // library was asked for.
+            let wire = self.client == ClientPath::Wire;
+            if wire && self.o.version == MqttVersion::V311 && self.o.qos <= 1 {
                 let p = super::mqtt_wire::WirePublisher::connect(
                     &self.target,
                     &format!("{}-{}-pub-{idx}", self.w.topic_prefix, self.runner),

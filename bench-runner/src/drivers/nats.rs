@@ -1,8 +1,10 @@
-//! NATS core: publish/subscribe on the batched wire path (nats_wire.rs), or request/reply
-//! with async-nats (subscribers answer in a queue group).
+//! NATS core: publish/subscribe on the batched wire path (nats_wire.rs) or, with
+//! `--client library`, through async-nats; request/reply always with async-nats (subscribers
+//! answer in a queue group).
 use super::nats_wire as wire;
 use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop, DISCONNECTED};
 use crate::clock;
+use crate::options::ClientPath;
 use crate::payload::Header;
 use crate::recorder::{register_subscription, ReceiveRecorder, Shared};
 use async_nats::Subject;
@@ -20,19 +22,25 @@ pub struct NatsDriver {
     w: Arc<Workload>,
     target: TargetUrl,
     subjects: Vec<Subject>,
+    client: ClientPath,
 }
 
 impl NatsDriver {
-    pub fn new(w: Arc<Workload>, target: TargetUrl) -> Self {
+    pub fn new(w: Arc<Workload>, target: TargetUrl, client: ClientPath) -> Self {
         let subjects = subjects(&w);
         NatsDriver {
             w,
             target,
             subjects,
+            client,
         }
     }
     fn request_reply(&self) -> bool {
         self.w.nats.as_ref().is_some_and(|n| n.request_reply)
+    }
+    /// Plain publish/subscribe on the hand-written wire path.
+    fn wire(&self) -> bool {
+        !self.request_reply() && self.client == ClientPath::Wire
     }
 }
 
@@ -114,7 +122,7 @@ impl Driver for NatsDriver {
         mut stop: Stop,
     ) -> BoxFuture<'_, anyhow::Result<JoinHandle<()>>> {
         Box::pin(async move {
-            if !self.request_reply() {
+            if self.wire() {
                 return self.wire_subscribe(idx, topics, rec, stop).await;
             }
             let counted = Some(rec.stats().clone());
@@ -169,7 +177,7 @@ impl Driver for NatsDriver {
         _stop: Stop,
     ) -> BoxFuture<'_, anyhow::Result<Box<dyn Publisher>>> {
         Box::pin(async move {
-            if !self.request_reply() {
+            if self.wire() {
                 return self.wire_publisher(idx, stats).await;
             }
             let counted = Some(stats.clone());
@@ -225,7 +233,7 @@ impl NatsDriver {
                 c.max_payload,
                 writer,
                 p,
-                |payload| rec.on_payload(Header::decode(&payload), clock::now_us()),
+                |payload| rec.on_payload(Header::decode(payload), clock::now_us()),
                 |e| {
                     record_error(
                         &read_errs,
@@ -250,6 +258,7 @@ impl NatsDriver {
 
     async fn wire_publisher(&self, idx: u32, stats: Shared) -> anyhow::Result<Box<dyn Publisher>> {
         let c = wire::connect(&self.target, &format!("msgbench-pub-{idx}")).await?;
+        let payload = vec![b'x'; self.w.payload_bytes as usize];
         let pong = Arc::new(Notify::new());
         let (writer, p, errs) = (c.writer.clone(), pong.clone(), stats.clone());
         let reader = tokio::spawn(async move {
@@ -275,12 +284,11 @@ impl NatsDriver {
         });
         Ok(Box::new(WirePublisher {
             writer: c.writer,
-            subjects: self
+            frames: self
                 .subjects
                 .iter()
-                .map(|s| s.as_bytes().to_vec())
+                .map(|s| wire::pub_template(s.as_bytes(), &payload))
                 .collect(),
-            scratch: vec![b'x'; self.w.payload_bytes as usize],
             out: Vec::with_capacity(64 * 1024),
             pong,
             reader,
@@ -292,8 +300,8 @@ impl NatsDriver {
 /// Core publisher on the wire path: one buffer and one write per batch.
 struct WirePublisher {
     writer: Arc<tokio::sync::Mutex<tokio::net::tcp::OwnedWriteHalf>>,
-    subjects: Vec<Vec<u8>>,
-    scratch: Vec<u8>,
+    /// Per topic: its `PUB` frame and where the payload (header first) starts in it.
+    frames: Vec<(Vec<u8>, usize)>,
     out: Vec<u8>,
     pong: Arc<Notify>,
     reader: JoinHandle<()>,
@@ -305,13 +313,11 @@ impl Publisher for WirePublisher {
         Box::pin(async move {
             self.out.clear();
             for m in batch {
+                let (frame, at) = &self.frames[m.topic as usize];
+                let start = self.out.len() + at;
+                self.out.extend_from_slice(frame);
                 m.header
-                    .encode(&mut self.scratch[..crate::payload::HEADER_BYTES]);
-                wire::put_pub(
-                    &mut self.out,
-                    &self.subjects[m.topic as usize],
-                    &self.scratch,
-                );
+                    .encode(&mut self.out[start..start + crate::payload::HEADER_BYTES]);
             }
             match self.writer.lock().await.write_all(&self.out).await {
                 Ok(()) => batch.len(),
@@ -467,7 +473,7 @@ mod tests {
     async fn an_oversized_msg_ends_the_connection_with_the_reason() {
         let target = server_sending(b"MSG t.0 1 18446744073709551615\r\n").await;
         let w: Workload = serde_norway::from_str("protocol: nats\ndurationSeconds: 1").unwrap();
-        let driver = NatsDriver::new(Arc::new(w), target);
+        let driver = NatsDriver::new(Arc::new(w), target, ClientPath::Wire);
         let names = ["warmup".to_string(), "measured".to_string()];
         let stats: Shared = Arc::new(std::sync::Mutex::new(crate::recorder::TaskStats::new(
             &names,

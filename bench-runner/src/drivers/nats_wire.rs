@@ -182,6 +182,16 @@ pub fn put_pub(out: &mut Vec<u8>, subject: &[u8], payload: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// One topic's whole `PUB` frame with a placeholder payload, and where the payload starts:
+/// a publisher copies it once per message and writes the header in place (one copy instead
+/// of five small appends; those were half of a publish-only runner's CPU in perf).
+pub fn pub_template(subject: &[u8], payload: &[u8]) -> (Vec<u8>, usize) {
+    let mut out = Vec::new();
+    put_pub(&mut out, subject, payload);
+    let at = out.len() - payload.len() - 2;
+    (out, at)
+}
+
 struct Digits([u8; 20], usize);
 impl Digits {
     fn as_bytes(&self) -> &[u8] {
@@ -213,6 +223,27 @@ pub enum Frame {
 /// Parses one frame from the front of `buf`, or None when more bytes are needed. MSG
 /// payloads above `max_payload` are refused before anything is buffered for them.
 pub fn parse(buf: &mut BytesMut, max_payload: usize) -> Result<Option<Frame>, ProtocolError> {
+    Ok(match parse_in_place(buf, max_payload)? {
+        None => None,
+        Some(Parsed::Msg { at, len }) => {
+            buf.advance(at);
+            let payload = buf.split_to(len).freeze();
+            buf.advance(2);
+            Some(Frame::Msg(payload))
+        }
+        Some(Parsed::Other(f)) => Some(f),
+    })
+}
+
+/// A parsed frame; a MSG is left in the buffer, its payload at `at..at + len` (then CRLF).
+enum Parsed {
+    Msg { at: usize, len: usize },
+    Other(Frame),
+}
+
+/// [`parse`] without copying a MSG payload out: the reader hands it on as a slice and then
+/// consumes it (a `Bytes` per message was ~10 % of a fast subscriber's CPU in perf).
+fn parse_in_place(buf: &mut BytesMut, max_payload: usize) -> Result<Option<Parsed>, ProtocolError> {
     let Some(i) = line_end(buf)? else {
         return Ok(None);
     };
@@ -226,10 +257,7 @@ pub fn parse(buf: &mut BytesMut, max_payload: usize) -> Result<Option<Frame>, Pr
         if &buf[i + 2 + len..i + 2 + len + 2] != b"\r\n" {
             return Err(ProtocolError::NoCrlfAfterPayload);
         }
-        buf.advance(i + 2);
-        let payload = buf.split_to(len).freeze();
-        buf.advance(2);
-        return Ok(Some(Frame::Msg(payload)));
+        return Ok(Some(Parsed::Msg { at: i + 2, len }));
     }
     let f = match line {
         b"PING" => Frame::Ping,
@@ -238,7 +266,7 @@ pub fn parse(buf: &mut BytesMut, max_payload: usize) -> Result<Option<Frame>, Pr
         _ => Frame::Other,
     };
     buf.advance(i + 2);
-    Ok(Some(f))
+    Ok(Some(Parsed::Other(f)))
 }
 
 /// The byte count of `MSG <subject> <sid> [reply-to] <#bytes>`, at most `max_payload`.
@@ -272,11 +300,11 @@ pub async fn read_frames(
     max_payload: usize,
     writer: Arc<Mutex<OwnedWriteHalf>>,
     pong: Arc<Notify>,
-    mut on_msg: impl FnMut(bytes::Bytes),
+    mut on_msg: impl FnMut(&[u8]),
     mut on_err: impl FnMut(String),
 ) -> Result<(), ProtocolError> {
     loop {
-        let frame = match parse(&mut buf, max_payload) {
+        let frame = match parse_in_place(&mut buf, max_payload) {
             Ok(f) => f,
             Err(e) => {
                 let _ = writer.lock().await.shutdown().await;
@@ -293,13 +321,17 @@ pub async fn read_frames(
             }
         };
         match f {
-            Frame::Msg(p) => on_msg(p),
-            Frame::Ping => {
+            Parsed::Msg { at, len } => {
+                on_msg(&buf[at..at + len]);
+                buf.advance(at + len + 2);
+            }
+            Parsed::Other(Frame::Ping) => {
                 let _ = writer.lock().await.write_all(b"PONG\r\n").await;
             }
-            Frame::Pong => pong.notify_one(),
-            Frame::Err(e) => on_err(e),
-            Frame::Other => {}
+            Parsed::Other(Frame::Pong) => pong.notify_one(),
+            Parsed::Other(Frame::Err(e)) => on_err(e),
+            // A MSG comes as Parsed::Msg; nothing else matters to a benchmark client.
+            Parsed::Other(Frame::Msg(_) | Frame::Other) => {}
         }
     }
 }
@@ -307,6 +339,15 @@ pub async fn read_frames(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_template_with_the_payload_written_in_place_is_the_frame() {
+        let (mut frame, at) = pub_template(b"t.12", b"xxxxxxxx");
+        frame[at..at + 3].copy_from_slice(b"abc");
+        let mut want = Vec::new();
+        put_pub(&mut want, b"t.12", b"abcxxxxx");
+        assert_eq!(frame, want);
+    }
 
     #[test]
     fn frames_parse_across_partial_reads() {

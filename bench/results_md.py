@@ -1,0 +1,160 @@
+"""Renders bench/run's measurements as the bench-runner part of bench/RESULTS.md.
+
+Judging columns are paired ratios with intervals (bench/paired.py); absolute medians are
+context only, since the machine's other work moves them up to 2x between repeats.
+"""
+import os
+import platform
+import re
+import statistics
+import subprocess
+import time
+
+from paired import Ratio
+
+CPU_GOAL = 0.33  # runner CPU per message at most 1/3 of the peer's
+LIBRARY_SLACK = 1.10  # "where a library comes within 10 %, use the library"
+NOTES = "bench/runner-notes.md"  # hand-written: the client decision and the perf profiles
+
+
+def _out(*cmd):
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        return (r.stdout or r.stderr).strip()
+    except OSError:
+        return "?"
+
+
+def _lock_version(root, crate):
+    m = re.search(rf'name = "{crate}"\nversion = "([^"]+)"', (root / "Cargo.lock").read_text())
+    return m.group(1) if m else "?"
+
+
+def environment(runner_bin, root, in_flight):
+    """What the numbers depend on: machine, tool versions, bench-runner build."""
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    dirty = " (uncommitted changes)" if _out("git", "-C", str(root), "status", "--porcelain", "--",
+                                             "bench-runner") else ""
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": f"{cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}",
+        "nats": _out("nats-server", "--version"),
+        "mosquitto": _out("mosquitto", "-h").split("\n")[0],
+        "runner": f"bench-runner {_out(str(runner_bin), '--version').split()[-1]} at "
+                  f"{_out('git', '-C', str(root), 'rev-parse', '--short', 'HEAD')}{dirty}, "
+                  f"async-nats {_lock_version(root, 'async-nats')}, rumqttc {_lock_version(root, 'rumqttc')}",
+        "in_flight": in_flight,
+    }
+
+
+def _vals(runs, tool, key):
+    return [r[key] for r in runs[tool]]
+
+
+def _throughput_key(subs):
+    # With a subscriber the like-for-like figure is end-to-end delivery; else the publish rate.
+    return "deliv" if subs else "pub"
+
+
+def _median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def _fmt(x, digits=0):
+    return "–" if x is None else f"{x:,.{digits}f}"
+
+
+def _library_verdict(tput, cpu):
+    """Library within 10 % on both: throughput wire ÷ library ≤ 1.1 and CPU wire ÷ library
+    ≥ 1/1.1, judged on the whole interval."""
+    a, b = tput.at_most(LIBRARY_SLACK), cpu.at_least(1 / LIBRARY_SLACK)
+    if a == "met" and b == "met":
+        return "within 10 %"
+    if "not met" in (a, b):
+        return "not within 10 %"
+    return "undecided"
+
+
+def goal_table(rows):
+    out = ["| case | peer | CPU/msg wire ÷ peer | CPU goal (wire) | CPU/msg library ÷ peer | CPU goal (library) "
+           "| throughput wire ÷ peer | throughput library ÷ peer |", "|---|---|---|---|---|---|---|---|"]
+    for name, _, peer, subs, runs in rows:
+        k = _throughput_key(subs)
+        cw = Ratio(_vals(runs, "wire", "cpu_per_m"), _vals(runs, "peer", "cpu_per_m"))
+        cl = Ratio(_vals(runs, "library", "cpu_per_m"), _vals(runs, "peer", "cpu_per_m"))
+        tw = Ratio(_vals(runs, "wire", k), _vals(runs, "peer", k))
+        tl = Ratio(_vals(runs, "library", k), _vals(runs, "peer", k))
+        out.append(f"| {name} | {peer} | {cw.cell()} | **{cw.at_most(CPU_GOAL)}** | {cl.cell()} | "
+                   f"{cl.at_most(CPU_GOAL)} | {tw.cell()} | {tl.cell()} |")
+    return out
+
+
+def library_table(rows):
+    out = ["| case | throughput wire ÷ library | CPU/msg wire ÷ library | library |", "|---|---|---|---|"]
+    for name, _, _, subs, runs in rows:
+        k = _throughput_key(subs)
+        t = Ratio(_vals(runs, "wire", k), _vals(runs, "library", k))
+        c = Ratio(_vals(runs, "wire", "cpu_per_m"), _vals(runs, "library", "cpu_per_m"))
+        out.append(f"| {name} | {t.cell()} | {c.cell()} | **{_library_verdict(t, c)}** |")
+    return out
+
+
+def medians_table(rows):
+    out = ["| case | tool | pub msg/s | delivered msg/s | delivered share | CPU s/M msgs | p99 µs |",
+           "|---|---|---|---|---|---|---|"]
+    for name, _, peer, _, runs in rows:
+        for tool in ("wire", "library", "peer"):
+            label = peer if tool == "peer" else f"bench-runner --client {tool}"
+            m = {k: _median(_vals(runs, tool, k)) for k in ("pub", "deliv", "delivered", "cpu_per_m", "p99")}
+            out.append(f"| {name} | {label} | {_fmt(m['pub'])} | {_fmt(m['deliv'])} | {_fmt(m['delivered'], 4)} "
+                       f"| {_fmt(m['cpu_per_m'], 2)} | {_fmt(m['p99'])} |")
+    return out
+
+
+def render(rows, repeats, took_s, env):
+    lines = [
+        "# bench-runner vs the servers' own tools",
+        "",
+        f"Generated by `make bench` (bench/run) on {env['date']}. Machine: {env['machine']}, shared with the "
+        f"servers (and, while this was written, with other builds). {env['nats']}; {env['mosquitto']}; peer tools "
+        "nats-bench (nats.go v1.11 example) and the mosquitto_pub/mosquitto_sub of that mosquitto; "
+        f"{env['runner']}. bench-runner runs closed loop (no rate: as fast as it can), like the peers.",
+        "",
+        f"**Every ratio is from this one run.** Each case ran {repeats} repeats; a repeat runs bench-runner on its "
+        "hand-written wire path (`--client wire`), the peer tool and bench-runner through the libraries "
+        "(`--client library`: async-nats, rumqttc) back to back against the same server, the order rotating per "
+        "repeat. Each repeat gives one ratio per figure; the tables show the geometric mean, its 95 % Student-t "
+        "interval over the repeats' log ratios [low–high] and the min–max (bench/paired.py, the method of "
+        f"operator-core/src/run/paired.rs). bench/run's own cases took {took_s / 60:.1f} min.",
+        "",
+        "CPU/msg = the tool's own user+system CPU seconds (its whole process, from wait4) per message it handled "
+        "(sent + received). Throughput = delivered msg/s (first publish → last delivery) where a subscriber "
+        "runs, else the publish rate.",
+        "",
+        f"## Runner CPU per message ≤ {CPU_GOAL} of the peer's",
+        "",
+        f"A goal is **met** where the interval's upper bound is ≤ {CPU_GOAL}, **not met** where its lower bound is "
+        "above, else **undecided**. The wire path is the default.",
+        "",
+    ]
+    lines += goal_table(rows)
+    lines += ["", "## Hand-written wire path ÷ library (same workload, same run)", "",
+              "Throughput above 1 and CPU below 1 favour the wire path. The library is **within 10 %** where the "
+              f"whole interval has throughput wire ÷ library ≤ {LIBRARY_SLACK:.2f} and CPU wire ÷ library ≥ "
+              f"{1 / LIBRARY_SLACK:.2f}; **not within 10 %** where either interval lies wholly past that.", ""]
+    lines += library_table(rows)
+    lines += ["", "## Medians (context; judge by the ratios above)", ""]
+    lines += medians_table(rows)
+    lines += ["", "How to read it:", "",
+              "- nats-bench's delivered msg/s is the delivery share of its aggregate `NATS Pub/Sub stats` line "
+              "(same end-to-end window as bench-runner's `deliveryRate`); its own `Sub stats` window is half of it.",
+              f"- MQTT QoS 1: every tool gets an in-flight window of {env['in_flight']}. mosquitto_pub -l disconnects at "
+              "the end of its input with messages still queued, so its pub msg/s counts only PUBLISHes the broker "
+              "acknowledged (PUBACKs in its -d log) and its delivered share shows what reached the subscriber; "
+              "mosquitto_sub waits for the rest until nothing has arrived for 3 s (at most 60 s).",
+              "- The MQTT library path changes only the publisher: subscribers are rumqttc on both paths.", ""]
+    root_notes = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), NOTES)
+    if os.path.exists(root_notes):
+        lines += [open(root_notes).read().strip(), ""]
+    return lines

@@ -1,0 +1,45 @@
+"""python3 bench/test_paired.py: checks bench/paired.py against values worked by hand."""
+import math
+import sys
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from paired import Ratio, t975  # noqa: E402
+
+
+class RatioTest(unittest.TestCase):
+    def test_geometric_mean_and_interval_on_logs(self):
+        # Ratios 0.5, 2, 1: logs -ln2, ln2, 0 -> mean 0, sd ln2, half = 4.303 * ln2 / sqrt(3).
+        r = Ratio([1, 4, 3], [2, 2, 3])
+        self.assertAlmostEqual(r.est, 1.0)
+        half = 4.303 * math.log(2) / math.sqrt(3)
+        self.assertAlmostEqual(r.lo, math.exp(-half))
+        self.assertAlmostEqual(r.hi, math.exp(half))
+        self.assertEqual((r.min, r.max), (0.5, 2.0))
+
+    def test_verdicts_need_the_whole_interval(self):
+        tight_low = Ratio([0.20, 0.21, 0.22, 0.20, 0.21], [1] * 5)
+        self.assertEqual(tight_low.at_most(0.33), "met")
+        tight_high = Ratio([0.50, 0.52, 0.49, 0.51, 0.50], [1] * 5)
+        self.assertEqual(tight_high.at_most(0.33), "not met")
+        wide = Ratio([0.1, 0.6, 0.2, 0.5, 0.3], [1] * 5)
+        self.assertEqual(wide.at_most(0.33), "undecided")
+        self.assertEqual(Ratio([0.1], [1]).at_most(0.33), "undecided", "one repeat proves nothing")
+        self.assertEqual(tight_high.at_least(0.45), "met")
+        self.assertEqual(tight_low.at_least(0.45), "not met")
+
+    def test_missing_or_zero_values_are_not_paired(self):
+        r = Ratio([2, None, 0, 4], [1, 1, 1, 2])
+        self.assertEqual(r.n, 2)
+        self.assertAlmostEqual(r.est, 2.0)
+        self.assertEqual(Ratio([None], [1]).cell(), "–")
+
+    def test_t_quantiles_round_down_to_a_wider_interval(self):
+        self.assertEqual(t975(4), 2.776)
+        self.assertEqual(t975(11), 2.228)
+        self.assertEqual(t975(0), math.inf)
+
+
+if __name__ == "__main__":
+    unittest.main()
