@@ -97,10 +97,10 @@ pub struct BenchmarkRunSpec {
     /// `figure` (with variants, every variant's paired ratio to the baseline variant) within
     /// ±`intervalWithinPercent` of its estimate, checked between rounds from `minRounds` on.
     /// `status.stop` records the rounds that ran and why it stopped (IntervalReached, or
-    /// MaxRounds when the interval was not reached). Not `workload.stopWhen`, which ends a
+    /// MaxRounds when the interval was not reached). Not `workload.stages.stopWhen`, which ends a
     /// step or ramp load at its breaking stage within each trial.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop_when: Option<StopWhen>,
+    pub stop_when: Option<RunStopWhen>,
     /// Seconds to pause between trials so queues and caches settle.
     #[serde(default = "default_settle")]
     #[schemars(range(min = 0, max = 600))]

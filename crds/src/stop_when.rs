@@ -1,5 +1,5 @@
 //! `spec.stopWhen`: end a multi-round run once its answer is decisive, and `status.stop`, what
-//! was decided. Not `workload.stopWhen`, which ends a step or ramp load at a breaking stage
+//! was decided. Not `workload.stages.stopWhen`, which ends a step or ramp load at a breaking stage
 //! inside one trial; this one ends the run between rounds.
 use kube::KubeSchema;
 use schemars::JsonSchema;
@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, KubeSchema, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("self.intervalWithinPercent > 0.0").message("stopWhen.intervalWithinPercent: must be greater than 0 (and at most 100)").field_path(".intervalWithinPercent"))]
-pub struct StopWhen {
+pub struct RunStopWhen {
     /// Stop once every interval lies within ±this percent of its estimate (its larger half
     /// width, as a percent of the estimate). Greater than 0, at most 100.
     #[schemars(range(min = 0.0, max = 100.0))]

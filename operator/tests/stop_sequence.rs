@@ -197,10 +197,11 @@ async fn a_run_whose_interval_is_tight_after_three_rounds_stops_and_succeeds() {
     assert_eq!(status(&api, "/stop/reason"), "IntervalReached");
     assert_eq!(status(&api, "/stop/rounds"), 3);
     assert!(status(&api, "/stop/intervalPercent").as_f64().unwrap() <= 5.0);
-    let a = agent.lock().unwrap();
-    assert_eq!((a.results_reads, a.stops.len()), (1, 0));
-    assert!(!a.starts.contains_key(&4), "trial 4 is never released");
-    drop(a);
+    {
+        let a = agent.lock().unwrap();
+        assert_eq!((a.results_reads, a.stops.len()), (1, 0));
+        assert!(!a.starts.contains_key(&4), "trial 4 is never released");
+    }
 
     // The operator restarts: the stop is sent from status.
     let ctx = context(&api, port);

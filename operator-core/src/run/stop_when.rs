@@ -7,7 +7,7 @@ use super::paired;
 use super::stats::{mean, t975, variance};
 use super::variants;
 use msgbench_crds::benchmark_run::{
-    BenchmarkRun, BenchmarkRunStatus, StopFigure, StopReason, StopStatus, StopWhen, TrialFigures,
+    BenchmarkRun, BenchmarkRunStatus, RunStopWhen, StopFigure, StopReason, StopStatus, TrialFigures,
 };
 
 /// Trials per round: every variant once, or the one workload.
@@ -83,7 +83,7 @@ fn value(f: StopFigure) -> paired::Figure {
 }
 
 /// The interval of `sw.figure` over `figures`.
-pub fn spread(br: &BenchmarkRun, sw: &StopWhen, figures: RoundFigures) -> Spread {
+pub fn spread(br: &BenchmarkRun, sw: &RunStopWhen, figures: RoundFigures) -> Spread {
     let (name, f) = (sw.figure.as_str(), value(sw.figure));
     match figures {
         RoundFigures::Single(trials) => {
@@ -140,7 +140,7 @@ pub fn spread(br: &BenchmarkRun, sw: &StopWhen, figures: RoundFigures) -> Spread
 
 /// The check after `rounds` rounds: stop when the interval is within the target, or with
 /// `last` (no round follows) say whether it was reached; otherwise the next round runs.
-pub fn judge(sw: &StopWhen, max_rounds: i32, rounds: u32, s: &Spread, last: bool) -> StopStatus {
+pub fn judge(sw: &RunStopWhen, max_rounds: i32, rounds: u32, s: &Spread, last: bool) -> StopStatus {
     let target = sw.interval_within_percent;
     let reached = s.percent.is_some_and(|p| p <= target);
     let reason = match (reached, last) {

@@ -61,7 +61,7 @@ fn waiting(n: usize, trial: u32) -> Vec<AgentSeen> {
         .collect()
 }
 
-fn sw(br: &BenchmarkRun) -> &StopWhen {
+fn sw(br: &BenchmarkRun) -> &RunStopWhen {
     br.spec.stop_when.as_ref().unwrap()
 }
 
