@@ -9,6 +9,7 @@ pub use crate::benchmark_run_status::*;
 use crate::common::{Placement, Resources};
 pub use crate::fault::*;
 pub use crate::run_failure_reason::{RunFailureReason, UnknownFailureReason};
+pub use crate::stop_when::*;
 pub use crate::variant::*;
 use crate::workload::{Protocol, Workload};
 
@@ -34,6 +35,8 @@ use crate::workload::{Protocol, Workload};
     printcolumn(name = "Verdict", type_ = "string", json_path = ".status.verdict.outcome"),
     printcolumn(name = "Reason", type_ = "string", json_path = ".status.verdict.reason", priority = "1"),
     printcolumn(name = "Compare", type_ = "string", json_path = ".status.headline.comparison"),
+    printcolumn(name = "Rounds", type_ = "integer", json_path = ".status.stop.rounds", priority = "1"),
+    printcolumn(name = "Stop", type_ = "string", json_path = ".status.stop.reason", priority = "1"),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
     validation = Rule::new("!has(self.spec.baselineRef) || self.spec.baselineRef.name != self.metadata.name").message("spec.baselineRef.name: a run cannot be its own baseline").field_path(".spec.baselineRef.name"),
     validation = crate::names::name_rule(MAX_RUN_NAME)
@@ -73,6 +76,9 @@ use crate::workload::{Protocol, Workload};
     "!has(self.faults) || self.workload.protocol == 'jetstream' || self.faults.all(f, f.pod != 'streamLeader')"
 ).message("faults[].pod: streamLeader needs workload.protocol jetstream").field_path(".faults"))]
 #[x_kube(validation = fault_records_rule())]
+#[x_kube(validation = Rule::new(
+    "!has(self.stopWhen) || (has(self.stopWhen.minRounds) ? self.stopWhen.minRounds : 3) <= (has(self.trials) ? self.trials : 1)"
+).message("stopWhen.minRounds: must be at most trials (trials is the most rounds a run with stopWhen takes; minRounds defaults to 3)").field_path(".stopWhen.minRounds"))]
 pub struct BenchmarkRunSpec {
     /// What to benchmark: a msgbench server in this namespace or any endpoint.
     pub target: Target,
@@ -82,10 +88,19 @@ pub struct BenchmarkRunSpec {
     #[serde(default)]
     pub runners: Runners,
     /// Repetitions of the workload; with 2 or more, status reports means and 95 % confidence
-    /// intervals. With `variants`: rounds, each running every variant once.
+    /// intervals. With `variants`: rounds, each running every variant once. With `stopWhen`:
+    /// the most rounds that run.
     #[serde(default = "default_trials")]
     #[schemars(range(min = 1, max = 20))]
     pub trials: i32,
+    /// End the run before `trials` rounds once the answer is decisive: the 95 % interval of
+    /// `figure` (with variants, every variant's paired ratio to the baseline variant) within
+    /// ±`intervalWithinPercent` of its estimate, checked between rounds from `minRounds` on.
+    /// `status.stop` records the rounds that ran and why it stopped (IntervalReached, or
+    /// MaxRounds when the interval was not reached). Not `workload.stages.stopWhen`, which ends a
+    /// step or ramp load at its breaking stage within each trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_when: Option<RunStopWhen>,
     /// Seconds to pause between trials so queues and caches settle.
     #[serde(default = "default_settle")]
     #[schemars(range(min = 0, max = 600))]

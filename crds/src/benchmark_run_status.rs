@@ -114,6 +114,10 @@ pub struct BenchmarkRunStatus {
     /// With `spec.variants`: every variant against the baseline variant, paired by round.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant_comparison: Option<VariantComparison>,
+    /// With `spec.stopWhen`: the last check of the interval, and once decided, the rounds
+    /// that ran and why no more did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<crate::stop_when::StopStatus>,
     /// Every fault execution of `spec.faults`: when it was due, when and on which pod it was
     /// carried out, and what it did to delivery.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

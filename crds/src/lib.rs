@@ -17,6 +17,7 @@ pub mod pod_customization;
 pub mod pubsub_server;
 mod run_failure_reason;
 pub mod server_usage;
+mod stop_when;
 mod variant;
 mod variant_status;
 pub mod workload;

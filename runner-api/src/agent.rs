@@ -1,5 +1,5 @@
 //! What the operator and an agent exchange: the agent config (from the run's ConfigMap) and the
-//! bodies of the control endpoint (`/start`, `/progress`, `/results`, `/results/ack`).
+//! bodies of the control endpoint (`/start`, `/stop`, `/progress`, `/results`, `/results/ack`).
 use msgbench_crds::workload::{Protocol, Workload};
 use serde::{Deserialize, Serialize};
 
@@ -163,6 +163,10 @@ fn default_connect_timeout() -> u32 {
     DEFAULT_CONNECT_TIMEOUT_SECONDS
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 fn default_hold() -> u32 {
     DEFAULT_RESULTS_HOLD_SECONDS
 }
@@ -178,6 +182,19 @@ pub struct StartRequest {
     pub trial: u32,
 }
 
+/// `POST /stop` (and its answer: the stop the agent keeps). The operator's `spec.stopWhen`
+/// decided the run has its answer: the agent runs no trial after `after_trial`, ends its plan
+/// there and holds the records of the trials it ran as if that had been the plan (`GET
+/// /results` says `trials: after_trial`, and `POST /results/ack` with that count ends the
+/// hold). Idempotent: a resend (lost answer, restarted operator) keeps the first stop. Refused
+/// with 409 once a trial after `after_trial` was released: what ran cannot be undone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StopRequest {
+    /// The last trial to run (1-based, in the schedule's order).
+    pub after_trial: u32,
+}
+
 /// `GET /progress`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -191,9 +208,12 @@ pub struct AgentProgress {
     /// The trial this agent waits at the barrier for; 0 while not waiting.
     #[serde(default)]
     pub waiting_for: u32,
-    /// Every trial ran: the results wait on `GET /results`.
+    /// Every trial ran (or every trial up to a `/stop`): the results wait on `GET /results`.
     #[serde(default)]
     pub finished: bool,
+    /// The `afterTrial` of a `POST /stop` this agent keeps; 0 without one.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stopped_after: u32,
     /// The common start this agent keeps for its current trial (ms since the epoch; 0 while it
     /// has none), so the operator can send a late runner the same start as the others.
     #[serde(default)]
@@ -297,7 +317,7 @@ impl RawResultLine {
 #[serde(rename_all = "camelCase")]
 pub struct AgentResults<R = crate::result::RunnerResult> {
     pub runner_id: u16,
-    /// Trials this agent runs in all.
+    /// Trials this agent runs in all: the plan's, or after a `POST /stop`, the trials it ran.
     pub trials: u32,
     /// All of them finished.
     pub finished: bool,

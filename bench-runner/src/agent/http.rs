@@ -9,13 +9,16 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use runner_api::agent::{AgentProgress, AgentResults, RawJson, ResultsAck, StartRequest};
+use runner_api::agent::{
+    AgentProgress, AgentResults, RawJson, ResultsAck, StartRequest, StopRequest,
+};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub fn router(state: Arc<AgentState>) -> Router {
     let guarded = Router::new()
         .route("/start", post(start))
+        .route("/stop", post(stop))
         .route("/progress", get(progress))
         .route("/results", get(results))
         .route("/results/ack", post(ack))
@@ -55,6 +58,22 @@ async fn start(
             trial: req.trial.max(1),
         }),
     )
+}
+
+/// 200 with the stop kept; 409 with the latest trial released when that is past `afterTrial`.
+async fn stop(
+    State(s): State<Arc<AgentState>>,
+    Json(req): Json<StopRequest>,
+) -> (StatusCode, Json<StopRequest>) {
+    match s.stop(req.after_trial.max(1)) {
+        Ok(kept) => (StatusCode::OK, Json(StopRequest { after_trial: kept })),
+        Err(released) => (
+            StatusCode::CONFLICT,
+            Json(StopRequest {
+                after_trial: released,
+            }),
+        ),
+    }
 }
 
 async fn progress(State(s): State<Arc<AgentState>>) -> Json<AgentProgress> {

@@ -2,7 +2,8 @@
 //! `GET /ready`, waits for one common `POST /start {"startAtUnixMs": …}` from the operator (the
 //! start barrier), runs the trials back to back with a settle pause, and keeps each trial's
 //! result for the operator to fetch (`GET /results`) until it confirms (`POST /results/ack`)
-//! or a bounded hold ends. Each record also goes to stdout as checksummed frames
+//! or a bounded hold ends. A `POST /stop {afterTrial}` (the run's `stopWhen` decided) ends the
+//! plan after that trial: the agent then holds the records it has, as if that were the plan. Each record also goes to stdout as checksummed frames
 //! ([`runner_api::result_frames`]), the fallback when the endpoint could not be read. Needs no
 //! Kubernetes API access.
 mod http;
@@ -50,6 +51,8 @@ pub struct AgentState {
     records: Mutex<Vec<RawResultLine>>,
     /// Set when the operator confirmed it stored every record.
     acked: watch::Sender<bool>,
+    /// The last trial to run after a `POST /stop`; 0: the whole plan.
+    stop_after: watch::Sender<u32>,
     /// What `/metrics` serves while the trials run (see [`crate::live_metrics`]).
     live: Arc<LiveMetrics>,
 }
@@ -118,6 +121,7 @@ impl AgentState {
             received,
             waiting_for: self.waiting_for.load(Ordering::SeqCst),
             finished: self.finished.load(Ordering::SeqCst),
+            stopped_after: *self.stop_after.borrow(),
             trial_start_unix_ms: self
                 .start_of(self.trial.load(Ordering::SeqCst))
                 .unwrap_or(0),
@@ -155,10 +159,51 @@ impl AgentState {
         });
         kept
     }
+
+    /// Keeps `after` as the last trial to run (the first stop kept, like a start). `Err` with
+    /// the latest trial released when one after `after` already was: it cannot be undone.
+    fn stop(&self, after: u32) -> Result<u32, u32> {
+        // Under the start lock, so no release slips in between the check and the stop.
+        let _guard = self.start.lock().expect("start");
+        let released = self
+            .start_rx
+            .lock()
+            .expect("start")
+            .as_ref()
+            .and_then(|r| r.borrow().keys().next_back().copied());
+        let kept = *self.stop_after.borrow();
+        if kept > 0 {
+            return Ok(kept);
+        }
+        if let Some(t) = released.filter(|t| *t > after) {
+            return Err(t);
+        }
+        self.stop_after.send_replace(after);
+        Ok(after)
+    }
+
+    /// A stop that ends the plan before `trial`.
+    fn stops_before(&self, trial: u32) -> Option<u32> {
+        let after = *self.stop_after.borrow();
+        (after > 0 && after < trial).then_some(after)
+    }
 }
 
+/// The operator ended the plan after `0` (`POST /stop`): not a failure, the trials so far are
+/// the run's.
+#[derive(Debug)]
+pub struct StopRequested(pub u32);
+
+impl std::fmt::Display for StopRequested {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "stopped after trial {} (POST /stop)", self.0)
+    }
+}
+
+impl std::error::Error for StopRequested {}
+
 /// Trial 1 waits for `/start` (bounded), later trials for the settle pause and, with the
-/// trial barrier, for their own `/start`.
+/// trial barrier, for their own `/start` or a `/stop` that ends the plan before them.
 struct AgentGate {
     state: Arc<AgentState>,
     barrier_timeout: Duration,
@@ -180,6 +225,9 @@ impl StartGate for AgentGate {
             let first = self.trial == 1;
             if !first {
                 tokio::time::sleep(self.settle).await;
+                if let Some(after) = self.state.stops_before(self.trial) {
+                    return Err(StopRequested(after).into());
+                }
                 if !self.barrier {
                     *self.released_ms.lock().expect("released") = since_epoch().as_millis() as u64;
                     return Ok(());
@@ -194,10 +242,24 @@ impl StartGate for AgentGate {
                 .expect("start")
                 .clone()
                 .expect("receiver");
-            let at = tokio::time::timeout(
-                self.barrier_timeout,
-                rx.wait_for(|v| v.contains_key(&trial)),
-            )
+            let mut stop_rx = self.state.stop_after.subscribe();
+            let released = async {
+                let v = rx.wait_for(|v| v.contains_key(&trial)).await;
+                v.map(|v| v[&trial])
+                    .map_err(|_| anyhow::anyhow!("start barrier closed"))
+            };
+            // A stop ends the wait as surely as a start; it wins when both are there.
+            let stopped = stop_rx.wait_for(|s| *s > 0 && *s < trial);
+            let waited = tokio::time::timeout(self.barrier_timeout, async {
+                tokio::select! {
+                    biased;
+                    s = stopped => Err(match s {
+                        Ok(s) => StopRequested(*s).into(),
+                        Err(_) => anyhow::anyhow!("stop channel closed"),
+                    }),
+                    at = released => at,
+                }
+            })
             .await
             .map_err(|_| {
                 anyhow::Error::new(BarrierTimedOut(format!(
@@ -205,9 +267,9 @@ impl StartGate for AgentGate {
                      /start arrived within {}s (barrierTimeoutSeconds)",
                     self.barrier_timeout.as_secs()
                 )))
-            })?
-            .map_err(|_| anyhow::anyhow!("start barrier closed"))?[&trial];
+            })?;
             self.state.waiting_for.store(0, Ordering::SeqCst);
+            let at = waited?;
             let wait = Duration::from_millis(at).saturating_sub(since_epoch());
             tokio::time::sleep(wait).await;
             *self.released_ms.lock().expect("released") = at.max(since_epoch().as_millis() as u64);
@@ -308,9 +370,15 @@ pub async fn run(
         };
         let label = variant_label(&planned);
         let live = opts.live.clone();
-        let mut result = engine::run(workload, &planned.target, opts)
-            .await
-            .map_err(|e| e.context(format!("trial {trial}{label}")))?;
+        let mut result = match engine::run(workload, &planned.target, opts).await {
+            Ok(r) => r,
+            Err(e) if e.downcast_ref::<StopRequested>().is_some() => {
+                tracing::info!(trial, "{e}: this trial and the rest of the plan do not run");
+                state.planned.store(trial - 1, Ordering::SeqCst);
+                break;
+            }
+            Err(e) => return Err(e.context(format!("trial {trial}{label}"))),
+        };
         if let Some(l) = &live {
             l.finished(); // a finished trial is behind no schedule
         }

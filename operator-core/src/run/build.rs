@@ -38,8 +38,11 @@ pub fn agent_config(spec: &BenchmarkRunSpec, target_url: &str) -> AgentConfig {
         connect_timeout_seconds: spec.connect_timeout_seconds.max(1) as u32,
         schedule: Vec::new(),
         // One runner needs no barrier between trials; several start each trial together. With
-        // faults the operator releases every trial, so it knows when each one's fault is due.
-        trial_barrier: spec.runners.count > 1 || !spec.faults.is_empty(),
+        // faults the operator releases every trial, so it knows when each one's fault is due;
+        // with stopWhen, so the runners wait between rounds while it decides.
+        trial_barrier: spec.runners.count > 1
+            || !spec.faults.is_empty()
+            || spec.stop_when.is_some(),
         results_hold_seconds: spec.runners.results_hold_seconds.max(0) as u32,
         target_auth: Vec::new(),
         target_tls: Vec::new(),

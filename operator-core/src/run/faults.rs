@@ -318,10 +318,16 @@ pub fn settle_injections(
 /// Every trial must have had every fault: a run that asked for a fault and ran without it
 /// does not answer its question. `None` when all were carried out.
 pub fn not_injected(br: &BenchmarkRun, faults: &[FaultRecord]) -> Option<String> {
+    not_injected_in(br, faults, super::timing::total_trials(br))
+}
+
+/// As [`not_injected`], over the first `trials` trials (those that ran: `spec.stopWhen` may
+/// end a run before its last round).
+pub fn not_injected_in(br: &BenchmarkRun, faults: &[FaultRecord], trials: i32) -> Option<String> {
     if br.spec.faults.is_empty() {
         return None;
     }
-    let trials = super::timing::total_trials(br).max(1);
+    let trials = trials.max(1);
     let mut missing = Vec::new();
     for trial in 1..=trials {
         for i in 0..br.spec.faults.len() as i32 {

@@ -28,6 +28,7 @@ pub mod stats;
 #[cfg(test)]
 mod status_size;
 pub mod stop_runners;
+pub mod stop_when;
 pub mod target_auth;
 pub mod target_lock;
 pub mod timing;

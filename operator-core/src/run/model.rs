@@ -29,6 +29,9 @@ pub struct Observed {
     pub agents: Vec<AgentSeen>,
     /// Every runner's records, once every runner is done.
     pub results: Option<Gathered>,
+    /// The records of the rounds so far, read while every runner waits at a round boundary
+    /// where a `spec.stopWhen` check is due (`stop_when::check_due`).
+    pub interim: Option<Gathered>,
     /// A sample of the target's server pods, when one was due.
     pub server_usage: Option<UsageRead>,
     /// The run's servers, for the environment report (read with the results).
@@ -57,6 +60,7 @@ impl Observed {
             runner_pods: Vec::new(),
             agents: Vec::new(),
             results: None,
+            interim: None,
             server_usage: None,
             server_pods: Vec::new(),
             faults_allowed: false,

@@ -16,7 +16,7 @@ enum Better {
 }
 
 /// A round's figure, `None` where the round lacks it.
-type Figure = fn(&TrialFigures) -> Option<f64>;
+pub type Figure = fn(&TrialFigures) -> Option<f64>;
 const FIGURES: [(&str, Figure, Better); 5] = [
     ("deliveryRate", |t| t.delivery_rate, Better::Higher),
     ("receiveRate", |t| Some(t.receive_rate), Better::Higher),
@@ -58,6 +58,20 @@ pub fn ratio(base: &[f64], var: &[f64]) -> PairedEstimate {
     }
 }
 
+/// How far the ratio's 95 % interval reaches from its estimate, in percent of it (the larger
+/// side: the interval is symmetric on the log scale, so `e^h − 1`). `None` below 2 rounds with
+/// both figures above 0.
+pub fn ratio_spread_percent(base: &[f64], var: &[f64]) -> Option<f64> {
+    let logs: Vec<f64> = base
+        .iter()
+        .zip(var)
+        .filter(|(b, v)| **b > 0.0 && **v > 0.0)
+        .map(|(b, v)| (v / b).ln())
+        .collect();
+    let (m, ci) = interval(&logs);
+    ci.map(|(lo, _)| ((m - lo).exp() - 1.0) * 100.0)
+}
+
 /// variant − baseline per round.
 pub fn difference(base: &[f64], var: &[f64]) -> PairedEstimate {
     let d: Vec<f64> = base.iter().zip(var).map(|(b, v)| v - b).collect();
@@ -87,7 +101,7 @@ fn verdict(e: &PairedEstimate, none: f64, better: Better) -> ComparisonVerdict {
 }
 
 /// Figures of the rounds both sides completed and have the figure for, in round order.
-fn paired(base: &[TrialFigures], var: &[TrialFigures], f: Figure) -> (Vec<f64>, Vec<f64>) {
+pub fn paired(base: &[TrialFigures], var: &[TrialFigures], f: Figure) -> (Vec<f64>, Vec<f64>) {
     base.iter()
         .filter_map(|b| {
             let v = var.iter().find(|v| v.trial == b.trial)?;

@@ -48,6 +48,10 @@ pub async fn carry_out(
                     echoes,
                 });
             }
+            Effect::StopRunners { after_trial, ips } => {
+                let token = ctx.control_credential(&id.owner_ref.uid);
+                stop_runners(ctx, &token, *after_trial, ips).await;
+            }
             Effect::AckResults { ips, records } => {
                 let token = ctx.control_credential(&id.owner_ref.uid);
                 let addrs: Vec<_> = ips
@@ -114,6 +118,25 @@ async fn create_runners(ctx: &Context, id: &RunIdentity, cm: &ConfigMap, job: &J
         .patch(&name, &pp, &Patch::Apply(job))
         .await?;
     Ok(())
+}
+
+/// `POST /stop` to every IP at once. Best effort: a runner that did not answer is asked again
+/// next pass (it still waits at the barrier); one that refuses had already run past the stop,
+/// and its records then name the trial that is not in the plan (ResultsLost).
+async fn stop_runners(ctx: &Context, token: &str, after_trial: u32, ips: &[String]) {
+    let sends = ips.iter().map(|ip| async move {
+        let Some(addr) = runner_http::agent_addr(ip, ctx.runs.agent_port) else {
+            return;
+        };
+        match runner_http::stop(addr, token, after_trial).await {
+            Ok(kept) if kept == after_trial => {}
+            Ok(kept) => {
+                tracing::warn!(runner = %addr, kept, after_trial, "runner keeps another stop")
+            }
+            Err(e) => tracing::warn!(runner = %addr, error = %e, "stop not delivered"),
+        }
+    });
+    futures::future::join_all(sends).await;
 }
 
 /// `POST /start` to every IP at once; each answer is the start that agent keeps.

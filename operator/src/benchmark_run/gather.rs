@@ -52,15 +52,15 @@ fn classify(e: pod_http::Error, share: usize) -> AgentRead {
 
 async fn from_agent(
     addr: SocketAddr,
-    token: &str,
+    access: &ResultsAccess<'_>,
     held: &mut Reservation,
 ) -> Result<(u16, BTreeMap<u32, RawResultLine>), AgentRead> {
     let share = held.cap();
     let max = share.saturating_sub(held.bytes());
-    let r = runner_http::results(addr, token, max, held)
+    let r = runner_http::results(addr, access.credential, max, held)
         .await
         .map_err(|e| classify(e, share))?;
-    if !r.finished {
+    if !r.finished && !access.so_far {
         return Err(AgentRead::NotYet(format!(
             "agent on {addr} has not finished"
         )));
@@ -118,7 +118,7 @@ async fn records_of(
             Err(e) => Err(Gathered::NotYet(format!("pod {name}: {e}"))),
         });
     };
-    Ok(match from_agent(addr, access.credential, held).await {
+    Ok(match from_agent(addr, access, held).await {
         Ok((id, records)) if id == runner => Ok(Reassembled {
             records,
             damaged: BTreeMap::new(),
@@ -135,6 +135,9 @@ async fn records_of(
 pub struct ResultsAccess<'a> {
     pub credential: &'a str,
     pub from_logs: bool,
+    /// Read the records so far from agents that have not finished (a `spec.stopWhen` check
+    /// between rounds): they must hold exactly the trials asked for.
+    pub so_far: bool,
 }
 
 /// Why a runner that exited cannot give its results when pod logs are off.
@@ -240,6 +243,7 @@ mod tests {
         let access = ResultsAccess {
             credential: "t",
             from_logs: false,
+            so_far: false,
         };
         let (got, _) = gather(&no_api(), &done, &access, 1, &budget).await.unwrap();
         let Gathered::Lost(why) = got else {
@@ -284,6 +288,7 @@ mod tests {
         let access = ResultsAccess {
             credential: "t",
             from_logs: false,
+            so_far: false,
         };
         let (got, held) = gather(&pods, &done, &access, 1, &budget).await.unwrap();
         let Gathered::TooLarge(why) = got else {

@@ -21,7 +21,7 @@ use msgbench_operator_core::run::model::{
 };
 use msgbench_operator_core::run::runner_pods::{self, RunnerView};
 use msgbench_operator_core::run::target_lock::{self, RunOnTarget};
-use msgbench_operator_core::run::{conditions, server_restarts, timing};
+use msgbench_operator_core::run::{conditions, server_restarts, stop_when};
 
 /// Most runs followed along baselineRef when looking for a cycle.
 const MAX_BASELINE_CHAIN: usize = 8;
@@ -144,20 +144,48 @@ async fn read(
         super::fault_inject::leaders_after(ctx, br, &id.namespace, &st.faults, &obs.now).await;
     obs.fault_restarts =
         super::fault_inject::restarts_after(ctx, &id.namespace, &st.faults, &obs.now).await;
+    let runners = br.spec.runners.count.max(1) as usize;
     let done = done_runners(&view, &obs.agents, ctx.runs.agent_port);
-    if done.len() >= br.spec.runners.count.max(1) as usize {
-        let trials = timing::total_trials(br) as u32;
-        let budget = &ctx.runs.merge_budget;
-        let access = gather::ResultsAccess {
-            credential: &token,
-            from_logs: ctx.runs.results_from_pod_logs,
-        };
+    let budget = &ctx.runs.merge_budget;
+    let mut access = gather::ResultsAccess {
+        credential: &token,
+        from_logs: ctx.runs.results_from_pod_logs,
+        so_far: false,
+    };
+    if done.len() >= runners {
+        // The trials that ran: all of them, or those before a recorded stop (stopWhen).
+        let trials = stop_when::trials_run(br, st);
         let (results, held) = gather::gather(&pods, &done, &access, trials, budget).await?;
         (obs.results, *results_memory) = (Some(results), Some(held));
         obs.baseline = baseline(ctx, br, &id.namespace, &id.name).await?;
         obs.server_pods = server_pods(ctx, br, &id.namespace).await?;
+    } else if let Some(k) = stop_when::check_due(br, st, &obs.agents, runners) {
+        // Every runner waits for round k + 1: their records of rounds 1..=k decide it.
+        let waiting = waiting_runners(&view, &obs.agents, ctx.runs.agent_port);
+        (access.from_logs, access.so_far) = (false, true);
+        let trials = k * stop_when::per_round(br);
+        let (interim, held) = gather::gather(&pods, &waiting, &access, trials, budget).await?;
+        (obs.interim, *results_memory) = (Some(interim), Some(held));
     }
     Ok(obs)
+}
+
+/// Runners waiting at a trial barrier, as runners whose records can be read so far.
+fn waiting_runners<'a>(
+    view: &RunnerView<'a>,
+    agents: &[AgentSeen],
+    agent_port: u16,
+) -> Vec<DoneRunner<'a>> {
+    (view.running.iter())
+        .filter_map(|p| {
+            let a = agents.iter().find(|a| a.pod == p.name_any())?;
+            let addr = runner_http::agent_addr(&a.ip, agent_port)?;
+            (a.progress.waiting_for > 0).then_some(DoneRunner {
+                pod: p,
+                holding_at: Some(addr),
+            })
+        })
+        .collect()
 }
 
 /// Runners that finished every trial: exited, or holding their results (`finished`).

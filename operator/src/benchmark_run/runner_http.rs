@@ -4,7 +4,9 @@
 //! `AGENT_PORT` outside tests), so tests can run fake agents on any local port.
 use crate::access::pod_http::{self, Options};
 use crate::runtime::merge_budget::Reservation;
-use runner_api::agent::{AgentProgress, AgentResults, RawJson, ResultsAck, StartRequest};
+use runner_api::agent::{
+    AgentProgress, AgentResults, RawJson, ResultsAck, StartRequest, StopRequest,
+};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
@@ -35,6 +37,14 @@ pub async fn start(
     };
     let reply = pod_http::post_json(addr, "/start", &req, options(token, 3)).await?;
     Ok(reply.json::<StartRequest>()?.start_at_unix_ms)
+}
+
+/// POST /stop: run no trial after `after_trial`; returns the stop the agent keeps (its first,
+/// so resending is safe). A 409 means it had already released a later trial.
+pub async fn stop(addr: SocketAddr, token: &str, after_trial: u32) -> anyhow::Result<u32> {
+    let req = StopRequest { after_trial };
+    let reply = pod_http::post_json(addr, "/stop", &req, options(token, 3)).await?;
+    Ok(reply.json::<StopRequest>()?.after_trial)
 }
 
 /// GET /progress, best effort.

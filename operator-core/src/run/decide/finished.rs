@@ -2,11 +2,11 @@
 //! let holding runners exit once the status has their records, finish a baseline comparison
 //! that waited for the baseline, and delete the children after `ttlSecondsAfterFinished`.
 use super::{seconds_between, Decision, Effect};
+use crate::run::compare;
 use crate::run::conditions as cond;
 use crate::run::model::Observed;
 use crate::run::runner_pods::{ip, RunnerView};
 use crate::run::stop_runners::has_active_runners;
-use crate::run::{compare, timing};
 use msgbench_crds::benchmark_run::{BenchmarkRun, Phase};
 use std::time::Duration;
 
@@ -29,7 +29,7 @@ pub fn decide(br: &BenchmarkRun, obs: &Observed, d: &mut Decision) {
             if !ips.is_empty() {
                 d.effects.push(Effect::AckResults {
                     ips,
-                    records: timing::total_trials(br) as u32,
+                    records: crate::run::stop_when::trials_run(br, &d.status),
                 });
             }
         }

@@ -8,6 +8,7 @@
 //! | Pending, WaitingForTarget     | `prepare`  | every target Ready and reachable → Starting   |
 //! | Starting                      | `barrier`  | every runner ready → Running (start chosen)   |
 //! | Running, Merging              | `running`  | every runner's records read → a verdict       |
+//! |   (between rounds)            | `rounds`   | `spec.stopWhen`: next round, or stop          |
 //! | Succeeded, Failed             | `finished` | never (a new generation starts over)          |
 //!
 //! A run ends Failed with one reason, a `msgbench_crds::RunFailureReason` (each variant says
@@ -15,6 +16,7 @@
 mod barrier;
 mod finished;
 mod prepare;
+mod rounds;
 mod running;
 mod verdict;
 
@@ -67,6 +69,9 @@ pub enum Effect {
         at_unix_ms: u64,
         ips: Vec<String>,
     },
+    /// `POST /stop {afterTrial}` to these pod IPs: `spec.stopWhen` decided (and status
+    /// recorded) that no trial after `after_trial` runs.
+    StopRunners { after_trial: u32, ips: Vec<String> },
     /// Tell runners holding their results that the status has them (`records` per runner).
     AckResults { ips: Vec<String>, records: u32 },
     /// Stop a failed run's runners that are still active (the Job and its logs stay).

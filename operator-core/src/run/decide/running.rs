@@ -1,7 +1,7 @@
 //! Running (and Merging): runners load the target; the operator polls their progress, releases
 //! per-trial barriers, and once every runner's records are read turns them into a verdict.
 use super::barrier::{next_release, store_start, Release};
-use super::{fail, millis, seconds_between, verdict, Decision, Effect, POLL};
+use super::{fail, millis, rounds, seconds_between, verdict, Decision, Effect, POLL};
 use crate::run::build::RunIdentity;
 use crate::run::model::Gathered;
 use crate::run::model::{AgentSeen, Observed};
@@ -78,6 +78,13 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
             g,
             &obs.now,
         );
+    }
+    if rounds::at_barrier(br, obs, d) {
+        // Held between rounds (a stopWhen check, or a stop to send): nothing is released.
+        if d.status.verdict.is_none() {
+            update_progress(br, &mut d.status, &obs.agents, obs, sampled);
+        }
+        return;
     }
     let start_ms = d.status.start_time.as_ref().map_or(0, millis);
     let now_ms = millis(&obs.now);
@@ -163,7 +170,7 @@ fn update_progress(
             .map(|a| a.progress.trial as i32)
             .max()
             .unwrap_or(0),
-        trials: timing::total_trials(br),
+        trials: crate::run::stop_when::trials_run(br, st) as i32,
         elapsed_seconds: elapsed,
         expected_seconds: timing::expected_run_seconds(br),
         published: agents.iter().map(|a| a.progress.published).sum(),

@@ -1518,3 +1518,6 @@ fn fault_outcomes_settle_into_their_records_and_nowhere_else() {
     );
     assert_eq!(st.faults.len(), 2);
 }
+
+#[path = "rounds_tests.rs"]
+mod rounds_tests;

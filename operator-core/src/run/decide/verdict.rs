@@ -1,13 +1,13 @@
 //! Every runner's records are in: check they ran together, merge exactly, evaluate thresholds,
 //! compare with the baseline, record the environment, and reach the verdict.
 use super::barrier::START_APART_TOLERANCE_MS;
-use super::{fail, pass, Decision};
+use super::{fail, pass, rounds, Decision};
 use crate::run::build::RunIdentity;
 use crate::run::model::Observed;
 use crate::run::runner_pods::observed_pod;
 use crate::run::{
-    compare, fault_effect, faults, results, server_restarts, server_usage, timing, variant_results,
-    variants,
+    compare, fault_effect, faults, results, server_restarts, server_usage, stop_when,
+    variant_results, variants,
 };
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, ObservedEnvironment, Phase, RunFailureReason, Severity,
@@ -35,6 +35,9 @@ pub fn decide(
         fault_effect::attach(lines, seconds, &mut st.faults);
     }
     crate::run::fault_restart::mark_down_past_drain(br, &mut st.faults);
+    // A run that stopped early (spec.stopWhen) has the rounds that ran, no more.
+    let ran = stop_when::trials_run(br, st) as i32;
+    st.schedule.truncate(stop_when::rounds_run(br, st) as usize);
     let merged = if br.spec.variants.is_empty() {
         single(br, st, lines, count, obs)
     } else {
@@ -50,7 +53,8 @@ pub fn decide(
             &obs.now,
         );
     }
-    if let Some(msg) = faults::not_injected(br, &st.faults) {
+    rounds::conclude(br, st);
+    if let Some(msg) = faults::not_injected_in(br, &st.faults, ran) {
         // The figures are kept: they show the run without the fault it asked for.
         return fail(st, RunFailureReason::FaultsNotInjected, &msg, g, &obs.now);
     }
@@ -60,7 +64,7 @@ pub fn decide(
     let caution = server_restarts::caution(&env.server_restarts);
     st.environment = Some(env);
     if let Some(p) = &mut st.progress {
-        p.trial = timing::total_trials(br);
+        (p.trial, p.trials) = (ran, ran);
     }
     server_usage::attach(st);
     let broken = broken_thresholds(st);
@@ -94,6 +98,10 @@ pub fn decide(
             let why = "no result after merging";
             return fail(st, RunFailureReason::ResultsLost, why, g, &obs.now);
         }
+    };
+    let msg = match &st.stop {
+        Some(s) => format!("{msg}; stopWhen {}", s.message),
+        None => msg,
     };
     let msg = match caution {
         Some(c) => format!("{msg}; {c}"),
@@ -136,7 +144,8 @@ fn single(
     obs: &Observed,
 ) -> anyhow::Result<()> {
     let records: Vec<results::TrialRecord> = lines.iter().map(|l| (l.trial, l)).collect();
-    let mut collected = results::collect(&records, count, br.spec.trials.max(1) as usize)?;
+    let trials = stop_when::rounds_run(br, st) as usize;
+    let mut collected = results::collect(&records, count, trials)?;
     collected.result.faults = fault_effect::summary(&st.faults, None);
     st.thresholds = results::evaluate(&collected.result, &br.spec.thresholds);
     st.comparison = br

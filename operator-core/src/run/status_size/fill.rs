@@ -495,6 +495,15 @@ pub(super) fn frame(variants: &[String], rounds: usize) -> BenchmarkRunStatus {
         variants: vec![],
         variant_comparison: None,
         faults: vec![],
+        stop: Some(StopStatus {
+            rounds: 20,
+            max_rounds: 20,
+            figure: StopFigure::DeliveryRate,
+            target_percent: long(100.0),
+            interval_percent: Some(long(1e6)),
+            reason: Some(StopReason::IntervalReached),
+            message: "m".repeat(1024),
+        }),
     }
 }
 
