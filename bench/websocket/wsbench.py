@@ -79,14 +79,30 @@ def ws_drops(port):
     return sum(vals) if vals else None
 
 
+def sockudo_drops(log):
+    """Deliveries sockudo dropped: past 1000 queued messages per connection its local adapter
+    logs one "Client buffer full" warning per dropped message and keeps the connection."""
+    try:
+        with open(log, errors="replace") as f:
+            return sum(1 for line in f if "Client buffer full" in line)
+    except OSError:
+        return None
+
+
 class Server:
-    def __init__(self, name, short, cmd, env, port, protocol, cwd=None, runner_env=None):
+    def __init__(self, name, short, cmd, env, port, protocol, cwd=None, runner_env=None, log=None):
         self.name, self.short, self.port, self.protocol = name, short, port, protocol
-        self.runner_env = runner_env or {}
+        self.runner_env, self.log = runner_env or {}, log
+        err = open(log, "wb") if log else subprocess.DEVNULL
         self.proc = subprocess.Popen(cmd, env={**os.environ, **env}, cwd=cwd, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, start_new_session=True,
-                                     preexec_fn=placed(SERVER_CPU))
+                                     stderr=err, start_new_session=True, preexec_fn=placed(SERVER_CPU))
+        if log:
+            err.close()
         wait_listening(port, self.proc)
+
+    def drops(self):
+        """Deliveries the server dropped for slow clients so far (ring skips or buffer-full drops)."""
+        return sockudo_drops(self.log) if self.log else ws_drops(self.port)
 
     def stop(self):
         if self.proc.poll() is None:
@@ -117,7 +133,7 @@ def sockudo_server(workdir):
         "APP_MANAGER_DRIVER": "memory", "RATE_LIMITER_ENABLED": "false", "METRICS_ENABLED": "false",
         "TOKIO_WORKER_THREADS": "1"}, port, "pusher", cwd=workdir,
         runner_env={"MSGBENCH_PUSHER_APP_ID": APP_ID, "MSGBENCH_PUSHER_KEY": APP_KEY,
-                    "MSGBENCH_PUSHER_SECRET": APP_SECRET})
+                    "MSGBENCH_PUSHER_SECRET": APP_SECRET}, log=str(Path(workdir) / "sockudo.log"))
 
 
 class PeakCpu:
@@ -164,7 +180,7 @@ def run_case(br, server, rate, tag, load):
     RAW.mkdir(parents=True, exist_ok=True)
     wf, out = RAW / f"{tag}.json.workload", RAW / f"{tag}.json"
     wf.write_text(workload(server.protocol, rate, load))
-    cpu0, drops0 = proc_cpu(server.proc.pid), ws_drops(server.port)
+    cpu0, drops0 = proc_cpu(server.proc.pid), server.drops()
     sampler = PeakCpu(server.proc.pid)
     timeout = load["seconds"] + load["warmup"] + load["drain"] + 60
     p = subprocess.Popen([str(br), "run", "-f", str(wf), "--target", f"ws://127.0.0.1:{server.port}",
@@ -182,7 +198,7 @@ def run_case(br, server, rate, tag, load):
         sys.exit(f"bench/websocket: bench-runner failed against {server.name}: {err[-1500:]}")
     cpu = proc_cpu(server.proc.pid) - cpu0
     peak = sampler.peak()
-    drops1 = ws_drops(server.port)
+    drops1 = server.drops()
     row = summarise(json.loads(out.read_text()), cpu, peak, proc_hwm(server.proc.pid),
                     None if drops0 is None or drops1 is None else drops1 - drops0)
     row["gen_peak"] = gen_peak

@@ -15,7 +15,7 @@ def judge(r, p99_bound_us):
     if r["errors"]:
         why.append(f"{r['errors']} errors")
     if r.get("drops"):
-        why.append(f"{r['drops']:.0f} ring skips")
+        why.append(f"{r['drops']:.0f} dropped by the server")
     if r["p99"] is None or r["p99"] > p99_bound_us:
         why.append(f"p99 {(r['p99'] or 0) / 1000:.1f} ms")
     if r["saturated"]:

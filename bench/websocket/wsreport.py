@@ -24,7 +24,7 @@ def iv_text(iv):
 
 def rate_table(results, servers, subscribers):
     lines = ["| offered publish/s (deliveries/s) | server | delivered msg/s | delivered ratio (min) | p50 ms | "
-             "p99 ms | server CPU s/M | server cores busy | generator cores busy | peak RSS MB | errors, skips | "
+             "p99 ms | server CPU s/M | server cores busy | generator cores busy | peak RSS MB | errors, server drops | "
              "generator saturated |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for rate, runs in results.items():
