@@ -81,6 +81,7 @@ async fn signed_http_publishes_fan_out_to_every_channel_subscriber() {
     assert_eq!(m.ack_latency.len(), 4000, "every publish acked\n{report}");
     assert_eq!(m.summary.expected, 8000, "{report}");
     let dropped = sockudo_dropped(&server) - dropped_before;
+    eprintln!("closed-loop burst: sockudo dropped {dropped} of 8000 deliveries");
     assert_eq!(
         m.received + dropped,
         8000,
