@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
@@ -32,9 +33,12 @@ impl WebSocketDriver {
         WebSocketDriver { w, o, url }
     }
     async fn connect(&self) -> anyhow::Result<Ws> {
+        // As the pusher driver: tungstenite zero-fills its whole read buffer per read, and the
+        // default 128 KiB made that memset the generator's main cost under fan-out.
+        let config = WebSocketConfig::default().read_buffer_size(16 * 1024);
         let (ws, _) = tokio::time::timeout(
             Duration::from_secs(10),
-            tokio_tungstenite::connect_async(self.url.as_str()),
+            tokio_tungstenite::connect_async_with_config(self.url.as_str(), Some(config), true),
         )
         .await
         .map_err(|_| anyhow::anyhow!("connect to {}: timed out", self.url))?

@@ -427,7 +427,8 @@ pub fn sockudo_at(port: u16) -> Server {
             ("METRICS_ENABLED", "false"),
         ])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        // Kept: its warnings are the only record of what it dropped (`sockudo_dropped`).
+        .stderr(std::fs::File::create(dir.path().join(SOCKUDO_LOG)).unwrap())
         .spawn()
         .unwrap();
     wait_listening(port, Duration::from_secs(15), &mut child);
@@ -436,6 +437,23 @@ pub fn sockudo_at(port: u16) -> Server {
         port,
         _dir: dir,
     }
+}
+
+const SOCKUDO_LOG: &str = "sockudo.log";
+
+/// Deliveries a `sockudo_at` server dropped so far. sockudo queues at most 1000 messages per
+/// connection (WEBSOCKET_MAX_MESSAGES); past that the local adapter logs "Client buffer full
+/// (message limit: 1000), disconnecting slow consumer" once per dropped message and keeps the
+/// connection, so the subscriber never learns of the gap.
+pub fn sockudo_dropped(server: &Server) -> u64 {
+    let log = std::fs::read_to_string(server._dir.path().join(SOCKUDO_LOG)).unwrap_or_default();
+    dropped_in_sockudo_log(&log)
+}
+
+pub fn dropped_in_sockudo_log(log: &str) -> u64 {
+    log.lines()
+        .filter(|l| l.contains("Client buffer full"))
+        .count() as u64
 }
 
 /// Minimal HTTP/1.1 exchange (Connection: close): (status, body).
