@@ -65,20 +65,19 @@ async fn a_tls_server_is_benchmarked_with_its_ca_and_refused_without() {
     assert!(!e.contains(TOKEN), "the token is never in an error: {e}");
 }
 
+/// Core NATS over TLS goes through async-nats (the wire path speaks plain TCP only), whichever
+/// client path was asked for: the target is benchmarked, every message delivered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_core_nats_path_refuses_a_tls_target_naming_the_protocol_that_can() {
-    let yaml = "protocol: nats\nratePerPublisher: 10\nmessagesPerPublisher: 1\n";
-    let e = run(workload(yaml), "tls://localhost:1", RunOptions::default())
-        .await
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("does not fit protocol Nats"), "{e}");
+async fn a_tls_core_nats_target_is_benchmarked_through_the_library() {
+    for client in [
+        bench_runner::ClientPath::Library,
+        bench_runner::ClientPath::Wire,
+    ] {
+        tls_core_nats(client).await;
+    }
 }
 
-/// Core NATS through async-nats (`--client library`) speaks TLS: the same target the wire path
-/// refuses is benchmarked, every message delivered.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_library_core_nats_path_benchmarks_a_tls_target() {
+async fn tls_core_nats(client: bench_runner::ClientPath) {
     let dir = tempfile::tempdir().unwrap();
     let (ca, cert, key) = certificates(dir.path());
     let port = free_port();
@@ -90,7 +89,7 @@ async fn the_library_core_nats_path_benchmarks_a_tls_target() {
     );
     let yaml = "protocol: nats\nsubscribers: 1\nratePerPublisher: 500\nmessagesPerPublisher: 200\n";
     let o = RunOptions {
-        client: bench_runner::ClientPath::Library,
+        client,
         ..opts(Some(ca))
     };
     let r = run(workload(yaml), &format!("tls://localhost:{port}"), o)

@@ -95,11 +95,14 @@ pub fn for_workload(
     target: &TargetUrl,
     opts: &crate::options::RunOptions,
 ) -> anyhow::Result<Arc<dyn Driver>> {
-    let (runner, setup, client) = (opts.runner_id, &opts.setup, opts.client);
+    let (runner, setup) = (opts.runner_id, &opts.setup);
+    // The batched core-NATS path (nats_wire) speaks plain TCP only: a `tls://` target goes
+    // through async-nats, which speaks TLS (bench/RESULTS.md has what that costs per message).
+    let client = match (w.protocol, target.scheme.as_str()) {
+        (Protocol::Nats, "tls") => ClientPath::Library,
+        _ => opts.client,
+    };
     let want: &[&str] = match w.protocol {
-        // The batched core-NATS path (nats_wire) speaks plain TCP only; async-nats (the
-        // library client path and JetStream) speaks TLS.
-        Protocol::Nats if client == ClientPath::Wire => &["nats"],
         Protocol::Nats => &["nats", "tls"],
         Protocol::Jetstream => &["nats", "tls"],
         Protocol::Mqtt => &["mqtt", "tcp"],
