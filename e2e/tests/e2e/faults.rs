@@ -160,9 +160,13 @@ async fn body(ctx: TestContext) -> Result<()> {
     // The operator sees the replacements too, and its kills explain every one of them: no
     // caution about servers that changed without a fault.
     let env = s(&br, "/status/environment");
+    let at_start: Vec<&str> = (env["serverPodsAtStart"].as_array().into_iter().flatten())
+        .filter_map(|p| p["name"].as_str())
+        .collect();
     ensure!(
-        env["serverPodsAtStart"].as_array().map(Vec::len) == Some(before.len()),
-        "status.environment.serverPodsAtStart: {env}"
+        at_start == ["js3-0", "js3-1", "js3-2"],
+        "status.environment.serverPodsAtStart should be js3's three servers, not the lookalike \
+         js3-3: {at_start:?}"
     );
     ensure!(
         env.get("serverRestarts").is_none(),
