@@ -3,7 +3,7 @@
 //! per-round ratio or difference. Throughput: geometric mean of the per-round ratios with a
 //! Student-t interval on their logarithms. Latency: mean of the per-round differences with a
 //! Student-t interval.
-use super::stats::{mean, round3, t975, variance};
+use super::stats::{half_width95, mean, round3};
 use msgbench_crds::benchmark_run::{
     ComparisonVerdict, PairedEstimate, PairedFigure, TrialFigures, VariantComparison,
 };
@@ -34,19 +34,23 @@ fn interval(xs: &[f64]) -> (f64, Option<(f64, f64)>) {
     if xs.len() < 2 {
         return (m, None);
     }
-    let half = t975(xs.len() as f64 - 1.0) * (variance(xs) / xs.len() as f64).sqrt();
+    let half = half_width95(xs);
     (m, Some((m - half, m + half)))
+}
+
+/// ln(variant ÷ baseline) of each round where both are above 0 (elsewhere no ratio exists).
+fn log_ratios(base: &[f64], var: &[f64]) -> Vec<f64> {
+    base.iter()
+        .zip(var)
+        .filter(|(b, v)| **b > 0.0 && **v > 0.0)
+        .map(|(b, v)| (v / b).ln())
+        .collect()
 }
 
 /// variant ÷ baseline per round, on the log scale (rounds where either side is 0 are skipped:
 /// no ratio exists).
 pub fn ratio(base: &[f64], var: &[f64]) -> PairedEstimate {
-    let logs: Vec<f64> = base
-        .iter()
-        .zip(var)
-        .filter(|(b, v)| **b > 0.0 && **v > 0.0)
-        .map(|(b, v)| (v / b).ln())
-        .collect();
+    let logs = log_ratios(base, var);
     if logs.is_empty() {
         return PairedEstimate::default();
     }
@@ -62,13 +66,7 @@ pub fn ratio(base: &[f64], var: &[f64]) -> PairedEstimate {
 /// side: the interval is symmetric on the log scale, so `e^h − 1`). `None` below 2 rounds with
 /// both figures above 0.
 pub fn ratio_spread_percent(base: &[f64], var: &[f64]) -> Option<f64> {
-    let logs: Vec<f64> = base
-        .iter()
-        .zip(var)
-        .filter(|(b, v)| **b > 0.0 && **v > 0.0)
-        .map(|(b, v)| (v / b).ln())
-        .collect();
-    let (m, ci) = interval(&logs);
+    let (m, ci) = interval(&log_ratios(base, var));
     ci.map(|(lo, _)| ((m - lo).exp() - 1.0) * 100.0)
 }
 

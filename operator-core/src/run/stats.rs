@@ -23,13 +23,18 @@ pub fn variance(xs: &[f64]) -> f64 {
     xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() as f64 - 1.0)
 }
 
+/// Half width of the 95 % Student-t interval of the mean of `xs` (2 or more samples).
+pub fn half_width95(xs: &[f64]) -> f64 {
+    t975(xs.len() as f64 - 1.0) * (variance(xs) / xs.len() as f64).sqrt()
+}
+
 /// Mean and 95 % interval; `None` with fewer than 2 samples (no spread to estimate).
 pub fn estimate(xs: &[f64]) -> Option<Estimate> {
     if xs.len() < 2 {
         return None;
     }
     let m = mean(xs);
-    let half = t975(xs.len() as f64 - 1.0) * (variance(xs) / xs.len() as f64).sqrt();
+    let half = half_width95(xs);
     Some(Estimate {
         mean: round3(m),
         ci95_low: round3(m - half),

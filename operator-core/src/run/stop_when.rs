@@ -4,7 +4,7 @@
 //! many rounds (and trials) the run takes once a stop is recorded in `status.stop`.
 use super::model::AgentSeen;
 use super::paired;
-use super::stats::{mean, t975, variance};
+use super::stats::{half_width95, mean};
 use super::variants;
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, RunStopWhen, StopFigure, StopReason, StopStatus, TrialFigures,
@@ -94,8 +94,7 @@ pub fn spread(br: &BenchmarkRun, sw: &RunStopWhen, figures: RoundFigures) -> Spr
                     detail: format!("no interval on {name} (a trial without it, or below 2)"),
                 };
             };
-            let half = t975(xs.len() as f64 - 1.0) * (variance(&xs) / xs.len() as f64).sqrt();
-            let percent = half / mean(&xs) * 100.0;
+            let percent = half_width95(&xs) / mean(&xs) * 100.0;
             Spread {
                 percent: Some(percent),
                 detail: format!("mean {name} ±{percent:.1} %"),
