@@ -1,6 +1,6 @@
-//! NATS over TLS (`tls://`): the JetStream path (async-nats) verifies the server's certificate
-//! with the CA it is given and sends its credentials inside TLS; without that CA, or on the
-//! batched core path that speaks plain TCP only, the run fails before any load, saying why.
+//! NATS over TLS (`tls://`): async-nats (JetStream, and core NATS whichever client path was
+//! asked for) verifies the server's certificate with the CA it is given and sends its
+//! credentials inside TLS; without that CA the run fails before any load, saying why.
 mod support;
 use bench_runner::{run, RunOptions};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
@@ -31,6 +31,18 @@ fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     files
 }
 
+/// A nats-server on a free port that takes TLS only, with the certificate `certificates`
+/// writes and the token: (its directory, ca.crt, port, the server).
+fn tls_nats_server(jetstream: bool) -> (tempfile::TempDir, PathBuf, u16, Server) {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = certificates(dir.path());
+    let port = free_port();
+    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let args = ["--tls", "--tlscert", cert, "--tlskey", key, "--auth", TOKEN];
+    let server = nats_server_with(port, jetstream, &args);
+    (dir, ca, port, server)
+}
+
 fn opts(ca_file: Option<PathBuf>) -> RunOptions {
     RunOptions {
         runner_id: 4,
@@ -43,15 +55,7 @@ fn opts(ca_file: Option<PathBuf>) -> RunOptions {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tls_server_is_benchmarked_with_its_ca_and_refused_without() {
-    let dir = tempfile::tempdir().unwrap();
-    let (ca, cert, key) = certificates(dir.path());
-    let port = free_port();
-    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
-    let _s = nats_server_with(
-        port,
-        true,
-        &["--tls", "--tlscert", cert, "--tlskey", key, "--auth", TOKEN],
-    );
+    let (_dir, ca, port, _s) = tls_nats_server(true);
     let url = format!("tls://localhost:{port}");
     let r = run(workload(JS), &url, opts(Some(ca))).await.unwrap();
     assert_eq!(r.measured.received, 200);
@@ -78,15 +82,7 @@ async fn a_tls_core_nats_target_is_benchmarked_through_the_library() {
 }
 
 async fn tls_core_nats(client: bench_runner::ClientPath) {
-    let dir = tempfile::tempdir().unwrap();
-    let (ca, cert, key) = certificates(dir.path());
-    let port = free_port();
-    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
-    let _s = nats_server_with(
-        port,
-        false,
-        &["--tls", "--tlscert", cert, "--tlskey", key, "--auth", TOKEN],
-    );
+    let (_dir, ca, port, _s) = tls_nats_server(false);
     let yaml = "protocol: nats\nsubscribers: 1\nratePerPublisher: 500\nmessagesPerPublisher: 200\n";
     let o = RunOptions {
         client,
