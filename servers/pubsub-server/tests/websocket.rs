@@ -8,6 +8,9 @@ use futures::{SinkExt, StreamExt};
 use tokio_tungstenite::connect_async;
 use tokio_tungstenite::tungstenite::Message;
 
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
 async fn next_text<S>(ws: &mut S) -> String
 where
     S: futures::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
@@ -48,13 +51,11 @@ async fn frames_larger_than_the_read_buffer_arrive_whole() {
     assert_eq!(next_text(&mut a).await, big);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn broadcast_mode_reaches_every_client() {
-    let server = Server::start(&[("WS_MODE", "broadcast")]);
+/// Two `/ws` clients of `server`, returned once both are registered (the gauge says so).
+async fn two_clients(server: &Server) -> (Ws, Ws) {
     let url = format!("ws://127.0.0.1:{}/ws", server.port);
-    let (mut a, _) = connect_async(&url).await.unwrap();
-    let (mut b, _) = connect_async(&url).await.unwrap();
-    // Both connections are registered once the gauge says so.
+    let (a, _) = connect_async(&url).await.unwrap();
+    let (b, _) = connect_async(&url).await.unwrap();
     eventually("two ws clients", Duration::from_secs(10), || async {
         let m = http("GET", &server.url("/metrics"), None).await.1;
         m.as_str()
@@ -63,6 +64,13 @@ async fn broadcast_mode_reaches_every_client() {
             .then_some(())
     })
     .await;
+    (a, b)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broadcast_mode_reaches_every_client() {
+    let server = Server::start(&[("WS_MODE", "broadcast")]);
+    let (mut a, mut b) = two_clients(&server).await;
     a.send(Message::text("from a")).await.unwrap();
     assert_eq!(next_text(&mut a).await, "from a");
     assert_eq!(next_text(&mut b).await, "from a");
@@ -75,17 +83,7 @@ async fn broadcast_mode_reaches_every_client() {
 async fn broadcast_burst_arrives_whole_and_in_order() {
     const N: usize = 500; // below the ring's 1024, so no client may legitimately skip
     let server = Server::start(&[("WS_MODE", "broadcast"), ("WORKER_THREADS", "1")]);
-    let url = format!("ws://127.0.0.1:{}/ws", server.port);
-    let (mut a, _) = connect_async(&url).await.unwrap();
-    let (mut b, _) = connect_async(&url).await.unwrap();
-    eventually("two ws clients", Duration::from_secs(10), || async {
-        let m = http("GET", &server.url("/metrics"), None).await.1;
-        m.as_str()
-            .unwrap()
-            .contains("pubsub_ws_clients 2")
-            .then_some(())
-    })
-    .await;
+    let (mut a, mut b) = two_clients(&server).await;
     for i in 0..N {
         a.feed(Message::text(format!("m{i}"))).await.unwrap();
     }
