@@ -124,8 +124,9 @@ async fn a_stalled_server_shows_in_high_percentiles() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_impossible_rate_is_flagged_saturated_and_closed_loop_is_flagged() {
+    // 200 M/s is past any loopback: the runner once sent all of 10 M/s within its grace second.
     let s = nats_server(false);
-    let r = run_ok("protocol: nats\nsubscribers: 0\npayloadBytes: 16\nratePerPublisher: 10000000\ndurationSeconds: 1\n", s.port, 1).await;
+    let r = run_ok("protocol: nats\nsubscribers: 0\npayloadBytes: 16\nratePerPublisher: 200000000\ndurationSeconds: 1\n", s.port, 1).await;
     assert!(r.generator.saturated);
     assert!(!r.generator.reasons.is_empty());
     assert!(
