@@ -1,8 +1,9 @@
 //! A secured JetStreamCluster — a token (`spec.auth`) and TLS (`spec.tls`), both from Secrets —
 //! is benchmarked by reference: the servers mount their certificate and key, the runner pods
 //! only the CA, and the run ends Succeeded with every message delivered over `tls://`. A client
-//! without the CA is refused at the handshake (TLS is really enforced); protocol nats, whose
-//! batched client speaks no TLS, is refused before any pod starts, saying what to use. Neither
+//! without the CA is refused at the handshake (TLS is really enforced); protocol nats against
+//! the same server goes over TLS too (through async-nats, as the batched client speaks no TLS)
+//! and delivers every message. Neither
 //! the token nor the private key appears in a ConfigMap, the BenchmarkRun, an Event, a runner's
 //! log or the operator's log.
 use anyhow::{ensure, Context, Result};
@@ -79,7 +80,11 @@ kind: BenchmarkRun
 metadata: {name: core-nats-run}
 spec:
   target: {serverRef: {kind: JetStreamCluster, name: js-tls}}
-  workload: {protocol: nats, ratePerPublisher: 10, durationSeconds: 2}
+  workload: {protocol: nats, ratePerPublisher: 10, durationSeconds: 2, warmupSeconds: 0}
+  runners:
+    resources:
+      requests: {cpu: 20m, memory: 32Mi}
+      limits: {memory: 128Mi}
 "#;
 
 #[tokio::test]
@@ -172,9 +177,22 @@ async fn body(ctx: TestContext) -> Result<()> {
         kinds::conditions_summary(&core)
     );
     ensure!(
-        s(&core, "/status/phase") == "Failed" && why.contains("use workload.protocol jetstream"),
+        s(&core, "/status/phase") == "Succeeded",
         "protocol nats against a TLS server: phase {}, {why}",
         s(&core, "/status/phase")
     );
+    let (published, received) = (
+        s(&core, "/status/result/published").as_u64(),
+        s(&core, "/status/result/received").as_u64(),
+    );
+    ensure!(
+        published == Some(20) && received == published,
+        "protocol nats over TLS: published {published:?}, received {received:?}"
+    );
+    ensure!(
+        why.contains(&format!("tls://js-tls.{}.svc:4222", ctx.ns)),
+        "the core NATS run did not use the tls:// URL: {why}"
+    );
+    never_shown(&ctx, &token, "core-nats-run", &serde_json::to_string(&core)?).await?;
     Ok(())
 }

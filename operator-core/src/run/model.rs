@@ -136,8 +136,9 @@ pub struct Resolved {
     pub auth: Option<TargetSecret>,
     /// The Secret whose `ca.crt` verifies a TLS target (a JetStreamCluster's `spec.tls`).
     pub tls_ca_secret: Option<String>,
-    /// Why the server, as specified, cannot serve this run's protocol (e.g. TLS for protocol
-    /// nats): not something waiting fixes, so the run fails at once with reason TargetUnfit.
+    /// Why the server, as specified, cannot serve this run's protocol (e.g. a pusher server
+    /// for protocol websocket): not something waiting fixes, so the run fails at once with
+    /// reason TargetUnfit.
     pub unfit: Option<String>,
     /// The server's pods carry a fault agent (`spec.faultInjection.enabled`): `crash`, `pause`
     /// (and with `network`, `partition`) faults can be carried out.

@@ -89,9 +89,7 @@ pub async fn resolve_target(
         }
     };
     let display = format!("{:?}/{}", r.kind, r.name);
-    let unfit = unfit
-        .or_else(|| tls_fits(tls_ca_secret.is_some(), protocol).err())
-        .map(|e| format!("target.serverRef: {display}: {e}"));
+    let unfit = unfit.map(|e| format!("target.serverRef: {display}: {e}"));
     let Some(status) = status else {
         return Ok(Err(format!(
             "target.serverRef: {display} does not exist in namespace {ns}"
@@ -143,16 +141,6 @@ fn pubsub_fits(server: PubSubProtocol, workload: Protocol) -> std::result::Resul
     }
 }
 
-/// Only the JetStream path speaks TLS (async-nats); the batched core-NATS path is plain TCP.
-fn tls_fits(tls: bool, protocol: Protocol) -> std::result::Result<(), String> {
-    match (tls, protocol) {
-        (true, Protocol::Nats) => Err("requires TLS (spec.tls), which protocol nats (the \
-             batched core-NATS client) does not speak yet: use workload.protocol jetstream"
-            .into()),
-        _ => Ok(()),
-    }
-}
-
 /// A PubSubServer serves Socket.IO on `http://` and plain WebSocket on `ws://…/ws`.
 fn adapt_url(url: &str, p: Protocol) -> String {
     match p {
@@ -174,15 +162,6 @@ fn adapt_url(url: &str, p: Protocol) -> String {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn a_tls_server_takes_only_the_protocol_that_speaks_tls() {
-        use super::{tls_fits, Protocol};
-        assert!(tls_fits(true, Protocol::Jetstream).is_ok());
-        assert!(tls_fits(false, Protocol::Nats).is_ok());
-        let e = tls_fits(true, Protocol::Nats).unwrap_err();
-        assert!(e.contains("use workload.protocol jetstream"), "{e}");
-    }
-
     #[test]
     fn only_a_pusher_server_serves_pusher_workloads() {
         use super::{pubsub_fits, PubSubProtocol as S};

@@ -325,14 +325,14 @@ fn a_missing_target_is_waited_for_then_target_not_found() {
     );
 }
 
-/// A server whose spec rules out the run's protocol (TLS for protocol nats) is not waited
+/// A server whose spec rules out the run's protocol (a pusher server for websocket) is not waited
 /// for: the run fails at once, saying why and what to use, and creates nothing.
 #[test]
 fn an_unfit_target_fails_the_run_at_once() {
     let br = run(1, "");
     let mut t = ready_target();
     if let Ok(r) = &mut t.resolved {
-        r.unfit = Some("target.serverRef: JetStreamCluster/js3: requires TLS (spec.tls), which protocol nats does not speak yet: use workload.protocol jetstream".into());
+        r.unfit = Some("target.serverRef: PubSubServer/ps: serves protocol pusher, not Websocket (workload.protocol: pusher)".into());
     }
     let mut obs = Observed::at(at(T0 + 1));
     obs.targets = vec![t];
@@ -345,7 +345,7 @@ fn an_unfit_target_fails_the_run_at_once() {
         )
     );
     assert!(
-        message(&d).contains("use workload.protocol jetstream"),
+        message(&d).contains("(workload.protocol: pusher)"),
         "{}",
         message(&d)
     );
