@@ -317,7 +317,7 @@ DEFAULT_OPERAND_IMAGES = {
     "benchRunner": "ghcr.io/msgbench/bench-runner:0.1.0",
     "pubsubServer": "ghcr.io/msgbench/pubsub-server:0.1.0",
     "sockudo": "ghcr.io/msgbench/sockudo:5.2.0",
-    "nats": "docker.io/library/nats:2.12.1",
+    "nats": "docker.io/library/nats:2.15.2",
     "mosquitto": "docker.io/library/eclipse-mosquitto:2.0.11",
     "rumqttd": "docker.io/bytebeamio/rumqttd:0.19.0",
 }
