@@ -5,7 +5,6 @@
 case are aligned by repeat (repeat k ran every server back to back), which is what pairs them.
 A run is the dict bench/pubsub/run's run_case returns.
 """
-import math
 import statistics
 
 from paired import Ratio
@@ -27,18 +26,9 @@ def ms(us):
     return "–" if us is None else f"{us / 1000:.2f}"
 
 
-def digits(r):
-    """Decimals for a Ratio's cell: 2, or more so that its smallest number (interval low or min)
-    keeps two significant digits (a p99 ratio of 0.0021× must not print as 0.00×); at most 6."""
-    small = [x for x in (r.lo, r.min) if x]
-    if not small:
-        return 2
-    return min(6, max(2, 1 - math.floor(math.log10(min(small)))))
-
-
 def cell(r):
-    """'est× [lo–hi] (min–max)' (paired.Ratio.cell) with enough decimals for small ratios."""
-    return r.cell(digits(r))
+    """'est× [lo–hi] (min–max)' (paired.Ratio.cell), small ratios with two significant digits."""
+    return r.cell(significant=True)
 
 
 def reason_kind(reason):
