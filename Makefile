@@ -39,6 +39,7 @@ tools:
 unit: tools
 	cargo test --workspace --exclude msgbench-e2e
 	python3 bench/test_paired.py
+	python3 bench/test_psreport.py
 
 ## crds: regenerate what the Rust types define: the CRD YAML (crds/yaml, the chart, the kustomize
 ## base) and the Argo CD health scripts (from config/gitops/argocd/templates, with the failure

@@ -19,6 +19,11 @@ def t975(df):
     return T975[max(k for k in T975 if k <= df)] if df <= 30 else 1.96
 
 
+def _decimals(x, digits):
+    """At least `digits` decimals, more for two significant digits of a small x (at most 8)."""
+    return digits if x <= 0 else min(8, max(digits, 1 - math.floor(math.log10(x))))
+
+
 class Ratio:
     """ours ÷ theirs over paired repeats: geometric mean, 95 % interval, min and max."""
 
@@ -57,10 +62,11 @@ class Ratio:
             return "not met"
         return "undecided"
 
-    def cell(self, digits=2):
-        """'0.21× [0.18–0.25] (0.17–0.26)': estimate, 95 % interval, min–max."""
+    def cell(self, digits=2, significant=False):
+        """'0.21× [0.18–0.25] (0.17–0.26)': estimate, 95 % interval, min–max. With significant,
+        a number below 0.1 gets the decimals for two significant digits ('0.0021', not '0.00')."""
         if self.est is None:
             return "–"
-        f = lambda x: f"{x:.{digits}f}"
+        f = lambda x: f"{x:.{_decimals(x, digits) if significant else digits}f}"
         ci = f" [{f(self.lo)}–{f(self.hi)}]" if self.lo is not None else ""
         return f"{f(self.est)}×{ci} ({f(self.min)}–{f(self.max)})"

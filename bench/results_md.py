@@ -30,14 +30,19 @@ def _lock_version(root, crate):
     return m.group(1) if m else "?"
 
 
+def machine():
+    """'<CPU model>, <n> CPUs, <kernel>': the machine line every bench RESULTS.md states."""
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    return f"{cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}"
+
+
 def environment(runner_bin, root, in_flight):
     """What the numbers depend on: machine, tool versions, bench-runner build."""
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     dirty = " (uncommitted changes)" if _out("git", "-C", str(root), "status", "--porcelain", "--",
                                              "bench-runner") else ""
     return {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": f"{cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}",
+        "machine": machine(),
         "nats": _out("nats-server", "--version"),
         "mosquitto": _out("mosquitto", "-h").split("\n")[0],
         "runner": f"bench-runner {_out(str(runner_bin), '--version').split()[-1]} at "

@@ -35,6 +35,15 @@ class RatioTest(unittest.TestCase):
         self.assertAlmostEqual(r.est, 2.0)
         self.assertEqual(Ratio([None], [1]).cell(), "–")
 
+    def test_cell_formats(self):
+        r = Ratio([0.20, 0.22], [1, 1])
+        self.assertEqual(r.cell(), r.cell(significant=True), "0.1 and above: same as before")
+        tiny = Ratio([0.0021, 0.0023], [1, 1])
+        self.assertTrue(tiny.cell().startswith("0.00× ["))
+        self.assertTrue(tiny.cell(significant=True).startswith("0.0022× ["))
+        # Each number on its own: a wide interval's tiny low end does not stretch the others.
+        self.assertEqual(Ratio([0.5, 2.0], [1, 1]).cell(significant=True), "1.00× [0.00015–6681.70] (0.50–2.00)")
+
     def test_t_quantiles_round_down_to_a_wider_interval(self):
         self.assertEqual(t975(4), 2.776)
         self.assertEqual(t975(11), 2.228)
