@@ -103,8 +103,8 @@ async fn body(ctx: TestContext) -> Result<()> {
     // 772-828 MiB after the heal (its catch-up retried without end) and was OOMKilled in 4 of
     // 10 runs; 2.15.2 peaked at 33 MiB in 3 of 3. `only_the_fault` names such a restart if it
     // happens again, and each run prints its servers' peak memory.
-    let server = servers::js_memory("jsc", 3, "none")
-        + "  faultInjection: {enabled: true, network: true}\n";
+    let server =
+        servers::js_memory("jsc", 3, "none") + "  faultInjection: {enabled: true, network: true}\n";
     kinds::create(&ctx.client, &ctx.ns, &server).await?;
     servers::wait_ready(
         &ctx,

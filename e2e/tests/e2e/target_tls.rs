@@ -193,6 +193,12 @@ async fn body(ctx: TestContext) -> Result<()> {
         why.contains(&format!("tls://js-tls.{}.svc:4222", ctx.ns)),
         "the core NATS run did not use the tls:// URL: {why}"
     );
-    never_shown(&ctx, &token, "core-nats-run", &serde_json::to_string(&core)?).await?;
+    never_shown(
+        &ctx,
+        &token,
+        "core-nats-run",
+        &serde_json::to_string(&core)?,
+    )
+    .await?;
     Ok(())
 }
