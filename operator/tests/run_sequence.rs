@@ -2,96 +2,22 @@
 //! an operator restart between storing the common start and sending it. Counts API writes: a
 //! pass with nothing new writes nothing.
 
+mod fake_agent;
 mod fake_api;
 
-use axum::extract::State;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use fake_agent::{agent_app, Shared};
 use fake_api::FakeApi;
 use msgbench_crds::BenchmarkRun;
 use msgbench_operator::benchmark_run::reconcile::reconcile;
 use msgbench_operator::runtime::context::{Context, Readiness};
-use runner_api::agent::{AgentProgress, AgentResults, ResultLine, ResultsAck, StartRequest};
+use runner_api::agent::ResultLine;
 use runner_api::control_auth::ControlVerifier;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 const RUN: &str = "/apis/msgbench.dev/v1alpha1/namespaces/bench/benchmarkruns/seq";
 const JOB: &str = "/apis/batch/v1/namespaces/bench/jobs/seq-g1";
 const PODS: &str = "/api/v1/namespaces/bench/pods";
-
-/// What a fake agent was told and what it answers.
-#[derive(Default)]
-struct Agent {
-    progress: AgentProgress,
-    /// Trial → the first start time it got (later ones are kept like a real agent does).
-    starts: BTreeMap<u32, u64>,
-    start_calls: usize,
-    /// `/progress` requests (each carries a credential for the run).
-    progress_calls: usize,
-    /// The `Authorization` header of the last `/progress` request.
-    last_auth: Option<String>,
-    records: Vec<ResultLine>,
-    acked: Option<u32>,
-}
-
-type Shared = Arc<Mutex<Agent>>;
-
-async fn start(State(a): State<Shared>, Json(r): Json<StartRequest>) -> Json<StartRequest> {
-    let mut a = a.lock().unwrap();
-    a.start_calls += 1;
-    let kept = *a.starts.entry(r.trial).or_insert(r.start_at_unix_ms);
-    Json(StartRequest {
-        start_at_unix_ms: kept,
-        trial: r.trial,
-    })
-}
-
-async fn agent_app(ip: &str, port: u16) -> (Shared, u16) {
-    let state: Shared = Arc::default();
-    let app = Router::new()
-        .route("/start", post(start))
-        .route(
-            "/progress",
-            get(
-                |State(a): State<Shared>, headers: axum::http::HeaderMap| async move {
-                    let mut a = a.lock().unwrap();
-                    a.progress_calls += 1;
-                    a.last_auth = headers
-                        .get("authorization")
-                        .and_then(|v| v.to_str().ok())
-                        .map(str::to_string);
-                    Json(a.progress.clone())
-                },
-            ),
-        )
-        .route(
-            "/results",
-            get(|State(a): State<Shared>| async move {
-                let a = a.lock().unwrap();
-                Json(AgentResults {
-                    runner_id: a.records.first().map_or(0, |r| r.runner_id),
-                    trials: 2,
-                    finished: a.progress.finished,
-                    records: a.records.clone(),
-                })
-            }),
-        )
-        .route(
-            "/results/ack",
-            post(
-                |State(a): State<Shared>, Json(r): Json<ResultsAck>| async move {
-                    a.lock().unwrap().acked = Some(r.records);
-                },
-            ),
-        )
-        .with_state(state.clone());
-    let listener = tokio::net::TcpListener::bind((ip, port)).await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (state, port)
-}
 
 fn record(runner: u16, trial: u32, started_ms: u64) -> ResultLine {
     runner_api::testing::record(runner, trial, &[2_000; 100], 100, started_ms)
@@ -164,8 +90,8 @@ fn status(api: &FakeApi, pointer: &str) -> Value {
 
 #[tokio::test]
 async fn a_whole_run_survives_a_restart_between_storing_and_sending_the_start() {
-    let (a1, port) = agent_app("127.0.0.21", 0).await;
-    let (a2, _) = agent_app("127.0.0.22", port).await;
+    let (a1, port) = agent_app("127.0.0.21", 0, 2).await;
+    let (a2, _) = agent_app("127.0.0.22", port, 2).await;
     let api = FakeApi::default();
     api.insert(RUN, run_object());
     let ctx = context(&api, port);
@@ -338,8 +264,8 @@ async fn a_whole_run_survives_a_restart_between_storing_and_sending_the_start() 
 /// One runner's run, Starting: its Job created, no pod yet; agents at .31 (for the Job's pod)
 /// and .32 (for a stale one).
 async fn starting_run() -> (FakeApi, Arc<Context>, Shared, Shared) {
-    let (mine, port) = agent_app("127.0.0.31", 0).await;
-    let (stale, _) = agent_app("127.0.0.32", port).await;
+    let (mine, port) = agent_app("127.0.0.31", 0, 2).await;
+    let (stale, _) = agent_app("127.0.0.32", port, 2).await;
     let api = FakeApi::default();
     let mut run = run_object();
     run["spec"]["runners"]["count"] = json!(1);

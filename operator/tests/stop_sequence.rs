@@ -4,96 +4,21 @@
 //! hears it, an operator restart then sends it from status, and the run ends Succeeded with 3
 //! rounds, the runner's 3 records acknowledged.
 
+mod fake_agent;
 mod fake_api;
 
-use axum::extract::State;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use fake_agent::{agent_app, Shared};
 use fake_api::FakeApi;
 use msgbench_crds::BenchmarkRun;
 use msgbench_operator::benchmark_run::reconcile::reconcile;
 use msgbench_operator::runtime::context::{Context, Readiness};
-use runner_api::agent::{
-    AgentProgress, AgentResults, ResultLine, ResultsAck, StartRequest, StopRequest,
-};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 const RUN: &str = "/apis/msgbench.dev/v1alpha1/namespaces/bench/benchmarkruns/early";
 const JOB: &str = "/apis/batch/v1/namespaces/bench/jobs/early-g1";
 const PODS: &str = "/api/v1/namespaces/bench/pods";
 const IP: &str = "127.0.0.41";
-
-/// What the fake agent was told and what it answers.
-#[derive(Default)]
-struct Agent {
-    progress: AgentProgress,
-    starts: BTreeMap<u32, u64>,
-    stops: Vec<u32>,
-    results_reads: usize,
-    records: Vec<ResultLine>,
-    acked: Option<u32>,
-}
-
-type Shared = Arc<Mutex<Agent>>;
-
-async fn agent_app() -> (Shared, u16) {
-    let state: Shared = Arc::default();
-    let app = Router::new()
-        .route(
-            "/start",
-            post(
-                |State(a): State<Shared>, Json(r): Json<StartRequest>| async move {
-                    let mut a = a.lock().unwrap();
-                    let kept = *a.starts.entry(r.trial).or_insert(r.start_at_unix_ms);
-                    Json(StartRequest {
-                        start_at_unix_ms: kept,
-                        trial: r.trial,
-                    })
-                },
-            ),
-        )
-        .route(
-            "/stop",
-            post(
-                |State(a): State<Shared>, Json(r): Json<StopRequest>| async move {
-                    a.lock().unwrap().stops.push(r.after_trial);
-                    Json(r)
-                },
-            ),
-        )
-        .route(
-            "/progress",
-            get(|State(a): State<Shared>| async move { Json(a.lock().unwrap().progress.clone()) }),
-        )
-        .route(
-            "/results",
-            get(|State(a): State<Shared>| async move {
-                let mut a = a.lock().unwrap();
-                a.results_reads += 1;
-                Json(AgentResults {
-                    runner_id: 1,
-                    trials: a.records.len() as u32,
-                    finished: a.progress.finished,
-                    records: a.records.clone(),
-                })
-            }),
-        )
-        .route(
-            "/results/ack",
-            post(
-                |State(a): State<Shared>, Json(r): Json<ResultsAck>| async move {
-                    a.lock().unwrap().acked = Some(r.records);
-                },
-            ),
-        )
-        .with_state(state.clone());
-    let listener = tokio::net::TcpListener::bind((IP, 0)).await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (state, port)
-}
 
 fn run_object() -> Value {
     json!({
@@ -160,7 +85,7 @@ fn wait_at(a: &Shared, trial: u32) {
 
 #[tokio::test]
 async fn a_run_whose_interval_is_tight_after_three_rounds_stops_and_succeeds() {
-    let (agent, port) = agent_app().await;
+    let (agent, port) = agent_app(IP, 0, 20).await;
     let api = FakeApi::default();
     api.insert(RUN, run_object());
     let ctx = context(&api, port);
