@@ -16,7 +16,8 @@ use msgbench_operator::access::control_key;
 use msgbench_operator::benchmark_run::gather::RESULTS_BUDGET_BYTES;
 use msgbench_operator::runtime::context::{Context, Readiness};
 use msgbench_operator::runtime::merge_budget::MergeBudget;
-use msgbench_operator::runtime::{controllers, http_server, leader};
+use msgbench_operator::runtime::{http_server, leader};
+use msgbench_operator::server::controller as server_controller;
 use msgbench_operator_core::operands::OperandDefaults;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -229,9 +230,9 @@ async fn campaign(
 
 async fn run_controllers(ctx: Arc<Context>, namespace: Option<String>) {
     tokio::join!(
-        controllers::run::<JetStreamCluster>(ctx.clone(), namespace.clone()),
-        controllers::run::<MqttBroker>(ctx.clone(), namespace.clone()),
-        controllers::run::<PubSubServer>(ctx.clone(), namespace.clone()),
+        server_controller::run::<JetStreamCluster>(ctx.clone(), namespace.clone()),
+        server_controller::run::<MqttBroker>(ctx.clone(), namespace.clone()),
+        server_controller::run::<PubSubServer>(ctx.clone(), namespace.clone()),
         msgbench_operator::benchmark_run::controller::run(ctx.clone(), namespace),
     );
 }

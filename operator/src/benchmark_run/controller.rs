@@ -1,7 +1,7 @@
 //! Wiring: the BenchmarkRun controller owns its runner Jobs and watches their pods.
 use super::reconcile::{error_policy, reconcile};
 use crate::runtime::context::Context;
-use crate::runtime::controllers::store_ready;
+use crate::runtime::watch::{api, store_ready};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -20,15 +20,9 @@ use std::time::Duration;
 const PRUNE_EVERY: Duration = Duration::from_secs(10);
 
 pub async fn run(ctx: Arc<Context>, namespace: Option<String>) {
-    let c = ctx.client.clone();
-    let (runs, jobs, pods): (Api<BenchmarkRun>, Api<Job>, Api<Pod>) = match namespace.as_deref() {
-        Some(ns) => (
-            Api::namespaced(c.clone(), ns),
-            Api::namespaced(c.clone(), ns),
-            Api::namespaced(c, ns),
-        ),
-        None => (Api::all(c.clone()), Api::all(c.clone()), Api::all(c)),
-    };
+    let (c, ns) = (&ctx.client, namespace.as_deref());
+    let (runs, jobs, pods): (Api<BenchmarkRun>, Api<Job>, Api<Pod>) =
+        (api(c, ns), api(c, ns), api(c, ns));
     let children = watcher::Config::default().labels(&format!(
         "{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_NAME}={KIND_LABEL}"
     ));

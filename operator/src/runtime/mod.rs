@@ -1,11 +1,12 @@
 //! The process around the controllers: the shared context (client, recorder, readiness, the
-//! results memory budget), controller wiring, leader election, `/metrics` and health endpoints,
-//! the reconcile error type. It may talk to the API server (the Lease, the watches); it holds no
-//! policy of a kind or a run: what to reconcile is `server`'s and `benchmark_run`'s.
+//! results memory budget), what every controller's wiring shares (`watch`), leader election,
+//! `/metrics` and health endpoints, the reconcile error type. It may talk to the API server (the
+//! Lease, the watches); it holds no policy of a kind or a run: what to reconcile is `server`'s
+//! and `benchmark_run`'s.
 pub mod context;
-pub mod controllers;
 pub mod error;
 pub mod http_server;
 pub mod leader;
 pub mod merge_budget;
 pub mod metrics;
+pub mod watch;

@@ -1,32 +1,21 @@
 //! Wiring: one kube-rs Controller per server kind, all children and their pods watched.
 
-use super::context::Context;
-use crate::server::reconcile::{error_policy, reconcile};
+use super::reconcile::{error_policy, reconcile};
+use crate::runtime::context::Context;
+use crate::runtime::watch::{api, store_ready};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::NamespaceResourceScope;
 use kube::runtime::controller::{Config, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::{Resource, ResourceExt};
 use msgbench_operator_core::meta::{LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
 use msgbench_operator_core::server::kind::ManagedServerKind;
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
 use std::sync::Arc;
-use std::time::Duration;
-
-fn api<T>(client: &Client, namespace: Option<&str>) -> Api<T>
-where
-    T: Resource<DynamicType = (), Scope = NamespaceResourceScope>,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    }
-}
 
 /// Runs until SIGTERM/SIGINT, then lets in-flight reconciles finish.
 pub async fn run<K>(ctx: Arc<Context>, namespace: Option<String>)
@@ -81,21 +70,4 @@ where
         })
         .await;
     tracing::info!(kind = K::KIND_LABEL, "controller stopped");
-}
-
-/// Waits until `store` holds its first full list; false if its writer is gone. kube-runtime's
-/// `Store::wait_until_ready` wakes only the waiter that polled it last (its `DelayedInit` keeps
-/// one waker) and the controller's applier waits on it too, so a single long wait can miss the
-/// wake-up: re-poll on a short timer, and let one task per store wait.
-pub async fn store_ready<K>(store: &Store<K>) -> bool
-where
-    K: kube::Resource + Clone + 'static,
-    K::DynamicType: Eq + std::hash::Hash + Clone,
-{
-    loop {
-        match tokio::time::timeout(Duration::from_millis(500), store.wait_until_ready()).await {
-            Ok(result) => return result.is_ok(),
-            Err(_) => continue,
-        }
-    }
 }
