@@ -10,14 +10,8 @@ use runner_api::agent::{
 use runner_api::control_auth::{ControlSigner, ControlVerifier};
 use runner_api::result_frames;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use support::*;
-
-async fn progress(addr: SocketAddr) -> AgentProgress {
-    let (code, body) = http(addr, "GET", "/progress", "").await;
-    assert_eq!(code, 200);
-    serde_json::from_str(&body).expect("progress json")
-}
 
 fn config(port: u16, trials: u32, barrier: u32) -> AgentConfig {
     AgentConfig {
@@ -40,13 +34,6 @@ fn config(port: u16, trials: u32, barrier: u32) -> AgentConfig {
             tag: 77,
         }),
     }
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
 }
 
 const RUN_UID: &str = "run-uid-1";

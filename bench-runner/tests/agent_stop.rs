@@ -6,7 +6,7 @@ mod support;
 use bench_runner::agent;
 use runner_api::agent::{AgentConfig, AgentProgress, AgentResults, RawJson, ResultLine};
 use std::net::SocketAddr;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use support::*;
 
 fn config(port: u16, trials: u32) -> AgentConfig {
@@ -29,19 +29,6 @@ fn config(port: u16, trials: u32) -> AgentConfig {
             tag: 5,
         }),
     }
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
-
-async fn progress(addr: SocketAddr) -> AgentProgress {
-    let (code, body) = http(addr, "GET", "/progress", "").await;
-    assert_eq!(code, 200);
-    serde_json::from_str(&body).expect("progress json")
 }
 
 async fn wait_for(addr: SocketAddr, what: &str, ok: impl Fn(&AgentProgress) -> bool) {

@@ -9,17 +9,10 @@ use runner_api::fault_agent::{AgentAction, FaultReport, FaultRequest};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Child, Command};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use support::*;
 
 const SERVER_UID: &str = "server-uid-1";
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
 
 /// `sleep` under a name of its own (the process name is the name it was executed by), running.
 /// The caller waits on it (every test kills or reaps its victims). A symlink, not a copy: a copy

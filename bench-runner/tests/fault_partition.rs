@@ -10,17 +10,10 @@ use runner_api::fault_agent::{AgentAction, FaultReport, FaultRequest, PartitionF
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use support::*;
 
 const PARTITION_MS: u64 = 1_500;
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
 
 /// An `nft` that stores the ruleset of `-f -` in `<dir>/table` and deletes it on
 /// `delete table`, failing as nft does when there is none.

@@ -456,6 +456,21 @@ pub fn dropped_in_sockudo_log(log: &str) -> u64 {
         .count() as u64
 }
 
+/// Wall-clock milliseconds since the Unix epoch (the agents' start times are in these).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// An agent's `GET /progress`, which must answer 200.
+pub async fn progress(addr: SocketAddr) -> runner_api::agent::AgentProgress {
+    let (code, body) = http(addr, "GET", "/progress", "").await;
+    assert_eq!(code, 200);
+    serde_json::from_str(&body).expect("progress json")
+}
+
 /// Minimal HTTP/1.1 exchange (Connection: close): (status, body).
 pub async fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
     http_as(addr, None, method, path, body).await
