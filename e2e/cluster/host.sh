@@ -64,9 +64,11 @@ teardown_network() {
 
 # kill_pods SOCKET_REGEX CGROUP_DIR...: SIGKILL every process in the pids cgroups below the
 # DIRs (the kubepods trees the kubelets create) and the k8s.io containerd shims whose -address
-# matches SOCKET_REGEX.
+# matches SOCKET_REGEX and that run in this script's mount namespace: a kind node's shims have
+# the same -address (inside the node) and are visible here, but live in the node's namespace.
 kill_pods() {
-  local sock="$1" d f pid
+  local sock="$1" d f pid own_mnt
+  own_mnt="$(readlink /proc/self/ns/mnt)"
   shift
   for d in "$@"; do
     [ -d "$d" ] || continue
@@ -75,6 +77,7 @@ kill_pods() {
     done
   done
   for pid in $(pgrep -f 'containerd-shim-runc-v2 -namespace k8s.io' || true); do
+    [ "$(readlink "/proc/$pid/ns/mnt" 2>/dev/null)" = "$own_mnt" ] || continue
     tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -E -- "-address ($sock) " >/dev/null &&
       kill -KILL "$pid" 2>/dev/null || true
   done
