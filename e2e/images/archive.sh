@@ -2,7 +2,8 @@
 # docker-archive tar (manifest.json + config JSON + layer tar) that `ctr images import` and
 # `kind load image-archive` accept. Output is byte-for-byte reproducible (sorted entries, fixed
 # mtimes), so an unchanged image has an unchanged digest and is not imported again. Sourced.
-source "$(dirname "${BASH_SOURCE[0]}")/../contract.env"  # MSGBENCH_CACHE, CLUSTER
+ARCHIVE_SH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$ARCHIVE_SH_DIR/../contract.env"  # MSGBENCH_CACHE, CLUSTER
 
 # rootfs_base ROOT: /etc/passwd and /etc/group with the non-root users images run as, and /tmp.
 rootfs_base() {
@@ -80,7 +81,9 @@ import_archive() {
     stamp="$stamps/$(echo "$ref" | tr '/:' '__')"
     mkdir -p "$stamps"
     [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ] && return 0
-    kind load image-archive "$tar" --name "${KIND_CLUSTER_NAME:-msgbench}"
+    # In a subshell: the kind engine's docker client and socket (e2e/kind/lib.sh).
+    (source "$ARCHIVE_SH_DIR/../kind/lib.sh" &&
+      kind load image-archive "$tar" --name "${KIND_CLUSTER_NAME:-msgbench}")
     echo "$sum" > "$stamp"
     echo "images: imported $ref" >&2
     return 0
