@@ -91,10 +91,10 @@ def parse(text):
         if tok in ("true", "false", "null"):
             return ("lit", {"true": True, "false": False, "null": None}[tok])
         if peek()[1] == "(":
+            if tok not in STATUS_FUNCTIONS:
+                raise Refused(f"function {tok}() is not supported (only {', '.join(f + '()' for f in sorted(STATUS_FUNCTIONS))})")
             take("(")
             take(")")
-            if tok not in STATUS_FUNCTIONS:
-                raise Refused(f"function {tok}() is not supported (only {', '.join(sorted(STATUS_FUNCTIONS))}())")
             return ("call", tok)
         path = [tok]
         while peek()[1] in (".", "["):
