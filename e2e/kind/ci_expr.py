@@ -92,7 +92,8 @@ def parse(text):
             return ("lit", {"true": True, "false": False, "null": None}[tok])
         if peek()[1] == "(":
             if tok not in STATUS_FUNCTIONS:
-                raise Refused(f"function {tok}() is not supported (only {', '.join(f + '()' for f in sorted(STATUS_FUNCTIONS))})")
+                known = ", ".join(f + "()" for f in sorted(STATUS_FUNCTIONS))
+                raise Refused(f"function {tok}() is not supported (only {known})")
             take("(")
             take(")")
             return ("call", tok)
