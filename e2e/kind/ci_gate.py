@@ -318,6 +318,7 @@ class Runner:
             print(f"ci-gate: {step['uses']}: no-op, {tool} is on PATH ({found}){note}")
             return 0
         if name == "helm/kind-action":  # install_only (check): kind on PATH, as the action leaves it
+            print(f"ci-gate: {step['uses']} (install_only): e2e/tools/ensure kind, {cache_dir() / 'bin'} on PATH")
             code = subprocess.call([str(REPO / "e2e/tools/ensure"), "kind"], env=env)
             self.added_path.append(str(cache_dir() / "bin"))
             return code
