@@ -13,13 +13,13 @@ export NODES ?= 1
 
 .PHONY: test tools lint fmt-check clippy core-purity unit crds crds-check chart-test gitops-test cluster-up \
         cluster-down cluster-status images e2e e2e-check e2e-sockudo demo demo-faults bench bench-operator \
-        plugin-release push chart-push registry-up registry-down
+        plugin-release push chart-push registry-up registry-down workflow-lint
 
 ## test: everything CI runs — lint, unit tests, CRD freshness, chart checks, GitOps checks, e2e on
 ## a real cluster.
 test: lint unit crds-check chart-test gitops-test e2e
 
-lint: fmt-check clippy core-purity
+lint: fmt-check clippy core-purity workflow-lint
 ## core-purity: the operator's core (operator-core/) links no Kubernetes client, async runtime or
 ## HTTP stack, so `decide` is pure by construction.
 core-purity:
@@ -28,18 +28,23 @@ fmt-check:
 	cargo fmt --all -- --check
 clippy:
 	cargo clippy --workspace --all-targets -- -D warnings
+## workflow-lint: actionlint + shellcheck over .github/workflows; a workflow a doc shows equals its file.
+workflow-lint:
+	e2e/tools/workflow-lint
 
 ## tools: the real peers the integration tests talk to (cached; apt and the Go module proxy), and
 ## the headless Chromium that renders kubectl msgbench's report in its test, natsprobe (the fault
-## test's independent nats.go client) and nft (which sees a partition from outside the pod). Not sockudo: its
+## test's independent nats.go client), nft (which sees a partition from outside the pod) and
+## python3-yaml (e2e/kind/ci-gate reads workflows with it). Not sockudo: its
 ## first build takes 15-50 min on 2 cores, too long for every fresh machine; `make e2e-sockudo`.
 tools:
-	e2e/tools/ensure nats-server natsprobe mosquitto helm apt:chromium apt:nftables
+	e2e/tools/ensure nats-server natsprobe mosquitto helm apt:chromium apt:nftables apt:python3-yaml
 
 unit: tools
 	cargo test --workspace --exclude msgbench-e2e
 	python3 bench/test_paired.py
 	python3 bench/test_psreport.py
+	python3 e2e/kind/test_ci_gate.py
 
 ## crds: regenerate what the Rust types define: the CRD YAML (crds/yaml, the chart, the kustomize
 ## base) and the Argo CD health scripts (from config/gitops/argocd/templates, with the failure
