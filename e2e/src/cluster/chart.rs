@@ -61,7 +61,7 @@ fn install() -> Result<()> {
         cmd.arg("--set").arg(format!("images.operator.tag={tag}"));
     }
     // A rebuilt operator keeps its tag: the image's digest in the pod template makes helm roll
-    // the operator whenever the image content changed (local cluster: containerd's record).
+    // the operator whenever the image content changed (the first node's containerd record).
     if let Some(digest) = local_operator_digest() {
         cmd.arg("--set-string").arg(format!(
             "podAnnotations.msgbench\\.dev/image-digest={digest}"

@@ -195,7 +195,10 @@ mod tests {
         assert_eq!(CHART_NAMESPACE, "msgbench-system");
         // What e2e/kind's engine uses: `ip netns exec` takes a name, docker a unix socket.
         assert!(!KIND_NETNS.contains('/'), "{KIND_NETNS}");
-        assert!(KIND_DOCKER_HOST.starts_with("unix:///"), "{KIND_DOCKER_HOST}");
+        assert!(
+            KIND_DOCKER_HOST.starts_with("unix:///"),
+            "{KIND_DOCKER_HOST}"
+        );
     }
 
     #[test]
