@@ -4,6 +4,7 @@
 //! fresh install, and a test that leaves another release behind (registry_install installs the
 //! chart from a registry) relies on it. `make e2e` runs one module per process anyway; this keeps
 //! a whole-binary `cargo test` run the same.
+use crate::cluster::flavour::Flavour;
 use crate::cluster::{contract, kubeconfig_path, repo_root};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -60,7 +61,7 @@ fn install() -> Result<()> {
         cmd.arg("--set").arg(format!("images.operator.tag={tag}"));
     }
     // A rebuilt operator keeps its tag: the image's digest in the pod template makes helm roll
-    // the operator whenever the image content changed (local cluster: containerd's record).
+    // the operator whenever the image content changed (the first node's containerd record).
     if let Some(digest) = local_operator_digest() {
         cmd.arg("--set-string").arg(format!(
             "podAnnotations.msgbench\\.dev/image-digest={digest}"
@@ -133,16 +134,22 @@ fn helm_binary() -> String {
     }
 }
 
-/// Digest of the operator image in the local cluster's containerd, if `ctr` can tell.
+/// Digest of the operator image in the cluster's first node's containerd, if `ctr` can tell
+/// (local: the host's; kind: the control-plane container's, through the kind engine).
 fn local_operator_digest() -> Option<String> {
-    let out = Command::new("ctr")
-        .args(["-n", "k8s.io", "images", "ls"])
-        .output()
-        .ok()?;
-    String::from_utf8_lossy(&out.stdout)
+    let out = Flavour::current().list_images(false).output().ok()?;
+    image_digest(
+        &String::from_utf8_lossy(&out.stdout),
+        contract::OPERATOR_IMAGE,
+    )
+}
+
+/// The DIGEST column (without `sha256:`) of `image`'s row in `ctr images ls` output.
+fn image_digest(listing: &str, image: &str) -> Option<String> {
+    listing
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .find(|f| f.first() == Some(&contract::OPERATOR_IMAGE))
+        .find(|f| f.first() == Some(&image))
         .and_then(|f| {
             f.get(2)
                 .map(|d| d.trim_start_matches("sha256:").to_string())
@@ -160,5 +167,21 @@ mod tests {
         assert_eq!(super::module_of("a::b::t"), "a::b");
         assert_eq!(super::module_of("main"), "");
         assert_eq!(super::test_module(), "cluster::chart::tests");
+    }
+
+    #[test]
+    fn the_operator_digest_is_read_from_its_ctr_row() {
+        let listing = "\
+REF                                  TYPE                                                 DIGEST                                                                  SIZE     PLATFORMS   LABELS
+ghcr.io/msgbench/operator:0.1.0-dbg  application/vnd.docker.distribution.manifest.v2+json sha256:1111 9.0 MiB linux/amd64 io.cri-containerd.image=managed
+ghcr.io/msgbench/operator:0.1.0      application/vnd.docker.distribution.manifest.v2+json sha256:2222 9.1 MiB linux/amd64 io.cri-containerd.image=managed
+";
+        let digest = |image| super::image_digest(listing, image);
+        assert_eq!(
+            digest("ghcr.io/msgbench/operator:0.1.0").as_deref(),
+            Some("2222")
+        );
+        assert_eq!(digest("ghcr.io/msgbench/toolbox:0.1.0"), None);
+        assert_eq!(super::image_digest("", "x"), None);
     }
 }

@@ -18,6 +18,8 @@ pub const OPERATOR_DEPLOYMENT: &str = fixed("OPERATOR_DEPLOYMENT");
 pub const OPERATOR_IMAGE: &str = fixed("OPERATOR_IMAGE");
 pub const TOOLBOX_IMAGE: &str = fixed("TOOLBOX_IMAGE");
 pub const PAUSE_IMAGE: &str = fixed("PAUSE_IMAGE");
+pub const KIND_NETNS: &str = fixed("KIND_NETNS");
+pub const KIND_DOCKER_HOST: &str = fixed("KIND_DOCKER_HOST");
 
 /// `${MSGBENCH_CACHE:-~/.cache/msgbench}`: the project's cache.
 pub fn cache_dir() -> PathBuf {
@@ -191,6 +193,12 @@ mod tests {
         }
         assert!(!cluster().is_empty());
         assert_eq!(CHART_NAMESPACE, "msgbench-system");
+        // What e2e/kind's engine uses: `ip netns exec` takes a name, docker a unix socket.
+        assert!(!KIND_NETNS.contains('/'), "{KIND_NETNS}");
+        assert!(
+            KIND_DOCKER_HOST.starts_with("unix:///"),
+            "{KIND_DOCKER_HOST}"
+        );
     }
 
     #[test]

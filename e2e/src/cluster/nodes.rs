@@ -1,8 +1,9 @@
 //! The nodes of a multi-node cluster (`NODES=3 make e2e`; e2e/cluster/nodes.sh): which exist,
-//! where pods run, a node cordoned for a while, and a node stopped and started again through
-//! `e2e/cluster/node` (local cluster only).
-use crate::cluster::{self, contract};
-use anyhow::{bail, ensure, Context, Result};
+//! where pods run, a node cordoned for a while, and a node stopped and started again (local:
+//! `e2e/cluster/node`; kind: the node container paused).
+use crate::cluster::flavour::Flavour;
+use crate::cluster::{command, contract, kubeconfig_path};
+use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::Client;
@@ -90,6 +91,8 @@ impl Drop for Cordoned {
             // A failed test must not leave the node out of service for the next one.
             let _ = Command::new("kubectl")
                 .args(["uncordon", &self.node])
+                .arg("--kubeconfig")
+                .arg(kubeconfig_path())
                 .status();
         }
     }
@@ -114,23 +117,20 @@ pub fn local_index(node: &str) -> Option<u32> {
     }
 }
 
-/// A local-cluster node stopped (`e2e/cluster/node stop`: traffic dropped, kubelet, pods and
-/// runtime killed) until `start` (or drop: a failed test must not leave it down).
+/// A node stopped like a machine that lost power ([`Flavour::stop_node`]: local `e2e/cluster/node
+/// stop`, kind `docker pause`) until `start` (or drop: a failed test must not leave it down).
 pub struct StoppedNode {
-    index: u32,
+    flavour: Flavour,
     pub name: String,
     started: bool,
 }
 
 impl StoppedNode {
     pub fn stop(node: &str) -> Result<Self> {
-        let index = local_index(node).with_context(|| format!("{node} is not a local node"))?;
-        if contract::cluster() != "local" {
-            bail!("stopping a node needs the local cluster (CLUSTER=local)");
-        }
-        script("stop", index)?;
+        let flavour = Flavour::current();
+        command::stdout_of(flavour.stop_node(node)?)?;
         Ok(StoppedNode {
-            index,
+            flavour,
             name: node.into(),
             started: false,
         })
@@ -138,29 +138,21 @@ impl StoppedNode {
 
     pub fn start(mut self) -> Result<()> {
         self.started = true;
-        script("start", self.index)
+        command::stdout_of(self.flavour.start_node(&self.name)?).map(drop)
     }
 }
 
 impl Drop for StoppedNode {
     fn drop(&mut self) {
         if !self.started {
-            let _ = script("start", self.index);
+            if let Ok(cmd) = self.flavour.start_node(&self.name) {
+                let _ = command::stdout_of(cmd);
+            }
         }
     }
 }
 
-fn script(verb: &str, index: u32) -> Result<()> {
-    let path = cluster::repo_root().join("e2e/cluster/node");
-    let out = Command::new(&path)
-        .args([verb, &index.to_string()])
-        .output()
-        .with_context(|| format!("running {}", path.display()))?;
-    ensure!(
-        out.status.success(),
-        "e2e/cluster/node {verb} {index}: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(())
+/// Whether a test may stop `node` on this cluster (never the one running the API server).
+pub fn can_stop(node: &str) -> bool {
+    Flavour::current().can_stop(node)
 }

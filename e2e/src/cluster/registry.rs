@@ -1,7 +1,9 @@
 //! The install path of a cluster msgbench did not build: a real OCI registry on this machine
 //! (`e2e/registry/up`: the CNCF distribution registry, htpasswd, TLS from a throwaway CA that the
-//! node's containerd trusts), and the README's install blocks run exactly as they stand.
-use crate::cluster::{kubeconfig_path, repo_root};
+//! node's containerd trusts), and the README's install blocks run exactly as they stand. Local
+//! cluster only: kind's nodes cannot reach it ([`unreachable_from_nodes`] says why).
+use crate::cluster::flavour::Flavour;
+use crate::cluster::{command, kubeconfig_path, repo_root};
 use anyhow::{bail, ensure, Context, Result};
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -142,17 +144,15 @@ pub fn pushed_digests(stdout: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Every image reference the node's containerd holds (`ctr images ls -q`).
+/// Every image reference the cluster's first node's containerd holds (`ctr images ls -q`).
 pub fn node_images() -> Result<Vec<String>> {
-    let out = Command::new("ctr")
-        .args(["-n", "k8s.io", "images", "ls", "-q"])
-        .output()
-        .context("running ctr (the local cluster's containerd)")?;
-    ensure!(out.status.success(), "ctr images ls failed");
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect())
+    let listing = command::stdout_of(Flavour::current().list_images(true))?;
+    Ok(listing.lines().map(str::to_string).collect())
+}
+
+/// Why this cluster's nodes cannot pull from the test registry, if they cannot.
+pub fn unreachable_from_nodes() -> Option<&'static str> {
+    Flavour::current().registry_unreachable()
 }
 
 #[cfg(test)]

@@ -1,32 +1,37 @@
 //! A CPU hog the scheduler cannot see, so the kubelet refuses the next pod with `OutOfcpu`.
 //!
-//! The local cluster's kubelet reads static pods from the contract's `STATIC_POD_DIR`. A
-//! static pod in a namespace that does not exist runs, and its CPU request counts in the
-//! kubelet's admission, but its mirror pod is refused by the API server: the scheduler never
-//! sees it, still binds pods to the node, and the kubelet rejects them. That is the real
-//! `OutOfcpu` of a node whose allocations the scheduler's view missed (a static pod, a race).
+//! The kubelet reads static pods from its directory ([`StaticPodDir`]: local, the contract's
+//! `STATIC_POD_DIR`; kind, kubeadm's in the node). A static pod in a namespace that does not
+//! exist runs, and its CPU request counts in the kubelet's admission, but its mirror pod is
+//! refused by the API server: the scheduler never sees it, still binds pods to the node, and
+//! the kubelet rejects them. That is the real `OutOfcpu` of a node whose allocations the
+//! scheduler's view missed (a static pod, a race).
 use crate::cluster::contract;
+use crate::cluster::flavour::Flavour;
 use crate::node::{millicores, pod_cpu_request};
+pub use crate::probes::static_pods::StaticPodDir;
 use crate::wait;
 use anyhow::{bail, Context, Result};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
 use kube::Client;
-use std::path::PathBuf;
 use std::time::Duration;
 
 const HOG_NAME: &str = "msgbench-e2e-cpu-hog";
 /// Never created: the mirror pod must be refused so the scheduler cannot count the hog.
 const HOG_NAMESPACE: &str = "msgbench-e2e-absent";
 
-/// The kubelet's static pod directory, when the cluster is the project's local one.
-pub fn static_pod_dir() -> Option<PathBuf> {
-    (contract::cluster() == "local").then(contract::static_pod_dir)
+/// The kubelet's static pod directory of this cluster's node.
+pub fn static_pod_dir() -> StaticPodDir {
+    StaticPodDir::of(Flavour::current())
 }
+
+/// The hog's manifest file in the static pod directory.
+const MANIFEST_FILE: &str = "msgbench-e2e-cpu-hog.yaml";
 
 /// A running hog; dropping it removes its manifest (the kubelet then stops it).
 pub struct CpuHog {
-    manifest: PathBuf,
+    dir: StaticPodDir,
     client: Client,
     node: String,
     pub millis: i64,
@@ -35,13 +40,8 @@ pub struct CpuHog {
 impl CpuHog {
     /// Take every unrequested millicore of the (single) node, as the kubelet counts them, and
     /// wait until the kubelet runs the hog.
-    pub async fn take_all(client: &Client, dir: PathBuf) -> Result<CpuHog> {
-        anyhow::ensure!(
-            dir.is_dir(),
-            "{} is missing: the local cluster's kubelet must run with staticPodPath there \
-             (run `make cluster-up`)",
-            dir.display()
-        );
+    pub async fn take_all(client: &Client, dir: StaticPodDir) -> Result<CpuHog> {
+        dir.check()?;
         let node = only_node(client).await?;
         // A pod still terminating would free its CPU after the hog took the rest.
         wait::poll(
@@ -64,20 +64,19 @@ impl CpuHog {
         let millis = allocatable - used;
         anyhow::ensure!(millis > 0, "no free CPU on {node} to take ({used}m used)");
         let hog = CpuHog {
-            manifest: dir.join(format!("{HOG_NAME}.yaml")),
+            dir,
             client: client.clone(),
             node,
             millis,
         };
-        std::fs::write(&hog.manifest, manifest(millis))
-            .with_context(|| format!("writing {}", hog.manifest.display()))?;
+        (hog.dir).write(&hog.node, MANIFEST_FILE, &manifest(millis))?;
         hog.wait_listed(true).await?;
         Ok(hog)
     }
 
     /// Remove the manifest and wait until the kubelet no longer runs the hog.
     pub async fn release(self) -> Result<()> {
-        std::fs::remove_file(&self.manifest).ok();
+        self.dir.remove(&self.node, MANIFEST_FILE)?;
         self.wait_listed(false).await
     }
 
@@ -108,7 +107,7 @@ impl CpuHog {
 
 impl Drop for CpuHog {
     fn drop(&mut self) {
-        std::fs::remove_file(&self.manifest).ok();
+        let _ = self.dir.remove(&self.node, MANIFEST_FILE);
     }
 }
 

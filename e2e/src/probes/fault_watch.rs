@@ -1,7 +1,7 @@
 //! What a fault did to a JetStreamCluster, seen from outside the operator: the servers' own logs
 //! followed live, the stream's leader as each server claims it, a container's restarts, the
-//! fault agent's nftables table as the host sees it, and an independent client's figures
-//! against the run's.
+//! fault agent's nftables table as this host's `nft` sees it in the pod's network namespace, and
+//! an independent client's figures against the run's.
 use crate::kinds::Kind;
 use crate::natsprobe::ProbeReport;
 use crate::partition::nft_table_in_server_pod;
@@ -216,7 +216,8 @@ pub fn recorded_leaders(f: &Value, pod: &str) -> Result<(String, String)> {
     Ok((pod.to_string(), after.to_string()))
 }
 
-/// The servers' client URLs by pod IP (this host reaches the local cluster's pods).
+/// The servers' client URLs by pod IP (for the independent client, which runs where they are
+/// routed: `Flavour::reaching_pods`).
 pub fn server_urls(pods: &[Pod]) -> Vec<String> {
     (pods.iter())
         .filter_map(|p| p.status.as_ref()?.pod_ip.clone())

@@ -1,8 +1,10 @@
 //! The fault tests' independent client (`e2e/natsprobe`: nats.go, not async-nats and not
-//! msgbench's code), run on this host against the servers' pod IPs (local cluster only). It
+//! msgbench's code), run on this host against the servers' pod IPs, where the cluster routes
+//! them ([`Flavour::reaching_pods`]: kind's only in its engine's network namespace). It
 //! publishes into a run's own stream on a subject of its own and reads its messages back, so
 //! a fault on that stream's leader is the same fault for it as for the run.
 use crate::cluster::ensure_tool;
+use crate::cluster::flavour::Flavour;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use std::process::Stdio;
@@ -32,7 +34,7 @@ pub struct Probe(tokio::process::Child);
 impl Probe {
     pub fn start(servers: &[String], prefix: &str, seconds: u32) -> Result<Probe> {
         let probe = ensure_tool("natsprobe")?;
-        let child = tokio::process::Command::new(probe)
+        let child = tokio::process::Command::from(Flavour::current().reaching_pods(probe))
             .args(["--servers", &servers.join(",")])
             .args(["--stream-prefix", prefix])
             .args(["--seconds", &seconds.to_string()])

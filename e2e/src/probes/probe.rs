@@ -1,5 +1,6 @@
 //! HTTP to pods and Services through the API server's proxy: the test process never needs a route
-//! to pod IPs, and all traffic stays inside the local cluster.
+//! to pod IPs (kind's are not routed to this host's own namespace), and all traffic stays inside
+//! the cluster.
 use anyhow::{Context, Result};
 use kube::Client;
 

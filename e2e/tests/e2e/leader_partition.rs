@@ -1,5 +1,5 @@
 //! The leader loses the API server for 20 s in the middle of a run with faults (its packets to
-//! the API are dropped, so its requests hang; local cluster only). With two replicas:
+//! the API are dropped, so its requests hang; local and kind). With two replicas:
 //! - the leader steps down on its own within its renew deadline (its log says why), before the
 //!   Lease can pass to the standby: the Lease's new acquire time is later than the old holder's
 //!   last renewal plus the step-down bound, so two leaders never act at once;

@@ -1,7 +1,7 @@
-//! A node lost mid-run (`NODES=3 make e2e`, local cluster; ignored on one node): the node that
+//! A node lost mid-run (`NODES=3 make e2e`, local or kind; ignored on one node): the node that
 //! holds the run's runner and one server of a 3-server JetStreamCluster goes dark like a machine
-//! that lost power (`e2e/cluster/node stop`: its traffic dropped, then its kubelet, pods and
-//! runtime killed). Within the node controller's grace period plus a bound, the run ends
+//! that lost power (local: `e2e/cluster/node stop`, its traffic dropped, then its kubelet, pods
+//! and runtime killed; kind: the node container paused, every process frozen at once). Within the node controller's grace period plus a bound, the run ends
 //! Failed with reason RunnerNodeLost naming the node, and the JetStreamCluster reports Degraded
 //! (NodeNotReady, naming it). When the node comes back, the cluster is Ready again.
 use anyhow::{ensure, Context, Result};
@@ -39,7 +39,7 @@ spec:
 }
 
 #[tokio::test]
-#[ignore = "needs 3 nodes of the local cluster: NODES=3 make e2e"]
+#[ignore = "needs 3 nodes: NODES=3 make e2e"]
 async fn a_node_lost_mid_run_ends_the_run_naming_it_and_the_servers_recover() {
     run("node-failure", body).await;
 }
@@ -50,15 +50,15 @@ async fn body(ctx: TestContext) -> Result<()> {
     kinds::create(&ctx.client, &ctx.ns, &servers_yaml).await?;
     let ready_within = Duration::from_secs(240);
     servers::wait_ready(&ctx, Kind::JetStreamCluster, "js-nodes", ready_within).await?;
-    // The victim holds a server, is not node 1 (the control plane) and not the operator's.
+    // The victim holds a server, is not the control plane's node and not the operator's.
     let operator = nodes::operator_nodes(&ctx.client).await?;
     let victim = servers::server_pods(&ctx, "js-nodes")
         .await?
         .iter()
         .filter_map(nodes::pod_node)
-        .filter(|n| nodes::local_index(n).is_some_and(|i| i > 1) && !operator.contains(n))
+        .filter(|n| nodes::can_stop(n) && !operator.contains(n))
         .min()
-        .context("a server node other than node 1 and the operator's")?;
+        .context("a server node other than the control plane's and the operator's")?;
 
     kinds::create(&ctx.client, &ctx.ns, &run_on(&victim)).await?;
     let runs_api = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
