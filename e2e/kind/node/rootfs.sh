@@ -7,10 +7,16 @@ NODE_PACKAGES=systemd,systemd-sysv,dbus-bin,conntrack,iptables,nftables,ipset,ip
 util-linux,mount,kmod,libseccomp2,pigz,fuse-overlayfs,e2fsprogs,bash,ca-certificates,curl,jq,\
 procps,containerd,runc,containernetworking-plugins,socat
 
+# The Debian mirror apt already uses here (the only one a machine may reach), else Debian's own
+# (a non-Debian host, e.g. an Ubuntu CI runner).
 debian_mirror() {
-  { sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/*.sources 2>/dev/null
-    sed -n 's/^deb \(\[[^]]*\] \)\?\([^ ]*\) bookworm .*/\2/p' /etc/apt/sources.list 2>/dev/null
-  } | grep -v security | head -1
+  local m=""
+  if grep -qx 'ID=debian' /etc/os-release 2>/dev/null; then
+    m="$({ sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/*.sources 2>/dev/null
+      sed -n 's/^deb \(\[[^]]*\] \)\?\([^ ]*\) bookworm .*/\2/p' /etc/apt/sources.list 2>/dev/null
+    } | grep -v security | head -1)"
+  fi
+  echo "${m:-http://deb.debian.org/debian}"
 }
 
 # build_rootfs DIR: debootstrap once per package list (cached: ≈ 2.5 min).
@@ -22,7 +28,8 @@ build_rootfs() {
   rm -rf "$dir.tmp" "$dir"
   # Two stages so that no package's maintainer script can start a service on this machine:
   # policy-rc.d refuses every start between unpacking and configuring.
-  nice debootstrap --foreign --variant=minbase --include="$NODE_PACKAGES" bookworm "$dir.tmp" \
+  nice debootstrap --foreign --variant=minbase --include="$NODE_PACKAGES" \
+    --keyring=/usr/share/keyrings/debian-archive-keyring.gpg bookworm "$dir.tmp" \
     "$(debian_mirror)" >&2
   printf '#!/bin/sh\nexit 101\n' > "$dir.tmp/usr/sbin/policy-rc.d"
   chmod 755 "$dir.tmp/usr/sbin/policy-rc.d"
