@@ -77,15 +77,17 @@ impl Flavour {
     /// stop` or `kill` would close the pods' sockets first and, on start, boot the node afresh
     /// with possibly another address, which the routes to its pod CIDR would not follow.
     pub fn stop_node(self, node: &str) -> Result<Command> {
-        self.node_command(node, "stop", "pause")
+        self.node_command(node, "stop")
     }
 
-    /// The command that brings a node stopped by [`Flavour::stop_node`] back.
+    /// The command that brings a node stopped by [`Flavour::stop_node`] back, and returns once
+    /// the node is Ready again (the next test counts Ready nodes).
     pub fn start_node(self, node: &str) -> Result<Command> {
-        self.node_command(node, "start", "unpause")
+        self.node_command(node, "start")
     }
 
-    fn node_command(self, node: &str, local_verb: &str, docker_verb: &str) -> Result<Command> {
+    /// `e2e/cluster/node VERB N` or `e2e/kind/node-power VERB NAME` (`docker pause`/`unpause`).
+    fn node_command(self, node: &str, verb: &str) -> Result<Command> {
         ensure!(
             self.can_stop(node),
             "{node} is not a node of the {self:?} cluster a test may stop (never the one \
@@ -95,10 +97,14 @@ impl Flavour {
             Flavour::Local => {
                 let index = local_index(node).context("a local node")?;
                 let mut cmd = Command::new(repo_root().join("e2e/cluster/node"));
-                cmd.args([local_verb, &index.to_string()]);
+                cmd.args([verb, &index.to_string()]);
                 cmd
             }
-            Flavour::Kind => kind_engine::docker(&[docker_verb, node]),
+            Flavour::Kind => {
+                let mut cmd = Command::new(repo_root().join("e2e/kind/node-power"));
+                cmd.args([verb, node]);
+                cmd
+            }
         })
     }
 
@@ -173,11 +179,12 @@ mod tests {
     }
 
     #[test]
-    fn a_kind_node_is_paused_and_unpaused_a_local_one_scripted() {
+    fn each_flavour_stops_and_starts_a_node_through_its_script() {
         let stop = argv(&Flavour::Kind.stop_node("msgbench-worker").unwrap());
-        assert_eq!(stop[1..], ["pause", "msgbench-worker"]);
+        assert!(stop[0].ends_with("e2e/kind/node-power"), "{stop:?}");
+        assert_eq!(stop[1..], ["stop", "msgbench-worker"]);
         let start = argv(&Flavour::Kind.start_node("msgbench-worker").unwrap());
-        assert_eq!(start[1..], ["unpause", "msgbench-worker"]);
+        assert_eq!(start[1..], ["start", "msgbench-worker"]);
         let stop = argv(&Flavour::Local.stop_node("msgbench-local-3").unwrap());
         assert!(stop[0].ends_with("e2e/cluster/node"), "{stop:?}");
         assert_eq!(stop[1..], ["stop", "3"]);
