@@ -105,7 +105,11 @@ clean_state() {
     "$KUBELET_DIR"-node[0-9]* /var/lib/cni/networks/msgbench-node[0-9]*
   for ns in /run/netns/cni-*; do
     [ -e "$ns" ] || continue
-    umount "$ns" 2>/dev/null || true; rm -f "$ns"
+    umount "$ns" 2>/dev/null || true
+    # A name whose mount is covered by a later bind of /run/netns over itself (`ip netns add`,
+    # e.g. the kind engine's namespace) cannot be removed ("Device or resource busy"); it names
+    # nothing new (CNI names are random) and a reboot clears it.
+    rm -f "$ns" 2>/dev/null || log "left $ns: its mount lies beneath a later /run/netns mount"
   done
   # The PV pool's data belongs to the etcd state that is gone with it.
   rm -rf /var/lib/cni/networks/msgbench "$RUNTIME_DIR" "$PV_DIR"
