@@ -35,10 +35,10 @@ workflow-lint:
 ## tools: the real peers the integration tests talk to (cached; apt and the Go module proxy), and
 ## the headless Chromium that renders kubectl msgbench's report in its test, natsprobe (the fault
 ## test's independent nats.go client), nft (which sees a partition from outside the pod) and
-## python3-yaml (e2e/kind/ci-gate reads workflows with it), capsh (e2e/kind/test-runc-bounded). Not sockudo: its
+## python3-yaml (e2e/kind/ci-gate reads workflows with it), capsh and jq (e2e/kind/test-runc-bounded). Not sockudo: its
 ## first build takes 15-50 min on 2 cores, too long for every fresh machine; `make e2e-sockudo`.
 tools:
-	e2e/tools/ensure nats-server natsprobe mosquitto helm apt:chromium apt:nftables apt:python3-yaml apt:libcap2-bin
+	e2e/tools/ensure nats-server natsprobe mosquitto helm apt:chromium apt:nftables apt:python3-yaml apt:libcap2-bin apt:jq
 
 unit: tools
 	cargo test --workspace --exclude msgbench-e2e
