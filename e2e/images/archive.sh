@@ -69,6 +69,21 @@ image_archive() {
   rm -rf "$work"
 }
 
+# pause_archive: the pod sandbox image ($PAUSE_IMAGE: e2e/cluster/pause.c built static, since no
+# registry is reachable) at $MSGBENCH_CACHE/images/pause-3.10.tar, rebuilt when pause.c changes.
+# Prints the path. The local cluster imports it; kind's node image carries it.
+pause_archive() {
+  local tar="$MSGBENCH_CACHE/images/pause-3.10.tar" src="$ARCHIVE_SH_DIR/../cluster/pause.c" root
+  if [ ! -s "$tar" ] || [ "$src" -nt "$tar" ]; then
+    root="$(mktemp -d)"
+    rootfs_base "$root"
+    gcc -static -Os -s -o "$root/pause" "$src"
+    image_archive "$PAUSE_IMAGE" "$root" "$tar" '{"Entrypoint":["/pause"],"User":"65535:65535"}'
+    rm -rf "$root"
+  fi
+  echo "$tar"
+}
+
 # import_archive REF TAR: load TAR into the cluster's runtime unless that exact archive is already
 # there. CLUSTER=local: the k8s.io namespace (what the kubelets use) of every node's containerd;
 # CLUSTER=kind: kind (every node).

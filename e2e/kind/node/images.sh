@@ -43,13 +43,12 @@ fill_etcd() { add_binary "$1" "$BIN/etcd" /usr/local/bin/etcd; }
 fill_coredns() { add_binary "$1" "$K8S_BIN/coredns" /coredns; }
 fill_router() { add_binary "$1" "$BIN/kube-router" /usr/local/bin/kube-router; add_netfilter "$1"; fill_busybox "$1"; }
 fill_local_path() { add_binary "$1" "$BIN/local-path-provisioner" /usr/local/bin/local-path-provisioner; }
-fill_pause() { gcc -static -Os -s -o "$1/pause" "$HERE/../cluster/pause.c"; }
 
 # build_node_images DEST: every image kubeadm's control plane and kind's add-ons need. CoreDNS is
 # the version build-k8s makes (kind config: dns.imageTag), the sandbox image kind's containerd
 # config names (pause:3.10).
 build_node_images() {
-  local d="$1" c etcd_tag coredns_tag
+  local d="$1" c etcd_tag coredns_tag pause
   etcd_tag="$(kubeadm_image etcd)"; coredns_tag="$(cat "$K8S_BIN/.coredns.version")"
   for c in kube-apiserver kube-controller-manager kube-scheduler; do
     COMPONENT="$c" node_image "$d" "$c" "registry.k8s.io/$c:$K8S_VERSION" "{\"Env\":[$PATH_ENV]}" fill_component
@@ -59,7 +58,8 @@ build_node_images() {
   node_image "$d" etcd "registry.k8s.io/etcd:$etcd_tag" "{\"Env\":[$PATH_ENV]}" fill_etcd
   node_image "$d" coredns "registry.k8s.io/coredns/coredns:$coredns_tag" \
     "{\"Entrypoint\":[\"/coredns\"],\"Env\":[$PATH_ENV]}" fill_coredns
-  node_image "$d" pause "$PAUSE_IMAGE" '{"Entrypoint":["/pause"],"User":"65535:65535"}' fill_pause
+  pause="$(pause_archive)"
+  cp "$pause" "$d/pause.tar"
   node_image "$d" kube-router "$KUBE_ROUTER_IMAGE:$(cat "$BIN/.kube-router.version")" \
     "{\"Entrypoint\":[\"/usr/local/bin/kube-router\"],\"Env\":[$PATH_ENV]}" fill_router
   node_image "$d" local-path-provisioner "$LOCAL_PATH_IMAGE:$(cat "$BIN/.local-path-provisioner.version")" \
