@@ -148,6 +148,13 @@ pub struct BenchmarkRunSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 2592000))]
     pub ttl_seconds_after_finished: Option<i32>,
+    /// Seconds after the run finishes before the BenchmarkRun itself is deleted (its trend
+    /// series on the operator's /metrics stay). Unset: the operator's default (the chart's
+    /// `retention.deleteAfterSeconds`), and without one the run stays until the history limit
+    /// of its benchmark removes it. The annotation `msgbench.dev/retain: "true"` keeps a run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 31536000))]
+    pub delete_after_seconds: Option<i64>,
     /// Variants compared within this run (2 to 6), e.g. stream replicas 1 vs 2. Each of the
     /// `trials` rounds runs every variant once, in a randomised order, on the same runner pods;
     /// status compares each variant with `baselineVariant` from the paired rounds, so drift

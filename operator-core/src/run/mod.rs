@@ -18,6 +18,7 @@ pub mod identity;
 pub mod model;
 pub mod paired;
 pub mod results;
+pub mod retention;
 pub mod runner_access;
 pub mod runner_failure;
 pub mod runner_pods;
@@ -25,8 +26,9 @@ pub mod runner_records;
 pub mod server_restarts;
 pub mod server_usage;
 pub mod stats;
-#[cfg(test)]
-mod status_size;
+#[cfg(any(test, feature = "status-fixtures"))]
+#[cfg_attr(not(test), allow(dead_code))]
+pub mod status_size;
 pub mod stop_runners;
 pub mod stop_when;
 pub mod target_auth;
