@@ -19,6 +19,7 @@ use msgbench_operator::runtime::merge_budget::MergeBudget;
 use msgbench_operator::runtime::{http_server, leader};
 use msgbench_operator::server::controller as server_controller;
 use msgbench_operator_core::operands::OperandDefaults;
+use msgbench_operator_core::run::retention::RetentionPolicy;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tracing_subscriber::EnvFilter;
@@ -82,6 +83,17 @@ struct Args {
     /// `get` on pods/log: chart `results.fromPodLogs`). Off: such a run ends ResultsLost.
     #[arg(long, env = "RESULTS_FROM_POD_LOGS")]
     results_from_pod_logs: bool,
+    /// Succeeded BenchmarkRuns kept per benchmark (label `msgbench.dev/benchmark`, else
+    /// `generateName`) and namespace; older ones are deleted. Unset: all are kept.
+    #[arg(long, env = "SUCCEEDED_RUNS_HISTORY_LIMIT")]
+    succeeded_runs_history_limit: Option<u32>,
+    /// Failed BenchmarkRuns kept per benchmark and namespace, as above.
+    #[arg(long, env = "FAILED_RUNS_HISTORY_LIMIT")]
+    failed_runs_history_limit: Option<u32>,
+    /// Seconds after finishing before a BenchmarkRun without `spec.deleteAfterSeconds` is
+    /// deleted. Unset: never by age.
+    #[arg(long, env = "DELETE_RUNS_AFTER_SECONDS", value_parser = clap::value_parser!(i64).range(0..))]
+    delete_runs_after_seconds: Option<i64>,
 }
 
 impl Args {
@@ -140,6 +152,12 @@ async fn main() -> anyhow::Result<()> {
     let mut ctx = Context::new(client, readiness.clone(), !args.no_varz);
     ctx.runs.allow_faults = args.allow_faults;
     ctx.runs.results_from_pod_logs = args.results_from_pod_logs;
+    ctx.runs.retention = RetentionPolicy {
+        succeeded_history_limit: args.succeeded_runs_history_limit,
+        failed_history_limit: args.failed_runs_history_limit,
+        delete_after_seconds: args.delete_runs_after_seconds,
+    };
+    tracing::info!(retention = ?ctx.runs.retention, "finished runs' retention");
     match (&args.control_key_secret, &args.operator_namespace) {
         (Some(name), Some(ns)) => {
             let signer = control_key::load_or_create(ctx.client.clone(), ns, name).await?;

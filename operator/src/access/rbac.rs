@@ -100,6 +100,16 @@ pub const LOG_RULES: &[(&str, &[&str], &[&str], &str)] = &[(
     "results framed in the log of a runner pod that exited holding them",
 )];
 
+/// Retention (`--succeeded-runs-history-limit`, `--failed-runs-history-limit`,
+/// `--delete-runs-after-seconds`; the chart's `retention.*`, on by default): deleting finished
+/// runs the policy no longer keeps. Granted only when one of them is set.
+pub const RETENTION_RULES: &[(&str, &[&str], &[&str], &str)] = &[(
+    "msgbench.dev",
+    &["benchmarkruns"],
+    &["delete"],
+    "deleting finished runs the retention policy no longer keeps (on the condition of their uid)",
+)];
+
 /// (API group, resources, verbs, limited by `resourceNames`, what for).
 pub type NamedRule = (
     &'static str,
@@ -172,8 +182,8 @@ fn row(group: &str, resources: &[&str], verbs: &[&str]) -> String {
     )
 }
 
-/// Markdown tables of [`RULES`], [`CONTROL_KEY_RULES`], [`LEASE_RULES`], [`FAULT_RULES`] and
-/// [`LOG_RULES`] (the content of `operator/RBAC.md`).
+/// Markdown tables of [`RULES`], [`CONTROL_KEY_RULES`], [`LEASE_RULES`], [`FAULT_RULES`],
+/// [`LOG_RULES`] and [`RETENTION_RULES`] (the content of `operator/RBAC.md`).
 pub fn render_markdown() -> String {
     let mut s = String::from(
         "# RBAC used by msgbench-operator\n\n\
@@ -233,6 +243,14 @@ pub fn render_markdown() -> String {
          its results ends `ResultsLost`, naming both remedies.\n\n",
     );
     four_column_table(&mut s, LOG_RULES);
+    s.push_str(
+        "\n## Retention\n\n\
+         Only while a retention setting is set (chart values `retention.succeededRunsHistoryLimit`, \
+         `retention.failedRunsHistoryLimit`, `retention.deleteAfterSeconds`; the first two are set \
+         by default). Added to the cluster-wide role. Without them, finished runs stay until \
+         someone deletes them.\n\n",
+    );
+    four_column_table(&mut s, RETENTION_RULES);
     s.push_str(
         "\nNot needed: `get` on children (the operator lists by label), `update` (server-side \
          apply only),\n`pods/proxy` or `pods/exec` (nats `/varz` and mosquitto `$SYS` are read from the pod \

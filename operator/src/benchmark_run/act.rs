@@ -223,64 +223,30 @@ where
     Ok(())
 }
 
-/// One server-side apply of the whole status; remembers the version it wrote (see `latest`).
-pub async fn write_status(
-    ctx: &Context,
-    br: &BenchmarkRun,
-    id: &RunIdentity,
-    st: &BenchmarkRunStatus,
-) -> Result<()> {
+/// One server-side apply of the whole status.
+pub async fn write_status(ctx: &Context, id: &RunIdentity, st: &BenchmarkRunStatus) -> Result<()> {
     let api: Api<BenchmarkRun> = Api::namespaced(ctx.client.clone(), &id.namespace);
     let patch = serde_json::json!({
         "apiVersion": "msgbench.dev/v1alpha1",
         "kind": "BenchmarkRun",
         "status": st,
     });
-    let written = api
-        .patch_status(
-            &id.name,
-            &PatchParams::apply(CONTROLLER_NAME).force(),
-            &Patch::Apply(&patch),
-        )
-        .await?;
+    api.patch_status(
+        &id.name,
+        &PatchParams::apply(CONTROLLER_NAME).force(),
+        &Patch::Apply(&patch),
+    )
+    .await?;
     ctx.metrics.status_written(build::KIND_LABEL);
-    remember(ctx, br, written.resource_version());
     Ok(())
 }
 
-fn remember(ctx: &Context, br: &BenchmarkRun, rv: Option<String>) {
-    if let (Some(uid), Some(rv)) = (br.uid(), rv) {
-        ctx.runs
-            .run_versions
-            .lock()
-            .expect("run versions")
-            .insert(uid, rv);
-    }
-}
-
-/// The run as last written: status is this controller's memory, so a cache that has not yet
-/// seen our last write (a pod event can trigger a pass right after it) must not be decided on.
-/// When the cached version is not the one we wrote, read the run from the API server.
-pub async fn latest(
-    ctx: &Context,
-    br: std::sync::Arc<BenchmarkRun>,
-) -> Result<std::sync::Arc<BenchmarkRun>> {
-    let Some(uid) = br.uid() else { return Ok(br) };
-    let wrote = ctx
-        .runs
-        .run_versions
-        .lock()
-        .expect("run versions")
-        .get(&uid)
-        .cloned();
-    if wrote.is_none() || wrote == br.resource_version() {
-        return Ok(br);
-    }
+/// The run as it is now, read whole: the controller's cache holds only a summary of each run
+/// (`retention::summary_for_cache`), and status is this controller's memory. None: deleted.
+pub async fn latest(ctx: &Context, br: &BenchmarkRun) -> Result<Option<BenchmarkRun>> {
     let api: Api<BenchmarkRun> =
         Api::namespaced(ctx.client.clone(), &br.namespace().unwrap_or_default());
-    let fresh = api.get(&br.name_any()).await?;
-    remember(ctx, &fresh, fresh.resource_version());
-    Ok(std::sync::Arc::new(fresh))
+    Ok(api.get_opt(&br.name_any()).await?)
 }
 
 /// One event per phase change and per verdict.

@@ -33,7 +33,7 @@ pub async fn inject_faults(
         .iter()
         .any(|o| matches!(o, EffectOutcome::FaultChosen { .. }))
     {
-        super::act::write_status(ctx, br, id, &d.status).await?;
+        super::act::write_status(ctx, id, &d.status).await?;
     }
     events(ctx, br, id, &d.status.faults, &chosen).await;
     let ready: Vec<(usize, FaultInjection)> = (due.iter())

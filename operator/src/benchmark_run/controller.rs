@@ -12,12 +12,16 @@ use kube::{Api, ResourceExt};
 use msgbench_crds::BenchmarkRun;
 use msgbench_operator_core::meta::{LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
 use msgbench_operator_core::run::build::KIND_LABEL;
+use msgbench_operator_core::run::retention;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How often gauges of deleted runs are removed.
+/// How often gauges of deleted runs are removed and the retention policy is applied.
 const PRUNE_EVERY: Duration = Duration::from_secs(10);
+/// Runs per page of the initial list (and every relist): a page is held whole while it is
+/// parsed, and one run may carry 1.34 MiB of status, so a page stays near 10 MiB at worst.
+const LIST_PAGE_SIZE: u32 = 8;
 
 pub async fn run(ctx: Arc<Context>, namespace: Option<String>) {
     let (c, ns) = (&ctx.client, namespace.as_deref());
@@ -29,9 +33,14 @@ pub async fn run(ctx: Arc<Context>, namespace: Option<String>) {
     // Only spec changes of a run trigger it: its own status writes must not (each write would
     // fire the next pass, a tight loop for the whole run). Timers and the runner pods and Job
     // drive a running run.
+    // The cache holds a summary of each run, never its results (`retention::summary_for_cache`):
+    // finished runs stay for months, and the operator's memory must not grow with them. Pages
+    // are small and the list is not served "any" (resourceVersion 0 ignores the page size).
     let (reader, writer) = reflector::store();
-    let spec_changes = watcher(runs, watcher::Config::default().any_semantic())
+    let list = watcher::Config::default().page_size(LIST_PAGE_SIZE);
+    let spec_changes = watcher(runs, list)
         .default_backoff()
+        .modify(retention::summary_for_cache)
         .reflect(writer)
         .applied_objects()
         .predicate_filter(predicates::generation, PredicateConfig::default());
@@ -76,22 +85,21 @@ async fn synced_then_prune(store: Store<BenchmarkRun>, ctx: Arc<Context>) {
 }
 
 /// Reconcile never sees a deleted run (no finalizer), so its gauges would stay on `/metrics`
-/// forever, and its last written version and runner token in the context: sweep them against
-/// the store (ready: see `synced_then_prune`).
+/// forever: sweep them against the store (ready: see `synced_then_prune`). The same sweep
+/// deletes the finished runs the retention policy no longer keeps.
 async fn prune_deleted_runs(store: Store<BenchmarkRun>, ctx: Arc<Context>) {
     let mut tick = tokio::time::interval(PRUNE_EVERY);
     loop {
         tick.tick().await;
-        let present: BTreeSet<(String, String)> = store
-            .state()
+        let state = store.state();
+        let present: BTreeSet<(String, String)> = state
             .iter()
             .map(|r| (r.namespace().unwrap_or_default(), r.name_any()))
             .collect();
-        let uids: BTreeSet<String> = store.state().iter().filter_map(|r| r.uid()).collect();
-        ctx.forget_runs_except(&uids);
         let n = super::metrics::prune(|ns, name| present.contains(&(ns.into(), name.into())));
         if n > 0 {
             tracing::debug!(pruned = n, "removed gauges of deleted BenchmarkRuns");
         }
+        super::retention::apply(&ctx, &state).await;
     }
 }

@@ -17,6 +17,7 @@ pub mod gather;
 pub mod metrics;
 pub mod observe;
 pub mod reconcile;
+pub mod retention;
 pub mod runner_http;
 pub mod server_sampling;
 pub mod target;

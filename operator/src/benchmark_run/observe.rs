@@ -26,30 +26,31 @@ use msgbench_operator_core::run::{conditions, server_restarts, stop_when};
 /// Most runs followed along baselineRef when looking for a cycle.
 const MAX_BASELINE_CHAIN: usize = 8;
 
-/// The namespace's other runs that use one of `br`'s targets: from the controller's cache
-/// (see `target_lock` for why a stale one is safe), else listed (tests without a controller).
+/// The namespace's other runs that use one of `br`'s targets: from the controller's cache of
+/// run summaries (see `target_lock` for why a stale one is safe), else listed (tests without a
+/// controller). Only the summaries of runs in the way are built; nothing is copied whole.
 async fn runs_on_target(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Vec<RunOnTarget>> {
     let mine = target_lock::target_keys(&br.spec);
-    let runs: Vec<BenchmarkRun> = match ctx.runs.run_cache.get() {
-        Some(store) => store
-            .state()
-            .iter()
-            .filter(|r| r.metadata.namespace.as_deref() == Some(ns))
-            .map(|r| (**r).clone())
-            .collect(),
-        None => {
-            Api::<BenchmarkRun>::namespaced(ctx.client.clone(), ns)
-                .list(&ListParams::default())
-                .await?
-                .items
-        }
+    let in_way = |r: &BenchmarkRun| {
+        r.metadata.namespace.as_deref() == Some(ns) && r.metadata.name != br.metadata.name
     };
-    Ok(runs
-        .iter()
-        .filter(|r| r.metadata.name != br.metadata.name)
+    let on_target = |o: &RunOnTarget| !o.targets.is_disjoint(&mine);
+    Ok(match ctx.runs.run_cache.get() {
+        Some(store) => (store.state().iter())
+            .filter(|r| in_way(r))
+            .map(|r| RunOnTarget::of(r))
+            .filter(on_target)
+            .collect(),
+        None => (Api::<BenchmarkRun>::namespaced(ctx.client.clone(), ns)
+            .list(&ListParams::default())
+            .await?
+            .items
+            .iter())
+        .filter(|r| in_way(r))
         .map(RunOnTarget::of)
-        .filter(|r| !r.targets.is_disjoint(&mine))
-        .collect())
+        .filter(on_target)
+        .collect(),
+    })
 }
 
 pub fn now() -> Time {

@@ -17,7 +17,9 @@ pub async fn reconcile(br: Arc<BenchmarkRun>, ctx: Arc<Context>) -> Result<Actio
     if br.meta().deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    let br = act::latest(&ctx, br).await?;
+    let Some(br) = act::latest(&ctx, &br).await? else {
+        return Ok(Action::await_change()); // deleted since the event
+    };
     let id = identity(&br)?;
     let prev = br.status.clone().unwrap_or_default();
     // `_held`: the results' memory stays reserved until this pass has written them.
@@ -29,7 +31,7 @@ pub async fn reconcile(br: Arc<BenchmarkRun>, ctx: Arc<Context>) -> Result<Actio
     let outcomes = act::carry_out(&ctx, &br, &id, &mut d).await?;
     decide::settle(&br, &mut d.status, &outcomes, id.generation, &obs.now);
     if d.status != prev {
-        act::write_status(&ctx, &br, &id, &d.status).await?;
+        act::write_status(&ctx, &id, &d.status).await?;
         act::announce(&ctx, &br, &prev, &d.status).await;
     }
     super::metrics::observe_status(&ctx.metrics.registry, &id.namespace, &id.name, &d.status);

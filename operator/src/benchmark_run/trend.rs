@@ -12,8 +12,7 @@ use prometheus::{GaugeVec, Registry};
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
 
-/// The label that names a benchmark across runs.
-pub const BENCHMARK_LABEL: &str = "msgbench.dev/benchmark";
+pub use msgbench_operator_core::run::retention::{benchmark_name, BENCHMARK_LABEL};
 /// Most (namespace, benchmark, variant) series kept: the oldest finished go first.
 const MAX_SERIES: usize = 512;
 
@@ -27,15 +26,6 @@ pub struct TrendPoint {
     pub p99_seconds: Option<f64>,
     pub passed: bool,
     pub finished_seconds: f64,
-}
-
-/// The run's stable benchmark name, if it has one.
-pub fn benchmark_name(br: &BenchmarkRun) -> Option<String> {
-    if let Some(l) = br.labels().get(BENCHMARK_LABEL).filter(|l| !l.is_empty()) {
-        return Some(l.clone());
-    }
-    let g = br.metadata.generate_name.as_deref()?.trim_end_matches('-');
-    (!g.is_empty()).then(|| g.to_string())
 }
 
 /// The points a finished run contributes: none before it has finished with results.

@@ -7,7 +7,7 @@ use kube::Client;
 use msgbench_operator_core::operands::OperandDefaults;
 use msgbench_operator_core::run::runner_access::OperatorPeer;
 use runner_api::control_auth::ControlSigner;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -45,9 +45,8 @@ pub struct RunState {
     pub results_from_pod_logs: bool,
     /// Port of the runner agents' control endpoint (tests run fake agents elsewhere).
     pub agent_port: u16,
-    /// The resourceVersion of each run's last status write, by uid: a cached run older than
-    /// that is read again before anything is decided on it.
-    pub run_versions: Mutex<HashMap<String, String>>,
+    /// What the retention sweep deletes (the chart's `retention.*`).
+    pub retention: msgbench_operator_core::run::retention::RetentionPolicy,
     /// The BenchmarkRun controller's cache, once it runs: who else uses a run's target.
     pub run_cache:
         std::sync::OnceLock<kube::runtime::reflector::Store<msgbench_crds::BenchmarkRun>>,
@@ -61,7 +60,7 @@ impl Default for RunState {
             allow_faults: false,
             results_from_pod_logs: false,
             agent_port: runner_api::agent::AGENT_PORT,
-            run_versions: Mutex::default(),
+            retention: Default::default(),
             run_cache: std::sync::OnceLock::new(),
             merge_budget: Arc::new(MergeBudget::from_memory_limit(
                 None,
@@ -149,16 +148,6 @@ impl Context {
 }
 
 impl Context {
-    /// Forgets what is kept in memory for runs whose uid is not in `live` (deleted runs): their
-    /// last written versions.
-    pub fn forget_runs_except(&self, live: &BTreeSet<String>) {
-        self.runs
-            .run_versions
-            .lock()
-            .expect("run versions")
-            .retain(|uid, _| live.contains(uid));
-    }
-
     /// A control credential for `scope` (a run's uid for its runners, a server object's uid for
     /// its fault agents), valid for a few minutes from now.
     pub fn control_credential(&self, scope: &str) -> String {
@@ -241,35 +230,6 @@ mod tests {
         assert_eq!(b.failed("a"), 2);
         b.succeeded("a");
         assert_eq!(b.failed("a"), 1);
-    }
-
-    #[tokio::test]
-    async fn versions_of_deleted_runs_are_forgotten() {
-        // No request is made: any answer does.
-        let client = kube::Client::new(
-            tower::service_fn(|_: http::Request<kube::client::Body>| async {
-                Ok::<_, std::convert::Infallible>(http::Response::new(kube::client::Body::empty()))
-            }),
-            "default",
-        );
-        let ctx = Context::new(client, Arc::new(Readiness::new(1)), false);
-        for uid in ["gone", "live"] {
-            ctx.runs
-                .run_versions
-                .lock()
-                .unwrap()
-                .insert(uid.into(), "1".into());
-        }
-        ctx.forget_runs_except(&BTreeSet::from(["live".to_string()]));
-        let versions: Vec<_> = ctx
-            .runs
-            .run_versions
-            .lock()
-            .unwrap()
-            .keys()
-            .cloned()
-            .collect();
-        assert_eq!(versions, vec!["live".to_string()]);
     }
 
     #[test]

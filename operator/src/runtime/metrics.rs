@@ -19,6 +19,7 @@ pub struct Metrics {
     duration: HistogramVec,
     writes: IntCounterVec,
     status_writes: IntCounterVec,
+    runs_deleted: IntCounterVec,
     peak_resident: IntGauge,
 }
 
@@ -70,7 +71,21 @@ impl Default for Metrics {
             &["kind"],
         )
         .expect("static metric");
-        for c in [&reconciles, &failures, &writes, &status_writes] {
+        let runs_deleted = IntCounterVec::new(
+            Opts::new(
+                "benchmarkruns_deleted_total",
+                "Finished BenchmarkRuns the retention policy deleted, by reason",
+            ),
+            &["reason"],
+        )
+        .expect("static metric");
+        for c in [
+            &reconciles,
+            &failures,
+            &writes,
+            &status_writes,
+            &runs_deleted,
+        ] {
             registry
                 .register(Box::new(c.clone()))
                 .expect("unique metric");
@@ -100,6 +115,7 @@ impl Default for Metrics {
             duration,
             writes,
             status_writes,
+            runs_deleted,
             peak_resident,
         }
     }
@@ -124,6 +140,10 @@ impl Metrics {
 
     pub fn status_written(&self, kind: &str) {
         self.status_writes.with_label_values(&[kind]).inc();
+    }
+
+    pub fn run_deleted(&self, reason: &str) {
+        self.runs_deleted.with_label_values(&[reason]).inc();
     }
 
     /// Every family `/metrics` serves: the operator's own (`msgbench_…`) and the process's.

@@ -1,7 +1,7 @@
-//! The fake API server answers only what the chart's roles grant (`rbac::RULES`, with faults and
-//! the pod-log path on): a request the operator's ServiceAccount could not make is a 403 here
+//! The fake API server answers only what the chart's roles grant (`rbac::RULES`, with faults,
+//! the pod-log path and retention on): a request the operator's ServiceAccount could not make is a 403 here
 //! too, so the tests catch code that would only fail on a real cluster.
-use msgbench_operator::access::rbac::{FAULT_RULES, LOG_RULES, RULES};
+use msgbench_operator::access::rbac::{FAULT_RULES, LOG_RULES, RETENTION_RULES, RULES};
 
 /// (API group, resource with subresource, verb) of a request.
 pub fn attributes(method: &str, path: &str, query: &str) -> Option<(String, String, String)> {
@@ -44,6 +44,7 @@ pub fn granted(method: &str, path: &str, query: &str) -> Result<(), String> {
         .iter()
         .chain(FAULT_RULES)
         .chain(LOG_RULES)
+        .chain(RETENTION_RULES)
         .map(|(g, r, v, _)| (g, r, v));
     let ok = rules.into_iter().any(|(g, rs, vs)| {
         *g == group && rs.contains(&resource.as_str()) && vs.contains(&verb.as_str())
