@@ -55,6 +55,15 @@ python3 "$CHECK" pod-monitor "$work/pod-monitor.yaml" "$CHART" && pass "runners.
   || fail "runners.podMonitor.enabled=true render assertions"
 python3 "$CHECK" default "$work/pod-monitor.yaml" "$CHART" 2>/dev/null && fail "assertions catch: a PodMonitor without runners.podMonitor.enabled" \
   || pass "assertions catch: a PodMonitor without runners.podMonitor.enabled"
+render "$work/no-retention.yaml" --set retention.succeededRunsHistoryLimit=null --set retention.failedRunsHistoryLimit=null
+python3 "$CHECK" no-retention "$work/no-retention.yaml" "$CHART" && pass "retention all null render assertions (no delete on benchmarkruns, no settings)" \
+  || fail "retention all null render assertions"
+python3 "$CHECK" default "$work/no-retention.yaml" "$CHART" 2>/dev/null && fail "assertions catch: retention settings dropped" \
+  || pass "assertions catch: retention settings dropped"
+render "$work/zero-retention.yaml" --set retention.succeededRunsHistoryLimit=0 --set retention.failedRunsHistoryLimit=null --set retention.deleteAfterSeconds=86400
+grep -A1 'SUCCEEDED_RUNS_HISTORY_LIMIT' "$work/zero-retention.yaml" | grep -q 'value: "0"' && ! grep -q FAILED_RUNS_HISTORY_LIMIT "$work/zero-retention.yaml" \
+  && grep -A1 'DELETE_RUNS_AFTER_SECONDS' "$work/zero-retention.yaml" | grep -q 'value: "86400"' \
+  && pass "retention: a limit of 0 is passed as 0, a null one not at all" || fail "retention: 0 and null limits"
 render "$work/pod-logs.yaml" --set results.fromPodLogs=true
 python3 "$CHECK" pod-logs "$work/pod-logs.yaml" "$CHART" && pass "results.fromPodLogs=true render assertions (pods/log, RESULTS_FROM_POD_LOGS)" \
   || fail "results.fromPodLogs=true render assertions"
@@ -119,6 +128,7 @@ reject "runners.podMonitor.enabled as a string" "enabled" --set-string runners.p
 reject "runners.podMonitor.interval without a unit" "interval" --set runners.podMonitor.interval=15
 reject "an unknown key under runners" "surprise" --set runners.surprise=1
 reject "grafana.dashboard.namespace not a DNS label" "namespace" --set grafana.dashboard.namespace=Mon_itoring
+reject "a negative history limit" "succeededRunsHistoryLimit" --set retention.succeededRunsHistoryLimit=-1
 
 # 4. Mutations: the assertions must catch a regressed chart (otherwise they assert nothing).
 mutate() { # mutate <what> <python expression editing docs> ; expects the checker to fail

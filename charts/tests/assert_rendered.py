@@ -151,6 +151,10 @@ def rbac_md_log_grants(repo):
     return triples_of(repo, "## Results from pod logs") or set()
 
 
+def rbac_md_retention_grants(repo):
+    return triples_of(repo, "## Retention") or set()
+
+
 CONTROL_KEY_ROLE_SUFFIX = "-control-key"
 
 
@@ -194,7 +198,7 @@ def check_control_key_rbac(docs, repo, dep, env):
               f"missing {sorted(documented - rendered)}")
 
 
-def check_rbac(docs, repo, faults=False, pod_logs=False):
+def check_rbac(docs, repo, faults=False, pod_logs=False, retention=True):
     roles = [d for d in by_kind(docs, "ClusterRole") + by_kind(docs, "Role") if not is_own_namespace_role(d)]
     check(len(roles) == 1, f"one (Cluster)Role for the operator, found {len(roles)}")
     granted = {}
@@ -236,6 +240,10 @@ def check_rbac(docs, repo, faults=False, pod_logs=False):
         documented = documented | rbac_md_fault_grants(repo)
     if documented is not None and pod_logs:
         documented = documented | rbac_md_log_grants(repo)
+    if documented is not None and retention:
+        documented = documented | rbac_md_retention_grants(repo)
+    check(("delete" in granted.get(("msgbench.dev", "benchmarkruns"), set())) == retention,
+          f"delete on benchmarkruns exactly when a retention setting is set ({retention})")
     if documented is not None:
         rendered = {(g, r, v) for (g, r), verbs in granted.items() for v in verbs}
         check(rendered == documented,
@@ -359,7 +367,8 @@ def main():
     repo = os.path.dirname(os.path.dirname(os.path.abspath(chart)))
     faults = case == "faults"
     pod_logs = case == "pod-logs"
-    check_rbac(docs, repo, faults, pod_logs)
+    retention = case != "no-retention"
+    check_rbac(docs, repo, faults, pod_logs, retention)
     sa = one(docs, "ServiceAccount")
     check(sa.get("automountServiceAccountToken") is False, "ServiceAccount must not automount tokens by default")
     check(dep.get("spec", {}).get("template", {}).get("spec", {}).get("serviceAccountName")
@@ -400,6 +409,12 @@ def main():
               == dep.get("spec", {}).get("selector", {}).get("matchLabels"), "PDB selects the operator pods")
     check(env.get("METRICS_ADDR") == "0.0.0.0:8080", "operator serves metrics/health on :8080")
     check((env.get("ALLOW_FAULTS") == "true") == faults, f"ALLOW_FAULTS exactly when faults.enabled ({faults})")
+    limits = {k: env.get(k) for k in ("SUCCEEDED_RUNS_HISTORY_LIMIT", "FAILED_RUNS_HISTORY_LIMIT", "DELETE_RUNS_AFTER_SECONDS")}
+    if case == "no-retention":
+        check(limits == dict.fromkeys(limits), f"retention all null: no retention settings passed, got {limits}")
+    elif case != "nondefault":
+        check(limits == {"SUCCEEDED_RUNS_HISTORY_LIMIT": "10", "FAILED_RUNS_HISTORY_LIMIT": "10",
+                         "DELETE_RUNS_AFTER_SECONDS": None}, f"default retention: 10 and 10 per benchmark, got {limits}")
     # Runner NetworkPolicies admit pods with these labels: they must be the operator pod's own.
     peer = dict(kv.split("=", 1) for kv in (env.get("OPERATOR_POD_LABELS") or "").split(",") if "=" in kv)
     pod_labels = dep.get("spec", {}).get("template", {}).get("metadata", {}).get("labels", {})
@@ -411,7 +426,7 @@ def main():
         check_pod_monitor(docs, repo, {"any": True})
     else:
         check(case == "nondefault" or not by_kind(docs, "PodMonitor"), "runner PodMonitor off by default")
-    if case in ("default", "no-leader-election", "dashboard", "faults", "pod-logs", "pod-monitor"):
+    if case in ("default", "no-leader-election", "dashboard", "faults", "pod-logs", "pod-monitor", "no-retention"):
         check(operands.get("images") == DEFAULT_OPERAND_IMAGES, f"default operand images, got {operands.get('images')}")
         check(operands.get("imagePullPolicy") == "IfNotPresent", "default operand pull policy")
         check(operands.get("runnerPods") == {"imagePullSecrets": [], "labels": {}, "annotations": {}},

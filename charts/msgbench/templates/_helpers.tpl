@@ -80,3 +80,15 @@ serviceAccountName: {{ . | quote }}
 priorityClassName: {{ . | quote }}
 {{- end }}
 {{- end -}}
+
+{{/* "true" when a retention setting is set: the operator then deletes finished runs (RBAC.md
+"Retention"). Unset: absent (`--set x=null` removes the key) or null; 0 is a limit. */}}
+{{- define "msgbench.retentionSet" -}}
+{{- $r := .root.Values.retention | default dict -}}
+{{- if and (hasKey $r .key) (not (kindIs "invalid" (index $r .key))) -}}true{{- end -}}
+{{- end -}}
+{{- define "msgbench.retentionDeletes" -}}
+{{- range $k := list "succeededRunsHistoryLimit" "failedRunsHistoryLimit" "deleteAfterSeconds" -}}
+{{- include "msgbench.retentionSet" (dict "root" $ "key" $k) -}}
+{{- end -}}
+{{- end -}}
