@@ -38,6 +38,9 @@ pub struct FaultAgent {
     /// Until when a partition is in place (one at a time: a second would be healed by the
     /// first one's timer).
     partitioned_until: Mutex<Option<u64>>,
+    /// Why a partition could not be healed: the agent then exits non-zero (`serve_on`), so the
+    /// container's restart runs `heal_leftover` instead of leaving the server cut off.
+    unhealed: tokio::sync::watch::Sender<Option<String>>,
 }
 
 /// What a `partition` needs: `nft`, and the server's ports.
@@ -75,6 +78,7 @@ impl FaultAgent {
             net,
             done: tokio::sync::Mutex::default(),
             partitioned_until: Mutex::default(),
+            unhealed: tokio::sync::watch::channel(None).0,
         })
     }
 
@@ -265,8 +269,9 @@ async fn heal_after(a: Arc<FaultAgent>, ms: u64) {
                 tokio::time::sleep(std::time::Duration::from_millis(200)).await;
             }
             Err(e) => {
-                tracing::error!(error = %e, "healing the partition failed; giving up");
-                break;
+                tracing::error!(error = %e, "healing the partition failed 10 times; exiting so a restart heals it");
+                a.unhealed.send_replace(Some(e));
+                return;
             }
         }
     }
@@ -320,9 +325,26 @@ pub fn find_process(proc_root: &Path, name: &str) -> Result<i32, String> {
 
 /// Serves the agent on `listen` until the process ends.
 pub async fn serve(listen: std::net::SocketAddr, agent: Arc<FaultAgent>) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(listen).await?;
+    serve_on(tokio::net::TcpListener::bind(listen).await?, agent).await
+}
+
+/// Serves the agent on `listener`; ends with an error once a partition could not be healed (the
+/// process then exits non-zero and its restart removes the table: `heal_leftover`).
+pub async fn serve_on(
+    listener: tokio::net::TcpListener,
+    agent: Arc<FaultAgent>,
+) -> anyhow::Result<()> {
     agent.heal_leftover().await.map_err(anyhow::Error::msg)?;
     tracing::info!(addr = %listener.local_addr()?, process = %agent.process, auth = agent.auth.is_some(), net = agent.net.is_some(), "fault agent listening");
-    axum::serve(listener, router(agent)).await?;
-    Ok(())
+    let mut unhealed = agent.unhealed.subscribe();
+    let fatal = async move {
+        let _ = unhealed.wait_for(Option::is_some).await;
+    };
+    axum::serve(listener, router(agent.clone()))
+        .with_graceful_shutdown(fatal)
+        .await?;
+    match agent.unhealed.borrow().clone() {
+        Some(why) => anyhow::bail!("a partition could not be healed ({why}); exiting so the container's restart removes it"),
+        None => Ok(()),
+    }
 }

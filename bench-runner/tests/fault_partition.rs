@@ -1,7 +1,8 @@
 //! `bench-runner fault-agent` partitions, against a stand-in `nft` that keeps the table it is
 //! given (a file) and logs every call: the rules for the chosen ports are applied in one
 //! transaction, removed by the agent's own timer after the duration and not before, one at a
-//! time, and refused by an agent without network faults or for ports the server does not have.
+//! time, and refused by an agent without network faults or for ports the server does not have;
+//! an agent that cannot remove a partition ends with an error (its restart heals it).
 //! The real `nft` in a real pod is the e2e test `crash_fault`.
 mod support;
 use bench_runner::fault_agent::{FaultAgent, NetFaults};
@@ -18,13 +19,24 @@ const PARTITION_MS: u64 = 1_500;
 /// An `nft` that stores the ruleset of `-f -` in `<dir>/table` and deletes it on
 /// `delete table`, failing as nft does when there is none.
 fn fake_nft(dir: &Path) -> Nft {
+    nft_script(dir, "rm {d}/table; exit 0")
+}
+
+/// An `nft` that applies a table but can never delete it (as when the kernel refuses).
+fn stuck_nft(dir: &Path) -> Nft {
+    nft_script(dir, "echo 'Error: Operation not permitted' >&2; exit 1")
+}
+
+/// A stand-in `nft`; `delete` of an existing table runs `on_delete` (`{d}`: the directory).
+fn nft_script(dir: &Path, on_delete: &str) -> Nft {
     let program = dir.join("nft");
     let d = dir.display();
+    let on_delete = on_delete.replace("{d}", &d.to_string());
     let script = format!(
         "#!/bin/sh\necho \"$*\" >> {d}/calls\n\
          if [ \"$1\" = -f ]; then cat > {d}/table; exit 0; fi\n\
          if [ \"$1\" = delete ]; then\n  [ -e {d}/table ] || {{ echo 'Error: No such file or directory' >&2; exit 1; }}\n  \
-         rm {d}/table; exit 0\nfi\nexit 2\n"
+         {on_delete}\nfi\nexit 2\n"
     );
     // Written by a child, never through a descriptor of this process: a concurrent test's fork
     // would inherit it until its exec, and running a file open for writing fails (ETXTBSY).
@@ -165,4 +177,46 @@ async fn a_partition_is_refused_without_network_faults_or_without_the_ports() {
     assert_eq!(code, 422, "{why}");
     assert!(why.contains("no peer ports"), "{why}");
     assert!(!dir.path().join("calls").exists(), "nft was never run");
+}
+
+#[tokio::test]
+async fn an_agent_that_cannot_heal_a_partition_exits_with_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let net = NetFaults {
+        nft: stuck_nft(dir.path()),
+        peer_ports: vec![6222],
+        client_ports: vec![4222],
+    };
+    let agent = FaultAgent::new("nats-server", Path::new("/proc"), None, Some(net));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = tokio::spawn(bench_runner::fault_agent::serve_on(listener, agent));
+    let (code, answer) = http(
+        addr,
+        "POST",
+        "/faults",
+        &request("r/0/1", PartitionFrom::Peers),
+    )
+    .await;
+    assert_eq!(code, 200, "{answer}");
+    // The partition ends after PARTITION_MS; ten failed deletes 200 ms apart follow.
+    let ended = tokio::time::timeout(Duration::from_secs(10), served)
+        .await
+        .expect("the agent ends once it gives up healing")
+        .unwrap();
+    let why = format!(
+        "{:#}",
+        ended.expect_err("ends with an error: the process exits non-zero")
+    );
+    assert!(
+        why.contains("could not be healed") && why.contains("Operation not permitted"),
+        "{why}"
+    );
+    let calls = std::fs::read_to_string(dir.path().join("calls")).unwrap();
+    let deletes = calls.lines().filter(|l| l.starts_with("delete")).count();
+    assert_eq!(
+        deletes,
+        1 + 10,
+        "the leftover check, then ten tries: {calls}"
+    );
 }
