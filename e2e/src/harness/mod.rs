@@ -6,6 +6,7 @@
 mod context;
 
 pub mod diagnostics;
+pub mod history;
 pub mod kinds;
 pub mod runs;
 pub mod secrets;

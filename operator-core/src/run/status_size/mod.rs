@@ -29,6 +29,36 @@ mod realistic;
 use fill::*;
 use realistic::*;
 
+/// Finished runs' statuses of real sizes, each a Succeeded run of generation 1, for tests and
+/// benchmarks that fill a cluster with history (e2e `finished_runs`, `bench/operator`).
+pub mod samples {
+    use super::*;
+
+    /// The largest status admission allows, with the widest histograms msgbench writes
+    /// (about 1.34 MiB as JSON).
+    pub fn largest() -> BenchmarkRunStatus {
+        finished(largest_admitted(&widest_histogram()).1)
+    }
+
+    /// A realistic large run: 6 variants x 10 rounds of a 600 s soak, 60 fault records
+    /// (about 234 KiB).
+    pub fn soak() -> BenchmarkRunStatus {
+        finished(realistic(&soak_spec(6, 10, 600, 1), 200_000, 0.01, 1))
+    }
+
+    /// The demo's run (about 26 KiB).
+    pub fn demo() -> BenchmarkRunStatus {
+        finished(realistic(&demo_spec(), 200_000, 0.0, 0))
+    }
+
+    fn finished(mut st: BenchmarkRunStatus) -> BenchmarkRunStatus {
+        st.phase = Some(Phase::Succeeded);
+        st.observed_generation = Some(1);
+        st.completion_time = Some(time(3600));
+        st
+    }
+}
+
 /// The bound the status of any admitted run stays under (see the module's docs).
 const STATUS_BOUND_BYTES: usize = 1_441_792;
 /// What a realistic large run (6 variants x 10 rounds, a 10-minute soak, 60 fault records)
