@@ -12,7 +12,7 @@ export KUBECONFIG := $(CACHE)/kubeconfig-$(CLUSTER)
 export NODES ?= 1
 
 .PHONY: test tools lint fmt-check clippy core-purity unit crds crds-check chart-test gitops-test cluster-up \
-        cluster-down cluster-status images e2e e2e-check e2e-sockudo demo demo-faults bench bench-operator \
+        cluster-down cluster-status images e2e e2e-check e2e-sockudo demo demo-faults bench bench-operator bench-operator-history \
         plugin-release push chart-push registry-up registry-down workflow-lint
 
 ## test: everything CI runs — lint, unit tests, CRD freshness, chart checks, GitOps checks, e2e on
@@ -144,6 +144,11 @@ bench:
 ## (bench/operator/RESULTS.md; about 15 min).
 bench-operator:
 	bench/operator/run
+## bench-operator-history: 1,000 finished runs of real status sizes (one node); the operator's
+## peak RSS and apply -> first message against the empty namespace's, in the same run
+## (bench/operator/RESULTS.md, section History).
+bench-operator-history:
+	bench/operator/run history
 
 ## plugin-release: the kubectl plugin's release archive, its sha256 and krew manifest in dist/
 ## (RELEASE_URL= where the archive is published), checked with krew's validate-krew-manifest
