@@ -50,6 +50,17 @@ python3 "$CHECK" faults "$work/faults.yaml" "$CHART" && pass "faults.enabled=tru
   || fail "faults.enabled=true render assertions"
 python3 "$CHECK" default "$work/faults.yaml" "$CHART" 2>/dev/null && fail "assertions catch: delete on pods without faults.enabled" \
   || pass "assertions catch: delete on pods without faults.enabled"
+render "$work/faults-network.yaml" --set faults.enabled=true --set faults.network=true
+python3 "$CHECK" faults-network "$work/faults-network.yaml" "$CHART" && pass "faults.network=true render assertions (ALLOW_NETWORK_FAULTS)" \
+  || fail "faults.network=true render assertions"
+python3 "$CHECK" faults "$work/faults-network.yaml" "$CHART" 2>/dev/null && fail "assertions catch: ALLOW_NETWORK_FAULTS without faults.network" \
+  || pass "assertions catch: ALLOW_NETWORK_FAULTS without faults.network"
+render "$work/admission.yaml" --set faults.admissionPolicy.enabled=true
+python3 "$CHECK" admission-policy "$work/admission.yaml" "$CHART" \
+  && pass "faults.admissionPolicy.enabled=true render assertions (policies, bindings, namespace label)" \
+  || fail "faults.admissionPolicy.enabled=true render assertions"
+python3 "$CHECK" default "$work/admission.yaml" "$CHART" 2>/dev/null && fail "assertions catch: a ValidatingAdmissionPolicy without faults.admissionPolicy.enabled" \
+  || pass "assertions catch: a ValidatingAdmissionPolicy without faults.admissionPolicy.enabled"
 render "$work/pod-monitor.yaml" --set runners.podMonitor.enabled=true
 python3 "$CHECK" pod-monitor "$work/pod-monitor.yaml" "$CHART" && pass "runners.podMonitor.enabled=true render assertions (PodMonitor on runner pods, port metrics)" \
   || fail "runners.podMonitor.enabled=true render assertions"
@@ -129,6 +140,10 @@ reject "runners.podMonitor.interval without a unit" "interval" --set runners.pod
 reject "an unknown key under runners" "surprise" --set runners.surprise=1
 reject "grafana.dashboard.namespace not a DNS label" "namespace" --set grafana.dashboard.namespace=Mon_itoring
 reject "a negative history limit" "succeededRunsHistoryLimit" --set retention.succeededRunsHistoryLimit=-1
+reject "faults.network without faults.enabled" "faults.network needs faults.enabled" --set faults.network=true
+reject "faults.network as a string" "network" --set-string faults.network=yes
+reject "faults.admissionPolicy.namespaceLabel.key with a space" "key" --set "faults.admissionPolicy.namespaceLabel.key=a b"
+reject "an unknown key under faults.admissionPolicy" "surprise" --set faults.admissionPolicy.surprise=1
 
 # 4. Mutations: the assertions must catch a regressed chart (otherwise they assert nothing).
 mutate() { # mutate <what> <python expression editing docs> ; expects the checker to fail
@@ -210,6 +225,31 @@ PY
     pass "assertions catch: $1"
   fi
 }
+# The admission policy assertions, on the faults.admissionPolicy.enabled=true render.
+mutate_admission() { # mutate_admission <what> <python expression editing docs, vap, binding>
+  python3 - "$work/admission.yaml" "$work/mutant.yaml" "$2" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+vap = next(d for d in docs if d["kind"] == "ValidatingAdmissionPolicy" and d["metadata"]["name"].endswith("-fault-agents"))
+runs = next(d for d in docs if d["kind"] == "ValidatingAdmissionPolicy" and d["metadata"]["name"].endswith("-run-faults"))
+binding = next(d for d in docs if d["kind"] == "ValidatingAdmissionPolicyBinding" and d["spec"]["policyName"] == vap["metadata"]["name"])
+exec(sys.argv[3])
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+PY
+  if python3 "$CHECK" admission-policy "$work/mutant.yaml" "$CHART" 2>/dev/null; then
+    fail "assertions missed a mutant: $1"
+  else
+    pass "assertions catch: $1"
+  fi
+}
+mutate_admission "policy applies in the labelled namespaces" 'binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"][0]["operator"] = "In"'
+mutate_admission "binding only audits" 'binding["spec"]["validationActions"] = ["Audit"]'
+mutate_admission "MqttBroker not matched" 'vap["spec"]["matchConstraints"]["resourceRules"][0]["resources"] = ["jetstreamclusters"]'
+mutate_admission "updates not matched" 'runs["spec"]["matchConstraints"]["resourceRules"][0]["operations"] = ["CREATE"]'
+mutate_admission "message without the label" 'runs["spec"]["validations"][0]["message"] = "spec.faults: not here"'
+mutate_admission "run policy unbound" 'docs[:] = [d for d in docs if not (d["kind"] == "ValidatingAdmissionPolicyBinding" and d["spec"]["policyName"] == runs["metadata"]["name"])]'
+mutate_admission "policy ignores failures" 'vap["spec"]["failurePolicy"] = "Ignore"'
+
 mutate_pod_monitor "PodMonitor scrapes the control port" 'ep["port"] = "agent"'
 mutate_pod_monitor "PodMonitor selects server pods" 'pm["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"] = "server"'
 mutate_pod_monitor "PodMonitor only in its own namespace" 'pm["spec"]["namespaceSelector"] = {"matchNames": ["msgbench-system"]}'

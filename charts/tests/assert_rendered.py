@@ -320,6 +320,54 @@ def check_pod_monitor(docs, repo, namespace_selector, labels=None):
         check(pm.get("metadata", {}).get("labels", {}).get(k) == v, f"runners.podMonitor.labels {k}={v} honoured")
 
 
+def crd_spec_fields(repo, plural):
+    """The `spec` properties of CRD `<plural>.msgbench.dev` as crdgen writes it (crds/yaml)."""
+    with open(os.path.join(repo, "crds", "yaml", f"{plural}.msgbench.dev.yaml")) as f:
+        crd = yaml.safe_load(f)
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema["properties"]["spec"]["properties"]
+
+
+def check_fault_admission(docs, repo, key, value):
+    """faults.admissionPolicy: two ValidatingAdmissionPolicies, each bound with Deny to the
+    namespaces lacking label key=value, refusing server fault agents and run faults; the fields
+    their CEL reads exist in the CRDs."""
+    label = f"{key}={value}"
+    policies = {d["metadata"]["name"]: d for d in by_kind(docs, "ValidatingAdmissionPolicy")}
+    bindings = by_kind(docs, "ValidatingAdmissionPolicyBinding")
+    check(len(policies) == 2 and len(bindings) == 2, f"two policies and two bindings, got {len(policies)}, {len(bindings)}")
+    wanted = {"fault-agents": (["jetstreamclusters", "mqttbrokers"], "object.spec.faultInjection", "spec.faultInjection"),
+              "run-faults": (["benchmarkruns"], "object.spec.faults", "spec.faults")}
+    for suffix, (resources, reads, field) in wanted.items():
+        name = next((n for n in policies if n.endswith("-" + suffix)), None)
+        check(name is not None, f"a ValidatingAdmissionPolicy *-{suffix}")
+        spec = policies.get(name, {}).get("spec", {})
+        check(policies.get(name, {}).get("apiVersion") == "admissionregistration.k8s.io/v1", f"{name}: GA API (>= 1.30)")
+        check(spec.get("failurePolicy") == "Fail", f"{name}: failurePolicy Fail")
+        rules = spec.get("matchConstraints", {}).get("resourceRules", [])
+        matched = sorted(r for rule in rules if rule.get("apiGroups") == ["msgbench.dev"] for r in rule.get("resources", []))
+        ops = {o for rule in rules for o in rule.get("operations", [])}
+        check(matched == resources and {"CREATE", "UPDATE"} <= ops, f"{name}: matches {resources} on CREATE and UPDATE, got {rules}")
+        validations = spec.get("validations", [])
+        check(len(validations) == 1 and reads in validations[0].get("expression", ""), f"{name}: one validation reading {reads}")
+        msg = (validations or [{}])[0].get("message", "")
+        check(label in msg and msg.startswith(field + ":"), f"{name}: message names {field} and the label {label}: {msg!r}")
+        bound = [b for b in bindings if b.get("spec", {}).get("policyName") == name]
+        check(len(bound) == 1, f"{name}: bound once")
+        bspec = (bound or [{}])[0].get("spec", {})
+        check(bspec.get("validationActions") == ["Deny"], f"{name}: binding denies ({bspec.get('validationActions')})")
+        selector = bspec.get("matchResources", {}).get("namespaceSelector")
+        check(selector == {"matchExpressions": [{"key": key, "operator": "NotIn", "values": [value]}]},
+              f"{name}: applies in namespaces without {label}, got {selector}")
+    # The CEL reads these fields: they must be what the CRDs call them.
+    for plural in ("jetstreamclusters", "mqttbrokers"):
+        fi = crd_spec_fields(repo, plural).get("faultInjection", {})
+        check(fi.get("properties", {}).get("enabled", {}).get("type") == "boolean", f"{plural}: spec.faultInjection.enabled")
+    check(crd_spec_fields(repo, "benchmarkruns").get("faults", {}).get("type") == "array", "benchmarkruns: spec.faults list")
+    check("faultInjection" not in crd_spec_fields(repo, "pubsubservers"),
+          "PubSubServer has no spec.faultInjection (else the policy must match pubsubservers too)")
+
+
 OPERAND_IMAGES = ("benchRunner", "pubsubServer", "sockudo", "nats", "mosquitto", "rumqttd")
 DEFAULT_OPERAND_IMAGES = {
     "benchRunner": "ghcr.io/msgbench/bench-runner:0.1.0",
@@ -365,7 +413,8 @@ def main():
     dep = one(docs, "Deployment")
     check_security(dep)
     repo = os.path.dirname(os.path.dirname(os.path.abspath(chart)))
-    faults = case == "faults"
+    faults = case in ("faults", "faults-network")
+    network_faults = case == "faults-network"
     pod_logs = case == "pod-logs"
     retention = case != "no-retention"
     check_rbac(docs, repo, faults, pod_logs, retention)
@@ -415,6 +464,15 @@ def main():
     elif case != "nondefault":
         check(limits == {"SUCCEEDED_RUNS_HISTORY_LIMIT": "10", "FAILED_RUNS_HISTORY_LIMIT": "10",
                          "DELETE_RUNS_AFTER_SECONDS": None}, f"default retention: 10 and 10 per benchmark, got {limits}")
+    check((env.get("ALLOW_NETWORK_FAULTS") == "true") == network_faults,
+          f"ALLOW_NETWORK_FAULTS exactly when faults.network ({network_faults})")
+    if case == "admission-policy":
+        check_fault_admission(docs, repo, "msgbench.dev/faults", "enabled")
+    elif case == "nondefault":
+        check_fault_admission(docs, repo, "example.com/chaos", "allowed")
+    else:
+        check(not by_kind(docs, "ValidatingAdmissionPolicy") and not by_kind(docs, "ValidatingAdmissionPolicyBinding"),
+              "no ValidatingAdmissionPolicy without faults.admissionPolicy.enabled")
     # Runner NetworkPolicies admit pods with these labels: they must be the operator pod's own.
     peer = dict(kv.split("=", 1) for kv in (env.get("OPERATOR_POD_LABELS") or "").split(",") if "=" in kv)
     pod_labels = dep.get("spec", {}).get("template", {}).get("metadata", {}).get("labels", {})
@@ -426,7 +484,8 @@ def main():
         check_pod_monitor(docs, repo, {"any": True})
     else:
         check(case == "nondefault" or not by_kind(docs, "PodMonitor"), "runner PodMonitor off by default")
-    if case in ("default", "no-leader-election", "dashboard", "faults", "pod-logs", "pod-monitor", "no-retention"):
+    if case in ("default", "no-leader-election", "dashboard", "faults", "faults-network", "pod-logs", "pod-monitor",
+                "admission-policy", "no-retention"):
         check(operands.get("images") == DEFAULT_OPERAND_IMAGES, f"default operand images, got {operands.get('images')}")
         check(operands.get("imagePullPolicy") == "IfNotPresent", "default operand pull policy")
         check(operands.get("runnerPods") == {"imagePullSecrets": [], "labels": {}, "annotations": {}},

@@ -19,6 +19,9 @@ pub const DEGRADED: &str = "Degraded";
 /// run that fails for the same cause uses. Server kinds' other reasons are mostly the kubelet's
 /// and the scheduler's, passed on verbatim, so they have no closed set of their own.
 pub const INVALID_SPEC: &str = crate::RunFailureReason::InvalidSpec.as_str();
+/// Degraded reason of a server whose `spec.faultInjection` the operator's install does not
+/// allow (chart `faults.enabled`, `faults.network`): it runs, without the fault agent.
+pub const FAULT_INJECTION_NOT_ALLOWED: &str = "FaultInjectionNotAllowed";
 
 /// The run's target server exists and is ready.
 pub const TARGET_READY: &str = "TargetReady";

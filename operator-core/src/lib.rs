@@ -8,6 +8,7 @@
 //!   defaults, placement, security contexts, tuning, quantities, plain status text).
 #![forbid(unsafe_code)]
 pub mod fault_agent_pod;
+pub mod fault_policy;
 pub mod meta;
 pub mod node_loss;
 pub mod operands;

@@ -37,6 +37,10 @@ pub struct OperandDefaults {
     /// The operator's runner/fault-agent control public key (set at start, not configured).
     #[serde(skip)]
     pub control_public_key: String,
+    /// Which fault agents server pods may carry (set at start from `--allow-faults` and
+    /// `--allow-network-faults`, not configured here): none by default.
+    #[serde(skip)]
+    pub faults: crate::fault_policy::FaultPolicy,
 }
 
 /// Default image of each operand: a full reference (`registry/repository:tag[@digest]`).
@@ -86,6 +90,7 @@ impl Default for OperandDefaults {
             runner_pods: PodCustomization::default(),
             server_pods: PodCustomization::default(),
             control_public_key: String::new(),
+            faults: crate::fault_policy::FaultPolicy::default(),
         }
     }
 }

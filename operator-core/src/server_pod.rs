@@ -40,14 +40,15 @@ pub struct ServerPod<'a> {
     /// The operator's defaults for server pods with the CR's `spec.pod` added.
     pub pod: PodCustomization,
     pub image_pull_policy: &'a str,
-    /// A fault agent beside the server (`spec.faultInjection.enabled`); the pod then shares its
-    /// process namespace.
+    /// A fault agent beside the server (`spec.faultInjection.enabled`, where the operator's
+    /// install allows it); the pod then shares its process namespace.
     pub fault_agent: Option<FaultAgentPod>,
 }
 
 impl ServerPod<'_> {
-    /// The fault agent for `process` when `enabled`, from the operator's defaults.
-    /// The fault agent `spec` asks for; `ports` are what a partition cuts.
+    /// The fault agent for `process` that `spec` asks for, when the operator's fault policy
+    /// allows all of it (`operands.faults`; a refusal is the status's business, not the
+    /// pod's); `ports` are what a partition cuts.
     pub fn agent_if(
         spec: Option<&msgbench_crds::benchmark_run::FaultAgentSpec>,
         process: &str,
@@ -55,7 +56,7 @@ impl ServerPod<'_> {
         owner: &Owner,
         operands: &crate::operands::OperandDefaults,
     ) -> Option<FaultAgentPod> {
-        let spec = spec.filter(|s| s.enabled)?;
+        let spec = operands.faults.admit(spec).ok().flatten()?;
         Some(FaultAgentPod {
             process: process.into(),
             image: operands.images.bench_runner.clone(),

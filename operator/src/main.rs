@@ -18,6 +18,7 @@ use msgbench_operator::runtime::context::{Context, Readiness};
 use msgbench_operator::runtime::merge_budget::MergeBudget;
 use msgbench_operator::runtime::{http_server, leader};
 use msgbench_operator::server::controller as server_controller;
+use msgbench_operator_core::fault_policy::FaultPolicy;
 use msgbench_operator_core::operands::OperandDefaults;
 use msgbench_operator_core::run::retention::RetentionPolicy;
 use std::net::SocketAddr;
@@ -49,9 +50,16 @@ struct Args {
     /// Do not read nats-server /varz on pod IPs (when the operator cannot reach pod IPs).
     #[arg(long, env = "NO_VARZ")]
     no_varz: bool,
-    /// Carry out BenchmarkRun `spec.faults` (needs `delete` on pods: chart `faults.enabled`).
+    /// Carry out BenchmarkRun `spec.faults` (needs `delete` on pods: chart `faults.enabled`),
+    /// and add the fault agent to server pods whose `spec.faultInjection` asks for it. Off: such
+    /// servers run without it, Degraded (FaultInjectionNotAllowed).
     #[arg(long, env = "ALLOW_FAULTS")]
     allow_faults: bool,
+    /// Also allow fault agents with `spec.faultInjection.network` (partition faults: the agent
+    /// runs as uid 0 with NET_ADMIN and KILL). Means nothing without --allow-faults (chart
+    /// `faults.network`).
+    #[arg(long, env = "ALLOW_NETWORK_FAULTS")]
+    allow_network_faults: bool,
     /// Reconcile only while holding a Lease, so several replicas can run (needs POD_NAME and
     /// OPERATOR_NAMESPACE). Leave off for a local `cargo run` of a single operator.
     #[arg(long, env = "LEADER_ELECTION")]
@@ -105,6 +113,19 @@ impl Args {
             .map_err(|e| anyhow::anyhow!("--operands-config {}: {e}", path.display()))?;
         OperandDefaults::parse(&text)
             .map_err(|e| anyhow::anyhow!("--operands-config {}: {e}", path.display()))
+    }
+
+    /// Which fault agents server pods may carry.
+    fn fault_policy(&self) -> FaultPolicy {
+        if self.allow_network_faults && !self.allow_faults {
+            tracing::warn!("--allow-network-faults without --allow-faults: no fault agent");
+        }
+        let policy = FaultPolicy {
+            agents: self.allow_faults,
+            network: self.allow_network_faults,
+        };
+        tracing::info!(faults = ?policy, "fault agents allowed");
+        policy
     }
 
     fn election(&self) -> anyhow::Result<Option<leader::Config>> {
@@ -172,6 +193,7 @@ async fn main() -> anyhow::Result<()> {
     // Runner and fault-agent pods check the operator's credentials with this key.
     let mut operands = operands;
     operands.control_public_key = ctx.control.public_key();
+    operands.faults = args.fault_policy();
     ctx.operands = Arc::new(operands);
     ctx.runs.merge_budget = Arc::new(MergeBudget::from_memory_limit(
         args.memory_limit_bytes,

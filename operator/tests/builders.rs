@@ -4,6 +4,7 @@
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer, PullSecret};
 use msgbench_operator::server::apply::Children;
+use msgbench_operator_core::fault_policy::FaultPolicy;
 use msgbench_operator_core::meta::Owner;
 use msgbench_operator_core::operands::OperandDefaults;
 use msgbench_operator_core::server::kind::ManagedServerKind;
@@ -332,6 +333,18 @@ fn jetstream_cluster_with_tls() {
     insta::assert_yaml_snapshot!("jsc_tls", c);
 }
 
+/// The operator's defaults of an install with the chart's `faults.enabled` and
+/// `faults.network`: every fault agent allowed.
+fn faults_allowed() -> OperandDefaults {
+    OperandDefaults {
+        faults: FaultPolicy {
+            agents: true,
+            network: true,
+        },
+        ..OperandDefaults::default()
+    }
+}
+
 /// `spec.faultInjection.enabled`: every server pod shares its process namespace with a fault
 /// agent that targets nats-server, holds the operator's public key and this server's uid, and
 /// is as hardened as the server; without it, neither.
@@ -341,7 +354,7 @@ fn jetstream_cluster_with_a_fault_agent() {
     let owner = Owner::of(&obj, JetStreamCluster::KIND_LABEL).unwrap();
     let operands = OperandDefaults {
         control_public_key: "cHVibGlj".into(),
-        ..OperandDefaults::default()
+        ..faults_allowed()
     };
     let pod = |obj: &JetStreamCluster| {
         let c = obj.build(&owner, 3, &operands);
@@ -411,7 +424,7 @@ fn the_fault_agent_port_admits_only_the_operator() {
     let mut obj: JetStreamCluster = fixture("jsc-basic.yaml");
     let owner = Owner::of(&obj, JetStreamCluster::KIND_LABEL).unwrap();
     let peer = OperatorPeer::parse("msgbench-system", "app.kubernetes.io/name=msgbench").unwrap();
-    let operands = OperandDefaults::default();
+    let operands = faults_allowed();
     let plain = obj.build(&owner, 3, &operands);
     assert!(network_policy(&owner, plain.template().unwrap(), Some(&peer)).is_none());
     obj.spec.fault_injection = Some(msgbench_crds::benchmark_run::FaultAgentSpec {
@@ -453,6 +466,75 @@ fn the_fault_agent_port_admits_only_the_operator() {
         from[0].pod_selector.clone().unwrap().match_labels.unwrap()["app.kubernetes.io/name"],
         "msgbench"
     );
+}
+
+/// The chart decides which agents a server's `spec.faultInjection` gets: none without
+/// `faults.enabled`, none with `network` unless `faults.network` too. A refused agent leaves
+/// the pods exactly as without `spec.faultInjection` (and so no NetworkPolicy for it).
+#[test]
+fn fault_agents_only_where_the_install_allows_them() {
+    use msgbench_crds::benchmark_run::FaultAgentSpec;
+    use msgbench_operator_core::fault_agent_pod::network_policy;
+    use msgbench_operator_core::run::runner_access::OperatorPeer;
+    let peer = OperatorPeer::parse("msgbench-system", "app.kubernetes.io/name=msgbench").unwrap();
+    let policy = |agents, network| OperandDefaults {
+        faults: FaultPolicy { agents, network },
+        ..OperandDefaults::default()
+    };
+    let asking = |enabled, network| {
+        let mut jsc: JetStreamCluster = fixture("jsc-basic.yaml");
+        jsc.spec.fault_injection = Some(FaultAgentSpec { enabled, network });
+        let mut mqb: MqttBroker = fixture("mqb-basic.yaml");
+        mqb.spec.fault_injection = Some(FaultAgentSpec { enabled, network });
+        (jsc, mqb)
+    };
+    // (containers, template) of each kind's pod.
+    let pods = |(jsc, mqb): &(JetStreamCluster, MqttBroker), operands: &OperandDefaults| {
+        let j = jsc.build(&Owner::of(jsc, "jetstreamcluster").unwrap(), 3, operands);
+        let m = mqb.build(&Owner::of(mqb, "mqttbroker").unwrap(), 1, operands);
+        [j, m].map(|c| c.template().unwrap().clone())
+    };
+    let plain = pods(
+        &(fixture("jsc-basic.yaml"), fixture("mqb-basic.yaml")),
+        &faults_allowed(),
+    );
+    let names = |t: &PodTemplateSpec| -> Vec<String> {
+        (t.spec.iter().flat_map(|s| &s.containers))
+            .map(|c| c.name.clone())
+            .collect()
+    };
+    for (what, spec, operands) in [
+        ("faults off", asking(true, false), policy(false, false)),
+        (
+            "faults off, network asked",
+            asking(true, true),
+            policy(false, true),
+        ),
+        (
+            "network asked, only faults.enabled",
+            asking(true, true),
+            policy(true, false),
+        ),
+    ] {
+        let built = pods(&spec, &operands);
+        assert_eq!(built, plain, "{what}: pods as without spec.faultInjection");
+        let owner = Owner::of(&spec.0, "jetstreamcluster").unwrap();
+        assert!(
+            network_policy(&owner, &built[0], Some(&peer)).is_none(),
+            "{what}"
+        );
+    }
+    let crash_only = pods(&asking(true, false), &policy(true, false));
+    for t in &crash_only {
+        assert_eq!(names(t)[1], "fault-agent");
+        let agent = &t.spec.as_ref().unwrap().containers[1];
+        assert!(!agent.args.iter().flatten().any(|a| a == "--network"));
+    }
+    let network = pods(&asking(true, true), &policy(true, true));
+    for t in &network {
+        let agent = &t.spec.as_ref().unwrap().containers[1];
+        assert!(agent.args.iter().flatten().any(|a| a == "--network"));
+    }
 }
 
 #[test]

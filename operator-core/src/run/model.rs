@@ -140,12 +140,16 @@ pub struct Resolved {
     /// for protocol websocket): not something waiting fixes, so the run fails at once with
     /// reason TargetUnfit.
     pub unfit: Option<String>,
-    /// The server's pods carry a fault agent (`spec.faultInjection.enabled`): `crash`, `pause`
-    /// (and with `network`, `partition`) faults can be carried out.
+    /// The server's pods carry a fault agent (`spec.faultInjection.enabled`, allowed by the
+    /// operator's install): `crash`, `pause` (and with `network`, `partition`) faults can be
+    /// carried out.
     pub fault_agent: Option<FaultAgentSeen>,
+    /// Why the server has no agent although its spec asks for one: the operator's install does
+    /// not allow it (the server's Degraded message, `fault_policy`).
+    pub fault_agent_refused: Option<String>,
 }
 
-/// The target's fault agent, as its spec says.
+/// The target's fault agent, as its spec asks and the operator's install allows.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct FaultAgentSeen {
     /// It may partition the server (`spec.faultInjection.network`).

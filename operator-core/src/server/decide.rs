@@ -2,6 +2,7 @@
 //! pods: the children to apply, or none, and whether the workload is held at 0 replicas), then
 //! `settle` (from the plan, what applying left and what the server reported: the status and
 //! when to look again).
+use crate::fault_policy::FaultRefusal;
 use crate::meta::Owner;
 use crate::operands::OperandDefaults;
 use crate::pod_observer::{observe_pods, PodObservation};
@@ -40,6 +41,9 @@ pub struct ServerPlan {
     pub hold: Option<Hold>,
     /// The pods as they are, judged against the desired pod template.
     pub pods: PodObservation,
+    /// The fault agent the spec asks for and the operator's fault policy refuses: the pods
+    /// are built without it (`ServerPod::agent_if`), the status says why.
+    pub fault_refusal: Option<FaultRefusal>,
 }
 
 /// Pure: the children (scaled to 0 while held; with the fault agent's NetworkPolicy when the
@@ -77,6 +81,7 @@ pub fn plan<K: ManagedServerKind>(
         children,
         hold,
         pods: observed,
+        fault_refusal: operands.faults.admit(obj.fault_injection()).err(),
     }
 }
 
@@ -112,6 +117,7 @@ pub fn settle<K: ManagedServerKind>(
         resources: obj.resources(),
         configured_threads: obj.configured_threads(),
         server_report: report,
+        fault_refusal: plan.fault_refusal.as_ref(),
         now: now.clone(),
     };
     let new_status = status::compute(&input);
@@ -133,6 +139,9 @@ pub fn settle<K: ManagedServerKind>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fault_policy::FaultPolicy;
+    use msgbench_crds::benchmark_run::FaultAgentSpec;
+    use msgbench_crds::conditions;
     use msgbench_crds::JetStreamCluster;
 
     fn cluster(name: &str, replicas: i32) -> JetStreamCluster {
@@ -191,6 +200,63 @@ mod tests {
             after, LOOK.converging,
             "a rollout in progress is looked at soon"
         );
+    }
+
+    /// A server asking for a fault agent the install does not allow is served without one,
+    /// and its Degraded condition names the chart value and the field; allowed, it gets one.
+    #[test]
+    fn a_fault_agent_the_install_refuses_is_left_out_and_reported() {
+        let mut obj = cluster("js", 3);
+        obj.spec.fault_injection = Some(FaultAgentSpec {
+            enabled: true,
+            network: true,
+        });
+        let owner = Owner::of(&obj, JetStreamCluster::KIND_LABEL).unwrap();
+        let pass = |faults: FaultPolicy| {
+            let operands = OperandDefaults {
+                faults,
+                ..OperandDefaults::default()
+            };
+            let plan = plan(&obj, &owner, vec![], &[], &operands, None, &now());
+            let template = plan.children.as_ref().and_then(|c| c.template().cloned());
+            let containers = template.and_then(|t| t.spec).unwrap().containers.len();
+            let report = ServerReport::default();
+            let (st, _) = settle(&obj, &owner, &plan, false, report, LOOK, &now());
+            let degraded = conditions::get(&st.conditions, conditions::DEGRADED).cloned();
+            (containers, degraded.unwrap())
+        };
+        for (faults, chart_value, field) in [
+            (
+                FaultPolicy::default(),
+                "faults.enabled=true",
+                "spec.faultInjection ",
+            ),
+            (
+                FaultPolicy {
+                    agents: true,
+                    network: false,
+                },
+                "faults.network=true",
+                "spec.faultInjection.network ",
+            ),
+        ] {
+            let (containers, d) = pass(faults);
+            assert_eq!(containers, 1, "{faults:?}: no agent");
+            assert_eq!(
+                (d.status.as_str(), d.reason.as_str()),
+                ("True", conditions::FAULT_INJECTION_NOT_ALLOWED)
+            );
+            assert!(
+                d.message.contains(chart_value) && d.message.starts_with(field),
+                "{d:?}"
+            );
+        }
+        let all = FaultPolicy {
+            agents: true,
+            network: true,
+        };
+        let (containers, d) = pass(all);
+        assert_eq!((containers, d.status.as_str()), (2, "False"), "{d:?}");
     }
 
     #[test]

@@ -7,6 +7,7 @@ use crate::server::children::Children;
 use crate::server::validate::SpecViolation;
 use k8s_openapi::NamespaceResourceScope;
 use kube::Resource;
+use msgbench_crds::benchmark_run::FaultAgentSpec;
 use msgbench_crds::common::{Resources, ServerStatus, Tuning};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -46,4 +47,8 @@ pub trait ManagedServerKind:
     }
     /// Client URL through the client Service's DNS name.
     fn client_url(&self, owner: &Owner) -> String;
+    /// The fault agent the spec asks for (`spec.faultInjection`); kinds without one: `None`.
+    fn fault_injection(&self) -> Option<&FaultAgentSpec> {
+        None
+    }
 }

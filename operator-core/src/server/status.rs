@@ -1,6 +1,7 @@
 //! Status from observations: Ready/Progressing/Degraded with reasons, and the tuning that took
 //! effect. Pure, so every branch is unit-tested; `lastTransitionTime` only moves on a change.
 
+use crate::fault_policy::FaultRefusal;
 use crate::pod_observer::{is_transient_rejection, PodObservation, REJECTION_REASONS};
 use crate::server::validate::SpecViolation;
 use crate::status_text::set_condition;
@@ -50,6 +51,8 @@ pub struct StatusInput<'a> {
     pub resources: &'a Resources,
     pub configured_threads: Option<u16>,
     pub server_report: ServerReport,
+    /// The fault agent the spec asks for and the operator's install does not allow.
+    pub fault_refusal: Option<&'a FaultRefusal>,
     pub now: Time,
 }
 
@@ -93,89 +96,17 @@ pub fn hold_for(
     })
 }
 
+/// One condition's (status, reason, message).
+type Said = (bool, String, String);
+
 pub fn compute(input: &StatusInput<'_>) -> ServerStatus {
-    let StatusInput {
-        pods,
-        desired_replicas,
-        ..
-    } = *input;
+    let pods = input.pods;
     let (ready, progressing, degraded) = if !input.violations.is_empty() {
-        let msg = input
-            .violations
-            .iter()
-            .map(|v| v.to_string())
-            .collect::<Vec<_>>()
-            .join("; ");
-        let reason = input.violations[0].reason;
-        (
-            (
-                false,
-                reason.to_string(),
-                format!("spec not applied: {msg}"),
-            ),
-            (
-                false,
-                reason.to_string(),
-                "waiting for a valid spec".to_string(),
-            ),
-            (true, reason.to_string(), msg),
-        )
+        invalid(input.violations)
     } else if let Some(hold) = input.hold {
-        let base = match hold.message.find("; scaled to 0") {
-            Some(i) => &hold.message[..i],
-            None => &hold.message,
-        };
-        let msg = match &hold.retry_at {
-            Some(t) => format!("{base}; scaled to 0 replicas, retrying at {}", t.0),
-            None => format!("{base}; scaled to 0 replicas until the spec changes"),
-        };
-        (
-            (false, hold.reason.clone(), msg.clone()),
-            (
-                false,
-                "ScaledToZero".to_string(),
-                "held at 0 replicas after a kubelet refusal".into(),
-            ),
-            (true, hold.reason.clone(), msg),
-        )
+        held(hold)
     } else {
-        let all_ready = pods.ready >= desired_replicas && desired_replicas > 0;
-        let count = format!(
-            "{}/{} replicas ready",
-            pods.ready.min(desired_replicas),
-            desired_replicas
-        );
-        let degraded = match &pods.problem {
-            Some(p) => (true, p.reason.clone(), p.message.clone()),
-            None => (
-                false,
-                "AsExpected".to_string(),
-                "no pod problems observed".to_string(),
-            ),
-        };
-        if all_ready && input.rollout_pending {
-            (
-                (true, "AllReplicasReady".to_string(), count),
-                (
-                    true,
-                    "RollingOut".to_string(),
-                    "replacing pods with the new template".into(),
-                ),
-                degraded,
-            )
-        } else if all_ready {
-            (
-                (true, "AllReplicasReady".to_string(), count),
-                (false, "Stable".to_string(), "rollout complete".to_string()),
-                degraded,
-            )
-        } else {
-            (
-                (false, "ReplicasNotReady".to_string(), count.clone()),
-                (true, "RollingOut".to_string(), count),
-                degraded,
-            )
-        }
+        served(input)
     };
     let updates = [
         update(conditions::ready, ready),
@@ -190,6 +121,93 @@ pub fn compute(input: &StatusInput<'_>) -> ServerStatus {
         url: Some(input.url.clone()),
         observed_tuning: Some(observed_tuning(input)),
         images: pods.images.iter().take(MAX_IMAGES).cloned().collect(),
+    }
+}
+
+/// Ready, Progressing, Degraded of a spec that breaks `violations` (none applied).
+fn invalid(violations: &[SpecViolation]) -> (Said, Said, Said) {
+    let msg = (violations.iter())
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let reason = violations[0].reason;
+    (
+        (
+            false,
+            reason.to_string(),
+            format!("spec not applied: {msg}"),
+        ),
+        (
+            false,
+            reason.to_string(),
+            "waiting for a valid spec".to_string(),
+        ),
+        (true, reason.to_string(), msg),
+    )
+}
+
+/// ... of a workload held at 0 replicas after a kubelet refusal.
+fn held(hold: &Hold) -> (Said, Said, Said) {
+    let base = match hold.message.find("; scaled to 0") {
+        Some(i) => &hold.message[..i],
+        None => &hold.message,
+    };
+    let msg = match &hold.retry_at {
+        Some(t) => format!("{base}; scaled to 0 replicas, retrying at {}", t.0),
+        None => format!("{base}; scaled to 0 replicas until the spec changes"),
+    };
+    (
+        (false, hold.reason.clone(), msg.clone()),
+        (
+            false,
+            "ScaledToZero".to_string(),
+            "held at 0 replicas after a kubelet refusal".into(),
+        ),
+        (true, hold.reason.clone(), msg),
+    )
+}
+
+/// ... of a server whose children were applied. A refused fault agent leaves it serving
+/// (Ready as its pods are) but Degraded, unless a pod problem says more urgently why.
+fn served(input: &StatusInput<'_>) -> (Said, Said, Said) {
+    let (pods, desired_replicas) = (input.pods, input.desired_replicas);
+    let all_ready = pods.ready >= desired_replicas && desired_replicas > 0;
+    let count = format!(
+        "{}/{} replicas ready",
+        pods.ready.min(desired_replicas),
+        desired_replicas
+    );
+    let degraded = match (&pods.problem, input.fault_refusal) {
+        (Some(p), _) => (true, p.reason.clone(), p.message.clone()),
+        (None, Some(r)) => (true, r.reason.to_string(), r.message.clone()),
+        (None, None) => (
+            false,
+            "AsExpected".to_string(),
+            "no pod problems observed".to_string(),
+        ),
+    };
+    if all_ready && input.rollout_pending {
+        (
+            (true, "AllReplicasReady".to_string(), count),
+            (
+                true,
+                "RollingOut".to_string(),
+                "replacing pods with the new template".into(),
+            ),
+            degraded,
+        )
+    } else if all_ready {
+        (
+            (true, "AllReplicasReady".to_string(), count),
+            (false, "Stable".to_string(), "rollout complete".to_string()),
+            degraded,
+        )
+    } else {
+        (
+            (false, "ReplicasNotReady".to_string(), count.clone()),
+            (true, "RollingOut".to_string(), count),
+            degraded,
+        )
     }
 }
 
@@ -341,6 +359,7 @@ mod tests {
             resources: res,
             configured_threads: Some(1),
             server_report: ServerReport::default(),
+            fault_refusal: None,
             now: now(),
         }
     }
@@ -540,6 +559,44 @@ mod tests {
         let res = Resources::default();
         let s = compute(&input(&pods, &tuning, &res, None));
         assert_eq!(cond(&s, "Degraded").message, "pod x: fatal | exit 1");
+    }
+
+    /// A refused fault agent does not stop the server serving: Ready as its pods are,
+    /// Degraded with the refusal; a pod problem is told first.
+    #[test]
+    fn a_refused_fault_agent_is_degraded_but_ready() {
+        let ready = PodObservation {
+            pods: 1,
+            ready: 1,
+            ..PodObservation::default()
+        };
+        let (tuning, res) = (Tuning::default(), Resources::default());
+        let refusal = crate::fault_policy::FaultRefusal::not_allowed(
+            "spec.faultInjection",
+            &["faults.enabled"],
+            "remove spec.faultInjection",
+        );
+        let mut i = input(&ready, &tuning, &res, None);
+        i.fault_refusal = Some(&refusal);
+        let s = compute(&i);
+        assert_eq!(cond(&s, "Ready").status, "True");
+        assert_eq!(cond(&s, "Progressing").status, "False");
+        let d = cond(&s, "Degraded");
+        assert_eq!(d.status, "True");
+        assert_eq!(d.reason, conditions::FAULT_INJECTION_NOT_ALLOWED);
+        assert_eq!(d.message, refusal.message);
+        let crashing = PodObservation {
+            pods: 1,
+            problem: Some(PodProblem {
+                reason: "CrashLoopBackOff".into(),
+                message: "pod x: exit 1".into(),
+                rejected: false,
+                refused_at: None,
+            }),
+            ..PodObservation::default()
+        };
+        i.pods = &crashing;
+        assert_eq!(cond(&compute(&i), "Degraded").reason, "CrashLoopBackOff");
     }
 
     #[test]

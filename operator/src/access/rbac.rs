@@ -233,7 +233,10 @@ pub fn render_markdown() -> String {
     s.push_str(
         "\n## Fault injection\n\n\
          Only with `--allow-faults` (chart value `faults.enabled`, off by default), for \
-         BenchmarkRun `spec.faults`. Added to the cluster-wide role.\n\n",
+         BenchmarkRun `spec.faults`. Added to the cluster-wide role. The same switch lets \
+         server pods carry the fault agent their `spec.faultInjection` asks for, which needs no \
+         API access (and `--allow-network-faults`, chart value `faults.network`, one with \
+         network faults).\n\n",
     );
     four_column_table(&mut s, FAULT_RULES);
     s.push_str(
@@ -338,7 +341,12 @@ that namespace, and grant it to the same people. What bounds it:
   (`partition`, nftables in the pod's own network namespace): then it runs as uid 0 with exactly
   NET_ADMIN and KILL, no privilege escalation, a read-only root — the Pod Security `privileged`
   level, opted into per server object. Servers without it are never touched by anything but pod
-  deletion.
+  deletion. The install bounds what a spec can ask: without `faults.enabled` no server gets an
+  agent, and a network agent also needs `faults.network`; a server asking for more runs without
+  one, `Degraded` with reason `FaultInjectionNotAllowed` naming the chart value. Where faults are
+  on, `faults.admissionPolicy.enabled` adds a ValidatingAdmissionPolicy that refuses
+  `spec.faultInjection` and BenchmarkRun `spec.faults` in every namespace without the label
+  `msgbench.dev/faults=enabled` (configurable), so who may label namespaces decides where.
 ";
 
 #[cfg(test)]

@@ -2,11 +2,14 @@
 use crate::runtime::context::Context;
 use crate::runtime::error::Result;
 use kube::Api;
-use msgbench_crds::benchmark_run::{BenchmarkRun, ObservedEnvironment, ServerKind, Target};
+use msgbench_crds::benchmark_run::{
+    BenchmarkRun, FaultAgentSpec, ObservedEnvironment, ServerKind, Target,
+};
 use msgbench_crds::common::ServerStatus;
 use msgbench_crds::pubsub_server::PubSubProtocol;
 use msgbench_crds::workload::Protocol;
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
+use msgbench_operator_core::fault_policy::FaultPolicy;
 use msgbench_operator_core::run::build::server_selector;
 use msgbench_operator_core::run::model::{FaultAgentSeen, Resolved};
 use msgbench_operator_core::run::target_auth::TargetSecret;
@@ -38,6 +41,7 @@ pub async fn resolve_target(
             tls_ca_secret: None,
             unfit: None,
             fault_agent: None,
+            fault_agent_refused: None,
         }));
     }
     let Some(r) = &t.server_ref else {
@@ -47,13 +51,7 @@ pub async fn resolve_target(
     let mut auth = None;
     let mut tls_ca_secret = None;
     let mut unfit = None;
-    let mut fault_agent = None;
-    let agent = |f: Option<msgbench_crds::benchmark_run::FaultAgentSpec>, peers: bool| {
-        f.filter(|f| f.enabled).map(|f| FaultAgentSeen {
-            network: f.network,
-            peers,
-        })
-    };
+    let (mut fault_agent, policy) = ((None, None), &ctx.operands.faults);
     let status: Option<Option<ServerStatus>> = match r.kind {
         ServerKind::JetStreamCluster => Api::<JetStreamCluster>::namespaced(c, ns)
             .get_opt(&r.name)
@@ -61,14 +59,14 @@ pub async fn resolve_target(
             .map(|s| {
                 auth = s.spec.auth.map(TargetSecret::Nats);
                 tls_ca_secret = s.spec.tls.map(|t| t.secret_name);
-                fault_agent = agent(s.spec.fault_injection, true);
+                fault_agent = agent_of(policy, s.spec.fault_injection.as_ref(), true);
                 s.status
             }),
         ServerKind::MqttBroker => Api::<MqttBroker>::namespaced(c, ns)
             .get_opt(&r.name)
             .await?
             .map(|s| {
-                fault_agent = agent(s.spec.fault_injection, false);
+                fault_agent = agent_of(policy, s.spec.fault_injection.as_ref(), false);
                 s.status
             }),
         ServerKind::PubSubServer => {
@@ -122,8 +120,28 @@ pub async fn resolve_target(
         auth,
         tls_ca_secret,
         unfit,
-        fault_agent,
+        fault_agent: fault_agent.0,
+        fault_agent_refused: fault_agent.1,
     }))
+}
+
+/// The fault agent a server's pods carry: what its spec asks for if the operator's install
+/// allows it (`ServerPod::agent_if` builds the same), else why not.
+fn agent_of(
+    policy: &FaultPolicy,
+    spec: Option<&FaultAgentSpec>,
+    peers: bool,
+) -> (Option<FaultAgentSeen>, Option<String>) {
+    match policy.admit(spec) {
+        Ok(agent) => (
+            agent.map(|f| FaultAgentSeen {
+                network: f.network,
+                peers,
+            }),
+            None,
+        ),
+        Err(refusal) => (None, Some(refusal.message)),
+    }
 }
 
 /// A pusher PubSubServer (sockudo) speaks only pusher, and pusher only it; the reference

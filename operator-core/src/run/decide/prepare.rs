@@ -202,6 +202,13 @@ fn agent_unfit(faults: &[Fault], r: &Resolved) -> Option<String> {
         return None;
     }
     let Some(agent) = r.fault_agent else {
+        if let Some(why) = &r.fault_agent_refused {
+            return Some(format!(
+                "spec.faults: actions crash, pause and partition need the target's fault \
+                 agent, and {} runs without one: {why}",
+                r.display
+            ));
+        }
         return Some(format!(
             "spec.faults: actions crash, pause and partition need the target's fault agent: \
              set spec.faultInjection.enabled: true on {}",

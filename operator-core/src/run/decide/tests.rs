@@ -74,6 +74,7 @@ fn ready_target() -> TargetSeen {
             tls_ca_secret: None,
             unfit: None,
             fault_agent: None,
+            fault_agent_refused: None,
         }),
         unreachable: None,
     }
@@ -392,6 +393,33 @@ fn a_crash_without_the_targets_fault_agent_is_unfit() {
             .any(|e| matches!(e, Effect::CreateRunners { .. })),
         "{:?}",
         d.effects
+    );
+}
+
+/// A target whose agent the operator's install refuses has none: a crash run fails at once,
+/// passing on why (the chart value), not asking for a setting the server already has.
+#[test]
+fn a_crash_against_a_refused_fault_agent_says_why_it_has_none() {
+    let br = run(
+        1,
+        "faults:\n  - {afterSeconds: 2, action: crash, pod: streamLeader}",
+    );
+    let mut t = ready_target();
+    if let Ok(r) = &mut t.resolved {
+        r.server_labels = Some(Default::default());
+        r.fault_agent_refused =
+            Some("spec.faultInjection.network needs faults.network=true".into());
+    }
+    let mut obs = Observed::at(at(T0 + 1));
+    obs.faults_allowed = true;
+    obs.targets = vec![t];
+    let d = decide_at(&br, &status(Phase::Pending), &obs);
+    assert_eq!(verdict(&d).1, RunFailureReason::TargetUnfit.as_str());
+    assert!(
+        message(&d).contains("JetStreamCluster/js3 runs without one: spec.faultInjection.network")
+            && !message(&d).contains("set spec.faultInjection.enabled"),
+        "{}",
+        message(&d)
     );
 }
 

@@ -35,6 +35,9 @@ impl ManagedServerKind for JetStreamCluster {
     fn build(&self, owner: &Owner, replicas: i32, operands: &OperandDefaults) -> Children {
         build::build(self, owner, replicas, operands)
     }
+    fn fault_injection(&self) -> Option<&msgbench_crds::benchmark_run::FaultAgentSpec> {
+        self.spec.fault_injection.as_ref()
+    }
     fn client_url(&self, owner: &Owner) -> String {
         let scheme = if self.spec.tls.is_some() {
             "tls"
