@@ -49,7 +49,7 @@ async fn one(api: &Api<DynamicObject>, name: String, status: &Value) -> Result<(
         "kind": "BenchmarkRun",
         "metadata": {"name": name, "labels": {"msgbench.dev/history-fill": "true"}},
         "spec": {
-            "target": {"endpoint": {"url": "nats://history.invalid:4222"}},
+            "target": {"serverRef": {"kind": "JetStreamCluster", "name": "history-gone"}},
             "workload": {"protocol": "nats", "payloadBytes": 16, "ratePerPublisher": 10,
                          "durationSeconds": 1},
         },

@@ -125,13 +125,17 @@ pub(super) fn pod_name(i: usize) -> String {
     format!("{}-{i}", "p".repeat(58))
 }
 
+/// The largest count the API server admits: it holds integers as int64, and one past that is
+/// refused as "must be of type integer" (one digit fewer than `u64::MAX`).
+const BIGGEST: u64 = i64::MAX as u64;
+
 pub(super) fn server_usage(pods: usize) -> ServerUsage {
     ServerUsage {
         cpu_cores_mean: Some(long(1.0)),
         cpu_cores_max: Some(long(1.0)),
         cpu_unavailable: None,
-        memory_bytes_max: u64::MAX,
-        memory_bytes_baseline: Some(u64::MAX),
+        memory_bytes_max: BIGGEST,
+        memory_bytes_baseline: Some(BIGGEST),
         memory_bytes_per_connection: Some(long(1.0)),
         memory_per_connection_fit: Some(MemoryFit {
             points: 64,
@@ -162,10 +166,10 @@ pub(super) fn server_usage(pods: usize) -> ServerUsage {
                 samples: 100_000,
                 cpu_cores_mean: Some(long(1.0)),
                 cpu_cores_max: Some(long(1.0)),
-                memory_bytes_baseline: Some(u64::MAX),
-                memory_bytes_max: u64::MAX,
-                connections_baseline: Some(u64::MAX),
-                connections_max: Some(u64::MAX),
+                memory_bytes_baseline: Some(BIGGEST),
+                memory_bytes_max: BIGGEST,
+                connections_baseline: Some(BIGGEST),
+                connections_max: Some(BIGGEST),
                 cpu_core_seconds: long(1e5),
                 sampled_seconds: long(1e5),
                 last_sample_ms: Some(i64::MAX),
@@ -427,8 +431,8 @@ pub(super) fn frame(variants: &[String], rounds: usize) -> BenchmarkRunStatus {
             trials: 120,
             elapsed_seconds: 172_800,
             expected_seconds: Some(172_800),
-            published: u64::MAX,
-            received: u64::MAX,
+            published: BIGGEST,
+            received: BIGGEST,
             runners_ready: 64,
         }),
         headline: Some(headline()),
