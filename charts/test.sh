@@ -118,6 +118,8 @@ reject "grafana.dashboard.enabled as a string" "enabled" --set-string grafana.da
 reject "runners.podMonitor.enabled as a string" "enabled" --set-string runners.podMonitor.enabled=yes
 reject "runners.podMonitor.interval without a unit" "interval" --set runners.podMonitor.interval=15
 reject "an unknown key under runners" "surprise" --set runners.surprise=1
+reject "an empty server fence peer" "clientsFrom" --set-json 'serverPods.networkPolicy.clientsFrom=[{}]'
+reject "an ipBlock without a cidr" "cidr" --set-json 'serverPods.networkPolicy.monitoringFrom=[{"ipBlock":{}}]'
 reject "grafana.dashboard.namespace not a DNS label" "namespace" --set grafana.dashboard.namespace=Mon_itoring
 
 # 4. Mutations: the assertions must catch a regressed chart (otherwise they assert nothing).

@@ -416,6 +416,9 @@ def main():
         check(operands.get("imagePullPolicy") == "IfNotPresent", "default operand pull policy")
         check(operands.get("runnerPods") == {"imagePullSecrets": [], "labels": {}, "annotations": {}},
               f"no runner pod additions by default: {operands.get('runnerPods')}")
+        check(operands.get("serverNetworkPolicy") == {"clientsFrom": [], "monitoringFrom": []},
+              f"servers fenced with no extra sources by default: {operands.get('serverNetworkPolicy')}")
+        check("networkPolicy" not in operands.get("serverPods", {}), "the fence is not a pod addition")
         check(replicas == 1, "default: one operator replica")
         check(container.get("image") == "ghcr.io/msgbench/operator:0.1.0", f"default image, got {container.get('image')}")
         check(container.get("imagePullPolicy") == "IfNotPresent", "default pullPolicy IfNotPresent")
@@ -451,6 +454,10 @@ def main():
                                              "annotations": {"example.com/cost-center": "42"},
                                              "serviceAccountName": "bench-runners", "priorityClassName": "benchmarks"},
               f"runnerPods honoured: {operands.get('runnerPods')}")
+        check(operands.get("serverNetworkPolicy") == {
+                  "clientsFrom": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "apps"}}}],
+                  "monitoringFrom": [{"ipBlock": {"cidr": "10.96.0.0/12"}}]},
+              f"serverPods.networkPolicy honoured: {operands.get('serverNetworkPolicy')}")
         check(operands.get("serverPods", {}).get("imagePullSecrets") == pulls
               and operands.get("serverPods", {}).get("priorityClassName") == "messaging",
               f"serverPods honoured: {operands.get('serverPods')}")

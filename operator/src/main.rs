@@ -154,6 +154,8 @@ async fn main() -> anyhow::Result<()> {
     // Runner and fault-agent pods check the operator's credentials with this key.
     let mut operands = operands;
     operands.control_public_key = ctx.control.public_key();
+    // The servers' fences admit the operator's own pods to their monitoring ports.
+    operands.operator_peer = ctx.runner_peer.clone();
     ctx.operands = Arc::new(operands);
     ctx.runs.merge_budget = Arc::new(MergeBudget::from_memory_limit(
         args.memory_limit_bytes,

@@ -15,8 +15,7 @@ pub struct Children {
     pub pod_disruption_budgets: Vec<PodDisruptionBudget>,
     pub stateful_sets: Vec<StatefulSet>,
     pub deployments: Vec<Deployment>,
-    /// The fault agent's NetworkPolicy (`fault_agent_pod::network_policy`), when there is one
-    /// (added by the reconciler, which knows the operator's pods: not in the builders' output).
+    /// The server's fence (`server::fence`): who may reach which of its ports.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub network_policies: Vec<NetworkPolicy>,
 }

@@ -79,8 +79,8 @@ pub const RULES: &[(&str, &[&str], &[&str], &str)] = &[
     (
         "networking.k8s.io",
         &["networkpolicies"],
-        &["list", "create", "patch", "delete"],
-        "per-run NetworkPolicy: only the operator reaches the runners' control port (their metrics port stays open to scrapes)",
+        &["list", "watch", "create", "patch", "delete"],
+        "per-server NetworkPolicy (its fence: applied, watched, orphans deleted) and per-run NetworkPolicy: only the operator reaches the runners' control port (their metrics port stays open to scrapes)",
     ),
     (
         "discovery.k8s.io",
@@ -289,6 +289,11 @@ that namespace, and grant it to the same people. What bounds it:
   that lets only the operator reach their control port (the read-only metrics port stays open
   to scrapes). Unsafe sysctls need `tuning.allowUnsafeSysctls: true` and the node's kubelet
   allow-list.
+- **Network.** Every server object gets a NetworkPolicy (its fence): client ports only from
+  pods of its own namespace, the operator and the chart's `serverPods.networkPolicy.clientsFrom`;
+  NATS routes only from the server's own pods; monitoring ports (nats 8222, sockudo metrics) and
+  the fault agent's port only from the operator (monitoring also from `monitoringFrom`). It
+  binds only where the network plugin enforces NetworkPolicy.
 - **Placement.** A toleration needs a key (admission): no key-less `Exists` that tolerates
   every taint, control-plane and NoExecute taints included. Node selectors and tolerations
   are capped at 16 entries.

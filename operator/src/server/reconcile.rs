@@ -49,7 +49,6 @@ pub async fn reconcile<K: ManagedServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> 
         violations,
         &pod_list,
         &ctx.operands,
-        ctx.runner_peer.as_ref(),
         &now,
     );
     // act: apply (an invalid spec leaves the running children alone), read the server's report

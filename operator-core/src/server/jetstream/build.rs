@@ -5,6 +5,7 @@ use crate::fault_agent_pod::AgentNetwork;
 use crate::meta::Owner;
 use crate::operands::{merged, OperandDefaults};
 use crate::server::children::Children;
+use crate::server::fence::{self, Fence, PeerPorts};
 use crate::server_pod::{empty_dir, mount, optional_secret_volume, pod_template, ServerPod};
 use crate::tuning::{bytes, threads};
 use k8s_openapi::api::apps::v1::{
@@ -206,6 +207,7 @@ pub fn build(
             ..PersistentVolumeClaim::default()
         }]
     });
+    let policy = fence::network_policy(owner, &jetstream_fence(), &template, operands);
     let sts = StatefulSet {
         metadata: owner.child_meta(name),
         spec: Some(StatefulSetSpec {
@@ -230,7 +232,17 @@ pub fn build(
         pod_disruption_budgets: vec![pdb],
         stateful_sets: vec![sts],
         deployments: vec![],
-        network_policies: vec![],
+        network_policies: vec![policy],
+    }
+}
+
+/// Clients on 4222 (TLS or not), routes on 6222 among the servers only, monitoring on 8222
+/// for the operator only.
+pub fn jetstream_fence() -> Fence {
+    Fence {
+        client_ports: vec![CLIENT_PORT],
+        peer_ports: PeerPorts::Listed(vec![CLUSTER_PORT]),
+        monitor_ports: vec![MONITOR_PORT],
     }
 }
 
