@@ -213,8 +213,10 @@ def check_rbac(docs, repo, faults=False, pod_logs=False):
                         "pods/portforward", "pods/ephemeralcontainers", "customresourcedefinitions"),
               f"RBAC grants {sorted(verbs)} on sensitive resource {g or 'core'}/{r}")
         check(not ({"escalate", "bind", "impersonate"} & verbs), f"RBAC grants escalate/bind/impersonate on {r}")
-    # No Secret outside the operator's own namespace (check_control_key_rbac), pod logs only opted in.
-    check(("", "secrets") not in granted, f"no Secrets in the operator's wide role: {granted.get(('', 'secrets'))}")
+    # No Secret read outside the operator's own namespace (check_control_key_rbac): the wide role
+    # may only create them (JetStream route passwords). Pod logs only opted in.
+    check(granted.get(("", "secrets"), {"create"}) == {"create"},
+          f"Secrets only created in the operator's wide role: {granted.get(('', 'secrets'))}")
     check((("", "pods/log") in granted) == pod_logs, f"pods/log exactly when results.fromPodLogs ({pod_logs})")
     pods_allowed = {"get", "list", "watch"} | ({"delete"} if faults else set())
     check(granted.get(("", "pods"), set()) <= pods_allowed,

@@ -120,13 +120,17 @@ fn jetstream_cluster_of_three() {
     let (_, c) = build::<JetStreamCluster>("jsc-basic.yaml");
     assert_hardened(&c);
     assert_contract_labels(&c, "jetstreamcluster", "demo");
+    // Routes with the generated password, composed by the kubelet; the file names variables.
     let conf = &c.config_maps[0].data.as_ref().unwrap()["nats.conf"];
+    let env = env_of(&c);
     for i in 0..3 {
-        assert!(
-            conf.contains(&format!("nats://demo-{i}.demo-headless.bench.svc:6222")),
-            "{conf}"
+        assert!(conf.contains(&format!("    $ROUTE_{i}\n")), "{conf}");
+        assert_eq!(
+            env[&format!("ROUTE_{i}")],
+            format!("nats-route://route:$(ROUTE_PASSWORD)@demo-{i}.demo-headless.bench.svc:6222")
         );
     }
+    assert_eq!(c.generated_secrets[0].name(), "demo-routes");
     let sts = c.stateful_sets[0].spec.as_ref().unwrap();
     assert_eq!(sts.pod_management_policy.as_deref(), Some("Parallel"));
     assert_eq!(sts.service_name.as_deref(), Some("demo-headless"));
