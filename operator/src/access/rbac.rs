@@ -312,11 +312,11 @@ that namespace, and grant it to the same people. What bounds it:
   reads at most 32 MiB of records per run, checks every histogram header and record shape
   before decoding, and a record it cannot read fails that run as `ResultsLost`.
 - **Secrets.** The operator reads one Secret: its own control key, by name, in its own
-  namespace. It creates one per JetStreamCluster of more than one server (`<name>-routes`, a
-  random route password the servers take by reference) and never reads it back; `create`
-  cannot be limited by name or namespace, so it can create (not read, change or delete)
-  Secrets wherever it watches. It signs a short-lived credential per run with it; runner pods hold only the
-  public key and their run's uid (`runner_api::control_auth`). The auth and TLS Secrets a
+  namespace. It signs a short-lived credential per run with it; runner pods hold only the
+  public key and their run's uid (`runner_api::control_auth`). It creates one Secret per
+  JetStreamCluster of more than one server (`<name>-routes`, a random route password the
+  servers take by reference) and never reads it back; `create` cannot be limited by name, so
+  it can create (not read, change or delete) Secrets wherever it watches. The auth and TLS Secrets a
   server spec names go to pods by reference only; the operator learns of a missing one or
   key from the kubelet's refusal in the pod status (reasons `SecretNotFound`,
   `SecretKeyMissing`). Pod logs are read only with `results.fromPodLogs`, and then only of a

@@ -349,7 +349,7 @@ fn env(jsc: &JetStreamCluster, headless: &str, namespace: &str) -> Vec<EnvVar> {
 
 /// References to the public parts of the TLS Secret: the certificate and the CA the runners
 /// verify it with. A missing Secret or key of a volume shows only in Events, which the operator
-/// cannot read (it has no access to Secrets or Events); of an environment reference it shows in
+/// cannot read (it may read neither Secrets nor Events); of an environment reference it shows in
 /// the container status (CreateContainerConfigError: `secret "x" not found`, `couldn't find key
 /// ca.crt in Secret ns/x`), which the operator reports. nats-server ignores these variables.
 pub fn tls_env(secret: &str) -> Vec<EnvVar> {
