@@ -138,6 +138,8 @@ reject "grafana.dashboard.enabled as a string" "enabled" --set-string grafana.da
 reject "runners.podMonitor.enabled as a string" "enabled" --set-string runners.podMonitor.enabled=yes
 reject "runners.podMonitor.interval without a unit" "interval" --set runners.podMonitor.interval=15
 reject "an unknown key under runners" "surprise" --set runners.surprise=1
+reject "an empty server fence peer" "clientsFrom" --set-json 'serverPods.networkPolicy.clientsFrom=[{}]'
+reject "an ipBlock without a cidr" "cidr" --set-json 'serverPods.networkPolicy.monitoringFrom=[{"ipBlock":{}}]'
 reject "grafana.dashboard.namespace not a DNS label" "namespace" --set grafana.dashboard.namespace=Mon_itoring
 reject "a negative history limit" "succeededRunsHistoryLimit" --set retention.succeededRunsHistoryLimit=-1
 reject "faults.network without faults.enabled" "faults.network needs faults.enabled" --set faults.network=true
@@ -174,6 +176,7 @@ mutate "wildcard verb" 'role["rules"][0]["verbs"] = ["*"]'
 mutate "wildcard resource" 'role["rules"].append({"apiGroups": [""], "resources": ["*"], "verbs": ["get"]})'
 mutate "nodes readable" 'role["rules"].append({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]})'
 mutate "pods deletable" 'next(r for r in role["rules"] if "pods" in r["resources"])["verbs"].append("delete")'
+mutate "Secrets readable" 'next(r for r in role["rules"] if "secrets" in r["resources"])["verbs"].append("get")'
 mutate "secrets readable cluster-wide" 'role["rules"].append({"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]})'
 mutate "control key readable under any name" 'del key_role["rules"][0]["resourceNames"]'
 mutate "control key Role in another namespace" 'key_role["metadata"]["namespace"] = "default"'

@@ -217,8 +217,10 @@ def check_rbac(docs, repo, faults=False, pod_logs=False, retention=True):
                         "pods/portforward", "pods/ephemeralcontainers", "customresourcedefinitions"),
               f"RBAC grants {sorted(verbs)} on sensitive resource {g or 'core'}/{r}")
         check(not ({"escalate", "bind", "impersonate"} & verbs), f"RBAC grants escalate/bind/impersonate on {r}")
-    # No Secret outside the operator's own namespace (check_control_key_rbac), pod logs only opted in.
-    check(("", "secrets") not in granted, f"no Secrets in the operator's wide role: {granted.get(('', 'secrets'))}")
+    # No Secret read outside the operator's own namespace (check_control_key_rbac): the wide role
+    # may only create them (JetStream route passwords). Pod logs only opted in.
+    check(granted.get(("", "secrets"), {"create"}) == {"create"},
+          f"Secrets only created in the operator's wide role: {granted.get(('', 'secrets'))}")
     check((("", "pods/log") in granted) == pod_logs, f"pods/log exactly when results.fromPodLogs ({pod_logs})")
     pods_allowed = {"get", "list", "watch"} | ({"delete"} if faults else set())
     check(granted.get(("", "pods"), set()) <= pods_allowed,
@@ -490,6 +492,9 @@ def main():
         check(operands.get("imagePullPolicy") == "IfNotPresent", "default operand pull policy")
         check(operands.get("runnerPods") == {"imagePullSecrets": [], "labels": {}, "annotations": {}},
               f"no runner pod additions by default: {operands.get('runnerPods')}")
+        check(operands.get("serverNetworkPolicy") == {"clientsFrom": [], "monitoringFrom": []},
+              f"servers fenced with no extra sources by default: {operands.get('serverNetworkPolicy')}")
+        check("networkPolicy" not in operands.get("serverPods", {}), "the fence is not a pod addition")
         check(replicas == 1, "default: one operator replica")
         check(container.get("image") == "ghcr.io/msgbench/operator:0.1.0", f"default image, got {container.get('image')}")
         check(container.get("imagePullPolicy") == "IfNotPresent", "default pullPolicy IfNotPresent")
@@ -525,6 +530,10 @@ def main():
                                              "annotations": {"example.com/cost-center": "42"},
                                              "serviceAccountName": "bench-runners", "priorityClassName": "benchmarks"},
               f"runnerPods honoured: {operands.get('runnerPods')}")
+        check(operands.get("serverNetworkPolicy") == {
+                  "clientsFrom": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "apps"}}}],
+                  "monitoringFrom": [{"ipBlock": {"cidr": "10.96.0.0/12"}}]},
+              f"serverPods.networkPolicy honoured: {operands.get('serverNetworkPolicy')}")
         check(operands.get("serverPods", {}).get("imagePullSecrets") == pulls
               and operands.get("serverPods", {}).get("priorityClassName") == "messaging",
               f"serverPods honoured: {operands.get('serverPods')}")

@@ -8,19 +8,15 @@
 //! non-root process only through file capabilities (and `allowPrivilegeEscalation: false` turns
 //! those off), so this agent runs as uid 0 with exactly NET_ADMIN and KILL (to signal the
 //! server's user), still without privilege escalation and with a read-only root.
-use crate::meta::Owner;
-use crate::run::runner_access::{operator_peer, OperatorPeer};
+//!
+//! Its port is fenced with the server's own ports, in the server's one NetworkPolicy
+//! (`server::fence`): only the operator reaches it.
 use crate::security::container_security_context;
-use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EnvVar, HTTPGetAction, Probe, ResourceRequirements,
     SecurityContext,
 };
-use k8s_openapi::api::networking::v1::{
-    NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPort, NetworkPolicySpec,
-};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use runner_api::control_auth::PUBLIC_KEY_ENV;
 use runner_api::fault_agent::{CONTAINER, FAULT_AGENT_PORT, SERVER_UID_ENV};
@@ -137,54 +133,6 @@ fn args(a: &FaultAgentPod) -> Vec<String> {
         }
     }
     args
-}
-
-/// Ingress to the server pods of `owner` when they carry the fault agent: the agent's port only
-/// from the operator's pods (like the runners' control port), every port of the other
-/// containers from anywhere, as before. None without an agent, or when the operator does not
-/// know its own pods (run outside the cluster): the signed credentials still guard the agent.
-pub fn network_policy(
-    owner: &Owner,
-    template: &PodTemplateSpec,
-    peer: Option<&OperatorPeer>,
-) -> Option<NetworkPolicy> {
-    let pod = template.spec.as_ref()?;
-    pod.containers.iter().find(|c| c.name == CONTAINER)?;
-    let peer = peer?;
-    let tcp = |port: i32| NetworkPolicyPort {
-        port: Some(IntOrString::Int(port)),
-        protocol: Some("TCP".into()),
-        ..NetworkPolicyPort::default()
-    };
-    let server_ports: Vec<NetworkPolicyPort> = (pod.containers.iter())
-        .filter(|c| c.name != CONTAINER)
-        .flat_map(|c| c.ports.iter().flatten())
-        .map(|p| NetworkPolicyPort {
-            protocol: p.protocol.clone().or(Some("TCP".into())),
-            ..tcp(p.container_port)
-        })
-        .collect();
-    Some(NetworkPolicy {
-        metadata: owner.child_meta(format!("{}-{CONTAINER}", owner.name)),
-        spec: Some(NetworkPolicySpec {
-            pod_selector: Some(LabelSelector {
-                match_labels: Some(owner.selector_labels()),
-                ..LabelSelector::default()
-            }),
-            policy_types: Some(vec!["Ingress".into()]),
-            ingress: Some(vec![
-                NetworkPolicyIngressRule {
-                    from: None,
-                    ports: Some(server_ports),
-                },
-                NetworkPolicyIngressRule {
-                    from: Some(vec![operator_peer(peer)]),
-                    ports: Some(vec![tcp(FAULT_AGENT_PORT.into())]),
-                },
-            ]),
-            ..NetworkPolicySpec::default()
-        }),
-    })
 }
 
 #[cfg(test)]

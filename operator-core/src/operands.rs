@@ -8,7 +8,9 @@
 //! file (a local `cargo run`) the built-in defaults below apply, the same as the chart's.
 //!
 //! Pure: reading the file is the caller's business (`main`).
+use crate::run::runner_access::OperatorPeer;
 use k8s_openapi::api::core::v1::{LocalObjectReference, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::networking::v1::NetworkPolicyPeer;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use msgbench_crds::mqtt_broker::MqttEngine;
 use msgbench_crds::pod_customization::{PodCustomization, PullSecret};
@@ -34,6 +36,10 @@ pub struct OperandDefaults {
     /// Added to every server pod (a server's `spec.pod` adds to these and wins per key).
     #[serde(default)]
     pub server_pods: PodCustomization,
+    /// Who else may reach the servers' ports (`server::fence`; the chart's
+    /// `serverPods.networkPolicy`).
+    #[serde(default)]
+    pub server_network_policy: ServerNetworkPolicy,
     /// The operator's runner/fault-agent control public key (set at start, not configured).
     #[serde(skip)]
     pub control_public_key: String,
@@ -41,6 +47,23 @@ pub struct OperandDefaults {
     /// `--allow-network-faults`, not configured here): none by default.
     #[serde(skip)]
     pub faults: crate::fault_policy::FaultPolicy,
+    /// The operator's own pods, admitted to the servers' monitoring and fault-agent ports (set
+    /// at start from its environment, not configured; None outside a cluster).
+    #[serde(skip)]
+    pub operator_peer: Option<OperatorPeer>,
+}
+
+/// Sources admitted to every server beyond the defaults (the server's own namespace to the
+/// client ports, the operator to the monitoring ports).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ServerNetworkPolicy {
+    /// Also admitted to the client ports (e.g. clients in another namespace).
+    #[serde(default)]
+    pub clients_from: Vec<NetworkPolicyPeer>,
+    /// Also admitted to the monitoring ports (e.g. a Prometheus namespace).
+    #[serde(default)]
+    pub monitoring_from: Vec<NetworkPolicyPeer>,
 }
 
 /// Default image of each operand: a full reference (`registry/repository:tag[@digest]`).
@@ -89,8 +112,10 @@ impl Default for OperandDefaults {
             image_pull_policy: if_not_present(),
             runner_pods: PodCustomization::default(),
             server_pods: PodCustomization::default(),
+            server_network_policy: ServerNetworkPolicy::default(),
             control_public_key: String::new(),
             faults: crate::fault_policy::FaultPolicy::default(),
+            operator_peer: None,
         }
     }
 }
@@ -124,6 +149,22 @@ impl OperandDefaults {
             return Err(format!(
                 "images.{field}: must be an image reference without spaces"
             ));
+        }
+        let np = &d.server_network_policy;
+        for (field, peers) in [
+            ("clientsFrom", &np.clients_from),
+            ("monitoringFrom", &np.monitoring_from),
+        ] {
+            // An empty peer is refused by the API server, and would fail every apply.
+            if let Some(i) = peers
+                .iter()
+                .position(|p| *p == NetworkPolicyPeer::default())
+            {
+                return Err(format!(
+                    "serverNetworkPolicy.{field}[{i}]: needs podSelector, namespaceSelector \
+                     or ipBlock"
+                ));
+            }
         }
         Ok(d)
     }
@@ -225,6 +266,34 @@ mod tests {
         )
         .unwrap_err();
         assert!(empty.starts_with("images.benchRunner"), "{empty}");
+    }
+
+    /// The chart's `serverPods.networkPolicy` reaches the fence as NetworkPolicy peers; a peer
+    /// that names nothing (which the API server would refuse on every apply) is named instead.
+    #[test]
+    fn server_network_policy_peers_parse_and_an_empty_one_is_refused() {
+        let d = OperandDefaults::parse(
+            "serverNetworkPolicy:\n  clientsFrom:\n  - namespaceSelector: {matchLabels: {team: a}}\n  \
+             - ipBlock: {cidr: 10.0.0.0/8}\n  monitoringFrom: []\n",
+        )
+        .unwrap();
+        let from = &d.server_network_policy.clients_from;
+        assert_eq!(from.len(), 2);
+        assert_eq!(from[1].ip_block.as_ref().unwrap().cidr, "10.0.0.0/8");
+        assert!(d.server_network_policy.monitoring_from.is_empty());
+        assert_eq!(
+            OperandDefaults::default().server_network_policy,
+            ServerNetworkPolicy::default()
+        );
+        let empty =
+            OperandDefaults::parse("serverNetworkPolicy: {monitoringFrom: [{}]}\n").unwrap_err();
+        assert!(
+            empty.starts_with("serverNetworkPolicy.monitoringFrom[0]"),
+            "{empty}"
+        );
+        let unknown =
+            OperandDefaults::parse("serverNetworkPolicy: {clientFrom: []}\n").unwrap_err();
+        assert!(unknown.contains("clientFrom"), "{unknown}");
     }
 
     #[test]

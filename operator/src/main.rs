@@ -194,6 +194,8 @@ async fn main() -> anyhow::Result<()> {
     let mut operands = operands;
     operands.control_public_key = ctx.control.public_key();
     operands.faults = args.fault_policy();
+    // The servers' fences admit the operator's own pods to their monitoring ports.
+    operands.operator_peer = ctx.runner_peer.clone();
     ctx.operands = Arc::new(operands);
     ctx.runs.merge_budget = Arc::new(MergeBudget::from_memory_limit(
         args.memory_limit_bytes,

@@ -121,13 +121,17 @@ fn jetstream_cluster_of_three() {
     let (_, c) = build::<JetStreamCluster>("jsc-basic.yaml");
     assert_hardened(&c);
     assert_contract_labels(&c, "jetstreamcluster", "demo");
+    // Routes with the generated password, composed by the kubelet; the file names variables.
     let conf = &c.config_maps[0].data.as_ref().unwrap()["nats.conf"];
+    let env = env_of(&c);
     for i in 0..3 {
-        assert!(
-            conf.contains(&format!("nats://demo-{i}.demo-headless.bench.svc:6222")),
-            "{conf}"
+        assert!(conf.contains(&format!("    $ROUTE_{i}\n")), "{conf}");
+        assert_eq!(
+            env[&format!("ROUTE_{i}")],
+            format!("nats-route://route:$(ROUTE_PASSWORD)@demo-{i}.demo-headless.bench.svc:6222")
         );
     }
+    assert_eq!(c.generated_secrets[0].name(), "demo-routes");
     let sts = c.stateful_sets[0].spec.as_ref().unwrap();
     assert_eq!(sts.pod_management_policy.as_deref(), Some("Parallel"));
     assert_eq!(sts.service_name.as_deref(), Some("demo-headless"));
@@ -414,47 +418,49 @@ fn jetstream_cluster_with_a_fault_agent() {
     assert_eq!(caps, ["NET_ADMIN", "KILL"]);
 }
 
-/// The fault agent's port is reachable only from the operator's pods; the server's own ports
-/// stay open to all, as without the agent. No agent (or an operator that does not know its
-/// pods): no policy.
+/// The fault agent's port is reachable only from the operator's pods, in the server's one
+/// fenced policy: no rule admits any port from everywhere (the agent's own policy once did),
+/// with or without the agent, with or without a known operator.
 #[test]
 fn the_fault_agent_port_admits_only_the_operator() {
-    use msgbench_operator_core::fault_agent_pod::network_policy;
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
     use msgbench_operator_core::run::runner_access::OperatorPeer;
     let mut obj: JetStreamCluster = fixture("jsc-basic.yaml");
     let owner = Owner::of(&obj, JetStreamCluster::KIND_LABEL).unwrap();
     let peer = OperatorPeer::parse("msgbench-system", "app.kubernetes.io/name=msgbench").unwrap();
-    let operands = faults_allowed();
-    let plain = obj.build(&owner, 3, &operands);
-    assert!(network_policy(&owner, plain.template().unwrap(), Some(&peer)).is_none());
+    let known = OperandDefaults {
+        operator_peer: Some(peer),
+        ..faults_allowed()
+    };
+    let agent = |c: &Children| {
+        let spec = c.network_policies[0].spec.clone().unwrap();
+        assert_eq!(
+            spec.pod_selector.clone().unwrap().match_labels,
+            Some(owner.selector_labels())
+        );
+        let rules = spec.ingress.unwrap();
+        assert!(
+            rules
+                .iter()
+                .all(|r| r.from.as_ref().is_some_and(|f| !f.is_empty())),
+            "every rule names its sources: {rules:?}"
+        );
+        (rules.into_iter())
+            .find(|r| (r.ports.iter().flatten()).any(|p| p.port == Some(IntOrString::Int(9091))))
+    };
+    assert!(
+        agent(&obj.build(&owner, 3, &known)).is_none(),
+        "no agent, no port"
+    );
     obj.spec.fault_injection = Some(msgbench_crds::benchmark_run::FaultAgentSpec {
         enabled: true,
         network: false,
     });
-    let with = obj.build(&owner, 3, &operands);
-    let t = with.template().unwrap();
-    assert!(network_policy(&owner, t, None).is_none());
-    let np = network_policy(&owner, t, Some(&peer)).unwrap();
-    let spec = np.spec.unwrap();
-    assert_eq!(
-        spec.pod_selector.unwrap().match_labels,
-        Some(owner.selector_labels())
-    );
-    let rules = spec.ingress.unwrap();
-    let ports = |i: usize| -> Vec<i32> {
-        (rules[i].ports.iter().flatten())
-            .filter_map(|p| match p.port {
-                Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(n)) => Some(n),
-                _ => None,
-            })
-            .collect()
-    };
-    assert_eq!(
-        (rules[0].from.clone(), ports(0)),
-        (None, vec![4222, 6222, 8222])
-    );
-    assert_eq!(ports(1), [9091]);
-    let from = rules[1].from.clone().unwrap();
+    let with = obj.build(&owner, 3, &known);
+    let rule = agent(&with).expect("the agent's port");
+    assert_eq!(rule.ports.as_ref().unwrap().len(), 1, "that port alone");
+    let from = rule.from.unwrap();
+    assert_eq!(from.len(), 1, "the operator alone");
     let ns = from[0]
         .namespace_selector
         .clone()
@@ -466,17 +472,16 @@ fn the_fault_agent_port_admits_only_the_operator() {
         from[0].pod_selector.clone().unwrap().match_labels.unwrap()["app.kubernetes.io/name"],
         "msgbench"
     );
+    let unknown = obj.build(&owner, 3, &faults_allowed());
+    assert!(agent(&unknown).is_none(), "no operator known: closed");
 }
 
 /// The chart decides which agents a server's `spec.faultInjection` gets: none without
 /// `faults.enabled`, none with `network` unless `faults.network` too. A refused agent leaves
-/// the pods exactly as without `spec.faultInjection` (and so no NetworkPolicy for it).
+/// the pods exactly as without `spec.faultInjection` (and so no agent port in the server's fence).
 #[test]
 fn fault_agents_only_where_the_install_allows_them() {
     use msgbench_crds::benchmark_run::FaultAgentSpec;
-    use msgbench_operator_core::fault_agent_pod::network_policy;
-    use msgbench_operator_core::run::runner_access::OperatorPeer;
-    let peer = OperatorPeer::parse("msgbench-system", "app.kubernetes.io/name=msgbench").unwrap();
     let policy = |agents, network| OperandDefaults {
         faults: FaultPolicy { agents, network },
         ..OperandDefaults::default()
@@ -516,13 +521,9 @@ fn fault_agents_only_where_the_install_allows_them() {
             policy(true, false),
         ),
     ] {
+        // The server's fence follows the template: the same pods, no agent port in it.
         let built = pods(&spec, &operands);
         assert_eq!(built, plain, "{what}: pods as without spec.faultInjection");
-        let owner = Owner::of(&spec.0, "jetstreamcluster").unwrap();
-        assert!(
-            network_policy(&owner, &built[0], Some(&peer)).is_none(),
-            "{what}"
-        );
     }
     let crash_only = pods(&asking(true, false), &policy(true, false));
     for t in &crash_only {

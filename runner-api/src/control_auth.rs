@@ -1,7 +1,7 @@
 //! Who may drive a runner: whoever holds the operator's Ed25519 signing key. The operator
 //! signs a short-lived credential naming one run (its uid); a runner knows only the public key
 //! (a pod environment variable, not a secret) and its own run's uid. So no per-run Secret
-//! exists, and the operator needs no access to Secrets outside its own namespace.
+//! exists, and the operator needs to read no Secret outside its own namespace.
 //!
 //! Credential: `msgbench1.<base64url(run uid "\n" expiry unix seconds)>.<base64url(signature)>`,
 //! presented as `Authorization: Bearer …`.

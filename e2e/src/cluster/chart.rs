@@ -67,6 +67,9 @@ fn install() -> Result<()> {
             "podAnnotations.msgbench\\.dev/image-digest={digest}"
         ));
     }
+    if let Some(values) = kind_fence_values() {
+        cmd.arg("--set-json").arg(values);
+    }
     let output = cmd
         .arg("upgrade")
         .arg("--install")
@@ -89,6 +92,34 @@ fn install() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// kind: the servers' fences also admit kind's node network, where the suite's host-side
+/// clients (natsprobe, through the engine's network namespace) and the API server's pod proxy
+/// (`probe::pod_get` on a server on another node) come from; pods stay fenced (another pod
+/// CIDR). The local cluster enforces no NetworkPolicy: nothing to add. None when the network
+/// cannot be read (the fence then holds those clients out too, and says so).
+fn kind_fence_values() -> Option<String> {
+    if Flavour::current() != Flavour::Kind {
+        return None;
+    }
+    let format = "{{range .IPAM.Config}}{{.Subnet}} {{end}}";
+    let out =
+        crate::cluster::kind_engine::docker(&["network", "inspect", "kind", "--format", format])
+            .output()
+            .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let Some(cidr) = text.split_whitespace().find(|c| c.contains('.')) else {
+        eprintln!(
+            "warning: kind's node network not found; host-side probes meet the servers' fences"
+        );
+        return None;
+    };
+    let peer = serde_json::json!([{"ipBlock": {"cidr": cidr}}]);
+    Some(format!(
+        "serverPods.networkPolicy={}",
+        serde_json::json!({"clientsFrom": peer, "monitoringFrom": peer})
+    ))
 }
 
 /// A helm run killed mid-upgrade (a test run stopped by hand, a CI job timed out) leaves the

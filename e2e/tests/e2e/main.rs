@@ -29,6 +29,7 @@ mod run_isolation;
 mod run_status_writes;
 mod runner_control;
 mod scenarios;
+mod server_fence;
 mod server_volumes;
 mod target_auth;
 mod target_tls;

@@ -84,10 +84,13 @@ async fn body(ctx: TestContext) -> Result<()> {
             true,
         ),
         ("", "pods", "list", test_ns, None, true),
-        // Secrets: its own control key by name, in its own namespace, and nothing else.
+        // Secrets: reads its own control key by name, in its own namespace, and nothing else;
+        // creates JetStream route passwords (never reads them back).
         ("", "secrets", "get", test_ns, None, false),
         ("", "secrets", "get", test_ns, Some(key), false),
-        ("", "secrets", "create", test_ns, None, false),
+        ("", "secrets", "create", test_ns, None, true),
+        ("", "secrets", "update", test_ns, None, false),
+        ("", "secrets", "delete", test_ns, None, false),
         ("", "secrets", "list", test_ns, None, false),
         ("", "secrets", "get", NAMESPACE, Some(key), true),
         ("", "secrets", "get", NAMESPACE, Some("another"), false),

@@ -2,7 +2,7 @@
 //! PubSubServer with protocol pusher), pure. The
 //! runner container reads each from the server's own Secret through `secretKeyRef` environment
 //! variables; the agent config (a ConfigMap) names only the variables. The operator never reads
-//! the Secret, so it needs no access to Secrets.
+//! the Secret, so it needs no read access to Secrets.
 use crate::server_pod::{mount, secret_volume};
 use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, SecretKeySelector, Volume, VolumeMount};
 use msgbench_crds::jetstream_cluster::{NatsAuth, NatsAuthMode};

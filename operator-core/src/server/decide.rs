@@ -6,7 +6,6 @@ use crate::fault_policy::FaultRefusal;
 use crate::meta::Owner;
 use crate::operands::OperandDefaults;
 use crate::pod_observer::{observe_pods, PodObservation};
-use crate::run::runner_access::OperatorPeer;
 use crate::server::children::Children;
 use crate::server::kind::ManagedServerKind;
 use crate::server::status::{self, Hold, ServerReport, StatusInput};
@@ -46,15 +45,13 @@ pub struct ServerPlan {
     pub fault_refusal: Option<FaultRefusal>,
 }
 
-/// Pure: the children (scaled to 0 while held; with the fault agent's NetworkPolicy when the
-/// pods carry an agent and the operator knows its own pods).
+/// Pure: the children (scaled to 0 while held).
 pub fn plan<K: ManagedServerKind>(
     obj: &K,
     owner: &Owner,
     violations: Vec<SpecViolation>,
     pods: &[Pod],
     operands: &OperandDefaults,
-    peer: Option<&OperatorPeer>,
     now: &Time,
 ) -> ServerPlan {
     let generation = obj.meta().generation;
@@ -65,16 +62,9 @@ pub fn plan<K: ManagedServerKind>(
     let hold = (violations.is_empty())
         .then(|| status::hold_for(obj.server_status(), generation, &observed, now))
         .flatten();
-    let children = desired.map(|desired| {
-        let mut children = match hold {
-            Some(_) => obj.build(owner, 0, operands),
-            None => desired,
-        };
-        children.network_policies = (children.template())
-            .and_then(|t| crate::fault_agent_pod::network_policy(owner, t, peer))
-            .into_iter()
-            .collect();
-        children
+    let children = desired.map(|desired| match hold {
+        Some(_) => obj.build(owner, 0, operands),
+        None => desired,
     });
     ServerPlan {
         violations,
@@ -168,22 +158,15 @@ mod tests {
         let owner = Owner::of(&obj, JetStreamCluster::KIND_LABEL).unwrap();
         let v = violations(&obj, &owner);
         assert!(v.is_empty() && pods_readable(&v), "{v:?}");
-        let plan = plan(
-            &obj,
-            &owner,
-            v,
-            &[],
-            &OperandDefaults::default(),
-            None,
-            &now(),
-        );
+        let plan = plan(&obj, &owner, v, &[], &OperandDefaults::default(), &now());
         let children = plan.children.as_ref().expect("children to apply");
         let sts = &children.stateful_sets[0];
         assert_eq!(sts.spec.as_ref().unwrap().replicas, Some(3));
         assert!(plan.hold.is_none());
-        assert!(
-            children.network_policies.is_empty(),
-            "no agent, no peer: no policy"
+        assert_eq!(
+            children.network_policies.len(),
+            1,
+            "fenced without an agent or a known operator too"
         );
         let (st, after) = settle(
             &obj,
@@ -267,15 +250,7 @@ mod tests {
         let v = violations(&obj, &owner);
         assert!(v.iter().any(|v| v.field == "metadata.name"), "{v:?}");
         assert!(!pods_readable(&v));
-        let plan = plan(
-            &obj,
-            &owner,
-            v,
-            &[],
-            &OperandDefaults::default(),
-            None,
-            &now(),
-        );
+        let plan = plan(&obj, &owner, v, &[], &OperandDefaults::default(), &now());
         assert!(plan.children.is_none(), "running children are left alone");
         let (st, _) = settle(
             &obj,

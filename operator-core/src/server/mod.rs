@@ -5,6 +5,7 @@
 //! status.
 pub mod children;
 pub mod decide;
+pub mod fence;
 pub mod jetstream;
 pub mod kind;
 pub mod mqtt;

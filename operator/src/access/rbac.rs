@@ -3,8 +3,9 @@
 //! roles against RBAC.md.
 
 /// (API group, resources, verbs, what for). Children are only listed (never fetched one by one),
-/// applied (SSA: `patch`, plus `create` for the first apply) and deleted when orphaned. No
-/// Secrets and no pod logs: see [`CONTROL_KEY_RULES`] and [`LOG_RULES`].
+/// applied (SSA: `patch`, plus `create` for the first apply) and deleted when orphaned. Secrets
+/// only created (generated route passwords), never read; pod logs: see [`CONTROL_KEY_RULES`]
+/// and [`LOG_RULES`].
 pub const RULES: &[(&str, &[&str], &[&str], &str)] = &[
     (
         "msgbench.dev",
@@ -39,6 +40,12 @@ pub const RULES: &[(&str, &[&str], &[&str], &str)] = &[
         &["poddisruptionbudgets"],
         &["list", "watch", "create", "patch", "delete"],
         "the servers' PodDisruptionBudgets",
+    ),
+    (
+        "",
+        &["secrets"],
+        &["create"],
+        "a JetStreamCluster's route password, generated once (random, owned by the cluster); never read back, updated or deleted (garbage collection removes it)",
     ),
     (
         "",
@@ -79,8 +86,8 @@ pub const RULES: &[(&str, &[&str], &[&str], &str)] = &[
     (
         "networking.k8s.io",
         &["networkpolicies"],
-        &["list", "create", "patch", "delete"],
-        "per-run NetworkPolicy: only the operator reaches the runners' control port (their metrics port stays open to scrapes)",
+        &["list", "watch", "create", "patch", "delete"],
+        "per-server NetworkPolicy (its fence: applied, watched, orphans deleted) and per-run NetworkPolicy: only the operator reaches the runners' control port (their metrics port stays open to scrapes)",
     ),
     (
         "discovery.k8s.io",
@@ -192,8 +199,9 @@ pub fn render_markdown() -> String {
          API access at all (no token mounted).\n\n\
          ## Cluster-wide\n\n\
          A ClusterRole, or a Role in that namespace when the operator runs with `--namespace`.\n\
-         No Secrets and no pod logs: the operator never reads a Secret a spec names (pods take\n\
-         them by reference; a missing one shows as the kubelet's refusal in the pod status).\n\n",
+         No Secret is read and no pod log: the operator never reads a Secret a spec names (pods\n\
+         take them by reference; a missing one shows as the kubelet's refusal in the pod status),\n\
+         and the one kind of Secret it writes (JetStream route passwords) it only creates.\n\n",
     );
     four_column_table(&mut s, RULES);
     s.push_str(
@@ -310,6 +318,11 @@ that namespace, and grant it to the same people. What bounds it:
   that lets only the operator reach their control port (the read-only metrics port stays open
   to scrapes). Unsafe sysctls need `tuning.allowUnsafeSysctls: true` and the node's kubelet
   allow-list.
+- **Network.** Every server object gets a NetworkPolicy (its fence): client ports only from
+  pods of its own namespace, the operator and the chart's `serverPods.networkPolicy.clientsFrom`;
+  NATS routes only from the server's own pods; monitoring ports (nats 8222, sockudo metrics) and
+  the fault agent's port only from the operator (monitoring also from `monitoringFrom`). It
+  binds only where the network plugin enforces NetworkPolicy.
 - **Placement.** A toleration needs a key (admission): no key-less `Exists` that tolerates
   every taint, control-plane and NoExecute taints included. Node selectors and tolerations
   are capped at 16 entries.
@@ -321,7 +334,10 @@ that namespace, and grant it to the same people. What bounds it:
   before decoding, and a record it cannot read fails that run as `ResultsLost`.
 - **Secrets.** The operator reads one Secret: its own control key, by name, in its own
   namespace. It signs a short-lived credential per run with it; runner pods hold only the
-  public key and their run's uid (`runner_api::control_auth`). The auth and TLS Secrets a
+  public key and their run's uid (`runner_api::control_auth`). It creates one Secret per
+  JetStreamCluster of more than one server (`<name>-routes`, a random route password the
+  servers take by reference) and never reads it back; `create` cannot be limited by name, so
+  it can create (not read, change or delete) Secrets wherever it watches. The auth and TLS Secrets a
   server spec names go to pods by reference only; the operator learns of a missing one or
   key from the kubelet's refusal in the pod status (reasons `SecretNotFound`,
   `SecretKeyMissing`). Pod logs are read only with `results.fromPodLogs`, and then only of a

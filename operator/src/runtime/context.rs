@@ -31,6 +31,8 @@ pub struct Context {
     pub control: Arc<ControlSigner>,
     /// The operator's own pods, for runner NetworkPolicies; None outside a cluster.
     pub runner_peer: Option<OperatorPeer>,
+    /// Generated Secrets (JetStream route passwords) known to exist.
+    pub created_secrets: crate::server::apply::CreatedSecrets,
     /// What only the BenchmarkRun controller uses.
     pub runs: RunState,
 }
@@ -142,6 +144,7 @@ impl Context {
             backoff: Backoff::default(),
             control: Arc::new(control),
             runner_peer: OperatorPeer::from_env(),
+            created_secrets: Default::default(),
             runs: RunState::default(),
         }
     }

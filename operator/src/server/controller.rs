@@ -6,6 +6,7 @@ use crate::runtime::watch::{api, store_ready};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::runtime::controller::{Config, Controller};
 use kube::runtime::reflector::ObjectRef;
@@ -40,6 +41,8 @@ where
     .owns(api::<StatefulSet>(&client, ns), children.clone())
     .owns(api::<Deployment>(&client, ns), children.clone())
     .owns(api::<PodDisruptionBudget>(&client, ns), children.clone())
+    // A fence edited or deleted by hand is put back at once, not at the next resync.
+    .owns(api::<NetworkPolicy>(&client, ns), children.clone())
     // Pods are owned by ReplicaSets/StatefulSets, not by us: map them by instance label,
     // so a kubelet refusal or readiness change reaches the status at once.
     .watches(api::<Pod>(&client, ns), children, |pod: Pod| {

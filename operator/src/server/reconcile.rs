@@ -49,14 +49,22 @@ pub async fn reconcile<K: ManagedServerKind>(obj: Arc<K>, ctx: Arc<Context>) -> 
         violations,
         &pod_list,
         &ctx.operands,
-        ctx.runner_peer.as_ref(),
         &now,
     );
     // act: apply (an invalid spec leaves the running children alone), read the server's report
     let (mut writes, mut rollout_pending) = (0, false);
     // Applied as planned; settling reads the plan's violations, hold and pods, not its children.
     if let Some(children) = plan.children.take() {
-        let applied = match apply_children(&ctx.client, &owner, children, &ctx.metrics).await {
+        let applied = match apply_children(
+            &ctx.client,
+            &owner,
+            children,
+            &ctx.metrics,
+            &plan.pods,
+            &ctx.created_secrets,
+        )
+        .await
+        {
             Err(e) if e.is_namespace_terminating() => {
                 tracing::debug!(name = %owner.name, "namespace terminating; nothing to apply");
                 return Ok(Action::await_change());

@@ -4,7 +4,8 @@ use super::nats_conf::{self, CLIENT_PORT, CLUSTER_PORT, MONITOR_PORT, PID_FILE, 
 use crate::fault_agent_pod::AgentNetwork;
 use crate::meta::Owner;
 use crate::operands::{merged, OperandDefaults};
-use crate::server::children::Children;
+use crate::server::children::{Children, GeneratedSecret};
+use crate::server::fence::{self, Fence, PeerPorts};
 use crate::server_pod::{empty_dir, mount, optional_secret_volume, pod_template, ServerPod};
 use crate::tuning::{bytes, threads};
 use k8s_openapi::api::apps::v1::{
@@ -42,7 +43,7 @@ pub fn build(
     let spec = &jsc.spec;
     let name = owner.name.as_str();
     let headless = headless_name(name);
-    let conf = nats_conf::render(name, &owner.namespace, &headless, spec);
+    let conf = nats_conf::render(name, &owner.namespace, spec);
 
     let config_map = ConfigMap {
         metadata: owner.child_meta(config_name(name)),
@@ -137,7 +138,13 @@ pub fn build(
             container_port("cluster", CLUSTER_PORT),
             container_port("monitor", MONITOR_PORT),
         ]),
-        env: Some(env(jsc, &headless, &owner.namespace)),
+        env: Some(
+            [
+                env(jsc, &headless, &owner.namespace),
+                route_env(name, &owner.namespace, &headless, spec.replicas),
+            ]
+            .concat(),
+        ),
         volume_mounts: Some(mounts),
         startup_probe: Some(http_probe("/healthz", 2, 90)),
         readiness_probe: Some(http_probe("/healthz?js-enabled-only=true", 5, 3)),
@@ -206,6 +213,7 @@ pub fn build(
             ..PersistentVolumeClaim::default()
         }]
     });
+    let policy = fence::network_policy(owner, &jetstream_fence(), &template, operands);
     let sts = StatefulSet {
         metadata: owner.child_meta(name),
         spec: Some(StatefulSetSpec {
@@ -230,8 +238,50 @@ pub fn build(
         pod_disruption_budgets: vec![pdb],
         stateful_sets: vec![sts],
         deployments: vec![],
-        network_policies: vec![],
+        network_policies: vec![policy],
+        generated_secrets: (spec.replicas > 1)
+            .then(|| route_secret(owner))
+            .into_iter()
+            .collect(),
     }
+}
+
+/// Clients on 4222 (TLS or not), routes on 6222 among the servers only, monitoring on 8222
+/// for the operator only.
+pub fn jetstream_fence() -> Fence {
+    Fence {
+        client_ports: vec![CLIENT_PORT],
+        peer_ports: PeerPorts::Listed(vec![CLUSTER_PORT]),
+        monitor_ports: vec![MONITOR_PORT],
+    }
+}
+
+/// The route password's Secret: the operator creates it once, the servers read it by reference.
+fn route_secret(owner: &Owner) -> GeneratedSecret {
+    GeneratedSecret {
+        metadata: owner.child_meta(nats_conf::route_secret_name(&owner.name)),
+        key: nats_conf::ROUTE_SECRET_KEY.into(),
+    }
+}
+
+/// The route password by reference, then every route's URL with it (`nats_conf::route_url`).
+/// None for a single server (no cluster block).
+fn route_env(name: &str, namespace: &str, headless: &str, replicas: i32) -> Vec<EnvVar> {
+    if replicas <= 1 {
+        return Vec::new();
+    }
+    let password = crate::run::target_auth::secret_env(
+        nats_conf::ROUTE_PASSWORD_ENV,
+        &nats_conf::route_secret_name(name),
+        nats_conf::ROUTE_SECRET_KEY,
+    );
+    let routes = (0..replicas).map(|i| {
+        value_env(
+            &nats_conf::route_env(i),
+            nats_conf::route_url(name, namespace, headless, i),
+        )
+    });
+    std::iter::once(password).chain(routes).collect()
 }
 
 fn env(jsc: &JetStreamCluster, headless: &str, namespace: &str) -> Vec<EnvVar> {
@@ -299,7 +349,7 @@ fn env(jsc: &JetStreamCluster, headless: &str, namespace: &str) -> Vec<EnvVar> {
 
 /// References to the public parts of the TLS Secret: the certificate and the CA the runners
 /// verify it with. A missing Secret or key of a volume shows only in Events, which the operator
-/// cannot read (it has no access to Secrets or Events); of an environment reference it shows in
+/// cannot read (it may read neither Secrets nor Events); of an environment reference it shows in
 /// the container status (CreateContainerConfigError: `secret "x" not found`, `couldn't find key
 /// ca.crt in Secret ns/x`), which the operator reports. nats-server ignores these variables.
 pub fn tls_env(secret: &str) -> Vec<EnvVar> {
@@ -357,5 +407,60 @@ fn http_probe(path: &str, period: i32, failures: i32) -> Probe {
         failure_threshold: Some(failures),
         timeout_seconds: Some(3),
         ..Probe::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::kind::ManagedServerKind;
+
+    fn built(replicas: i32) -> Children {
+        let js: JetStreamCluster = serde_norway::from_str(&format!(
+            "apiVersion: msgbench.dev/v1alpha1\nkind: JetStreamCluster\n\
+             metadata: {{name: js, namespace: bench, uid: u1}}\nspec: {{replicas: {replicas}}}\n"
+        ))
+        .unwrap();
+        let owner = Owner::of(&js, JetStreamCluster::KIND_LABEL).unwrap();
+        js.build(&owner, replicas, &OperandDefaults::default())
+    }
+
+    /// A cluster's servers take the route password from the generated Secret by reference and
+    /// compose each route URL from it; the pod spec holds the variable's name only.
+    #[test]
+    fn a_cluster_gets_its_route_secret_by_reference_only() {
+        let c = built(3);
+        let secret = &c.generated_secrets[0];
+        assert_eq!(secret.name(), "js-routes");
+        assert_eq!(secret.key, "password");
+        let owners = secret.metadata.owner_references.as_ref().unwrap();
+        assert_eq!(owners[0].uid, "u1", "goes with its JetStreamCluster");
+        let env = c.template().unwrap().spec.as_ref().unwrap().containers[0]
+            .env
+            .clone()
+            .unwrap();
+        let at = |name: &str| env.iter().position(|e| e.name == name).unwrap();
+        let password = &env[at("ROUTE_PASSWORD")];
+        assert_eq!(password.value, None);
+        let r = password
+            .value_from
+            .as_ref()
+            .unwrap()
+            .secret_key_ref
+            .as_ref();
+        assert_eq!(
+            r.map(|r| (r.name.as_str(), r.key.as_str())),
+            Some(("js-routes", "password"))
+        );
+        // The kubelet expands $(ROUTE_PASSWORD) only when it is defined earlier.
+        assert!(at("ROUTE_PASSWORD") < at("ROUTE_0"));
+        assert_eq!(
+            env[at("ROUTE_2")].value.as_deref(),
+            Some("nats-route://route:$(ROUTE_PASSWORD)@js-2.js-headless.bench.svc:6222")
+        );
+        let one = built(1);
+        assert!(one.generated_secrets.is_empty(), "one server: no routes");
+        let env = &one.template().unwrap().spec.as_ref().unwrap().containers[0].env;
+        assert!(!env.iter().flatten().any(|e| e.name.starts_with("ROUTE_")));
     }
 }

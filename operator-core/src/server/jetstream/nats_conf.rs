@@ -17,8 +17,55 @@ pub const TLS_DIR: &str = "/etc/nats/tls";
 pub const LAME_DUCK_DURATION_SECS: i64 = 30;
 pub const LAME_DUCK_GRACE_SECS: i64 = 10;
 
-/// `headless` is the headless Service name; routes use its per-pod DNS names.
-pub fn render(name: &str, namespace: &str, headless: &str, spec: &JetStreamClusterSpec) -> String {
+/// The user servers authenticate their routes as; the password is the generated Secret's.
+pub const ROUTE_USER: &str = "route";
+/// The route password, from the generated Secret (`route_secret_name`) by `secretKeyRef`.
+pub const ROUTE_PASSWORD_ENV: &str = "ROUTE_PASSWORD";
+/// The key of the route password in that Secret.
+pub const ROUTE_SECRET_KEY: &str = "password";
+
+/// The Secret holding the route password, created once by the operator (never read back).
+pub fn route_secret_name(name: &str) -> String {
+    format!("{name}-routes")
+}
+
+/// The variable holding the URL of route `i`.
+pub fn route_env(i: i32) -> String {
+    format!("ROUTE_{i}")
+}
+
+/// Route `i` with its credentials as the kubelet composes it (`$(ROUTE_PASSWORD)`): nats-server
+/// replaces a variable only as a whole value, never inside a string. The password is hex, so it
+/// needs no escaping in a URL.
+pub fn route_url(name: &str, namespace: &str, headless: &str, i: i32) -> String {
+    format!(
+        "nats-route://{ROUTE_USER}:$({ROUTE_PASSWORD_ENV})@{name}-{i}.{headless}.{namespace}.svc:{CLUSTER_PORT}"
+    )
+}
+
+/// Routes are authenticated: a pod that reaches the route port without the password is
+/// refused ('Authorization Violation'). URLs and password come from the environment only.
+fn cluster(c: &mut String, name: &str, replicas: i32) {
+    let _ = writeln!(c, "cluster {{");
+    let _ = writeln!(c, "  name: \"{name}\"");
+    let _ = writeln!(c, "  listen: 0.0.0.0:{CLUSTER_PORT}");
+    // $CLUSTER_ADVERTISE is "<pod>.<headless>.<ns>.svc:6222", composed by the kubelet.
+    let _ = writeln!(c, "  advertise: $CLUSTER_ADVERTISE");
+    let _ = writeln!(c, "  connect_retries: 120");
+    let _ = writeln!(c, "  authorization {{");
+    let _ = writeln!(c, "    user: {ROUTE_USER}");
+    let _ = writeln!(c, "    password: ${ROUTE_PASSWORD_ENV}");
+    let _ = writeln!(c, "  }}");
+    let _ = writeln!(c, "  routes: [");
+    for i in 0..replicas {
+        let _ = writeln!(c, "    ${}", route_env(i));
+    }
+    let _ = writeln!(c, "  ]");
+    let _ = writeln!(c, "}}");
+}
+
+/// Routes come from the environment (`route_url`), so one file serves every pod.
+pub fn render(name: &str, namespace: &str, spec: &JetStreamClusterSpec) -> String {
     let mut c = String::new();
     let _ = writeln!(
         c,
@@ -54,21 +101,7 @@ pub fn render(name: &str, namespace: &str, headless: &str, spec: &JetStreamClust
     }
     let _ = writeln!(c, "}}");
     if spec.replicas > 1 {
-        let _ = writeln!(c, "cluster {{");
-        let _ = writeln!(c, "  name: \"{name}\"");
-        let _ = writeln!(c, "  listen: 0.0.0.0:{CLUSTER_PORT}");
-        // $CLUSTER_ADVERTISE is "<pod>.<headless>.<ns>.svc:6222", composed by the kubelet.
-        let _ = writeln!(c, "  advertise: $CLUSTER_ADVERTISE");
-        let _ = writeln!(c, "  connect_retries: 120");
-        let _ = writeln!(c, "  routes: [");
-        for i in 0..spec.replicas {
-            let _ = writeln!(
-                c,
-                "    \"nats://{name}-{i}.{headless}.{namespace}.svc:{CLUSTER_PORT}\""
-            );
-        }
-        let _ = writeln!(c, "  ]");
-        let _ = writeln!(c, "}}");
+        cluster(&mut c, name, spec.replicas);
     }
     if spec.tls.is_some() {
         // The client port only: every client must use TLS; routes and monitoring stay plain.
@@ -103,14 +136,79 @@ mod tests {
     use super::*;
     use msgbench_crds::jetstream_cluster::{NatsAuth, NatsTls};
 
+    /// The nats-server binary `make unit` installs (`e2e/tools/ensure nats-server`).
+    fn nats_server() -> std::path::PathBuf {
+        let cache = std::env::var("MSGBENCH_CACHE").unwrap_or_else(|_| {
+            format!(
+                "{}/.cache/msgbench",
+                std::env::var("HOME").unwrap_or_default()
+            )
+        });
+        let server = std::path::Path::new(&cache).join("bin/nats-server");
+        assert!(
+            server.is_file(),
+            "{} missing: run `e2e/tools/ensure nats-server`",
+            server.display()
+        );
+        server
+    }
+
+    fn spec(replicas: i32) -> JetStreamClusterSpec {
+        serde_json::from_value(serde_json::json!({ "replicas": replicas })).unwrap()
+    }
+
+    /// Routes authenticate as `route` with the generated password; URLs and password come from
+    /// the environment only (the ConfigMap holds no secret), and nats-server accepts the file
+    /// with that environment (a wrong password was seen refused with 'Authorization
+    /// Violation' on three local servers when this was written).
+    #[test]
+    fn routes_carry_the_generated_password_from_the_environment() {
+        assert!(!render("js", "ns", &spec(1)).contains("cluster {"));
+        let conf = render("js", "ns", &spec(3));
+        let block = "  authorization {\n    user: route\n    password: $ROUTE_PASSWORD\n  }\n";
+        assert!(conf.contains(block), "{conf}");
+        let routes = "  routes: [\n    $ROUTE_0\n    $ROUTE_1\n    $ROUTE_2\n  ]\n";
+        assert!(conf.contains(routes), "{conf}");
+        assert!(
+            !conf.contains("nats://"),
+            "no route without credentials: {conf}"
+        );
+        let url = route_url("js", "ns", "js-headless", 1);
+        assert_eq!(
+            url,
+            "nats-route://route:$(ROUTE_PASSWORD)@js-1.js-headless.ns.svc:6222"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("n.conf");
+        let store = dir.path().display().to_string();
+        std::fs::write(&path, conf.replace(STORE_DIR, &store)).unwrap();
+        let password = "0123456789abcdef";
+        let mut cmd = std::process::Command::new(nats_server());
+        cmd.args(["-t", "-c"]).arg(&path);
+        cmd.env("SERVER_NAME", "js-0")
+            .env("CLUSTER_ADVERTISE", "js-0.js-headless.ns.svc:6222")
+            .env(ROUTE_PASSWORD_ENV, password);
+        for i in 0..3 {
+            // As the kubelet expands `$(ROUTE_PASSWORD)`.
+            let url = route_url("js", "ns", "js-headless", i);
+            cmd.env(route_env(i), url.replace("$(ROUTE_PASSWORD)", password));
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{conf}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     #[test]
     fn tls_names_the_mounted_certificate_and_key_only() {
         let mut spec: JetStreamClusterSpec = serde_json::from_value(serde_json::json!({})).unwrap();
-        assert!(!render("js", "ns", "h", &spec).contains("tls {"));
+        assert!(!render("js", "ns", &spec).contains("tls {"));
         spec.tls = Some(NatsTls {
             secret_name: "js-tls".into(),
         });
-        let conf = render("js", "ns", "h", &spec);
+        let conf = render("js", "ns", &spec);
         assert!(
             conf.contains("tls {\n  cert_file: \"/etc/nats/tls/tls.crt\"\n  key_file: \"/etc/nats/tls/tls.key\"\n"),
             "{conf}"
@@ -126,7 +224,7 @@ mod tests {
             let mut spec: JetStreamClusterSpec =
                 serde_json::from_value(serde_json::json!({})).unwrap();
             spec.jetstream.sync_interval = v.map(String::from);
-            render("js", "ns", "h", &spec)
+            render("js", "ns", &spec)
         };
         assert!(!conf(None).contains("sync_interval"));
         let always = conf(Some("always"));
@@ -137,18 +235,7 @@ mod tests {
         assert!(always.contains("  sync_interval: always\n"), "{always}");
         let ten = conf(Some("10s"));
         assert!(ten.contains("  sync_interval: \"10s\"\n"), "{ten}");
-        let cache = std::env::var("MSGBENCH_CACHE").unwrap_or_else(|_| {
-            format!(
-                "{}/.cache/msgbench",
-                std::env::var("HOME").unwrap_or_default()
-            )
-        });
-        let server = std::path::Path::new(&cache).join("bin/nats-server");
-        assert!(
-            server.is_file(),
-            "{} missing: run `e2e/tools/ensure nats-server`",
-            server.display()
-        );
+        let server = nats_server();
         let dir = tempfile::tempdir().unwrap();
         for text in [always, ten] {
             // Only the jetstream block: the rest needs the pod's environment.
@@ -187,7 +274,7 @@ mod tests {
                 secret_name: "s".into(),
                 mode,
             });
-            render("js", "ns", "js-headless", &spec)
+            render("js", "ns", &spec)
         };
         assert!(conf(NatsAuthMode::Token).contains("  token: $NATS_TOKEN\n"));
         let up = conf(NatsAuthMode::UserPassword);

@@ -53,7 +53,9 @@ fn mosquitto(spec: &MqttBrokerSpec) -> String {
         let _ = writeln!(c, "listener {} 0.0.0.0", ws.port);
         let _ = writeln!(c, "protocol websockets");
     }
-    // A benchmark target inside the cluster; network policy, not passwords, fences it.
+    // No credentials (the spec has none to give): the server's NetworkPolicy fences it to its
+    // own namespace, the operator and the chart's `serverPods.networkPolicy.clientsFrom`
+    // (`server::fence`), on clusters whose network plugin enforces NetworkPolicy.
     let _ = writeln!(c, "allow_anonymous true");
     let _ = writeln!(c, "max_connections {}", spec.max_connections.unwrap_or(-1));
     if let Some(q) = spec.max_queued_messages {

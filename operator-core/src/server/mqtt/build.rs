@@ -5,6 +5,7 @@ use crate::fault_agent_pod::AgentNetwork;
 use crate::meta::Owner;
 use crate::operands::{merged, OperandDefaults};
 use crate::server::children::Children;
+use crate::server::fence::{self, Fence, PeerPorts};
 use crate::server::jetstream::build::value_env;
 use crate::server_pod::{empty_dir, pod_template, ServerPod};
 use k8s_openapi::api::apps::v1::{
@@ -189,7 +190,7 @@ pub fn build(
             super::broker_process(spec.engine),
             AgentNetwork {
                 peer_ports: Vec::new(), // brokers are independent: no peer traffic
-                client_ports,
+                client_ports: client_ports.clone(),
             },
             owner,
             operands,
@@ -199,9 +200,11 @@ pub fn build(
         match_labels: Some(owner.selector_labels()),
         ..LabelSelector::default()
     };
+    let fence = mqtt_fence(spec.engine, client_ports);
     let mut children = Children {
         config_maps,
         services: vec![service],
+        network_policies: vec![fence::network_policy(owner, &fence, &template, operands)],
         ..Children::default()
     };
     if spec.persistence.enabled {
@@ -253,6 +256,19 @@ pub fn build(
         });
     }
     children
+}
+
+/// The listeners for clients; `$SYS` is read over them too. A custom engine may cluster on
+/// ports msgbench does not know: its own pods reach each other on any port.
+pub fn mqtt_fence(engine: MqttEngine, client_ports: Vec<i32>) -> Fence {
+    Fence {
+        client_ports,
+        peer_ports: match engine {
+            MqttEngine::Custom => PeerPorts::Every,
+            MqttEngine::Mosquitto | MqttEngine::Rumqttd => PeerPorts::None,
+        },
+        monitor_ports: Vec::new(),
+    }
 }
 
 /// A rolling update of a pinned pod needs a second set of exclusive CPUs, which small nodes

@@ -4,6 +4,7 @@
 use crate::meta::Owner;
 use crate::operands::{merged, DefaultImages, OperandDefaults};
 use crate::server::children::Children;
+use crate::server::fence::{self, Fence, PeerPorts};
 use crate::server::jetstream::build::value_env;
 use crate::server::mqtt::build::{recreate_when_pinned, DEFAULT_UID};
 use crate::server_pod::{empty_dir_limited, mount, pod_template, ServerPod};
@@ -156,6 +157,8 @@ pub fn build(
         image_pull_policy: &operands.image_pull_policy,
         fault_agent: None,
     });
+    let policy =
+        fence::network_policy(owner, &pubsub_fence(spec.port, pusher), &template, operands);
     let deployment = Deployment {
         metadata: owner.child_meta(name),
         spec: Some(DeploymentSpec {
@@ -173,7 +176,21 @@ pub fn build(
     Children {
         services: vec![service],
         deployments: vec![deployment],
+        network_policies: vec![policy],
         ..Children::default()
+    }
+}
+
+/// One port for HTTP publishes and Socket.IO/WebSocket/Pusher clients; sockudo's metrics for
+/// the operator only.
+pub fn pubsub_fence(port: i32, pusher: bool) -> Fence {
+    Fence {
+        client_ports: vec![port],
+        peer_ports: PeerPorts::None,
+        monitor_ports: match pusher {
+            true => vec![super::sockudo::METRICS_PORT],
+            false => Vec::new(),
+        },
     }
 }
 
