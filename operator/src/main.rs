@@ -21,6 +21,7 @@ use msgbench_operator::server::controller as server_controller;
 use msgbench_operator_core::operands::OperandDefaults;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -185,13 +186,13 @@ async fn main() -> anyhow::Result<()> {
         },
     };
     let Some(mut elector) = elector else {
-        run_controllers(ctx, args.namespace).await;
+        run_controllers(ctx, args.namespace, CancellationToken::new()).await;
         server.await??;
         tracing::info!("shut down");
         return Ok(());
     };
     let lost = tokio::select! {
-        _ = run_controllers(ctx, args.namespace) => None,
+        _ = run_controllers(ctx, args.namespace, CancellationToken::new()) => None,
         why = elector.until_lost() => Some(why),
     };
     if let Some(why) = lost {
@@ -228,12 +229,15 @@ async fn campaign(
     }
 }
 
-async fn run_controllers(ctx: Arc<Context>, namespace: Option<String>) {
+/// The four controllers; each returns on SIGTERM (after its in-flight reconciles) or at once
+/// when `stop` is cancelled.
+async fn run_controllers(ctx: Arc<Context>, namespace: Option<String>, stop: CancellationToken) {
+    let ns = || namespace.clone();
     tokio::join!(
-        server_controller::run::<JetStreamCluster>(ctx.clone(), namespace.clone()),
-        server_controller::run::<MqttBroker>(ctx.clone(), namespace.clone()),
-        server_controller::run::<PubSubServer>(ctx.clone(), namespace.clone()),
-        msgbench_operator::benchmark_run::controller::run(ctx.clone(), namespace),
+        server_controller::run::<JetStreamCluster>(ctx.clone(), ns(), stop.clone()),
+        server_controller::run::<MqttBroker>(ctx.clone(), ns(), stop.clone()),
+        server_controller::run::<PubSubServer>(ctx.clone(), ns(), stop.clone()),
+        msgbench_operator::benchmark_run::controller::run(ctx.clone(), ns(), stop),
     );
 }
 

@@ -149,6 +149,33 @@ impl Context {
 }
 
 impl Context {
+    /// The context of a new term of leadership. What belongs to the process is shared: client,
+    /// recorder, metrics, readiness, operand defaults, the control key, the results budget.
+    /// What the controllers learned while leading starts empty (error backoffs, last written
+    /// status versions, the run cache): another leader may have changed everything meanwhile.
+    pub fn next_term(&self) -> Context {
+        Context {
+            client: self.client.clone(),
+            recorder: self.recorder.clone(),
+            metrics: self.metrics.clone(),
+            readiness: self.readiness.clone(),
+            observe_varz: self.observe_varz,
+            operands: self.operands.clone(),
+            requeue: self.requeue,
+            backoff: Backoff::default(),
+            control: self.control.clone(),
+            runner_peer: self.runner_peer.clone(),
+            runs: RunState {
+                allow_faults: self.runs.allow_faults,
+                results_from_pod_logs: self.runs.results_from_pod_logs,
+                agent_port: self.runs.agent_port,
+                run_versions: Mutex::default(),
+                run_cache: std::sync::OnceLock::new(),
+                merge_budget: self.runs.merge_budget.clone(),
+            },
+        }
+    }
+
     /// Forgets what is kept in memory for runs whose uid is not in `live` (deleted runs): their
     /// last written versions.
     pub fn forget_runs_except(&self, live: &BTreeSet<String>) {
@@ -200,6 +227,10 @@ impl Readiness {
     }
     pub fn mark_synced(&self) {
         self.synced.fetch_add(1, Ordering::SeqCst);
+    }
+    /// A new term of leadership: its controllers' caches have not synced yet.
+    pub fn new_term(&self) {
+        self.synced.store(0, Ordering::SeqCst);
     }
     pub fn set_role(&self, role: Role) {
         self.role.store(role as u8, Ordering::SeqCst);
@@ -296,5 +327,48 @@ mod tests {
         r.mark_synced();
         r.mark_synced();
         assert_eq!(r.status(), (true, "ready"));
+        r.new_term();
+        assert_eq!(
+            r.status(),
+            (false, "caches not synced"),
+            "a second term waits for its own caches"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_new_term_shares_the_process_state_and_forgets_the_leaders() {
+        let client = kube::Client::new(
+            tower::service_fn(|_: http::Request<kube::client::Body>| async {
+                Ok::<_, std::convert::Infallible>(http::Response::new(kube::client::Body::empty()))
+            }),
+            "default",
+        );
+        let mut ctx = Context::new(client, Arc::new(Readiness::new(1)), false);
+        ctx.runs.allow_faults = true;
+        ctx.backoff.failed("run-a");
+        ctx.runs
+            .run_versions
+            .lock()
+            .unwrap()
+            .insert("uid".into(), "7".into());
+        let (store, _writer) = kube::runtime::reflector::store::<msgbench_crds::BenchmarkRun>();
+        assert!(ctx.runs.run_cache.set(store).is_ok());
+
+        let next = ctx.next_term();
+        assert_eq!(next.backoff.failed("run-a"), 1, "backoff starts over");
+        assert!(next.runs.run_versions.lock().unwrap().is_empty());
+        assert!(
+            next.runs.run_cache.get().is_none(),
+            "the new term sets its own cache"
+        );
+        assert!(next.runs.allow_faults);
+        assert!(Arc::ptr_eq(&next.readiness, &ctx.readiness));
+        assert!(Arc::ptr_eq(&next.control, &ctx.control));
+        assert!(Arc::ptr_eq(&next.runs.merge_budget, &ctx.runs.merge_budget));
+        assert_eq!(
+            ctx.backoff.failed("run-a"),
+            2,
+            "the old term's state is untouched"
+        );
     }
 }
