@@ -4,9 +4,10 @@
 //! With `--leader-election` (the chart's default) several replicas may run: each campaigns for a
 //! Lease in its own namespace and only the holder runs the controllers (`runtime/leader.rs`). A
 //! standby serves /healthz and a ready /readyz; a leader that loses the Lease (another holder, or
-//! no successful renewal within the renew deadline) exits non-zero at once and comes back as a
-//! standby. On SIGTERM the leader finishes in-flight reconciles, then frees the
-//! Lease so a standby takes over without waiting for it to expire. Without the flag (a local
+//! no successful renewal within the renew deadline) stops its controllers at once and campaigns
+//! again as a standby in the same process (`runtime/terms.rs`); only controllers that fail to stop
+//! within the bound make it exit. On SIGTERM the leader finishes in-flight reconciles, then frees
+//! the Lease so a standby takes over without waiting for it to expire. Without the flag (a local
 //! `cargo run`) the process leads unconditionally: run only one.
 #![forbid(unsafe_code)]
 
@@ -16,13 +17,14 @@ use msgbench_operator::access::control_key;
 use msgbench_operator::benchmark_run::gather::RESULTS_BUDGET_BYTES;
 use msgbench_operator::runtime::context::{Context, Readiness};
 use msgbench_operator::runtime::merge_budget::MergeBudget;
-use msgbench_operator::runtime::{http_server, leader};
+use msgbench_operator::runtime::{http_server, leader, terms};
 use msgbench_operator::server::controller as server_controller;
 use msgbench_operator_core::fault_policy::FaultPolicy;
 use msgbench_operator_core::operands::OperandDefaults;
 use msgbench_operator_core::run::retention::RetentionPolicy;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -216,30 +218,24 @@ async fn main() -> anyhow::Result<()> {
             .await
     });
 
-    let elector = match election {
-        None => None,
-        Some(config) => match campaign(&kube_config, config, &ctx, readiness).await? {
-            Some(elector) => Some(elector),
-            None => {
-                tracing::info!("stopped while standby");
-                return Ok(());
-            }
-        },
-    };
-    let Some(mut elector) = elector else {
-        run_controllers(ctx, args.namespace).await;
+    let Some(config) = election else {
+        let ctx = Arc::new(ctx.next_term());
+        run_controllers(ctx, args.namespace, CancellationToken::new()).await;
         server.await??;
         tracing::info!("shut down");
         return Ok(());
     };
-    let lost = tokio::select! {
-        _ = run_controllers(ctx, args.namespace) => None,
-        why = elector.until_lost() => Some(why),
+    let Some(mut elector) = start_election(&kube_config, config, &ctx, readiness).await? else {
+        tracing::info!("stopped while standby");
+        return Ok(());
     };
-    if let Some(why) = lost {
-        // Exit at once: no reconcile may run without the Lease. The kubelet restarts this
-        // container, which campaigns again as a standby.
-        tracing::error!(reason = %why, "leadership lost: exiting");
+    let namespace = args.namespace;
+    // Each term of leadership gets a fresh context (see `Context::next_term`).
+    let controllers = |stop| run_controllers(Arc::new(ctx.next_term()), namespace.clone(), stop);
+    if let Err(e) = terms::lead_terms(&mut elector, controllers, shutdown_signal()).await {
+        // Controllers that may still act without the Lease, or an election that cannot go
+        // on: exit, and the kubelet restarts the container as a standby.
+        tracing::error!(error = %e, "leader election: exiting");
         std::process::exit(1);
     }
     elector.release().await;
@@ -248,34 +244,29 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Campaigns until this replica leads (`Some`) or SIGTERM/SIGINT arrives first (`None`).
-async fn campaign(
+/// Reaches the Lease as a standby (`Some`), or `None` when SIGTERM/SIGINT comes first.
+async fn start_election(
     kube_config: &kube::Config,
     config: leader::Config,
     ctx: &Context,
     readiness: Arc<Readiness>,
 ) -> anyhow::Result<Option<leader::Elector>> {
     let client = leader::lease_client(kube_config, &config.timing)?;
-    let lead = async {
-        let mut elector = leader::Elector::start(client, config, &ctx.metrics, readiness).await?;
-        elector
-            .until_leader()
-            .await
-            .map_err(|why| anyhow::anyhow!("leader election: {why}"))?;
-        anyhow::Ok(elector)
-    };
     tokio::select! {
-        elector = lead => elector.map(Some),
+        elector = leader::Elector::start(client, config, &ctx.metrics, readiness) => elector.map(Some),
         _ = shutdown_signal() => Ok(None),
     }
 }
 
-async fn run_controllers(ctx: Arc<Context>, namespace: Option<String>) {
+/// The four controllers; each returns on SIGTERM (after its in-flight reconciles) or at once
+/// when `stop` is cancelled.
+async fn run_controllers(ctx: Arc<Context>, namespace: Option<String>, stop: CancellationToken) {
+    let ns = || namespace.clone();
     tokio::join!(
-        server_controller::run::<JetStreamCluster>(ctx.clone(), namespace.clone()),
-        server_controller::run::<MqttBroker>(ctx.clone(), namespace.clone()),
-        server_controller::run::<PubSubServer>(ctx.clone(), namespace.clone()),
-        msgbench_operator::benchmark_run::controller::run(ctx.clone(), namespace),
+        server_controller::run::<JetStreamCluster>(ctx.clone(), ns(), stop.clone()),
+        server_controller::run::<MqttBroker>(ctx.clone(), ns(), stop.clone()),
+        server_controller::run::<PubSubServer>(ctx.clone(), ns(), stop.clone()),
+        msgbench_operator::benchmark_run::controller::run(ctx.clone(), ns(), stop),
     );
 }
 

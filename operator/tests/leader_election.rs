@@ -4,7 +4,9 @@
 //! It also enforces `rbac::LEASE_RULES` (403 otherwise), so the documented RBAC is exactly what
 //! the election needs. Faults are injected per request: a status, a late answer, or none at all
 //! (a hang). Short timings keep each test to a few seconds of real time (paused time cannot be
-//! used: kube-lease-manager judges expiry by the wall clock).
+//! used: kube-lease-manager judges expiry by the wall clock). The last tests run whole terms of
+//! leadership (`terms::lead_terms`) with fake controllers: stopped on step-down, started again
+//! when this same process leads again.
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -12,11 +14,15 @@ use msgbench_operator::access::rbac::LEASE_RULES;
 use msgbench_operator::runtime::context::{Readiness, Role};
 use msgbench_operator::runtime::leader::{Config, Elector, Timing};
 use msgbench_operator::runtime::metrics::Metrics;
+use msgbench_operator::runtime::terms::lead_terms;
+use msgbench_operator::runtime::watch::run_until_stopped;
 use serde_json::{json, Map, Value};
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::future::{pending, Future};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 
 const NS: &str = "msgbench-system";
 const LEASE: &str = "msgbench-operator";
@@ -28,6 +34,7 @@ const FAST: Timing = Timing {
     renew_deadline: Duration::from_millis(1500),
     api_timeout: Duration::from_millis(400),
     max_clock_skew: Duration::from_millis(100),
+    stop_within: Duration::from_millis(200),
 };
 
 /// Room for a burst of failures and a few retries before the renew deadline.
@@ -37,6 +44,7 @@ const TOLERANT: Timing = Timing {
     renew_deadline: Duration::from_millis(2500),
     api_timeout: Duration::from_secs(1),
     max_clock_skew: Duration::from_millis(500),
+    stop_within: Duration::from_millis(500),
 };
 
 /// Requests may take 2 s and still count.
@@ -46,6 +54,7 @@ const PATIENT: Timing = Timing {
     renew_deadline: Duration::from_secs(7),
     api_timeout: Duration::from_millis(2500),
     max_clock_skew: Duration::from_secs(1),
+    stop_within: Duration::from_secs(1),
 };
 
 #[derive(Default)]
@@ -488,4 +497,149 @@ async fn a_standby_waits_out_an_unreachable_api_and_then_leads() {
         .unwrap()
         .unwrap();
     assert!(leads_within(&mut a, Duration::from_secs(5)).await);
+}
+
+/// Stands in for the four controllers: each term runs until its `stop` is cancelled, through
+/// the same `run_until_stopped` as the real ones, and is counted when it starts and stops.
+#[derive(Default)]
+struct FakeControllers {
+    started: AtomicUsize,
+    running: AtomicUsize,
+    stopped: AtomicUsize,
+    last_stop: Mutex<Option<Instant>>,
+}
+
+/// Held by a running term; dropping it (the term's future ended or was dropped) counts a stop.
+struct Term(Arc<FakeControllers>);
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        *self.0.last_stop.lock().unwrap() = Some(Instant::now());
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+        self.0.stopped.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl FakeControllers {
+    fn start(
+        self: &Arc<Self>,
+    ) -> impl FnMut(CancellationToken) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> {
+        let me = self.clone();
+        move |stop| {
+            me.started.fetch_add(1, Ordering::SeqCst);
+            me.running.fetch_add(1, Ordering::SeqCst);
+            let term = Term(me.clone());
+            Box::pin(async move {
+                let _term = term;
+                run_until_stopped(&stop, pending(), pending()).await;
+            })
+        }
+    }
+
+    /// (started, running, stopped)
+    fn counts(&self) -> (usize, usize, usize) {
+        (
+            self.started.load(Ordering::SeqCst),
+            self.running.load(Ordering::SeqCst),
+            self.stopped.load(Ordering::SeqCst),
+        )
+    }
+}
+
+/// Waits until `cond` holds, failing the test with `what` after `bound`.
+async fn eventually(bound: Duration, what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + bound;
+    while !cond() {
+        assert!(Instant::now() < deadline, "not within {bound:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Runs `r`'s terms of leadership in the background, with `controllers` for each term.
+fn lead_in_background(
+    mut r: Replica,
+    controllers: Arc<FakeControllers>,
+) -> tokio::task::JoinHandle<anyhow::Result<()>> {
+    tokio::spawn(async move { lead_terms(&mut r.elector, controllers.start(), pending()).await })
+}
+
+#[tokio::test]
+async fn a_leader_that_loses_the_lease_stops_its_controllers_and_leads_again_in_process() {
+    let api = FakeLeaseApi::default();
+    let a = replica(&api, "pod-a").await.unwrap();
+    let (readiness, metrics) = (a.readiness.clone(), a.metrics.clone());
+    let fake = Arc::new(FakeControllers::default());
+    let terms = lead_in_background(a, fake.clone());
+    eventually(Duration::from_secs(5), "first term running", || {
+        fake.counts() == (1, 1, 0)
+    })
+    .await;
+    assert_eq!(api.holder().as_deref(), Some("pod-a"));
+    assert_eq!(readiness.role(), Role::Leader);
+
+    api.held_by("usurper");
+    eventually(Duration::from_secs(5), "first term stopped", || {
+        fake.counts() == (1, 0, 1)
+    })
+    .await;
+    eventually(Duration::from_secs(2), "standby again", || {
+        readiness.role() == Role::Standby
+    })
+    .await;
+    assert!(readiness.is_ready(), "a standby is ready");
+    assert!(metrics.render().contains("msgbench_leader 0"));
+    assert!(!terms.is_finished(), "campaigns again instead of ending");
+
+    // The usurper never renews: once its Lease expires (2 s) the same process leads again.
+    eventually(Duration::from_secs(8), "second term running", || {
+        fake.counts() == (2, 1, 1)
+    })
+    .await;
+    assert_eq!(api.holder().as_deref(), Some("pod-a"));
+    assert_eq!(readiness.role(), Role::Leader);
+    assert!(metrics.render().contains("msgbench_leader 1"));
+    terms.abort();
+}
+
+#[tokio::test]
+async fn a_lone_leader_cut_off_past_its_deadline_stops_then_leads_again_when_the_api_is_back() {
+    let api = FakeLeaseApi::default();
+    let a = replica(&api, "pod-a").await.unwrap();
+    let readiness = a.readiness.clone();
+    let fake = Arc::new(FakeControllers::default());
+    let terms = lead_in_background(a, fake.clone());
+    eventually(Duration::from_secs(5), "first term running", || {
+        fake.counts() == (1, 1, 0)
+    })
+    .await;
+
+    api.fail_with(Some(500));
+    eventually(Duration::from_secs(5), "first term stopped", || {
+        fake.counts() == (1, 0, 1)
+    })
+    .await;
+    let stopped = fake.last_stop.lock().unwrap().expect("stopped");
+    let since_renewal = stopped - api.last_renewed();
+    let expiry = Duration::from_secs(FAST.lease_seconds) - FAST.max_clock_skew;
+    assert!(
+        since_renewal < expiry,
+        "controllers stopped {since_renewal:?} after the last renewal, not before {expiry:?}"
+    );
+    assert_eq!(
+        readiness.role(),
+        Role::Campaigning,
+        "not ready while the Lease cannot be reached"
+    );
+
+    // The Lease still names this pod; a new campaign renews it and leads again (the old lease
+    // manager would renew it silently and never report leadership).
+    api.fail_with(None);
+    eventually(Duration::from_secs(8), "second term running", || {
+        fake.counts() == (2, 1, 1)
+    })
+    .await;
+    assert_eq!(api.holder().as_deref(), Some("pod-a"));
+    assert_eq!(readiness.role(), Role::Leader);
+    assert!(!terms.is_finished());
+    terms.abort();
 }

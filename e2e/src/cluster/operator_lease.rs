@@ -21,7 +21,8 @@ pub async fn operator_pods(client: &Client) -> Result<Vec<String>> {
         .await?
         .items
         .into_iter()
-        // A pod that stepped down and exited can linger as a finished pod: not an operator.
+        // A pod that exited (its controllers would not stop after a step-down) can linger as a
+        // finished pod: not an operator.
         .filter(|p| {
             p.metadata.deletion_timestamp.is_none()
                 && !matches!(

@@ -1,8 +1,10 @@
 //! The leader loses the API server for 20 s in the middle of a run with faults (its packets to
 //! the API are dropped, so its requests hang; local and kind). With two replicas:
-//! - the leader steps down on its own within its renew deadline (its log says why), before the
-//!   Lease can pass to the standby: the Lease's new acquire time is later than the old holder's
-//!   last renewal plus the step-down bound, so two leaders never act at once;
+//! - the leader steps down on its own within its renew deadline, before the Lease can pass to
+//!   the standby: the Lease's holder moves away from it, and its new acquire time is later than
+//!   the old holder's last renewal plus the step-down bound, so two leaders never act at once;
+//! - it steps down in the same process: its live container's log says why and that it
+//!   campaigns again, the container never restarted, and it is a ready standby afterwards;
 //! - the standby takes the Lease and finishes the run: it Succeeds;
 //! - the fault records match the pod deletions that happened: every recorded kill replaced its
 //!   pod exactly once, and no pod was deleted without a record.
@@ -67,6 +69,7 @@ async fn body(ctx: TestContext) -> Result<()> {
 
 async fn partitioned_run(ctx: &TestContext) -> Result<()> {
     let (leader, standby) = two_replicas(&ctx.client).await?;
+    let restarts_before = operator_restarts(ctx, &leader).await?;
 
     kinds::create(&ctx.client, &ctx.ns, &servers::js_memory("js3", 3, "none")).await?;
     servers::wait_ready(ctx, Kind::JetStreamCluster, "js3", Duration::from_secs(240)).await?;
@@ -88,9 +91,14 @@ async fn partitioned_run(ctx: &TestContext) -> Result<()> {
     // its way has landed after a second).
     tokio::time::sleep(Duration::from_secs(1)).await;
     let last = renew_time(&ctx.client).await?;
+    // The holder moves away from the partitioned leader, to the only other replica.
     let taken = lease_held_by_one_of(&ctx.client, std::slice::from_ref(&standby), PARTITION * 2)
         .await
         .context("the standby should take the Lease while the leader is cut off")?;
+    ensure!(
+        taken != leader,
+        "the Lease still names the partitioned {leader}"
+    );
     tokio::time::sleep(PARTITION.saturating_sub(Duration::from_secs(LEASE_SECONDS as u64))).await;
     cut.lift()?;
     drop(cut);
@@ -108,7 +116,7 @@ async fn partitioned_run(ctx: &TestContext) -> Result<()> {
          renewal at {last}: the old leader may still have been acting",
         acquired - last
     );
-    stepped_down_in_log(ctx, &leader).await?;
+    stepped_down_in_process(ctx, &leader, restarts_before).await?;
 
     let done = finished(ctx, "partitioned", Duration::from_secs(300)).await?;
     ensure!(
@@ -127,25 +135,69 @@ async fn renew_time(client: &kube::Client) -> Result<i64> {
         .map_or(0, |t| t.0.as_second()))
 }
 
-/// The old leader's previous container says it stepped down for want of a renewal.
-async fn stepped_down_in_log(ctx: &TestContext, pod: &str) -> Result<()> {
+/// The old leader stepped down without exiting: its live container's log says it lost the
+/// Lease at its renew deadline and campaigns again, its container never restarted, and it is
+/// ready again as a standby once it reaches the API.
+async fn stepped_down_in_process(ctx: &TestContext, pod: &str, restarts_before: i32) -> Result<()> {
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), NAMESPACE);
-    let mut text = String::new();
-    for previous in [true, false] {
-        let p = LogParams {
-            previous,
-            ..LogParams::default()
-        };
-        if let Ok(t) = pods.logs(pod, &p).await {
-            text.push_str(&t);
-        }
-    }
+    // The current container only: a restarted one would not have these lines.
+    let params = LogParams {
+        container: Some(OPERATOR_CONTAINER.into()),
+        ..LogParams::default()
+    };
+    wait::poll(
+        Duration::from_secs(60),
+        Duration::from_secs(2),
+        &format!("{pod}'s live log: stepped down at its renew deadline and campaigns again"),
+        || {
+            let (pods, params) = (&pods, &params);
+            async move {
+                let text = pods.logs(pod, params).await?;
+                let stepped_down = text
+                    .lines()
+                    .any(|l| l.contains("lost the lease") && l.contains("renew deadline"));
+                let again = text.contains("campaigning again after stepping down");
+                Ok((stepped_down && again).then_some(()))
+            }
+        },
+    )
+    .await?;
+    wait::until(
+        &pods,
+        pod,
+        Duration::from_secs(90),
+        &format!("{pod} ready again as a standby"),
+        |p: &Pod| is_ready(p),
+    )
+    .await?;
+    let restarts = operator_restarts(ctx, pod).await?;
     ensure!(
-        text.lines()
-            .any(|l| l.contains("lost the lease") && l.contains("renew deadline")),
-        "{pod}'s log does not say it stepped down at its renew deadline"
+        restarts == restarts_before,
+        "{pod}'s operator container restarted ({restarts_before} -> {restarts}): stepping down \
+         must not exit the process"
     );
     Ok(())
+}
+
+const OPERATOR_CONTAINER: &str = "operator";
+
+/// Restarts of `pod`'s operator container.
+async fn operator_restarts(ctx: &TestContext, pod: &str) -> Result<i32> {
+    let p = Api::<Pod>::namespaced(ctx.client.clone(), NAMESPACE)
+        .get(pod)
+        .await?;
+    (p.status.and_then(|s| s.container_statuses))
+        .into_iter()
+        .flatten()
+        .find(|c| c.name == OPERATOR_CONTAINER)
+        .map(|c| c.restart_count)
+        .with_context(|| format!("{pod} has no {OPERATOR_CONTAINER} container status"))
+}
+
+fn is_ready(p: &Pod) -> bool {
+    (p.status.as_ref())
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 async fn server_uids(ctx: &TestContext) -> Result<BTreeSet<(String, String)>> {

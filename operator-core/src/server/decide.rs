@@ -200,7 +200,7 @@ mod tests {
                 faults,
                 ..OperandDefaults::default()
             };
-            let plan = plan(&obj, &owner, vec![], &[], &operands, None, &now());
+            let plan = plan(&obj, &owner, vec![], &[], &operands, &now());
             let template = plan.children.as_ref().and_then(|c| c.template().cloned());
             let containers = template.and_then(|t| t.spec).unwrap().containers.len();
             let report = ServerReport::default();

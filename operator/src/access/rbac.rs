@@ -239,6 +239,10 @@ pub fn render_markdown() -> String {
         ));
     }
     s.push_str(
+        "\nA leader that steps down campaigns again in the same process with the same \
+         rules (get and patch\nthe Lease; create only if it was deleted meanwhile).\n",
+    );
+    s.push_str(
         "\n## Fault injection\n\n\
          Only with `--allow-faults` (chart value `faults.enabled`, off by default), for \
          BenchmarkRun `spec.faults`. Added to the cluster-wide role. The same switch lets \

@@ -1,7 +1,7 @@
 //! Wiring: the BenchmarkRun controller owns its runner Jobs and watches their pods.
 use super::reconcile::{error_policy, reconcile};
 use crate::runtime::context::Context;
-use crate::runtime::watch::{api, store_ready};
+use crate::runtime::watch::{api, run_until_stopped, store_ready};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -16,6 +16,7 @@ use msgbench_operator_core::run::retention;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// How often gauges of deleted runs are removed and the retention policy is applied.
 const PRUNE_EVERY: Duration = Duration::from_secs(10);
@@ -23,7 +24,9 @@ const PRUNE_EVERY: Duration = Duration::from_secs(10);
 /// parsed, and one run may carry 1.34 MiB of status, so a page stays near 10 MiB at worst.
 const LIST_PAGE_SIZE: u32 = 8;
 
-pub async fn run(ctx: Arc<Context>, namespace: Option<String>) {
+/// Runs until SIGTERM/SIGINT, then lets in-flight reconciles finish; or until `stop` (this
+/// replica stepped down), then drops them at once and withdraws the run gauges.
+pub async fn run(ctx: Arc<Context>, namespace: Option<String>, stop: CancellationToken) {
     let (c, ns) = (&ctx.client, namespace.as_deref());
     let (runs, jobs, pods): (Api<BenchmarkRun>, Api<Job>, Api<Pod>) =
         (api(c, ns), api(c, ns), api(c, ns));
@@ -60,16 +63,25 @@ pub async fn run(ctx: Arc<Context>, namespace: Option<String>) {
         .shutdown_on_signal();
     let store = controller.store();
     let _ = ctx.runs.run_cache.set(store.clone());
-    tokio::spawn(synced_then_prune(store, ctx.clone()));
-    controller
+    // Beside the controller, not spawned: the sweep ends with the term.
+    let beside = synced_then_prune(store, ctx.clone());
+    let work = controller
         .run(reconcile, error_policy, ctx)
         .for_each(|res| async move {
             if let Err(e) = res {
                 tracing::debug!(kind = KIND_LABEL, error = %e, "controller event");
             }
-        })
-        .await;
-    tracing::info!(kind = KIND_LABEL, "controller stopped");
+        });
+    let ended = run_until_stopped(&stop, work, beside).await;
+    if !ended {
+        // No sweep runs any more: a standby exports no run's figures (the leader does).
+        super::metrics::forget_all();
+    }
+    tracing::info!(
+        kind = KIND_LABEL,
+        stepped_down = !ended,
+        "controller stopped"
+    );
 }
 
 /// Marks the run cache synced, then sweeps deleted runs: one task waits for the cache, never two

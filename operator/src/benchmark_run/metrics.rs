@@ -177,6 +177,12 @@ pub fn prune(exists: impl Fn(&str, &str) -> bool) -> usize {
     runs.len()
 }
 
+/// Removes every run's series and the benchmark trends: what a standby exports.
+pub fn forget_all() {
+    prune(|_, _| false);
+    super::trend::forget_all();
+}
+
 /// (namespace, benchmarkrun) label pairs currently exported by any of the gauges.
 pub fn exported_series() -> BTreeSet<(String, String)> {
     let mut out = BTreeSet::new();

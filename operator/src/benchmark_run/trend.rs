@@ -115,6 +115,16 @@ fn trend_gauges(registry: &Registry) -> Option<&'static TrendGauges> {
         .as_ref()
 }
 
+/// Removes every benchmark's trend series (see `metrics::forget_all`).
+pub fn forget_all() {
+    if let Some(g) = TREND_GAUGES.get().and_then(Option::as_ref) {
+        g.all().iter().for_each(|v| v.reset());
+    }
+    if let Ok(mut latest) = LATEST.lock() {
+        latest.clear();
+    }
+}
+
 /// Exports the run's points under its benchmark name, unless a run of that benchmark that
 /// finished later is already exported (an old run reconciled after a restart changes nothing).
 pub fn observe_run(registry: &Registry, br: &BenchmarkRun, status: &BenchmarkRunStatus) {

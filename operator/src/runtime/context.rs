@@ -151,6 +151,34 @@ impl Context {
 }
 
 impl Context {
+    /// The context of a new term of leadership. What belongs to the process is shared: client,
+    /// recorder, metrics, readiness, operand defaults, the control key, the results budget.
+    /// What the controllers learned while leading starts empty (error backoffs, the run cache): another leader may have changed everything meanwhile.
+    pub fn next_term(&self) -> Context {
+        Context {
+            client: self.client.clone(),
+            recorder: self.recorder.clone(),
+            metrics: self.metrics.clone(),
+            readiness: self.readiness.clone(),
+            observe_varz: self.observe_varz,
+            operands: self.operands.clone(),
+            requeue: self.requeue,
+            backoff: Backoff::default(),
+            control: self.control.clone(),
+            runner_peer: self.runner_peer.clone(),
+            // Known again by a 409 on the next create: another leader may have made more.
+            created_secrets: Default::default(),
+            runs: RunState {
+                allow_faults: self.runs.allow_faults,
+                results_from_pod_logs: self.runs.results_from_pod_logs,
+                agent_port: self.runs.agent_port,
+                retention: self.runs.retention.clone(),
+                run_cache: std::sync::OnceLock::new(),
+                merge_budget: self.runs.merge_budget.clone(),
+            },
+        }
+    }
+
     /// A control credential for `scope` (a run's uid for its runners, a server object's uid for
     /// its fault agents), valid for a few minutes from now.
     pub fn control_credential(&self, scope: &str) -> String {
@@ -192,6 +220,10 @@ impl Readiness {
     }
     pub fn mark_synced(&self) {
         self.synced.fetch_add(1, Ordering::SeqCst);
+    }
+    /// A new term of leadership: its controllers' caches have not synced yet.
+    pub fn new_term(&self) {
+        self.synced.store(0, Ordering::SeqCst);
     }
     pub fn set_role(&self, role: Role) {
         self.role.store(role as u8, Ordering::SeqCst);
@@ -259,5 +291,44 @@ mod tests {
         r.mark_synced();
         r.mark_synced();
         assert_eq!(r.status(), (true, "ready"));
+        r.new_term();
+        assert_eq!(
+            r.status(),
+            (false, "caches not synced"),
+            "a second term waits for its own caches"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_new_term_shares_the_process_state_and_forgets_the_leaders() {
+        let client = kube::Client::new(
+            tower::service_fn(|_: http::Request<kube::client::Body>| async {
+                Ok::<_, std::convert::Infallible>(http::Response::new(kube::client::Body::empty()))
+            }),
+            "default",
+        );
+        let mut ctx = Context::new(client, Arc::new(Readiness::new(1)), false);
+        ctx.runs.allow_faults = true;
+        ctx.backoff.failed("run-a");
+        ctx.runs.retention.succeeded_history_limit = Some(3);
+        let (store, _writer) = kube::runtime::reflector::store::<msgbench_crds::BenchmarkRun>();
+        assert!(ctx.runs.run_cache.set(store).is_ok());
+
+        let next = ctx.next_term();
+        assert_eq!(next.backoff.failed("run-a"), 1, "backoff starts over");
+        assert_eq!(next.runs.retention, ctx.runs.retention, "the policy is the process's");
+        assert!(
+            next.runs.run_cache.get().is_none(),
+            "the new term sets its own cache"
+        );
+        assert!(next.runs.allow_faults);
+        assert!(Arc::ptr_eq(&next.readiness, &ctx.readiness));
+        assert!(Arc::ptr_eq(&next.control, &ctx.control));
+        assert!(Arc::ptr_eq(&next.runs.merge_budget, &ctx.runs.merge_budget));
+        assert_eq!(
+            ctx.backoff.failed("run-a"),
+            2,
+            "the old term's state is untouched"
+        );
     }
 }

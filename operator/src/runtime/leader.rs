@@ -10,9 +10,12 @@
 //! - every successful renewal (a PATCH setting `renewTime`) is recorded;
 //! - a leader whose renewal fails retries with a short backoff and stays leader while its last
 //!   successful renewal is younger than [`Timing::renew_deadline`]; past it, or on finding
-//!   another holder, it steps down (the caller exits the process, so no reconcile runs without
-//!   the Lease; the kubelet restarts the container, which comes back as a standby);
-//! - [`Timing::check`] proves the step-down comes before the Lease can expire for the others.
+//!   another holder, it steps down: [`super::terms::lead_terms`] stops the controllers within
+//!   [`Timing::stop_within`] (the process exits if they do not), then campaigns again as
+//!   a standby in the same process ([`Elector::campaign_again`]), with a new lease manager
+//!   and counting only renewals sent after the step-down;
+//! - [`Timing::check`] proves the controllers have stopped before the Lease can expire for the
+//!   others.
 //!
 //! A standby's `/readyz` is ready (see [`crate::runtime::context::Readiness`]): a rolling update
 //! starts the new pod as a standby and must count it as available. `/metrics` has `msgbench_leader` (1 while
@@ -24,7 +27,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client};
 use kube_lease_manager::{LeaseCreateMode, LeaseManager, LeaseManagerError, LeaseParams};
 use prometheus::{IntCounter, IntGauge};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -47,23 +50,34 @@ pub struct Timing {
     pub api_timeout: Duration,
     /// Clock difference between nodes the timing tolerates (standbys judge expiry by their clock).
     pub max_clock_skew: Duration,
+    /// Bound on stopping the controllers once stepped down. They are dropped, not drained, so
+    /// this only runs out when a reconcile holds a worker thread; then the process exits.
+    pub stop_within: Duration,
 }
 
 impl Timing {
     /// 15 s lease, renewed every 5 s and retried until 10 s, 3 s per request, 2 s clock skew
-    /// (client-go's lease and renew deadline).
+    /// (client-go's lease and renew deadline), controllers stopped within 1 s: 10 + 1 + 2 s
+    /// leaves 2 s before the lease can expire.
     pub const DEFAULT: Timing = Timing {
         lease_seconds: 15,
         renew_seconds: 5,
         renew_deadline: Duration::from_secs(10),
         api_timeout: Duration::from_secs(3),
         max_clock_skew: Duration::from_secs(2),
+        stop_within: Duration::from_secs(1),
     };
 
-    /// The longest a leader acts after its last successful renewal: it steps down when the
-    /// renew deadline passes (a timer, not a request, so nothing can hold it up).
+    /// When a leader steps down after its last successful renewal: when the renew deadline
+    /// passes (a timer, not a request, so nothing can hold it up).
     pub fn step_down_within(&self) -> Duration {
         self.renew_deadline
+    }
+
+    /// The longest a leader's controllers act after its last successful renewal: the step-down,
+    /// then stopping them.
+    pub fn acts_within(&self) -> Duration {
+        self.step_down_within() + self.stop_within
     }
 
     /// The rule that makes two leaders impossible (short of a process frozen for longer than the
@@ -84,12 +98,13 @@ impl Timing {
                 self.renew_deadline, self.renew_seconds, self.api_timeout
             ));
         }
-        let bound = self.step_down_within() + self.max_clock_skew;
+        let bound = self.acts_within() + self.max_clock_skew;
         if bound >= Duration::from_secs(self.lease_seconds) {
             return Err(format!(
                 "leader election: a leader may act until {bound:?} after its last renewal \
-                 (renew deadline {:?} + clock skew {:?}), not before the {}s lease can expire",
-                self.renew_deadline, self.max_clock_skew, self.lease_seconds
+                 (renew deadline {:?} + stopping {:?} + clock skew {:?}), not before the {}s \
+                 lease can expire",
+                self.renew_deadline, self.stop_within, self.max_clock_skew, self.lease_seconds
             ));
         }
         Ok(())
@@ -118,6 +133,8 @@ pub enum State {
     Leader,
     /// Was the leader and is no more: stop reconciling now.
     Lost(String),
+    /// Cannot campaign again (the Lease is refused: RBAC).
+    Failed(String),
 }
 
 /// What to do with one answer of the lease manager (pure; the election loop acts on it).
@@ -156,6 +173,12 @@ pub fn retry_delay(consecutive_failures: u32) -> Duration {
 pub fn renew_retry_delay(consecutive_failures: u32) -> Duration {
     let exp = consecutive_failures.saturating_sub(1).min(4);
     Duration::from_millis(100 << exp).min(Duration::from_secs(1))
+}
+
+/// The last renewal the current term may count: one sent after the last step-down. An older
+/// one, even if its answer came later, proves nothing about this term.
+pub fn renewal_of_term(last: Option<Instant>, stepped_down: Option<Instant>) -> Option<Instant> {
+    last.filter(|sent| stepped_down.is_none_or(|down| *sent > down))
 }
 
 /// A client for Lease requests only: short connection timeouts (each request is bounded as a
@@ -243,11 +266,14 @@ impl ElectionMetrics {
     }
 }
 
-/// The running election: a background task that keeps campaigning (and renewing once leader).
+/// The running election: a background task that campaigns (and renews once leader) until this
+/// replica steps down; [`Elector::campaign_again`] starts the next campaign.
 pub struct Elector {
-    manager: Arc<LeaseManager>,
+    /// The current campaign's lease manager (one per campaign), for [`Elector::release`].
+    manager: Arc<Mutex<Arc<LeaseManager>>>,
     state: watch::Receiver<State>,
-    task: JoinHandle<()>,
+    task: JoinHandle<Election>,
+    readiness: Arc<Readiness>,
     config: Config,
 }
 
@@ -265,7 +291,7 @@ impl Elector {
         let metrics = ElectionMetrics::register(metrics);
         let (client, renewals) = bounded_client(client, config.timing.api_timeout);
         let manager = Arc::new(connect(client.clone(), &config, &metrics).await?);
-        let holder = Api::<Lease>::namespaced(client, &config.namespace)
+        let holder = Api::<Lease>::namespaced(client.clone(), &config.namespace)
             .get_opt(&config.lease)
             .await
             .ok()
@@ -275,21 +301,30 @@ impl Elector {
             identity = %config.identity, holder = ?holder, "leader election: campaigning");
         readiness.set_role(Role::Standby);
         let (tx, state) = watch::channel(State::Standby);
+        let shared = Arc::new(Mutex::new(manager.clone()));
         let election = Election {
-            manager: manager.clone(),
+            manager,
+            shared: shared.clone(),
+            client,
             renewals,
             tx,
             metrics,
-            readiness,
+            readiness: readiness.clone(),
             config: config.clone(),
+            stepped_down: None,
         };
         let task = tokio::spawn(election.campaign());
         Ok(Self {
-            manager,
+            manager: shared,
             state,
             task,
+            readiness,
             config,
         })
+    }
+
+    pub fn timing(&self) -> &Timing {
+        &self.config.timing
     }
 
     /// Returns once this replica leads.
@@ -316,13 +351,34 @@ impl Elector {
         }
     }
 
+    /// After [`Elector::until_lost`], once the controllers have stopped: campaigns again as a
+    /// standby. With a new lease manager (the old one still counts itself leader, and would go
+    /// on renewing a Lease in this pod's name without ever reporting it), counting only
+    /// renewals sent from now on; the caches must sync again before `/readyz` is ready.
+    pub async fn campaign_again(&mut self) -> anyhow::Result<()> {
+        let election = (&mut self.task)
+            .await
+            .map_err(|e| anyhow::anyhow!("leader election task: {e}"))?;
+        self.readiness.new_term();
+        election.tx.send_replace(State::Standby);
+        tracing::info!(lease = %self.config.lease, identity = %self.config.identity,
+            "leader election: campaigning again after stepping down");
+        self.task = tokio::spawn(election.recampaign());
+        Ok(())
+    }
+
     /// Stops campaigning and frees the Lease if this replica holds it, so a standby takes over at
     /// once instead of after the lease duration (graceful shutdown, rolling update).
     pub async fn release(self) {
         self.task.abort();
         let _ = self.task.await;
+        let manager = self
+            .manager
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let timeout = self.config.timing.api_timeout * 2;
-        match tokio::time::timeout(timeout, self.manager.release()).await {
+        match tokio::time::timeout(timeout, manager.release()).await {
             Ok(Ok(())) => {
                 tracing::info!(lease = %self.config.lease, "leader election: lease released")
             }
@@ -379,20 +435,45 @@ async fn connect(
     }
 }
 
-/// What the election task works with.
+/// What the election task works with; handed back when it steps down, for the next campaign.
 struct Election {
     manager: Arc<LeaseManager>,
+    /// Where [`Elector::release`] finds the current manager.
+    shared: Arc<Mutex<Arc<LeaseManager>>>,
+    /// The bounded client, for the next campaign's manager.
+    client: Client,
     renewals: Renewals,
     tx: watch::Sender<State>,
     metrics: ElectionMetrics,
     readiness: Arc<Readiness>,
     config: Config,
+    /// When this process last stepped down: renewals sent before it belong to a past term.
+    stepped_down: Option<Instant>,
 }
 
 impl Election {
+    /// A campaign after a step-down: reaches the Lease again with a new manager (`/readyz` not
+    /// ready until then, as at start), then as [`Election::campaign`].
+    async fn recampaign(mut self) -> Self {
+        match connect(self.client.clone(), &self.config, &self.metrics).await {
+            Ok(m) => {
+                self.manager = Arc::new(m);
+                *self.shared.lock().unwrap_or_else(|p| p.into_inner()) = self.manager.clone();
+            }
+            Err(e) => {
+                tracing::error!(lease = %self.config.lease, error = %e,
+                    "leader election: cannot campaign again");
+                self.tx.send_replace(State::Failed(e.to_string()));
+                return self;
+            }
+        }
+        self.readiness.set_role(Role::Standby);
+        self.campaign().await
+    }
+
     /// Waits for the Lease as a standby, then leads until it steps down; publishes Leader and
-    /// Lost. Ends after Lost.
-    async fn campaign(self) {
+    /// Lost. Ends after Lost, handing itself back.
+    async fn campaign(mut self) -> Self {
         let (lease, me) = (&self.config.lease, &self.config.identity);
         let mut failures = 0;
         loop {
@@ -413,16 +494,19 @@ impl Election {
         self.metrics.leader.set(0);
         self.readiness.set_role(Role::Campaigning);
         tracing::error!(%lease, identity = %me, reason = %why, "leader election: lost the lease");
+        self.stepped_down = Some(Instant::now());
         self.tx.send_replace(State::Lost(why));
+        self
     }
 
     /// Holds the Lease: the manager keeps renewing, failed renewals are retried, and the renew
     /// deadline is watched beside them. Leader is published only after a renewal of this
-    /// process (a Lease found already in this pod's name, after a container restart, has an
+    /// term (a Lease found already in this pod's name, after a restart or a step-down, has an
     /// unknown age). Returns why it stepped down.
     async fn lead(&self) -> String {
         let entered = Instant::now();
         let deadline = self.config.timing.renew_deadline;
+        let since = self.stepped_down;
         let mut failures = 0;
         loop {
             let changed = self.manager.changed();
@@ -430,8 +514,8 @@ impl Election {
             let answer = loop {
                 let published = *self.tx.borrow() == State::Leader;
                 tokio::select! {
-                    why = deadline_passed(self.renewals.clone(), entered, deadline) => return why,
-                    _ = first_renewal(self.renewals.clone()), if !published => self.publish_leader(),
+                    why = deadline_passed(self.renewals.clone(), since, entered, deadline) => return why,
+                    _ = first_renewal(self.renewals.clone(), since), if !published => self.publish_leader(),
                     answer = &mut changed => break answer,
                 }
             };
@@ -445,7 +529,7 @@ impl Election {
                     tracing::warn!(lease = %self.config.lease, error = %e, retry_in = ?delay,
                         "leader election: renewal failed; retrying until the renew deadline");
                     tokio::select! {
-                        why = deadline_passed(self.renewals.clone(), entered, deadline) => return why,
+                        why = deadline_passed(self.renewals.clone(), since, entered, deadline) => return why,
                         _ = tokio::time::sleep(delay) => {}
                     }
                 }
@@ -462,16 +546,24 @@ impl Election {
     }
 }
 
-/// Resolves once this process has renewed the Lease at least once.
-async fn first_renewal(mut renewals: Renewals) {
-    let _ = renewals.wait_for(Option::is_some).await;
+/// Resolves once this process has renewed the Lease in this term (after `since`, the last
+/// step-down).
+async fn first_renewal(mut renewals: Renewals, since: Option<Instant>) {
+    let _ = renewals
+        .wait_for(|r| renewal_of_term(*r, since).is_some())
+        .await;
 }
 
-/// Resolves (with the reason) once `deadline` has passed since the last successful renewal, or
-/// since `entered` when there was none.
-async fn deadline_passed(mut renewals: Renewals, entered: Instant, deadline: Duration) -> String {
+/// Resolves (with the reason) once `deadline` has passed since the last successful renewal of
+/// this term, or since `entered` when there was none.
+async fn deadline_passed(
+    mut renewals: Renewals,
+    since: Option<Instant>,
+    entered: Instant,
+    deadline: Duration,
+) -> String {
     loop {
-        let last = renewals.borrow_and_update().unwrap_or(entered);
+        let last = renewal_of_term(*renewals.borrow_and_update(), since).unwrap_or(entered);
         tokio::select! {
             _ = tokio::time::sleep_until(last + deadline) => {
                 return format!(
@@ -503,6 +595,45 @@ mod tests {
             "renew 10 s before the 15 s lease expires"
         );
         assert_eq!(t.step_down_within(), Duration::from_secs(10));
+        assert_eq!(
+            t.acts_within(),
+            Duration::from_secs(11),
+            "controllers stopped by 11 s, 2 s of skew still leaves 2 s before 15 s"
+        );
+    }
+
+    #[test]
+    fn stopping_the_controllers_must_fit_before_the_lease_can_expire() {
+        let slow_stop = Timing {
+            stop_within: Duration::from_secs(3),
+            ..Timing::DEFAULT
+        };
+        let err = slow_stop.check().unwrap_err();
+        assert!(err.contains("stopping 3s"), "{err}");
+        let just_fits = Timing {
+            stop_within: Duration::from_millis(2999),
+            ..Timing::DEFAULT
+        };
+        assert_eq!(just_fits.check(), Ok(()));
+    }
+
+    #[test]
+    fn a_term_counts_only_renewals_sent_after_the_last_step_down() {
+        let t0 = Instant::now();
+        let (before, down, after) = (t0, t0 + Duration::from_secs(1), t0 + Duration::from_secs(2));
+        assert_eq!(renewal_of_term(None, None), None);
+        assert_eq!(
+            renewal_of_term(Some(before), None),
+            Some(before),
+            "first term"
+        );
+        assert_eq!(
+            renewal_of_term(Some(before), Some(down)),
+            None,
+            "a renewal of the previous term proves nothing now"
+        );
+        assert_eq!(renewal_of_term(Some(down), Some(down)), None);
+        assert_eq!(renewal_of_term(Some(after), Some(down)), Some(after));
     }
 
     #[test]

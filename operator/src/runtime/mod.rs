@@ -1,5 +1,6 @@
 //! The process around the controllers: the shared context (client, recorder, readiness, the
-//! results memory budget), what every controller's wiring shares (`watch`), leader election,
+//! results memory budget), what every controller's wiring shares (`watch`), leader election and
+//! its terms (controllers started and stopped with leadership),
 //! `/metrics` and health endpoints, the reconcile error type. It may talk to the API server (the
 //! Lease, the watches); it holds no policy of a kind or a run: what to reconcile is `server`'s
 //! and `benchmark_run`'s.
@@ -9,4 +10,5 @@ pub mod http_server;
 pub mod leader;
 pub mod merge_budget;
 pub mod metrics;
+pub mod terms;
 pub mod watch;

@@ -2,7 +2,7 @@
 
 use super::reconcile::{error_policy, reconcile};
 use crate::runtime::context::Context;
-use crate::runtime::watch::{api, store_ready};
+use crate::runtime::watch::{api, run_until_stopped, store_ready};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
@@ -17,9 +17,11 @@ use msgbench_operator_core::server::kind::ManagedServerKind;
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
-/// Runs until SIGTERM/SIGINT, then lets in-flight reconciles finish.
-pub async fn run<K>(ctx: Arc<Context>, namespace: Option<String>)
+/// Runs until SIGTERM/SIGINT, then lets in-flight reconciles finish; or until `stop` (this
+/// replica stepped down), then drops them at once.
+pub async fn run<K>(ctx: Arc<Context>, namespace: Option<String>, stop: CancellationToken)
 where
     K: ManagedServerKind,
     K: Resource<DynamicType = ()> + DeserializeOwned + Debug,
@@ -57,20 +59,25 @@ where
 
     let store = controller.store();
     let readiness = ctx.readiness.clone();
-    tokio::spawn(async move {
+    // Beside the controller, not spawned: a stopped term must not mark the next one synced.
+    let synced = async move {
         if store_ready(&store).await {
             readiness.mark_synced();
             tracing::info!(kind = K::KIND_LABEL, "cache synced");
         }
-    });
-    controller
+    };
+    let work = controller
         .run(reconcile::<K>, error_policy::<K>, ctx)
         .for_each(|res| async move {
             match res {
                 Ok((obj, _)) => tracing::debug!(kind = K::KIND_LABEL, object = %obj, "reconciled"),
                 Err(e) => tracing::debug!(kind = K::KIND_LABEL, error = %e, "controller event"),
             }
-        })
-        .await;
-    tracing::info!(kind = K::KIND_LABEL, "controller stopped");
+        });
+    let ended = run_until_stopped(&stop, work, synced).await;
+    tracing::info!(
+        kind = K::KIND_LABEL,
+        stepped_down = !ended,
+        "controller stopped"
+    );
 }
