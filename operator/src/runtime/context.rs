@@ -316,7 +316,10 @@ mod tests {
 
         let next = ctx.next_term();
         assert_eq!(next.backoff.failed("run-a"), 1, "backoff starts over");
-        assert_eq!(next.runs.retention, ctx.runs.retention, "the policy is the process's");
+        assert_eq!(
+            next.runs.retention, ctx.runs.retention,
+            "the policy is the process's"
+        );
         assert!(
             next.runs.run_cache.get().is_none(),
             "the new term sets its own cache"
