@@ -14,9 +14,15 @@ fn object<K: ManagedServerKind>(kind: &str, spec: &str) -> K {
     .unwrap()
 }
 
+/// The operator's defaults with every fault agent allowed (the fence is what is tested), and
+/// the operator's own pods known when `peer`.
 fn operands(peer: bool) -> OperandDefaults {
     OperandDefaults {
         operator_peer: peer.then(|| OperatorPeer::parse("msgbench-system", "app=op").unwrap()),
+        faults: crate::fault_policy::FaultPolicy {
+            agents: true,
+            network: true,
+        },
         ..OperandDefaults::default()
     }
 }
