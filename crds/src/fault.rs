@@ -156,6 +156,12 @@ pub struct FaultRestart {
     /// When the crashed container ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exited_time: Option<Time>,
+    /// Why `exitCode` and `exitedTime` are unavailable although the container was seen
+    /// running again after the signal: the kubelet's status showed a new start and a higher
+    /// restart count, but no last state (it had already removed the exited container, which
+    /// happens when several containers of a node are killed at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_unavailable: Option<String>,
     /// When the container ran again. Unset: not yet, or not before the run ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running_time: Option<Time>,

@@ -99,8 +99,14 @@ pub fn restart_of(
     sent: u64,
     before: Option<FaultRestart>,
 ) -> Option<FaultRestart> {
-    let exited = status.last_state.as_ref()?.terminated.as_ref()?;
-    let exited_at = exited.finished_at.as_ref()?;
+    let terminated = status
+        .last_state
+        .as_ref()
+        .and_then(|s| s.terminated.as_ref());
+    let Some((exited, exited_at)) = terminated.and_then(|t| Some((t, t.finished_at.as_ref()?)))
+    else {
+        return restarted_without_last_state(status, sent).or(before);
+    };
     let at = millis(exited_at);
     if !(sent.saturating_sub(EXIT_BEFORE_MS)..sent + EXIT_AFTER_MS).contains(&at) {
         return before;
@@ -121,6 +127,30 @@ pub fn restart_of(
         r.back_off |= down >= BACK_OFF_MIN_SECONDS;
     }
     Some(r)
+}
+
+/// `exitUnavailable` when the kubelet shows a restart but no last state.
+pub const EXIT_UNAVAILABLE: &str = "the kubelet showed the container started again after the \
+     signal (restart count up) but no last state: it had already removed the exited container";
+
+/// A container running again since after the signal, with a restart counted, whose status
+/// carries no last state: the restart is certain (it was running when signalled, and started
+/// again since), its exit code and time are not known.
+fn restarted_without_last_state(status: &ContainerStatus, sent: u64) -> Option<FaultRestart> {
+    let started = status
+        .state
+        .as_ref()?
+        .running
+        .as_ref()?
+        .started_at
+        .as_ref()?;
+    // The kubelet's times are whole seconds, truncated.
+    let window = sent.saturating_sub(1_000)..sent + EXIT_AFTER_MS;
+    (status.restart_count > 0 && window.contains(&millis(started))).then(|| FaultRestart {
+        running_time: Some(started.clone()),
+        exit_unavailable: Some(EXIT_UNAVAILABLE.to_string()),
+        ..FaultRestart::default()
+    })
 }
 
 #[cfg(test)]
@@ -229,6 +259,42 @@ mod tests {
         record_restarts(&mut recs, &seen(status(SENT, None, Some(SENT + 20_000))));
         let r = recs[0].restart.as_ref().unwrap();
         assert_eq!((r.down_seconds, r.back_off), (Some(20), true));
+    }
+
+    #[test]
+    fn a_restart_without_last_state_is_recorded_as_running_with_its_exit_unavailable() {
+        let mut recs = vec![crash()];
+        let mut s = status(SENT, None, Some(SENT + 1_200));
+        s.last_state = Some(ContainerState::default());
+        s.restart_count = 1;
+        record_restarts(&mut recs, &seen(s.clone()));
+        let r = recs[0].restart.as_ref().unwrap();
+        assert_eq!(r.running_time, Some(at((SENT + 1_200) / 1000 * 1000)));
+        assert_eq!((r.exit_code, r.down_seconds), (None, None), "not known");
+        assert_eq!(r.exit_unavailable.as_deref(), Some(EXIT_UNAVAILABLE));
+        assert_eq!(restart_due(&recs, &at(SENT + 5_000)).count(), 0, "done");
+        // Still running since before the signal: no restart of this crash yet.
+        let mut recs = vec![crash()];
+        s.state
+            .as_mut()
+            .unwrap()
+            .running
+            .as_mut()
+            .unwrap()
+            .started_at = Some(at(SENT - 60_000));
+        record_restarts(&mut recs, &seen(s.clone()));
+        assert_eq!(recs[0].restart, None);
+        // Started after the signal but never restarted: not this container's restart.
+        s.state
+            .as_mut()
+            .unwrap()
+            .running
+            .as_mut()
+            .unwrap()
+            .started_at = Some(at(SENT + 1_000));
+        s.restart_count = 0;
+        record_restarts(&mut recs, &seen(s));
+        assert_eq!(recs[0].restart, None);
     }
 
     #[test]

@@ -347,6 +347,8 @@ pub(super) fn fault_record(i: usize, variant: Option<String>) -> FaultRecord {
         restart: Some(FaultRestart {
             exit_code: Some(137),
             exited_time: Some(time(5)),
+            // Exclusive with the two above in a real status; here for the upper bound.
+            exit_unavailable: Some(crate::run::fault_restart::EXIT_UNAVAILABLE.into()),
             running_time: Some(time(6)),
             down_seconds: Some(12),
             back_off: true,
