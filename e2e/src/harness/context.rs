@@ -3,7 +3,7 @@
 use crate::{chart, cluster, diagnostics};
 use anyhow::{Context, Result};
 use futures::FutureExt;
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::Client;
 use std::collections::BTreeMap;
@@ -124,7 +124,7 @@ async fn delete_namespace(client: &Client, ns: &str) {
 }
 
 /// Delete every namespace earlier e2e runs left behind (failed tests keep theirs) except `keep`, and
-/// wait until they are gone — a test that needs the node's whole allocatable CPU calls this first.
+/// wait until no pod of theirs is left — a test that needs the node's whole allocatable CPU calls this first.
 pub async fn remove_leftover_namespaces(
     client: &Client,
     keep: &str,
@@ -145,8 +145,27 @@ pub async fn remove_leftover_namespaces(
         );
         let _ = api.delete(ns, &DeleteParams::background()).await;
     }
+    // What the caller needs is their pods' CPU back. Their other objects may take minutes more
+    // (finished_runs leaves ~190 MiB of BenchmarkRun status for the namespace controller).
     for ns in &leftovers {
-        crate::wait::until_deleted(&api, ns, timeout).await?;
+        let pods = Api::<Pod>::namespaced(client.clone(), ns);
+        crate::wait::poll(
+            timeout,
+            Duration::from_secs(2),
+            &format!("no pods left in {ns}"),
+            || {
+                let pods = pods.clone();
+                async move {
+                    Ok(pods
+                        .list(&ListParams::default())
+                        .await?
+                        .items
+                        .is_empty()
+                        .then_some(()))
+                }
+            },
+        )
+        .await?;
     }
     Ok(())
 }
