@@ -71,7 +71,8 @@ pub fn readme_block(marker: &str) -> Result<String> {
 pub fn run_block(marker: &str, env: &BTreeMap<String, String>) -> Result<String> {
     let block = readme_block(marker)?;
     eprintln!("--- README block {marker}:\n{block}---");
-    let out = Command::new("bash")
+    // The block runs `make push`, which runs cargo.
+    let out = command::without_cargo_test_vars(&mut Command::new("bash"))
         .args(["-euo", "pipefail", "-c", &block])
         .current_dir(repo_root())
         .envs(env)
@@ -126,7 +127,7 @@ pub fn plugin_binary() -> std::path::PathBuf {
 
 /// Builds the kubectl plugin (debug, into the workspace's target dir).
 pub fn build_plugin() -> Result<()> {
-    let status = Command::new("cargo")
+    let status = command::without_cargo_test_vars(&mut Command::new("cargo"))
         .args(["build", "-q", "-p", "kubectl-msgbench"])
         .current_dir(repo_root())
         .status()
