@@ -92,11 +92,11 @@ crd_count=$(grep -c '^kind: CustomResourceDefinition' "$work/nondefault.yaml" ||
 render "$work/registry.yaml" --set images.registry=r.example/x
 refs=$(python3 - "$work/registry.yaml" <<'PY'
 import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+docs = [d for d in yaml.load_all(open(sys.argv[1]), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d]
 refs = [c["image"] for d in docs if d["kind"] == "Deployment" for c in d["spec"]["template"]["spec"]["containers"]]
 for d in docs:
     if d["kind"] == "ConfigMap" and "operands.yaml" in d.get("data", {}):
-        refs += yaml.safe_load(d["data"]["operands.yaml"])["images"].values()
+        refs += yaml.load(d["data"]["operands.yaml"], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["images"].values()
 print("\n".join(refs))
 PY
 )
@@ -152,7 +152,7 @@ mutate() { # mutate <what> <python expression editing docs> ; expects the checke
   local what="$1" edit="$2"
   python3 - "$work/default.yaml" "$work/mutant.yaml" "$edit" <<'PY'
 import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+docs = [d for d in yaml.load_all(open(sys.argv[1]), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d]
 dep = next(d for d in docs if d["kind"] == "Deployment")
 c = dep["spec"]["template"]["spec"]["containers"][0]
 role = next(d for d in docs if d["kind"] == "ClusterRole")
@@ -160,7 +160,7 @@ lease_role = next(d for d in docs if d["kind"] == "Role" and d["metadata"]["name
 key_role = next(d for d in docs if d["kind"] == "Role" and d["metadata"]["name"].endswith("-control-key"))
 env = {e["name"]: e for e in c["env"]}
 exec(sys.argv[3])
-yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+yaml.dump_all(docs, open(sys.argv[2], "w"), Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
 PY
   if python3 "$CHECK" default "$work/mutant.yaml" "$CHART" 2>/dev/null; then
     fail "assertions missed a mutant: $what"
@@ -201,10 +201,10 @@ mutate "extra CRD rendered" 'docs.append({"kind": "CustomResourceDefinition", "m
 mutate_dashboard() { # mutate_dashboard <what> <python expression editing cm>
   python3 - "$work/dashboard.yaml" "$work/mutant.yaml" "$2" <<'PY'
 import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+docs = [d for d in yaml.load_all(open(sys.argv[1]), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d]
 cm = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["labels"].get("grafana_dashboard"))
 exec(sys.argv[3])
-yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+yaml.dump_all(docs, open(sys.argv[2], "w"), Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
 PY
   if python3 "$CHECK" dashboard "$work/mutant.yaml" "$CHART" 2>/dev/null; then
     fail "assertions missed a mutant: $1"
@@ -216,11 +216,11 @@ PY
 mutate_pod_monitor() { # mutate_pod_monitor <what> <python expression editing pm>
   python3 - "$work/pod-monitor.yaml" "$work/mutant.yaml" "$2" <<'PY'
 import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+docs = [d for d in yaml.load_all(open(sys.argv[1]), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d]
 pm = next(d for d in docs if d["kind"] == "PodMonitor")
 ep = pm["spec"]["podMetricsEndpoints"][0]
 exec(sys.argv[3])
-yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+yaml.dump_all(docs, open(sys.argv[2], "w"), Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
 PY
   if python3 "$CHECK" pod-monitor "$work/mutant.yaml" "$CHART" 2>/dev/null; then
     fail "assertions missed a mutant: $1"
@@ -232,12 +232,12 @@ PY
 mutate_admission() { # mutate_admission <what> <python expression editing docs, vap, binding>
   python3 - "$work/admission.yaml" "$work/mutant.yaml" "$2" <<'PY'
 import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+docs = [d for d in yaml.load_all(open(sys.argv[1]), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d]
 vap = next(d for d in docs if d["kind"] == "ValidatingAdmissionPolicy" and d["metadata"]["name"].endswith("-fault-agents"))
 runs = next(d for d in docs if d["kind"] == "ValidatingAdmissionPolicy" and d["metadata"]["name"].endswith("-run-faults"))
 binding = next(d for d in docs if d["kind"] == "ValidatingAdmissionPolicyBinding" and d["spec"]["policyName"] == vap["metadata"]["name"])
 exec(sys.argv[3])
-yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+yaml.dump_all(docs, open(sys.argv[2], "w"), Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
 PY
   if python3 "$CHECK" admission-policy "$work/mutant.yaml" "$CHART" 2>/dev/null; then
     fail "assertions missed a mutant: $1"

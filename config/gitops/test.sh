@@ -68,11 +68,11 @@ mutant_render() { # mutant_render <what> <python edit of the overlay's docs list
   local what="$1" edit="$2"
   python3 - "$work/overlay.yaml" "$work/mutant.yaml" "$edit" <<'PY'
 import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+docs = [d for d in yaml.load_all(open(sys.argv[1]), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d]
 run = next(d for d in docs if d["kind"] == "BenchmarkRun")
 dep = next(d for d in docs if d["kind"] == "Deployment")
 exec(sys.argv[3])
-yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+yaml.dump_all(docs, open(sys.argv[2], "w"), Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
 PY
   if python3 "$KUST/test_kustomize.py" "$work/base.yaml" "$work/mutant.yaml" "$work/chart.yaml" . 2>/dev/null; then
     fail "kustomize assertions missed a mutant: $what"
