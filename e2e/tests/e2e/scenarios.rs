@@ -1,7 +1,8 @@
 //! Every scenario of `config/scenarios.yaml` on the local cluster: its server samples (fitted to
 //! the one CPU), then its BenchmarkRun sample scaled down by `SCENARIO_SCALE` (see
 //! `msgbench_e2e::scenarios`), applied in catalogue order (a run that compares itself with an
-//! earlier one comes after it), up to 12 at a time (runs on one server queue behind each other) but those with faults, which run alone; each
+//! earlier one comes after it), up to 12 at a time (runs on one server queue behind each
+//! other) but those with faults, which run alone; each
 //! must end Succeeded with every figure the catalogue names present in its status. All runs are tried; the failures are reported together.
 use anyhow::{Context, Result};
 use futures::StreamExt;
