@@ -44,6 +44,7 @@ unit: tools
 	cargo test --workspace --exclude msgbench-e2e
 	python3 bench/test_paired.py
 	python3 bench/test_psreport.py
+	python3 e2e/tools/test_prune_target.py
 	python3 e2e/kind/test_ci_gate.py
 	e2e/kind/test-runc-bounded
 
