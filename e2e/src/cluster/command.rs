@@ -20,7 +20,7 @@ pub fn stdout_of(mut cmd: Command) -> Result<String> {
 /// build script reruns when `CARGO_MANIFEST_DIR` changes, so a nested build rebuilt ring and
 /// everything above it (rustls, kube, the operator, the runner: ~7 min), and the next build
 /// outside the test rebuilt them back.
-pub fn cargo_test_vars() -> Vec<String> {
+fn cargo_test_vars() -> Vec<String> {
     std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())
         .filter(|k| is_cargo_test_var(k))

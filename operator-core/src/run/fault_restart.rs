@@ -119,8 +119,7 @@ pub fn restart_of(
     if waiting.is_some_and(|w| w.reason.as_deref() == Some("CrashLoopBackOff")) {
         r.back_off = true;
     }
-    let running = state.and_then(|s| s.running.as_ref()?.started_at.as_ref());
-    if let Some(started) = running.filter(|t| millis(t) >= at) {
+    if let Some(started) = running_since(status).filter(|t| millis(t) >= at) {
         let down = (millis(started) - at) as i64 / 1000;
         r.running_time = Some(started.clone());
         r.down_seconds = Some(down);
@@ -137,13 +136,7 @@ pub const EXIT_UNAVAILABLE: &str = "the kubelet showed the container started aga
 /// carries no last state: the restart is certain (it was running when signalled, and started
 /// again since), its exit code and time are not known.
 fn restarted_without_last_state(status: &ContainerStatus, sent: u64) -> Option<FaultRestart> {
-    let started = status
-        .state
-        .as_ref()?
-        .running
-        .as_ref()?
-        .started_at
-        .as_ref()?;
+    let started = running_since(status)?;
     // The kubelet's times are whole seconds, truncated.
     let window = sent.saturating_sub(1_000)..sent + EXIT_AFTER_MS;
     (status.restart_count > 0 && window.contains(&millis(started))).then(|| FaultRestart {
@@ -151,6 +144,11 @@ fn restarted_without_last_state(status: &ContainerStatus, sent: u64) -> Option<F
         exit_unavailable: Some(EXIT_UNAVAILABLE.to_string()),
         ..FaultRestart::default()
     })
+}
+
+/// When the container's current run started, if it is running.
+fn running_since(status: &ContainerStatus) -> Option<&Time> {
+    status.state.as_ref()?.running.as_ref()?.started_at.as_ref()
 }
 
 #[cfg(test)]
@@ -275,23 +273,20 @@ mod tests {
         assert_eq!(restart_due(&recs, &at(SENT + 5_000)).count(), 0, "done");
         // Still running since before the signal: no restart of this crash yet.
         let mut recs = vec![crash()];
-        s.state
-            .as_mut()
-            .unwrap()
-            .running
-            .as_mut()
-            .unwrap()
-            .started_at = Some(at(SENT - 60_000));
+        let started = |s: &mut ContainerStatus, ms| {
+            s.state
+                .as_mut()
+                .unwrap()
+                .running
+                .as_mut()
+                .unwrap()
+                .started_at = Some(at(ms));
+        };
+        started(&mut s, SENT - 60_000);
         record_restarts(&mut recs, &seen(s.clone()));
         assert_eq!(recs[0].restart, None);
         // Started after the signal but never restarted: not this container's restart.
-        s.state
-            .as_mut()
-            .unwrap()
-            .running
-            .as_mut()
-            .unwrap()
-            .started_at = Some(at(SENT + 1_000));
+        started(&mut s, SENT + 1_000);
         s.restart_count = 0;
         record_restarts(&mut recs, &seen(s));
         assert_eq!(recs[0].restart, None);
