@@ -9,9 +9,10 @@
 //! Only credentials the operator signed for this server object are obeyed
 //! (`runner_api::control_auth`); each fault is done at most once (idempotent by key) and never
 //! after the time the operator gives.
+use crate::control_check::{refusal, ControlRequest};
 use crate::fault_net::{self, Nft};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -31,7 +32,7 @@ pub struct FaultAgent {
     /// The server process's name (`/proc/<pid>/comm`, at most 15 characters).
     process: String,
     proc_root: PathBuf,
-    auth: Option<ControlVerifier>,
+    auth: ControlVerifier,
     net: Option<NetFaults>,
     /// An async lock: held across the whole request (a partition awaits `nft`).
     done: tokio::sync::Mutex<BTreeMap<String, FaultReport>>,
@@ -64,11 +65,11 @@ impl NetFaults {
 }
 
 impl FaultAgent {
-    /// `auth: None` (tests only) obeys anyone. `net: None`: partitions are refused.
+    /// Obeys only credentials `auth` accepts. `net: None`: partitions are refused.
     pub fn new(
         process: &str,
         proc_root: &Path,
-        auth: Option<ControlVerifier>,
+        auth: ControlVerifier,
         net: Option<NetFaults>,
     ) -> Arc<Self> {
         Arc::new(Self {
@@ -116,12 +117,17 @@ fn refuse(code: StatusCode, why: String) -> Response {
 
 async fn fault(
     State(a): State<Arc<FaultAgent>>,
+    method: Method,
+    uri: Uri,
     headers: HeaderMap,
     Json(req): Json<FaultRequest>,
 ) -> Response {
-    let refused =
-        (a.auth.as_ref()).and_then(|v| crate::control_check::refusal(v, &headers, "this server"));
-    if let Some(r) = refused {
+    let control = ControlRequest {
+        method: &method,
+        uri: &uri,
+        headers: &headers,
+    };
+    if let Some(r) = refusal(&a.auth, control, "this server") {
         return r;
     }
     // Held across the check and the signal: a repeated request waits and gets this report.
@@ -335,7 +341,7 @@ pub async fn serve_on(
     agent: Arc<FaultAgent>,
 ) -> anyhow::Result<()> {
     agent.heal_leftover().await.map_err(anyhow::Error::msg)?;
-    tracing::info!(addr = %listener.local_addr()?, process = %agent.process, auth = agent.auth.is_some(), net = agent.net.is_some(), "fault agent listening");
+    tracing::info!(addr = %listener.local_addr()?, process = %agent.process, net = agent.net.is_some(), "fault agent listening");
     let mut unhealed = agent.unhealed.subscribe();
     let fatal = async move {
         let _ = unhealed.wait_for(Option::is_some).await;

@@ -77,12 +77,13 @@ enum Cmd {
         process: String,
         #[arg(long, default_value = "0.0.0.0:9091")]
         listen: std::net::SocketAddr,
-        /// The operator's Ed25519 public key (base64).
+        /// The operator's Ed25519 public keys (base64, comma-separated: current, previous).
+        /// Required: the agent never runs without checking credentials.
         #[arg(long, env = runner_api::control_auth::PUBLIC_KEY_ENV)]
-        control_public_key: String,
-        /// The uid of the server object: credentials for anything else are refused.
+        control_public_key: Option<String>,
+        /// The uid of the server object: credentials for anything else are refused. Required.
         #[arg(long, env = runner_api::fault_agent::SERVER_UID_ENV)]
-        server_uid: String,
+        server_uid: Option<String>,
         /// Also carry out partitions (needs NET_ADMIN in the pod's network namespace).
         #[arg(long)]
         network: bool,
@@ -115,11 +116,13 @@ enum Cmd {
         /// Address of the live Prometheus /metrics (open: counts only).
         #[arg(long, default_value = "0.0.0.0:9102")]
         metrics_listen: std::net::SocketAddr,
-        /// The operator's Ed25519 public key (base64): every endpoint but /ready then needs a
-        /// credential it signed for `--run-uid`. Not a secret.
-        #[arg(long, env = runner_api::control_auth::PUBLIC_KEY_ENV, requires = "run_uid")]
+        /// The operator's Ed25519 public keys (base64, comma-separated: current, previous):
+        /// every endpoint but /ready needs a credential it signed for `--run-uid`. Not a
+        /// secret. Required: the agent never runs without checking credentials.
+        #[arg(long, env = runner_api::control_auth::PUBLIC_KEY_ENV)]
         control_public_key: Option<String>,
         /// The uid of this runner's BenchmarkRun: credentials for other runs are refused.
+        /// Required.
         #[arg(long, env = runner_api::control_auth::RUN_UID_ENV)]
         run_uid: Option<String>,
     },
@@ -219,14 +222,16 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
             peer_ports,
             client_ports,
         } => {
-            let auth = ControlVerifier::new(&control_public_key, &server_uid)
-                .map_err(anyhow::Error::msg)?;
+            let auth = control_verifier(
+                control_public_key,
+                (runner_api::fault_agent::SERVER_UID_ENV, server_uid),
+            )?;
             let net = network.then_some(fault_agent::NetFaults {
                 nft: bench_runner::fault_net::Nft { program: nft },
                 peer_ports,
                 client_ports,
             });
-            let agent = FaultAgent::new(&process, Path::new("/proc"), Some(auth), net);
+            let agent = FaultAgent::new(&process, Path::new("/proc"), auth, net);
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
@@ -241,6 +246,11 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
             control_public_key,
             run_uid,
         } => {
+            // Before anything else: an agent without its key must not come up at all.
+            let auth = control_verifier(
+                control_public_key,
+                (runner_api::control_auth::RUN_UID_ENV, run_uid),
+            )?;
             let text = std::fs::read_to_string(&config)
                 .with_context(|| format!("reading {}", config.display()))?;
             let cfg: AgentConfig = serde_norway::from_str(&text)
@@ -248,12 +258,6 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
             let runner_id = match runner_id {
                 Some(id) => id,
                 None => job_index_id()?,
-            };
-            let auth = match (control_public_key, run_uid) {
-                (Some(key), Some(uid)) => {
-                    Some(ControlVerifier::new(&key, &uid).map_err(anyhow::Error::msg)?)
-                }
-                _ => None,
             };
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
@@ -269,10 +273,10 @@ async fn run_agent(
     cfg: AgentConfig,
     runner_id: u16,
     (listen, metrics_listen): (std::net::SocketAddr, std::net::SocketAddr),
-    auth: Option<ControlVerifier>,
+    auth: ControlVerifier,
 ) -> anyhow::Result<()> {
     let hold = std::time::Duration::from_secs(u64::from(cfg.results_hold_seconds));
-    let state = agent::AgentState::with_auth(auth);
+    let state = agent::AgentState::new(auth);
     agent::serve(listen, state.clone()).await?;
     // On this runtime: a scrape is a short read of atomics, beside the load.
     bench_runner::live_metrics::serve(metrics_listen, state.live()).await?;
@@ -295,6 +299,36 @@ async fn run_agent(
         );
     }
     Ok(())
+}
+
+/// The verifier of an agent's control credentials. Fails closed: a missing key or scope is an
+/// error naming its environment variable, never an agent that obeys anyone.
+fn control_verifier(
+    public_keys: Option<String>,
+    (scope_env, scope): (&str, Option<String>),
+) -> anyhow::Result<ControlVerifier> {
+    let missing = |var: &str, flag: &str| {
+        anyhow::anyhow!(
+            "{var} is not set (nor --{flag}): the agent does not run without the operator's \
+             control key and its scope, so that nobody else can drive it"
+        )
+    };
+    let keys = public_keys
+        .filter(|k| !k.trim().is_empty())
+        .ok_or_else(|| {
+            missing(
+                runner_api::control_auth::PUBLIC_KEY_ENV,
+                "control-public-key",
+            )
+        })?;
+    let flag = match scope_env {
+        runner_api::control_auth::RUN_UID_ENV => "run-uid",
+        _ => "server-uid",
+    };
+    let scope = scope
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| missing(scope_env, flag))?;
+    ControlVerifier::new(&keys, &scope).map_err(anyhow::Error::msg)
 }
 
 fn read(p: &Path) -> anyhow::Result<RunnerResult> {

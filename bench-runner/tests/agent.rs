@@ -4,10 +4,8 @@
 //! that times out with a clear error.
 mod support;
 use bench_runner::agent;
-use runner_api::agent::{
-    AgentConfig, AgentProgress, AgentResults, RawResultLine, ResultLine, ScheduledTrial,
-};
-use runner_api::control_auth::{ControlSigner, ControlVerifier};
+use runner_api::agent::{AgentConfig, AgentResults, RawResultLine, ResultLine, ScheduledTrial};
+use runner_api::control_auth::{Claim, ControlSigner};
 use runner_api::result_frames;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -36,28 +34,60 @@ fn config(port: u16, trials: u32, barrier: u32) -> AgentConfig {
     }
 }
 
-const RUN_UID: &str = "run-uid-1";
-
-fn signer() -> ControlSigner {
-    ControlSigner::from_seed([9; 32])
+/// A credential the operator signed for `method path` of this run at `at_s` (unix seconds).
+fn signed_at(at_s: u64, method: &str, path: &str) -> String {
+    let claim = Claim {
+        scope: TEST_SCOPE,
+        method,
+        path,
+    };
+    let nonce = (now_ms() as u128).to_be_bytes();
+    test_signer().credential(&claim, at_s, nonce)
 }
 
-/// A credential the operator would present for this run, now.
-fn credential() -> String {
-    signer().credential(RUN_UID, now_ms() / 1000)
+/// A control request refused with 403 and `why` in its answer.
+async fn refused(addr: SocketAddr, credential: &str, method: &str, path: &str, why: &str) {
+    let (code, body) = http_as(
+        addr,
+        Some(credential),
+        method,
+        path,
+        "{\"startAtUnixMs\":1}",
+    )
+    .await;
+    assert_eq!(code, 403, "{method} {path}: {body}");
+    assert!(
+        body.contains(why),
+        "{method} {path}: {body:?} does not say {why:?}"
+    );
 }
 
-async fn progress_as(addr: SocketAddr) -> AgentProgress {
-    let (code, body) = http_as(addr, Some(&credential()), "GET", "/progress", "").await;
+/// Replays are refused with a reason: a credential used twice, one signed for another
+/// endpoint, one past its time. (Version 1 credentials were bearer tokens for any path for
+/// five minutes: each of these passed.)
+async fn replays_are_refused(addr: SocketAddr) {
+    let used = credential(&test_signer(), TEST_SCOPE, "GET", "/progress");
+    let (code, body) = http_as(addr, Some(&used), "GET", "/progress", "").await;
     assert_eq!(code, 200, "{body}");
-    serde_json::from_str(&body).expect("progress json")
+    refused(addr, &used, "GET", "/progress", "already used").await;
+    let for_progress = credential(&test_signer(), TEST_SCOPE, "GET", "/progress");
+    refused(addr, &for_progress, "POST", "/start", "another request").await;
+    refused(
+        addr,
+        &for_progress,
+        "GET",
+        "/results",
+        "signed for GET /progress",
+    )
+    .await;
+    let expired = signed_at(now_ms() / 1000 - 120, "GET", "/progress");
+    refused(addr, &expired, "GET", "/progress", "expired").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn barrier_holds_the_load_until_start_then_results_are_held_until_acknowledged() {
     let s = nats_server(false);
-    let verifier = ControlVerifier::new(&signer().public_key(), RUN_UID).unwrap();
-    let state = agent::AgentState::with_auth(Some(verifier));
+    let state = agent::AgentState::new(test_verifier());
     let addr = agent::serve("127.0.0.1:0".parse().unwrap(), state.clone())
         .await
         .unwrap();
@@ -82,48 +112,46 @@ async fn barrier_holds_the_load_until_start_then_results_are_held_until_acknowle
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let p = progress_as(addr).await;
+    let p = progress(addr).await;
     assert!(p.ready && !p.started && !p.finished);
     assert_eq!((p.trial, p.published), (1, 0));
 
     // Without the token nothing moves: no release, no progress, no results.
     let at = now_ms() + 300;
     let start = format!("{{\"startAtUnixMs\":{at}}}");
-    assert_eq!(http(addr, "POST", "/start", &start).await.0, 401);
-    assert_eq!(http(addr, "GET", "/progress", "").await.0, 401);
-    assert_eq!(http(addr, "GET", "/results", "").await.0, 401);
-    let now = now_ms() / 1000;
-    let other_key = ControlSigner::from_seed([8; 32]).credential(RUN_UID, now);
-    let other_run = signer().credential("run-uid-2", now);
+    assert_eq!(http_open(addr, "POST", "/start", &start).await.0, 401);
+    assert_eq!(http_open(addr, "GET", "/progress", "").await.0, 401);
+    assert_eq!(http_open(addr, "GET", "/results", "").await.0, 401);
+    let other_key = credential(
+        &ControlSigner::from_seed([8; 32]),
+        TEST_SCOPE,
+        "POST",
+        "/start",
+    );
+    let other_run = credential(&test_signer(), "run-uid-2", "POST", "/start");
     for wrong in [other_key, other_run, "0123456789abcdef".into()] {
         let refused = http_as(addr, Some(&wrong), "POST", "/start", &start).await;
         assert_eq!(refused.0, 403, "{refused:?}");
     }
+    replays_are_refused(addr).await;
     assert!(
-        !progress_as(addr).await.started,
+        !progress(addr).await.started,
         "a refused /start released the load"
     );
 
-    let (code, body) = http_as(addr, Some(&credential()), "POST", "/start", &start).await;
+    let (code, body) = http(addr, "POST", "/start", &start).await;
     assert_eq!(code, 200, "{body}");
     // A resent /start (operator restart) keeps the first time.
-    let (_, again) = http_as(
-        addr,
-        Some(&credential()),
-        "POST",
-        "/start",
-        "{\"startAtUnixMs\":1}",
-    )
-    .await;
+    let (_, again) = http(addr, "POST", "/start", "{\"startAtUnixMs\":1}").await;
     assert!(again.contains(&at.to_string()), "{again}");
 
     // Finished: the records wait on /results; an ack for fewer than all is refused.
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !progress_as(addr).await.finished {
+    while !progress(addr).await.finished {
         assert!(Instant::now() < deadline, "agent never finished");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let (code, body) = http_as(addr, Some(&credential()), "GET", "/results", "").await;
+    let (code, body) = http(addr, "GET", "/results", "").await;
     assert_eq!(code, 200);
     let held: AgentResults = serde_json::from_str(&body).unwrap();
     assert_eq!((held.runner_id, held.trials, held.finished), (3, 2, true));
@@ -136,18 +164,8 @@ async fn barrier_holds_the_load_until_start_then_results_are_held_until_acknowle
         "the agent let go of its results before the ack"
     );
     let ack = |n: u32| format!("{{\"records\":{n}}}");
-    assert_eq!(
-        http_as(addr, Some(&credential()), "POST", "/results/ack", &ack(1))
-            .await
-            .0,
-        409
-    );
-    assert_eq!(
-        http_as(addr, Some(&credential()), "POST", "/results/ack", &ack(2))
-            .await
-            .0,
-        200
-    );
+    assert_eq!(http(addr, "POST", "/results/ack", &ack(1)).await.0, 409);
+    assert_eq!(http(addr, "POST", "/results/ack", &ack(2)).await.0, 200);
 
     let (lines, acked) = tokio::time::timeout(Duration::from_secs(10), run)
         .await
@@ -282,7 +300,7 @@ fn records_survive_a_log_that_splits_and_interleaves(lines: &[ResultLine]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_barrier_never_released_fails_with_a_clear_error() {
     let s = nats_server(false);
-    let state = agent::AgentState::new();
+    let state = agent::AgentState::new(test_verifier());
     let mut emit = |_: &ResultLine| Ok(());
     let t0 = Instant::now();
     let err = agent::run(config(s.port, 1, 1), 1, state, &mut emit)
@@ -299,7 +317,7 @@ async fn a_barrier_never_released_fails_with_a_clear_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schedule_runs_each_variant_in_order_and_tags_its_lines() {
     let s = nats_server(false);
-    let state = agent::AgentState::new();
+    let state = agent::AgentState::new(test_verifier());
     let addr = agent::serve("127.0.0.1:0".parse().unwrap(), state.clone())
         .await
         .unwrap();
@@ -376,7 +394,7 @@ async fn a_schedule_runs_each_variant_in_order_and_tags_its_lines() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_trial_barrier_each_later_trial_waits_for_its_own_start() {
     let s = nats_server(false);
-    let state = agent::AgentState::new();
+    let state = agent::AgentState::new(test_verifier());
     let addr = agent::serve("127.0.0.1:0".parse().unwrap(), state.clone())
         .await
         .unwrap();

@@ -78,7 +78,7 @@ fn spawn_agent(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_at_the_barrier_ends_the_plan_and_the_ack_takes_the_trials_that_ran() {
     let s = nats_server(false);
-    let state = agent::AgentState::new();
+    let state = agent::AgentState::new(test_verifier());
     let addr = agent::serve("127.0.0.1:0".parse().unwrap(), state.clone())
         .await
         .unwrap();
@@ -124,7 +124,7 @@ async fn a_stop_at_the_barrier_ends_the_plan_and_the_ack_takes_the_trials_that_r
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_behind_a_released_trial_is_refused() {
     let s = nats_server(false);
-    let state = agent::AgentState::new();
+    let state = agent::AgentState::new(test_verifier());
     let addr = agent::serve("127.0.0.1:0".parse().unwrap(), state.clone())
         .await
         .unwrap();

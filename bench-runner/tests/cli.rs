@@ -88,3 +88,39 @@ fn run_writes_a_result_that_report_reads() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// An agent (runner or fault agent) without the operator's key or its scope does not start: it
+/// exits non-zero naming the missing variable, before reading anything else. (It used to serve
+/// an open control endpoint: the runner agent fell back to no auth.)
+#[test]
+fn an_agent_without_its_control_key_or_scope_refuses_to_start() {
+    use runner_api::control_auth::{PUBLIC_KEY_ENV, RUN_UID_ENV};
+    use runner_api::fault_agent::SERVER_UID_ENV;
+    let key = test_signer().public_keys();
+    let agent = ["agent", "-f", "/nonexistent/agent.yaml", "--runner-id", "1"];
+    let fault_agent = ["fault-agent", "--process", "nats-server"];
+    let cases: [(&[&str], Option<&str>, &str); 4] = [
+        (&agent, None, PUBLIC_KEY_ENV),
+        (&agent, Some(&key), RUN_UID_ENV),
+        (&fault_agent, None, PUBLIC_KEY_ENV),
+        (&fault_agent, Some(&key), SERVER_UID_ENV),
+    ];
+    for (args, public_key, missing) in cases {
+        let mut cmd = br();
+        cmd.args(args).args(["--listen", "127.0.0.1:0"]);
+        for v in [PUBLIC_KEY_ENV, RUN_UID_ENV, SERVER_UID_ENV] {
+            cmd.env_remove(v);
+        }
+        if let Some(k) = public_key {
+            cmd.env(PUBLIC_KEY_ENV, k);
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("{missing} is not set")),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("/nonexistent"), "{args:?}: {err}");
+    }
+}

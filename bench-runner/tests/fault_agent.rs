@@ -69,7 +69,13 @@ async fn a_pause_stops_the_process_and_the_agent_resumes_it_on_time() {
     let dir = tempfile::tempdir().unwrap();
     let name = format!("mbpause{}", std::process::id() % 100_000);
     let mut child = victim(dir.path(), &name);
-    let addr = serve_fault_agent(FaultAgent::new(&name, Path::new("/proc"), None, None)).await;
+    let addr = serve_fault_agent(FaultAgent::new(
+        &name,
+        Path::new("/proc"),
+        test_verifier(),
+        None,
+    ))
+    .await;
     let body = serde_json::to_string(&FaultRequest {
         key: "run/0/1".into(),
         action: AgentAction::Pause,
@@ -109,17 +115,20 @@ async fn a_crash_is_one_sigkill_of_the_named_process_for_the_operator_only() {
     let name = format!("mbcrash{}", std::process::id() % 100_000);
     let mut child = victim(dir.path(), &name);
     let signer = ControlSigner::from_seed([4; 32]);
-    let verifier = ControlVerifier::new(&signer.public_key(), SERVER_UID).unwrap();
-    let agent = FaultAgent::new(&name, Path::new("/proc"), Some(verifier), None);
+    let verifier = ControlVerifier::new(&signer.public_keys(), SERVER_UID).unwrap();
+    let agent = FaultAgent::new(&name, Path::new("/proc"), verifier, None);
     let addr = serve_fault_agent(agent).await;
-    let (now, until) = (now_ms() / 1000, now_ms() + 10_000);
+    let until = now_ms() + 10_000;
     let body = request("run/0/1", until);
+    let signed = |key: &ControlSigner, scope: &str| credential(key, scope, "POST", "/faults");
 
-    // Nobody else: no credential, another key, or the operator's credential for another server.
-    assert_eq!(http(addr, "POST", "/faults", &body).await.0, 401);
-    let other_key = ControlSigner::from_seed([5; 32]).credential(SERVER_UID, now);
-    let other_server = signer.credential("another-server", now);
-    for c in [other_key, other_server] {
+    // Nobody else: no credential, another key, the operator's credential for another server
+    // or for another path of this one.
+    assert_eq!(http_open(addr, "POST", "/faults", &body).await.0, 401);
+    let other_key = signed(&ControlSigner::from_seed([5; 32]), SERVER_UID);
+    let other_server = signed(&signer, "another-server");
+    let other_path = credential(&signer, SERVER_UID, "POST", "/faults?x");
+    for c in [other_key, other_server, other_path] {
         assert_eq!(
             http_as(addr, Some(&c), "POST", "/faults", &body).await.0,
             403
@@ -130,7 +139,7 @@ async fn a_crash_is_one_sigkill_of_the_named_process_for_the_operator_only() {
         "a refused request killed"
     );
 
-    let cred = signer.credential(SERVER_UID, now);
+    let cred = signed(&signer, SERVER_UID);
     let (code, answer) = http_as(addr, Some(&cred), "POST", "/faults", &body).await;
     assert_eq!(code, 200, "{answer}");
     let report: FaultReport = serde_json::from_str(&answer).unwrap();
@@ -146,7 +155,12 @@ async fn a_crash_is_one_sigkill_of_the_named_process_for_the_operator_only() {
     // The same fault again (an unanswered request retried): the first report, nothing signalled
     // (a new process of that name lives on).
     let mut second = victim(dir.path(), &name);
-    let (code, again) = http_as(addr, Some(&cred), "POST", "/faults", &body).await;
+    // Replaying the request as seen on the wire is refused: its credential is used up.
+    let (code, why) = http_as(addr, Some(&cred), "POST", "/faults", &body).await;
+    assert_eq!(code, 403, "{why}");
+    assert!(why.contains("already used"), "{why}");
+    let retry = signed(&signer, SERVER_UID);
+    let (code, again) = http_as(addr, Some(&retry), "POST", "/faults", &body).await;
     assert_eq!(
         (code, serde_json::from_str::<FaultReport>(&again).unwrap()),
         (200, report)
@@ -159,6 +173,7 @@ async fn a_crash_is_one_sigkill_of_the_named_process_for_the_operator_only() {
 
     // A new fault past its last moment is not done.
     let late = request("run/0/2", now_ms() - 1);
+    let cred = signed(&signer, SERVER_UID);
     let (code, why) = http_as(addr, Some(&cred), "POST", "/faults", &late).await;
     assert_eq!(code, 409, "{why}");
     assert!(why.contains("past its last moment"), "{why}");
@@ -167,6 +182,7 @@ async fn a_crash_is_one_sigkill_of_the_named_process_for_the_operator_only() {
     // Two processes of one name: the agent refuses to choose.
     let mut third = victim(dir.path(), &name);
     let both = request("run/0/3", now_ms() + 10_000);
+    let cred = signed(&signer, SERVER_UID);
     let (code, why) = http_as(addr, Some(&cred), "POST", "/faults", &both).await;
     assert_eq!(code, 404, "{why}");
     assert!(why.contains("2 processes named"), "{why}");

@@ -78,7 +78,12 @@ fn agent(dir: &Path, peer_ports: Vec<u16>) -> std::sync::Arc<FaultAgent> {
         peer_ports,
         client_ports: vec![4222],
     };
-    FaultAgent::new("nats-server", Path::new("/proc"), None, Some(net))
+    FaultAgent::new(
+        "nats-server",
+        Path::new("/proc"),
+        test_verifier(),
+        Some(net),
+    )
 }
 
 #[tokio::test]
@@ -153,7 +158,7 @@ async fn a_partition_drops_the_chosen_ports_and_the_agent_heals_it_on_time() {
 #[tokio::test]
 async fn a_partition_is_refused_without_network_faults_or_without_the_ports() {
     let dir = tempfile::tempdir().unwrap();
-    let no_net = FaultAgent::new("nats-server", Path::new("/proc"), None, None);
+    let no_net = FaultAgent::new("nats-server", Path::new("/proc"), test_verifier(), None);
     let addr = serve_fault_agent(no_net).await;
     let (code, why) = http(
         addr,

@@ -29,7 +29,7 @@ pub struct FaultAgentPod {
     pub process: String,
     /// The bench-runner image (the agent is one of its commands).
     pub image: String,
-    /// The operator's control public key.
+    /// The operator's control public keys (comma-separated: current, then previous).
     pub public_key: String,
     /// The server object's uid: the only scope whose credentials the agent obeys.
     pub server_uid: String,

@@ -40,7 +40,8 @@ pub struct OperandDefaults {
     /// `serverPods.networkPolicy`).
     #[serde(default)]
     pub server_network_policy: ServerNetworkPolicy,
-    /// The operator's runner/fault-agent control public key (set at start, not configured).
+    /// The operator's runner/fault-agent control public keys, as agents get them (comma-separated:
+    /// current, then previous during a key rotation; set at start, not configured).
     #[serde(skip)]
     pub control_public_key: String,
     /// Which fault agents server pods may carry (set at start from `--allow-faults` and

@@ -194,7 +194,7 @@ async fn main() -> anyhow::Result<()> {
     }
     // Runner and fault-agent pods check the operator's credentials with this key.
     let mut operands = operands;
-    operands.control_public_key = ctx.control.public_key();
+    operands.control_public_key = ctx.control.public_keys();
     operands.faults = args.fault_policy();
     // The servers' fences admit the operator's own pods to their monitoring ports.
     operands.operator_peer = ctx.runner_peer.clone();

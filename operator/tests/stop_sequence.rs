@@ -52,6 +52,8 @@ fn runner_pod(job_uid: &str) -> Value {
 
 fn context(api: &FakeApi, port: u16) -> Arc<Context> {
     let mut c = Context::new(api.client(), Arc::new(Readiness::new(1)), false);
+    // The key from the operator's Secret: the same after a restart.
+    c.control = Arc::new(fake_agent::operator_key());
     c.runs.agent_port = port;
     Arc::new(c)
 }
@@ -152,4 +154,7 @@ async fn a_run_whose_interval_is_tight_after_three_rounds_stops_and_succeeds() {
 
     pass(&api, &ctx).await;
     assert_eq!(agent.lock().unwrap().acked, Some(3), "the trials that ran");
+    // Every request (progress, starts, the stop, reads, the ack) carried a credential of its
+    // own, across the restart: none was refused.
+    assert_eq!(agent.lock().unwrap().refused, Vec::<String>::new());
 }

@@ -17,8 +17,8 @@ pub const DEFAULT_RESULTS_HOLD_SECONDS: u32 = 120;
 /// Default connect window (`connectTimeoutSeconds`, `--connect-timeout-seconds`).
 pub const DEFAULT_CONNECT_TIMEOUT_SECONDS: u32 = 30;
 
-/// What the operator's ConfigMap gives every runner of a run (no secrets: the control token
-/// comes from a mounted Secret).
+/// What the operator's ConfigMap gives every runner of a run (no secrets: control credentials
+/// are checked with the operator's public keys, from the pod's environment).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentConfig {

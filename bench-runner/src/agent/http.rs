@@ -1,8 +1,9 @@
 //! The agent's control endpoint. `/ready` is open (the kubelet probes it); everything else
-//! needs a credential the operator signed for this run (`runner_api::control_auth`) as
-//! `Authorization: Bearer …` when the agent has a verifier, so only the operator can release
-//! the load or read results.
+//! needs a credential the operator signed for this run and this very request
+//! (`runner_api::control_auth`) as `Authorization: Bearer …`, so only the operator can release
+//! the load or read results, and a credential seen on the wire cannot be used again.
 use super::AgentState;
+use crate::control_check::{refusal, ControlRequest};
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
@@ -30,9 +31,12 @@ pub fn router(state: Arc<AgentState>) -> Router {
 }
 
 async fn authorize(State(s): State<Arc<AgentState>>, req: Request, next: Next) -> Response {
-    let refused =
-        (s.auth.as_ref()).and_then(|a| crate::control_check::refusal(a, req.headers(), "this run"));
-    match refused {
+    let control = ControlRequest {
+        method: req.method(),
+        uri: req.uri(),
+        headers: req.headers(),
+    };
+    match refusal(&s.auth, control, "this run") {
         Some(r) => r,
         None => next.run(req).await,
     }
@@ -99,7 +103,7 @@ pub async fn serve(
 ) -> anyhow::Result<std::net::SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    tracing::info!(addr = %bound, auth = state.auth.is_some(), "agent listening");
+    tracing::info!(addr = %bound, "agent listening");
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, router(state)).await {
             tracing::error!(error = %e, "agent HTTP server stopped");

@@ -32,7 +32,6 @@ use tokio::sync::watch;
 /// Start times released so far, by trial.
 type Releases = BTreeMap<u32, u64>;
 
-#[derive(Default)]
 pub struct AgentState {
     ready: AtomicBool,
     trial: AtomicU32,
@@ -40,9 +39,8 @@ pub struct AgentState {
     start: Mutex<Option<watch::Sender<Releases>>>,
     start_rx: Mutex<Option<watch::Receiver<Releases>>>,
     stats: Arc<Mutex<Vec<Shared>>>,
-    /// Checks the operator's credentials; `None` (standalone use, tests) leaves the endpoint
-    /// open.
-    auth: Option<ControlVerifier>,
+    /// Checks the operator's credentials: there is no open agent.
+    auth: ControlVerifier,
     runner_id: AtomicU32,
     planned: AtomicU32,
     finished: AtomicBool,
@@ -58,18 +56,24 @@ pub struct AgentState {
 }
 
 impl AgentState {
-    pub fn new() -> Arc<Self> {
-        Self::with_auth(None)
-    }
-
     /// An agent whose control endpoint requires a credential `auth` accepts (see [`http`]).
-    pub fn with_auth(auth: Option<ControlVerifier>) -> Arc<Self> {
+    pub fn new(auth: ControlVerifier) -> Arc<Self> {
         let (tx, rx) = watch::channel(Releases::new());
         Arc::new(AgentState {
+            ready: AtomicBool::default(),
+            trial: AtomicU32::default(),
+            waiting_for: AtomicU32::default(),
             start: Mutex::new(Some(tx)),
             start_rx: Mutex::new(Some(rx)),
+            stats: Arc::default(),
             auth,
-            ..Default::default()
+            runner_id: AtomicU32::default(),
+            planned: AtomicU32::default(),
+            finished: AtomicBool::default(),
+            records: Mutex::default(),
+            acked: watch::Sender::default(),
+            stop_after: watch::Sender::default(),
+            live: Arc::default(),
         })
     }
 

@@ -1,6 +1,7 @@
 //! Real servers on loopback for integration tests: started on free ports, waited on until they
 //! accept connections, killed (by their own pid) on drop.
 #![allow(dead_code)]
+use runner_api::control_auth::{Claim, ControlSigner, ControlVerifier, NONCE_BYTES};
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -471,8 +472,45 @@ pub async fn progress(addr: SocketAddr) -> runner_api::agent::AgentProgress {
     serde_json::from_str(&body).expect("progress json")
 }
 
-/// Minimal HTTP/1.1 exchange (Connection: close): (status, body).
+/// The scope (run or server uid) of every agent a test starts with [`test_verifier`].
+pub const TEST_SCOPE: &str = "run-uid-1";
+
+/// The operator's key in these tests.
+pub fn test_signer() -> ControlSigner {
+    ControlSigner::from_seed([9; 32])
+}
+
+/// What an agent checks credentials with: the test key, for [`TEST_SCOPE`]. Agents never run
+/// without one.
+pub fn test_verifier() -> ControlVerifier {
+    ControlVerifier::new(&test_signer().public_keys(), TEST_SCOPE).unwrap()
+}
+
+/// A credential for one request, as the operator signs it: now, with a nonce never used
+/// before in this process.
+pub fn credential(signer: &ControlSigner, scope: &str, method: &str, path: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let mut nonce = [0u8; NONCE_BYTES];
+    nonce[..8].copy_from_slice(&n.to_be_bytes());
+    nonce[8..12].copy_from_slice(&std::process::id().to_be_bytes());
+    let claim = Claim {
+        scope,
+        method,
+        path,
+    };
+    signer.credential(&claim, now_ms() / 1000, nonce)
+}
+
+/// Minimal HTTP/1.1 exchange (Connection: close) as the operator makes it, with a fresh
+/// credential of the test key for [`TEST_SCOPE`] and this request: (status, body).
 pub async fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
+    let c = credential(&test_signer(), TEST_SCOPE, method, path);
+    http_as(addr, Some(&c), method, path, body).await
+}
+
+/// The same without a credential (`/ready`, or to see one refused).
+pub async fn http_open(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
     http_as(addr, None, method, path, body).await
 }
 

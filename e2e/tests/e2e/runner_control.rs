@@ -18,6 +18,14 @@ use msgbench_e2e::{run, servers, toolbox, wait, TestContext};
 use runner_api::control_auth::{self, ControlSigner};
 use std::time::Duration;
 
+/// What an outsider tries on a runner's control port.
+const CONTROL_REQUESTS: [&str; 4] = [
+    "POST /start",
+    "GET /results",
+    "GET /progress",
+    "POST /results/ack",
+];
+
 const SERVER: &str = r#"
 apiVersion: msgbench.dev/v1alpha1
 kind: JetStreamCluster
@@ -227,24 +235,42 @@ async fn guarded(ctx: TestContext) -> Result<()> {
         "metadata": {"name": outsider, "labels": {(msgbench_e2e::harness::E2E_LABEL): "true"}}
     }))?;
     nsapi.create(&PostParams::default(), &ns).await?;
-    // A credential for this very run, signed by a key that is not the operator's.
+    // Credentials for this very run and each request, signed by a key that is not the
+    // operator's.
     let run_uid = api.get("guarded").await?.uid().context("run uid")?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .as_secs();
-    let forged = ControlSigner::from_seed(rand::random()).credential(&run_uid, now);
-    let script = format!(
-        r#"for auth in none forged; do
-for req in 'POST /start' 'GET /results' 'GET /progress' 'POST /results/ack'; do
+    let forger = ControlSigner::from_seed(rand::random());
+    // `try AUTH 'METHOD PATH' 'HEADER'`: one request, its status line prefixed with AUTH and
+    // the request.
+    let mut script = format!(
+        r#"try() {{
   body='{{"startAtUnixMs":1,"trial":2,"records":1}}'
-  header=''
-  [ "$auth" = forged ] && header='Authorization: Bearer {forged}\r\n'
-  printf "%s HTTP/1.1\r\nHost: r\r\n${{header}}Content-Type: application/json\r\nContent-Length: %s\r\nConnection: close\r\n\r\n%s" "$req" "${{#body}}" "$body" \
-    | timeout 5 nc {ip} 9090 | head -n 1 | sed "s|^|$auth $req -> |"
-  echo "$auth $req done"
-done
-done"#
+  printf "%s HTTP/1.1\r\nHost: r\r\n$3Content-Type: application/json\r\nContent-Length: %s\r\nConnection: close\r\n\r\n%s" "$2" "${{#body}}" "$body" \
+    | timeout 5 nc {ip} 9090 | head -n 1 | sed "s|^|$1 $2 -> |"
+  echo "$1 $2 done"
+}}
+"#
     );
+    for auth in ["none", "forged"] {
+        for req in CONTROL_REQUESTS {
+            let (method, path) = req.split_once(' ').context("method and path")?;
+            let claim = control_auth::Claim {
+                scope: &run_uid,
+                method,
+                path,
+            };
+            let header = match auth {
+                "forged" => format!(
+                    "Authorization: Bearer {}\\r\\n",
+                    forger.credential(&claim, now, rand::random())
+                ),
+                _ => String::new(),
+            };
+            script.push_str(&format!("try {auth} '{req}' '{header}'\n"));
+        }
+    }
     let out = toolbox::run_script(
         &ctx.client,
         &outsider,
@@ -256,12 +282,7 @@ done"#
     let _ = nsapi.delete(&outsider, &DeleteParams::background()).await;
     let out = out?;
     for (auth, refusal) in [("none", "401"), ("forged", "403")] {
-        for req in [
-            "POST /start",
-            "GET /results",
-            "GET /progress",
-            "POST /results/ack",
-        ] {
+        for req in CONTROL_REQUESTS {
             let what = format!("{auth} {req}");
             ensure!(
                 out.logs.contains(&format!("{what} done")),
@@ -305,6 +326,9 @@ done"#
         .and_then(|b| b.try_into().ok())
         .context("the control key Secret holds no 32-byte seed")?;
     let public = ControlSigner::from_seed(seed).public_key();
+    // Current key first; a previous one follows only after a rotation.
+    let pod_keys =
+        |v: Option<String>| v.map(|k| k.split(',').next().unwrap_or_default().to_string());
     let env: Vec<(String, Option<String>)> = pod
         .spec
         .as_ref()
@@ -319,7 +343,7 @@ done"#
             .and_then(|(_, v)| v.clone())
     };
     ensure!(
-        var(control_auth::PUBLIC_KEY_ENV) == Some(public),
+        pod_keys(var(control_auth::PUBLIC_KEY_ENV)) == Some(public),
         "runner pod's public key is not the operator's: {env:?}"
     );
     ensure!(

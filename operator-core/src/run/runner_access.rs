@@ -1,7 +1,8 @@
 //! Only the operator drives a run's runners. Two layers:
-//! - a credential the operator signs for the run on every control request
-//!   (`runner_api::control_auth`); runner pods know only the public key and their run's uid,
-//!   so there is no per-run secret to create, read or leak;
+//! - a credential the operator signs for the run and for each control request
+//!   (`runner_api::control_auth`: method, path, seconds of validity, used once); runner pods
+//!   know only the public keys and their run's uid, so there is no per-run secret to create,
+//!   read or leak;
 //! - a NetworkPolicy admitting only the operator's pods to the runners' control port, where
 //!   the operator knows its own pods (in-cluster: `OPERATOR_NAMESPACE` and
 //!   `OPERATOR_POD_LABELS`, set by the chart). Clusters whose network plugin does not enforce
@@ -54,11 +55,12 @@ impl OperatorPeer {
     }
 }
 
-/// What a runner pod needs to check the operator's credentials: the public key and the run's
-/// uid (neither is secret).
-pub fn control_env(public_key: &str, run_uid: &str) -> Vec<EnvVar> {
+/// What a runner pod needs to check the operator's credentials: the public keys (current, and
+/// previous during a rotation) and the run's uid (neither is secret). Without them the agent
+/// does not start.
+pub fn control_env(public_keys: &str, run_uid: &str) -> Vec<EnvVar> {
     [
-        (control_auth::PUBLIC_KEY_ENV, public_key),
+        (control_auth::PUBLIC_KEY_ENV, public_keys),
         (control_auth::RUN_UID_ENV, run_uid),
     ]
     .into_iter()

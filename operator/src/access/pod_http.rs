@@ -1,6 +1,8 @@
 //! HTTP/1 requests to pods on their IPs (runner agents, servers' monitoring endpoints): one
 //! client for all of them, with a timeout over the whole exchange, a bounded response body, an
-//! optional bearer token, and errors that name the method, the URL and what went wrong.
+//! optional control credential signed for that very request, and errors that name the method,
+//! the URL and what went wrong.
+use super::control_key::RequestSigner;
 use crate::runtime::merge_budget::{BudgetError, Reservation};
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Bytes, Incoming};
@@ -34,8 +36,9 @@ pub struct Options<'a> {
     pub timeout: Duration,
     /// Longest response body read; a longer one is an error, never a truncation.
     pub max_body_bytes: usize,
-    /// Sent as `Authorization: Bearer <token>`.
-    pub bearer: Option<&'a str>,
+    /// Signs a credential for each request (its method and path), sent as
+    /// `Authorization: Bearer <credential>`: a credential is good for one request only.
+    pub control: Option<RequestSigner<'a>>,
 }
 
 impl<'a> Options<'a> {
@@ -43,13 +46,13 @@ impl<'a> Options<'a> {
         Self {
             timeout,
             max_body_bytes,
-            bearer: None,
+            control: None,
         }
     }
 
-    pub const fn bearer(self, token: &'a str) -> Self {
+    pub const fn signed(self, control: RequestSigner<'a>) -> Self {
         Self {
-            bearer: Some(token),
+            control: Some(control),
             ..self
         }
     }
@@ -146,7 +149,7 @@ pub async fn get_reserved(
         url: url.clone(),
         kind,
     };
-    let req = request(&method, &url, None, opts.bearer).map_err(fail)?;
+    let req = request(&method, path, &url, None, opts.control).map_err(fail)?;
     let resp = match tokio::time::timeout(opts.timeout, CLIENT.request(req)).await {
         Err(_) => return Err(fail(ErrorKind::Timeout(opts.timeout))),
         Ok(Err(e)) => return Err(fail(ErrorKind::Transport(chain(&e)))),
@@ -228,7 +231,7 @@ async fn send(
 ) -> Result<Reply, Error> {
     let url = url(addr, path);
     let exchange = async {
-        let req = request(&method, &url, json, opts.bearer)?;
+        let req = request(&method, path, &url, json, opts.control)?;
         let resp = CLIENT
             .request(req)
             .await
@@ -246,15 +249,18 @@ async fn send(
     Ok(Reply { method, url, body })
 }
 
+/// The request for `url`, whose path (with query) is `path`: what a credential is signed for.
 fn request(
     method: &Method,
+    path: &str,
     url: &str,
     json: Option<Vec<u8>>,
-    bearer: Option<&str>,
+    control: Option<RequestSigner<'_>>,
 ) -> Result<Request<Full<Bytes>>, ErrorKind> {
     let mut b = Request::builder().method(method).uri(url);
-    if let Some(token) = bearer {
-        b = b.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    if let Some(signer) = control {
+        let credential = signer.credential(method.as_str(), path);
+        b = b.header(header::AUTHORIZATION, format!("Bearer {credential}"));
     }
     if json.is_some() {
         b = b.header(header::CONTENT_TYPE, "application/json");
@@ -311,13 +317,20 @@ mod tests {
     use axum::{Json, Router};
     use std::sync::Arc;
 
-    /// A local server standing in for a pod: echoes the token and JSON, answers late, too much
-    /// or with an error.
+    /// A local server standing in for a pod: echoes the credential and JSON, answers late, too
+    /// much or with an error.
     async fn pod() -> SocketAddr {
         let app = Router::new()
             .route(
                 "/token",
                 route_get(|h: HeaderMap| async move {
+                    let auth = h.get(header::AUTHORIZATION).map(|v| v.to_str().unwrap());
+                    auth.unwrap_or("none").to_string()
+                }),
+            )
+            .route(
+                "/token/post",
+                route_post(|h: HeaderMap| async move {
                     let auth = h.get(header::AUTHORIZATION).map(|v| v.to_str().unwrap());
                     auth.unwrap_or("none").to_string()
                 }),
@@ -354,11 +367,33 @@ mod tests {
 
     const OPTS: Options<'static> = Options::new(Duration::from_secs(5), 1024);
 
+    /// With a signer, each request carries a credential of its own, for its own method and
+    /// path (with query); without one, none.
     #[tokio::test]
-    async fn the_token_is_sent_only_when_given() {
+    async fn each_request_carries_a_credential_signed_for_it() {
+        use runner_api::control_auth::{ControlSigner, ControlVerifier};
         let addr = pod().await;
-        let with = get(addr, "/token", OPTS.bearer("s3cret")).await.unwrap();
-        assert_eq!(with.body, "Bearer s3cret");
+        let signer = ControlSigner::from_seed([5; 32]);
+        let opts = OPTS.signed(RequestSigner::new(&signer, "uid-9"));
+        let v = ControlVerifier::new(&signer.public_keys(), "uid-9").unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let sent = |r: Reply| {
+            let body = String::from_utf8(r.body.to_vec()).unwrap();
+            body.strip_prefix("Bearer ")
+                .expect("a Bearer credential")
+                .to_string()
+        };
+        let first = sent(get(addr, "/token?q=1", opts).await.unwrap());
+        let second = sent(get(addr, "/token?q=1", opts).await.unwrap());
+        assert_ne!(first, second);
+        assert_eq!(v.check(&first, "GET", "/token?q=1", now), Ok(()));
+        assert_eq!(v.check(&second, "GET", "/token?q=1", now), Ok(()));
+        let posted = sent(post_json(addr, "/token/post", &1, opts).await.unwrap());
+        assert!(v.check(&posted, "GET", "/token/post", now).is_err());
+        assert_eq!(v.check(&posted, "POST", "/token/post", now), Ok(()));
         let without = get(addr, "/token", OPTS).await.unwrap();
         assert_eq!(without.body, "none");
     }

@@ -1,6 +1,7 @@
 //! Act: carries out what `decide` chose (create the runners, release the barrier, acknowledge
 //! results, suspend or delete children), then the one status write and its events.
 use super::runner_http;
+use crate::access::control_key::RequestSigner;
 use crate::runtime::context::{Context, CONTROLLER_NAME};
 use crate::runtime::error::Result;
 use k8s_openapi::api::batch::v1::Job;
@@ -40,8 +41,8 @@ pub async fn carry_out(
                 at_unix_ms,
                 ips,
             } => {
-                let token = ctx.control_credential(&id.owner_ref.uid);
-                let echoes = release(ctx, &token, *trial, *at_unix_ms, ips).await;
+                let control = ctx.control_for(&id.owner_ref.uid);
+                let echoes = release(ctx, control, *trial, *at_unix_ms, ips).await;
                 outcomes.push(EffectOutcome::Released {
                     trial: *trial,
                     at_unix_ms: *at_unix_ms,
@@ -49,16 +50,16 @@ pub async fn carry_out(
                 });
             }
             Effect::StopRunners { after_trial, ips } => {
-                let token = ctx.control_credential(&id.owner_ref.uid);
-                stop_runners(ctx, &token, *after_trial, ips).await;
+                let control = ctx.control_for(&id.owner_ref.uid);
+                stop_runners(ctx, control, *after_trial, ips).await;
             }
             Effect::AckResults { ips, records } => {
-                let token = ctx.control_credential(&id.owner_ref.uid);
+                let control = ctx.control_for(&id.owner_ref.uid);
                 let addrs: Vec<_> = ips
                     .iter()
                     .filter_map(|ip| runner_http::agent_addr(ip, ctx.runs.agent_port))
                     .collect();
-                super::gather::release_holding(&addrs, &token, *records).await;
+                super::gather::release_holding(&addrs, control, *records).await;
             }
             Effect::SuspendJob { name } => suspend(ctx, &id.namespace, name).await?,
             Effect::DeleteChildren => delete_children(ctx, id, |_| true).await?,
@@ -123,12 +124,12 @@ async fn create_runners(ctx: &Context, id: &RunIdentity, cm: &ConfigMap, job: &J
 /// `POST /stop` to every IP at once. Best effort: a runner that did not answer is asked again
 /// next pass (it still waits at the barrier); one that refuses had already run past the stop,
 /// and its records then name the trial that is not in the plan (ResultsLost).
-async fn stop_runners(ctx: &Context, token: &str, after_trial: u32, ips: &[String]) {
+async fn stop_runners(ctx: &Context, control: RequestSigner<'_>, after_trial: u32, ips: &[String]) {
     let sends = ips.iter().map(|ip| async move {
         let Some(addr) = runner_http::agent_addr(ip, ctx.runs.agent_port) else {
             return;
         };
-        match runner_http::stop(addr, token, after_trial).await {
+        match runner_http::stop(addr, control, after_trial).await {
             Ok(kept) if kept == after_trial => {}
             Ok(kept) => {
                 tracing::warn!(runner = %addr, kept, after_trial, "runner keeps another stop")
@@ -142,14 +143,14 @@ async fn stop_runners(ctx: &Context, token: &str, after_trial: u32, ips: &[Strin
 /// `POST /start` to every IP at once; each answer is the start that agent keeps.
 async fn release(
     ctx: &Context,
-    token: &str,
+    control: RequestSigner<'_>,
     trial: u32,
     at: u64,
     ips: &[String],
 ) -> Vec<(String, std::result::Result<u64, String>)> {
     let sends = ips.iter().map(|ip| async move {
         let answer = match runner_http::agent_addr(ip, ctx.runs.agent_port) {
-            Some(addr) => runner_http::start(addr, token, trial, at)
+            Some(addr) => runner_http::start(addr, control, trial, at)
                 .await
                 .map_err(|e| format!("{e:#}")),
             None => Err(format!("not an IP address: {ip}")),
@@ -176,7 +177,7 @@ async fn suspend(ctx: &Context, ns: &str, name: &str) -> Result<()> {
 }
 
 /// Deletes this run's Jobs (pods go with them), ConfigMaps and NetworkPolicies whose labels
-/// match `pick`. The token Secret stays until the run is deleted.
+/// match `pick`.
 async fn delete_children(
     ctx: &Context,
     id: &RunIdentity,

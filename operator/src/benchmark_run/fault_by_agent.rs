@@ -43,8 +43,7 @@ pub async fn ask(
         Err(e) => return AgentAnswer::Unknown(e),
     };
     let body = request(br, rec);
-    let credential = ctx.control_credential(&scope);
-    let opts = Options::new(Duration::from_secs(3), 64 << 10).bearer(&credential);
+    let opts = Options::new(Duration::from_secs(3), 64 << 10).signed(ctx.control_for(&scope));
     let addr = SocketAddr::new(ip, FAULT_AGENT_PORT);
     match pod_http::post_json(addr, "/faults", &body, opts).await {
         Ok(reply) => match reply.json::<FaultReport>() {

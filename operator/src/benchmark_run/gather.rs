@@ -3,6 +3,7 @@
 //! on pods/log) from the checksummed frames in its pod log. A record
 //! that cannot be read intact fails the run as `ResultsLost`, naming the runner and the trial.
 use super::runner_http;
+use crate::access::control_key::RequestSigner;
 use crate::access::pod_http;
 use crate::runtime::merge_budget::{BudgetError, MergeBudget, Reservation};
 use futures::{AsyncBufReadExt, StreamExt};
@@ -57,7 +58,7 @@ async fn from_agent(
 ) -> Result<(u16, BTreeMap<u32, RawResultLine>), AgentRead> {
     let share = held.cap();
     let max = share.saturating_sub(held.bytes());
-    let r = runner_http::results(addr, access.credential, max, held)
+    let r = runner_http::results(addr, access.control, max, held)
         .await
         .map_err(|e| classify(e, share))?;
     if !r.finished && !access.so_far {
@@ -131,9 +132,10 @@ async fn records_of(
     })
 }
 
-/// How the operator may read results: the run's control credential, and whether pod logs too.
+/// How the operator may read results: signing the run's control credentials, and whether pod
+/// logs too.
 pub struct ResultsAccess<'a> {
-    pub credential: &'a str,
+    pub control: RequestSigner<'a>,
     pub from_logs: bool,
     /// Read the records so far from agents that have not finished (a `spec.stopWhen` check
     /// between rounds): they must hold exactly the trials asked for.
@@ -181,9 +183,9 @@ pub async fn gather(
 }
 
 /// Tells every runner still holding its results that the operator stored them all.
-pub async fn release_holding(agents: &[SocketAddr], token: &str, records: u32) {
+pub async fn release_holding(agents: &[SocketAddr], control: RequestSigner<'_>, records: u32) {
     let acks = agents.iter().map(|&addr| async move {
-        if let Err(e) = runner_http::ack(addr, token, records).await {
+        if let Err(e) = runner_http::ack(addr, control, records).await {
             tracing::debug!(runner = %addr, error = %e, "results ack not delivered (the runner exits after its hold)");
         }
     });
@@ -193,6 +195,10 @@ pub async fn release_holding(agents: &[SocketAddr], token: &str, records: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn test_key() -> runner_api::control_auth::ControlSigner {
+        runner_api::control_auth::ControlSigner::from_seed([1; 32])
+    }
 
     /// A record stand-in: the checks only look at trial numbers.
     fn line(trial: u32) -> u32 {
@@ -240,8 +246,9 @@ mod tests {
             holding_at: None,
         }];
         let budget = MergeBudget::new(1 << 20, 32 << 10, std::time::Duration::from_secs(5));
+        let key = test_key();
         let access = ResultsAccess {
-            credential: "t",
+            control: RequestSigner::new(&key, "run-uid"),
             from_logs: false,
             so_far: false,
         };
@@ -285,8 +292,9 @@ mod tests {
             holding_at: Some(addr),
         }];
         let budget = MergeBudget::new(1 << 20, 32 << 10, std::time::Duration::from_secs(5));
+        let key = test_key();
         let access = ResultsAccess {
-            credential: "t",
+            control: RequestSigner::new(&key, "run-uid"),
             from_logs: false,
             so_far: false,
         };

@@ -5,6 +5,7 @@ use super::gather::{self, DoneRunner};
 use super::server_sampling;
 use super::target::{self};
 use super::{endpoint_read, runner_http};
+use crate::access::control_key::RequestSigner;
 use crate::runtime::context::Context;
 use crate::runtime::error::Result;
 use k8s_openapi::api::batch::v1::Job;
@@ -135,8 +136,8 @@ async fn read(
         obs.server_pods = server_pods(ctx, br, &id.namespace).await?;
         return Ok(obs); // nothing to ask the agents before the start is chosen
     }
-    let token = ctx.control_credential(&id.owner_ref.uid);
-    obs.agents = poll_agents(ctx, &view, &token).await;
+    let control = ctx.control_for(&id.owner_ref.uid);
+    obs.agents = poll_agents(ctx, &view, control).await;
     if phase == Phase::Starting {
         return Ok(obs);
     }
@@ -149,7 +150,7 @@ async fn read(
     let done = done_runners(&view, &obs.agents, ctx.runs.agent_port);
     let budget = &ctx.runs.merge_budget;
     let mut access = gather::ResultsAccess {
-        credential: &token,
+        control,
         from_logs: ctx.runs.results_from_pod_logs,
         so_far: false,
     };
@@ -211,13 +212,17 @@ pub fn done_runners<'a>(
 }
 
 /// Every running agent's `/progress`, asked in parallel.
-async fn poll_agents(ctx: &Context, view: &RunnerView<'_>, token: &str) -> Vec<AgentSeen> {
+async fn poll_agents(
+    ctx: &Context,
+    view: &RunnerView<'_>,
+    control: RequestSigner<'_>,
+) -> Vec<AgentSeen> {
     let asks = view.running.iter().filter_map(|pod| {
         let ip = runner_pods::ip(pod)?;
         let name = pod.name_any();
         Some(async move {
             let addr = runner_http::agent_addr(&ip, ctx.runs.agent_port)?;
-            let progress = runner_http::progress(addr, token).await?;
+            let progress = runner_http::progress(addr, control).await?;
             Some(AgentSeen {
                 pod: name,
                 ip,

@@ -1,7 +1,9 @@
 //! Talks to runner agents on their pod IPs: release the start barrier, read progress, collect
-//! results and confirm them. Every call presents the run's token (the agent refuses others).
-//! Each call takes the agent's address (pod IP and port, see [`agent_addr`]; the port is
-//! `AGENT_PORT` outside tests), so tests can run fake agents on any local port.
+//! results and confirm them. Every call presents a credential signed for the run and for that
+//! very request (the agent refuses others, and any credential a second time). Each call takes
+//! the agent's address (pod IP and port, see [`agent_addr`]; the port is `AGENT_PORT` outside
+//! tests), so tests can run fake agents on any local port.
+use crate::access::control_key::RequestSigner;
 use crate::access::pod_http::{self, Options};
 use crate::runtime::merge_budget::Reservation;
 use runner_api::agent::{
@@ -19,15 +21,15 @@ pub fn agent_addr(pod_ip: &str, port: u16) -> Option<SocketAddr> {
     Some(SocketAddr::new(ip, port))
 }
 
-fn options(token: &str, timeout_secs: u64) -> Options<'_> {
-    Options::new(Duration::from_secs(timeout_secs), MAX_BODY_BYTES).bearer(token)
+fn options(control: RequestSigner<'_>, timeout_secs: u64) -> Options<'_> {
+    Options::new(Duration::from_secs(timeout_secs), MAX_BODY_BYTES).signed(control)
 }
 
 /// POST /start for `trial`; returns the start time the agent keeps (the first one it got for
 /// that trial, so resending is safe and a differing answer shows an earlier release).
 pub async fn start(
     addr: SocketAddr,
-    token: &str,
+    control: RequestSigner<'_>,
     trial: u32,
     start_at_unix_ms: u64,
 ) -> anyhow::Result<u64> {
@@ -35,21 +37,25 @@ pub async fn start(
         start_at_unix_ms,
         trial,
     };
-    let reply = pod_http::post_json(addr, "/start", &req, options(token, 3)).await?;
+    let reply = pod_http::post_json(addr, "/start", &req, options(control, 3)).await?;
     Ok(reply.json::<StartRequest>()?.start_at_unix_ms)
 }
 
 /// POST /stop: run no trial after `after_trial`; returns the stop the agent keeps (its first,
 /// so resending is safe). A 409 means it had already released a later trial.
-pub async fn stop(addr: SocketAddr, token: &str, after_trial: u32) -> anyhow::Result<u32> {
+pub async fn stop(
+    addr: SocketAddr,
+    control: RequestSigner<'_>,
+    after_trial: u32,
+) -> anyhow::Result<u32> {
     let req = StopRequest { after_trial };
-    let reply = pod_http::post_json(addr, "/stop", &req, options(token, 3)).await?;
+    let reply = pod_http::post_json(addr, "/stop", &req, options(control, 3)).await?;
     Ok(reply.json::<StopRequest>()?.after_trial)
 }
 
 /// GET /progress, best effort.
-pub async fn progress(addr: SocketAddr, token: &str) -> Option<AgentProgress> {
-    let reply = pod_http::get(addr, "/progress", options(token, 2)).await;
+pub async fn progress(addr: SocketAddr, control: RequestSigner<'_>) -> Option<AgentProgress> {
+    let reply = pod_http::get(addr, "/progress", options(control, 2)).await;
     reply.ok()?.json().ok()
 }
 
@@ -57,19 +63,19 @@ pub async fn progress(addr: SocketAddr, token: &str) -> Option<AgentProgress> {
 /// operator's memory budget; records stay JSON text until merged).
 pub async fn results(
     addr: SocketAddr,
-    token: &str,
+    control: RequestSigner<'_>,
     max_bytes: usize,
     held: &mut Reservation,
 ) -> Result<AgentResults<RawJson>, pod_http::Error> {
-    let opts = Options::new(Duration::from_secs(20), max_bytes).bearer(token);
+    let opts = Options::new(Duration::from_secs(20), max_bytes).signed(control);
     let reply = pod_http::get_reserved(addr, "/results", opts, held).await?;
     reply.json()
 }
 
 /// POST /results/ack: the operator stored `records` records; the agent may exit.
-pub async fn ack(addr: SocketAddr, token: &str, records: u32) -> anyhow::Result<()> {
+pub async fn ack(addr: SocketAddr, control: RequestSigner<'_>, records: u32) -> anyhow::Result<()> {
     let body = ResultsAck { records };
-    pod_http::post_json(addr, "/results/ack", &body, options(token, 3)).await?;
+    pod_http::post_json(addr, "/results/ack", &body, options(control, 3)).await?;
     Ok(())
 }
 
@@ -77,22 +83,40 @@ pub async fn ack(addr: SocketAddr, token: &str, records: u32) -> anyhow::Result<
 mod tests {
     use super::*;
     use axum::http::{header, HeaderMap, StatusCode};
-    use axum::routing::post;
+    use axum::routing::{get, post};
     use axum::{Json, Router};
     use runner_api::agent::AGENT_PORT;
+    use runner_api::control_auth::{ControlSigner, ControlVerifier};
 
-    /// A fake agent on 127.0.0.1 and any port: keeps the first start time, takes one token.
-    async fn fake_agent() -> SocketAddr {
-        let authorized = |h: &HeaderMap| {
-            h.get(header::AUTHORIZATION)
-                .is_some_and(|v| v == "Bearer t0k")
-        };
+    const SCOPE: &str = "run-uid";
+
+    fn signer() -> ControlSigner {
+        ControlSigner::from_seed([6; 32])
+    }
+
+    /// Whether `h` carries a credential the run's agent accepts for `method path`, once.
+    fn authorized(v: &ControlVerifier, h: &HeaderMap, method: &str, path: &str) -> bool {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let credential =
+            (h.get(header::AUTHORIZATION)).and_then(|v| v.to_str().ok()?.strip_prefix("Bearer "));
+        credential.is_some_and(|c| v.check(c, method, path, now).is_ok())
+    }
+
+    /// A fake agent on 127.0.0.1 and any port: keeps the first start time, checks credentials
+    /// as a real agent does (this run, this request, once), answers `/progress` with `pad`
+    /// extra bytes.
+    async fn fake_agent(pad: usize) -> SocketAddr {
+        let v = ControlVerifier::new(&signer().public_keys(), SCOPE).unwrap();
+        let (v1, v2, v3) = (v.clone(), v.clone(), v);
         let app = Router::new()
             .route(
                 "/start",
                 post(
                     move |h: HeaderMap, Json(r): Json<StartRequest>| async move {
-                        if !authorized(&h) {
+                        if !authorized(&v1, &h, "POST", "/start") {
                             return Err(StatusCode::FORBIDDEN);
                         }
                         Ok(Json(StartRequest {
@@ -105,11 +129,22 @@ mod tests {
             .route(
                 "/results/ack",
                 post(move |h: HeaderMap, Json(a): Json<ResultsAck>| async move {
-                    match (authorized(&h), a.records) {
+                    match (authorized(&v2, &h, "POST", "/results/ack"), a.records) {
                         (false, _) => StatusCode::FORBIDDEN,
                         (true, 3) => StatusCode::OK,
                         (true, _) => StatusCode::CONFLICT,
                     }
+                }),
+            )
+            .route(
+                "/progress",
+                get(move |h: HeaderMap| async move {
+                    if !authorized(&v3, &h, "GET", "/progress") {
+                        return Err(StatusCode::FORBIDDEN);
+                    }
+                    let mut p = serde_json::to_value(AgentProgress::default()).unwrap();
+                    p["pad"] = "x".repeat(pad).into();
+                    Ok(Json(p))
                 }),
             );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -119,18 +154,23 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn calls_reach_an_agent_at_any_address_with_the_token() {
-        let addr = fake_agent().await;
-        assert_eq!(start(addr, "t0k", 2, 5_000).await.unwrap(), 1_000);
-        let refused = start(addr, "other", 2, 5_000).await.unwrap_err();
+    async fn calls_reach_an_agent_at_any_address_each_with_its_own_credential() {
+        let addr = fake_agent(0).await;
+        let key = signer();
+        let run = RequestSigner::new(&key, SCOPE);
+        assert_eq!(start(addr, run, 2, 5_000).await.unwrap(), 1_000);
+        // Resending signs anew: the agent takes it (it would refuse a replayed credential).
+        assert_eq!(start(addr, run, 2, 5_000).await.unwrap(), 1_000);
+        let other = RequestSigner::new(&key, "other-run");
+        let refused = start(addr, other, 2, 5_000).await.unwrap_err();
         assert!(refused.to_string().contains("403 Forbidden"), "{refused}");
-        ack(addr, "t0k", 3).await.unwrap();
-        let conflict = ack(addr, "t0k", 4).await.unwrap_err().to_string();
+        ack(addr, run, 3).await.unwrap();
+        let conflict = ack(addr, run, 4).await.unwrap_err().to_string();
         assert_eq!(
             conflict,
             format!("POST http://{addr}/results/ack: 409 Conflict")
         );
-        assert_eq!(progress(addr, "t0k").await, None, "no /progress here");
+        assert!(progress(addr, run).await.is_some());
     }
 
     #[test]

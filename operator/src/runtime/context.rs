@@ -2,6 +2,7 @@
 
 use super::merge_budget::MergeBudget;
 use super::metrics::Metrics;
+use crate::access::control_key::RequestSigner;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::Client;
 use msgbench_operator_core::operands::OperandDefaults;
@@ -128,9 +129,9 @@ impl Context {
             instance: std::env::var("POD_NAME").ok(),
         };
         let control = ControlSigner::from_seed(rand::random());
-        // Runner and fault-agent pods get the key that checks this signer's credentials.
+        // Runner and fault-agent pods get the keys that check this signer's credentials.
         let operands = OperandDefaults {
-            control_public_key: control.public_key(),
+            control_public_key: control.public_keys(),
             ..OperandDefaults::default()
         };
         Self {
@@ -179,13 +180,10 @@ impl Context {
         }
     }
 
-    /// A control credential for `scope` (a run's uid for its runners, a server object's uid for
-    /// its fault agents), valid for a few minutes from now.
-    pub fn control_credential(&self, scope: &str) -> String {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        self.control.credential(scope, now)
+    /// Signs control credentials for `scope` (a run's uid for its runners, a server object's
+    /// uid for its fault agents): one per request, for its method and path, valid for seconds.
+    pub fn control_for<'a>(&'a self, scope: &'a str) -> RequestSigner<'a> {
+        RequestSigner::new(&self.control, scope)
     }
 }
 
