@@ -48,7 +48,7 @@ impl DrainCounts {
 mod tests {
     use super::*;
     use crate::payload::Header;
-    use crate::recorder::{register_subscription, ReceiveRecorder};
+    use crate::recorder::{register_subscription, ReceiveRecorder, Senders};
     use proptest::prelude::*;
     use std::collections::BTreeSet;
     use std::sync::{Arc, Mutex};
@@ -66,7 +66,7 @@ mod tests {
             register_subscription(&st, &[0]);
             st.lock().unwrap().phases[0].published = 50;
             st.lock().unwrap().phases[0].published_by_topic[0] = 50;
-            let mut rec = ReceiveRecorder::new(1, 7, st.clone());
+            let mut rec = ReceiveRecorder::new(1, 7, Senders::ANY, st.clone());
             let mut own = BTreeSet::new();
             for &(runner, seq) in &deliveries {
                 let h = Header { run: 7, runner, phase: 0, publisher: 0, seq, intended_us: 0 };
@@ -90,7 +90,7 @@ mod tests {
     fn a_remote_duplicate_does_not_hide_an_own_delivery() {
         let names = ["m".to_string()];
         let st = Arc::new(Mutex::new(TaskStats::new(&names, 1, Delivery::FanOut, 0)));
-        let mut rec = ReceiveRecorder::new(1, 7, st.clone());
+        let mut rec = ReceiveRecorder::new(1, 7, Senders::ANY, st.clone());
         let h = |runner| Header {
             run: 7,
             runner,

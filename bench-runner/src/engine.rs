@@ -6,7 +6,7 @@ use crate::drivers::{self, Driver, Outgoing, Publisher};
 use crate::options::RunOptions;
 use crate::payload::Header;
 use crate::plan::{self, Length, PlanPhase, Ramp, Schedule};
-use crate::recorder::{self, ReceiveRecorder, Shared, TaskStats};
+use crate::recorder::{self, ReceiveRecorder, Senders, Shared, TaskStats};
 use crate::{acks, connect, connections, cpu, progress};
 use msgbench_crds::workload::{Protocol, Workload};
 use runner_api::coarse::CoarseLatency;
@@ -90,6 +90,11 @@ async fn run_messaging(
     };
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut all_stats: Vec<Shared> = Vec::new();
+    // Sequence trackers only for this run's runners and the workload's publishers.
+    let senders = Senders {
+        runners: opts.runners.max(opts.runner_id),
+        publishers: u16::try_from(plan::max_publishers(&phases)).unwrap_or(u16::MAX),
+    };
 
     // Subscribers first, so nothing published is missed.
     let wildcard = match w.protocol {
@@ -108,7 +113,7 @@ async fn run_messaging(
         all_stats.push(st.clone());
         let h = window
             .retry(|| {
-                let rec = ReceiveRecorder::new(opts.runner_id, opts.run_tag, st.clone());
+                let rec = ReceiveRecorder::new(opts.runner_id, opts.run_tag, senders, st.clone());
                 driver.subscribe(i, topics.clone(), rec, stop_rx.clone())
             })
             .await
@@ -121,7 +126,7 @@ async fn run_messaging(
         all_stats.push(st.clone());
         let p = window
             .retry(|| {
-                let rec = ReceiveRecorder::new(opts.runner_id, opts.run_tag, st.clone());
+                let rec = ReceiveRecorder::new(opts.runner_id, opts.run_tag, senders, st.clone());
                 driver.publisher(i, st.clone(), rec, stop_rx.clone())
             })
             .await

@@ -171,6 +171,7 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
                 .with_context(|| format!("{}: not a valid workload", file.display()))?;
             let opts = RunOptions {
                 runner_id: runner_id.unwrap_or_else(random_id),
+                runners: bench_runner::payload::MAX_RUNNER,
                 run_tag: 0,
                 progress: std::io::stderr().is_terminal(),
                 gate: None,

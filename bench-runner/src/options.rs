@@ -18,6 +18,9 @@ pub trait StartGate: Send + Sync {
 #[derive(Clone)]
 pub struct RunOptions {
     pub runner_id: u16,
+    /// Runners of the run (ids 1 to `runners`): deliveries naming another runner are errors and
+    /// get no sequence tracker. Default: any id a payload carries (standalone ids are random).
+    pub runners: u16,
     /// Written into every payload header; deliveries carrying another tag are another run's
     /// (or another client's) and counted apart as foreign. Standalone runs use 0.
     pub run_tag: u16,
@@ -52,6 +55,7 @@ impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             runner_id: 0,
+            runners: crate::payload::MAX_RUNNER,
             run_tag: 0,
             progress: false,
             gate: None,

@@ -179,19 +179,44 @@ impl SeqTracker {
     }
 }
 
+/// Who may send this run's messages: runners 1 to `runners`, each with publishers 0 to
+/// `publishers - 1`. A delivery naming anyone else is counted as an error and gets no sequence
+/// tracker, so forged headers cannot make a subscriber allocate a map entry (and a bitset) per
+/// id: at most `runners x publishers` trackers exist.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Senders {
+    pub runners: u16,
+    pub publishers: u16,
+}
+
+impl Senders {
+    /// Any id a header can carry (tests that do not care).
+    pub const ANY: Senders = Senders {
+        runners: crate::payload::MAX_RUNNER,
+        publishers: u16::MAX,
+    };
+
+    fn admits(&self, h: &Header) -> bool {
+        (1..=self.runners).contains(&h.runner) && h.publisher < self.publishers
+    }
+}
+
 /// What a subscriber task calls for each delivered payload.
 pub struct ReceiveRecorder {
     runner: u16,
     run_tag: u16,
+    senders: Senders,
     stats: Shared,
 }
 
 impl ReceiveRecorder {
-    /// Records for runner `runner` of the run (trial) tagged `run_tag`.
-    pub fn new(runner: u16, run_tag: u16, stats: Shared) -> Self {
+    /// Records for runner `runner` of the run (trial) tagged `run_tag`, whose messages come from
+    /// `senders`.
+    pub fn new(runner: u16, run_tag: u16, senders: Senders, stats: Shared) -> Self {
         ReceiveRecorder {
             runner,
             run_tag,
+            senders,
             stats,
         }
     }
@@ -215,6 +240,10 @@ impl ReceiveRecorder {
         if phase >= s.phases.len() {
             let i = unphased(s.phases.len());
             s.count_error(i, "unknownPhase");
+            return;
+        }
+        if !self.senders.admits(&h) {
+            s.count_error(phase, "unknownSender");
             return;
         }
         let tracked = s
@@ -358,7 +387,7 @@ mod tests {
             Delivery::FanOut,
             0,
         )));
-        let mut r = ReceiveRecorder::new(1, 0, stats.clone());
+        let mut r = ReceiveRecorder::new(1, 0, Senders::ANY, stats.clone());
         for seq in [0, 1, 3, 2, 3, 5, 4, 0] {
             let h = Header {
                 run: 0,
@@ -418,6 +447,45 @@ mod tests {
         assert_eq!(s.timeline_out_of_order, [2, 0, 1]);
     }
 
+    /// Ids from the wire never size memory either: deliveries naming a runner past the run's
+    /// count, runner 0, or a publisher past the workload's are counted as errors and get no
+    /// tracker, however many distinct ids are forged.
+    #[test]
+    fn forged_sender_ids_cannot_grow_the_sequence_map() {
+        let stats = Arc::new(Mutex::new(TaskStats::new(
+            &["m".into()],
+            1,
+            Delivery::FanOut,
+            0,
+        )));
+        let senders = Senders {
+            runners: 2,
+            publishers: 4,
+        };
+        let mut r = ReceiveRecorder::new(1, 3, senders, stats.clone());
+        let (runners, publishers) = (256u16, 1024u16);
+        for runner in 0..runners {
+            for publisher in 0..publishers {
+                let h = Header {
+                    run: 3,
+                    runner,
+                    phase: 0,
+                    publisher,
+                    seq: 1000,
+                    intended_us: 0,
+                };
+                r.on_payload(Some(h), 1);
+            }
+        }
+        let s = stats.lock().unwrap();
+        assert_eq!(s.streams.len(), 2 * 4, "one tracker per real sender only");
+        let bits: usize = s.streams.values().map(|t| t.seen.len()).sum();
+        assert!(bits <= 8 * 1001, "{bits} bits tracked");
+        let forged = u64::from(runners) * u64::from(publishers) - 8;
+        assert_eq!(s.phases[0].errors.get("unknownSender"), Some(&forged));
+        assert_eq!(s.phases[0].received, 8);
+    }
+
     /// A header from the wire never sizes memory: a sequence far past what the stream has
     /// reached is refused (counted as an error), and the bitset stays small.
     #[test]
@@ -428,7 +496,7 @@ mod tests {
             Delivery::FanOut,
             0,
         )));
-        let mut r = ReceiveRecorder::new(1, 3, stats.clone());
+        let mut r = ReceiveRecorder::new(1, 3, Senders::ANY, stats.clone());
         let h = |seq| Header {
             run: 3,
             runner: 1,
@@ -477,7 +545,7 @@ mod tests {
             seq,
             intended_us: 0,
         };
-        let mut rec = ReceiveRecorder::new(1, 0, a.clone());
+        let mut rec = ReceiveRecorder::new(1, 0, Senders::ANY, a.clone());
         for seq in 0..10 {
             record_ack(&publisher, &h(1, seq));
             rec.on_payload(Some(h(2, seq)), 5);

@@ -31,6 +31,8 @@ fn config(port: u16, trials: u32, barrier: u32) -> AgentConfig {
             id: "a1b2c3d4g1".into(),
             tag: 77,
         }),
+        // As the operator writes it: the run's runner count (ids 1 to 3 here).
+        runners: 3,
     }
 }
 

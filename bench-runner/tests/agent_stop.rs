@@ -28,6 +28,8 @@ fn config(port: u16, trials: u32) -> AgentConfig {
             id: "s7o8p9g1".into(),
             tag: 5,
         }),
+        // As the operator writes it: the run's runner count (ids 1 to 3 here).
+        runners: 3,
     }
 }
 

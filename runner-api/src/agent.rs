@@ -60,6 +60,11 @@ pub struct AgentConfig {
     /// server. `None` (standalone use): the workload's names as written, tag 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolation: Option<RunIsolation>,
+    /// How many runners the run has (their ids are 1 to `runners`): a delivery naming any other
+    /// runner is counted as an error before any memory is given to it. 0 (standalone use):
+    /// any id a payload can carry.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub runners: u32,
 }
 
 /// One run's identity on the wire. Every trial gets its own subjects (topics, channels),

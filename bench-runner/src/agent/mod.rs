@@ -358,6 +358,10 @@ pub async fn run(
         };
         let opts = RunOptions {
             runner_id,
+            runners: match cfg.runners {
+                0 => crate::payload::MAX_RUNNER,
+                n => u16::try_from(n).unwrap_or(u16::MAX),
+            },
             run_tag,
             progress: false,
             gate: Some(Arc::new(gate)),

@@ -481,7 +481,7 @@ mod tests {
             Delivery::FanOut,
             0,
         )));
-        let rec = ReceiveRecorder::new(1, 0, stats.clone());
+        let rec = ReceiveRecorder::new(1, 0, crate::recorder::Senders::ANY, stats.clone());
         let (_stop_tx, stop) = tokio::sync::watch::channel(false);
         let task = driver.subscribe(0, vec![0], rec, stop).await.unwrap();
         tokio::time::timeout(std::time::Duration::from_secs(10), task)

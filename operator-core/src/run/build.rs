@@ -47,6 +47,7 @@ pub fn agent_config(spec: &BenchmarkRunSpec, target_url: &str) -> AgentConfig {
         target_auth: Vec::new(),
         target_tls: Vec::new(),
         isolation: None,
+        runners: spec.runners.count.max(1) as u32,
     }
 }
 
