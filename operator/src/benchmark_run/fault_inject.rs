@@ -21,8 +21,13 @@ use msgbench_operator_core::server::jetstream::nats_conf;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-/// `/jsz` with stream details is a few kB per stream.
-const JSZ: Options<'static> = Options::new(Duration::from_secs(2), 4 << 20);
+/// Each server's JetStream view with stream details but neither stream configs nor consumers
+/// (the defaults, said so that a server default cannot widen it): about 1.6 kB plus 1 kB per
+/// R3 stream (fixtures/nats-jsz-*.json, from nats-server 2.15). A run's stream is deleted
+/// after its trial, so 16 KiB holds the run's and a dozen others on a shared server; an
+/// answer over it is refused, never read.
+const JSZ_PATH: &str = "/jsz?streams=true&config=false&consumers=false";
+const JSZ: Options<'static> = Options::new(Duration::from_secs(2), 16 << 10);
 const MONITOR_PORT: u16 = nats_conf::MONITOR_PORT as u16;
 
 /// The pod chosen for a due fault, not yet touched: `act` records it in status first.
@@ -361,8 +366,7 @@ pub async fn current_leader(br: &BenchmarkRun, trial: i32, pods: &[Pod]) -> Opti
     let asks = pods.iter().filter_map(|p| {
         let ip: IpAddr = p.status.as_ref()?.pod_ip.as_ref()?.parse().ok()?;
         Some(async move {
-            let r =
-                pod_http::get(SocketAddr::new(ip, MONITOR_PORT), "/jsz?streams=true", JSZ).await;
+            let r = pod_http::get(SocketAddr::new(ip, MONITOR_PORT), JSZ_PATH, JSZ).await;
             r.and_then(|r| r.json::<Jsz>()).ok()
         })
     });
@@ -383,6 +387,40 @@ fn stream_name(br: &BenchmarkRun, trial: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Real answers of a 3-server cluster (nats-server 2.15) to [`JSZ_PATH`], from the leader of
+    /// every stream there: with the run's stream alone, and with four others beside it.
+    const JSZ_ONE: &str = include_str!("fixtures/nats-jsz-one-stream.json");
+    const JSZ_FIVE: &str = include_str!("fixtures/nats-jsz-five-streams.json");
+
+    /// A real `/jsz` fits the 16 KiB cap with room to spare and names the leader; an answer
+    /// over the cap is refused, never read.
+    #[tokio::test]
+    async fn a_real_jsz_answer_fits_the_cap_and_names_the_leader() {
+        assert!(JSZ_ONE.len() < 4 << 10 && JSZ_FIVE.len() < 8 << 10);
+        for answer in [JSZ_ONE, JSZ_FIVE] {
+            let jsz: Jsz = serde_json::from_str(answer).unwrap();
+            let leader = leader_of("msgbench-a1b2c3d4g1-t1", std::iter::once(&jsz));
+            assert_eq!(leader.as_deref(), Some("js-1"));
+        }
+        let padded = format!("{}{}", JSZ_FIVE, " ".repeat(10 << 10));
+        let app = axum::Router::new()
+            .route("/jsz", axum::routing::get(|| async { JSZ_FIVE }))
+            .route(
+                "/big/jsz",
+                axum::routing::get(move || async move { padded }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let read = pod_http::get(addr, JSZ_PATH, JSZ).await.unwrap();
+        assert!(read.json::<Jsz>().is_ok());
+        let big = pod_http::get(addr, "/big/jsz", JSZ).await.unwrap_err();
+        assert!(
+            big.to_string().ends_with("response body over 16384 bytes"),
+            "{big}"
+        );
+    }
 
     #[test]
     fn the_leader_is_read_from_any_server_holding_the_stream() {

@@ -12,8 +12,10 @@ use runner_api::agent::{
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-/// Largest control answer read from an agent (results have their own bound, see `results`).
-const MAX_BODY_BYTES: usize = 1 << 20;
+/// Largest control answer read from an agent (results have their own bound, see `results`):
+/// `/progress` is a dozen numbers (~300 bytes), `/start` and `/stop` echo one or two, so an
+/// agent answering more is broken or hostile, and each runner of each run is polled.
+pub const MAX_BODY_BYTES: usize = 16 << 10;
 
 /// The agent's control endpoint on a runner pod's IP; `None` when `pod_ip` is not an IP.
 pub fn agent_addr(pod_ip: &str, port: u16) -> Option<SocketAddr> {
@@ -171,6 +173,27 @@ mod tests {
             format!("POST http://{addr}/results/ack: 409 Conflict")
         );
         assert!(progress(addr, run).await.is_some());
+    }
+
+    /// A real `/progress` answer is a few hundred bytes, far below the cap; one over it is
+    /// not read.
+    #[tokio::test]
+    async fn a_progress_answer_over_16_kib_is_refused() {
+        let real = serde_json::to_vec(&AgentProgress {
+            trial: u32::MAX,
+            published: u64::MAX,
+            received: u64::MAX,
+            waiting_for: u32::MAX,
+            stopped_after: u32::MAX,
+            trial_start_unix_ms: u64::MAX,
+            ..AgentProgress::default()
+        })
+        .unwrap();
+        assert!(real.len() < 1024, "{} bytes", real.len());
+        let key = signer();
+        let run = RequestSigner::new(&key, SCOPE);
+        assert!(progress(fake_agent(1000).await, run).await.is_some());
+        assert_eq!(progress(fake_agent(MAX_BODY_BYTES).await, run).await, None);
     }
 
     #[test]
