@@ -337,8 +337,9 @@ that namespace, and grant it to the same people. What bounds it:
   reads at most 32 MiB of records per run, checks every histogram header and record shape
   before decoding, and a record it cannot read fails that run as `ResultsLost`.
 - **Secrets.** The operator reads one Secret: its own control key, by name, in its own
-  namespace. It signs a short-lived credential per run with it; runner pods hold only the
-  public key and their run's uid (`runner_api::control_auth`). It creates one Secret per
+  namespace. With it the operator signs one credential per control request (see \"Control
+  credentials\" below); runner pods hold only the public keys and their run's uid
+  (`runner_api::control_auth`). It creates one Secret per
   JetStreamCluster of more than one server (`<name>-routes`, a random route password the
   servers take by reference) and never reads it back; `create` cannot be limited by name, so
   it can create (not read, change or delete) Secrets wherever it watches. The auth and TLS Secrets a
@@ -367,6 +368,45 @@ that namespace, and grant it to the same people. What bounds it:
   on, `faults.admissionPolicy.enabled` adds a ValidatingAdmissionPolicy that refuses
   `spec.faultInjection` and BenchmarkRun `spec.faults` in every namespace without the label
   `msgbench.dev/faults=enabled` (configurable), so who may label namespaces decides where.
+
+## Control credentials
+
+Runner agents (port 9090) and fault agents (port 9091) speak plain HTTP inside the cluster; what
+keeps anyone else from driving them is a credential the operator signs with its Ed25519 key
+(`runner_api::control_auth`), sent as `Authorization: Bearer msgbench2.…`:
+
+- **One request.** The signed claim names the scope (the run's uid for its runners, the server
+  object's uid for its fault agents), the HTTP method, the path with its query, an expiry 30 s
+  after signing and a random 16-byte nonce. The agent refuses (403, with the reason) a
+  credential for another scope, another method or path, out of its time (30 s of clock skew
+  tolerated either way), or one it has already seen: each nonce is remembered until its
+  credential expires, at most 4096 at once, and a full cache refuses (503) rather than grows.
+  So a credential read off the wire cannot be replayed, nor used on another endpoint. The
+  older `msgbench1.` credentials (a bearer token for any path for five minutes) are refused,
+  saying so: runs in flight across an upgrade to this version fail.
+- **Fail closed.** An agent without the public keys (`MSGBENCH_CONTROL_PUBLIC_KEY`) or its
+  scope (`MSGBENCH_RUN_UID`, `MSGBENCH_SERVER_UID`) does not start: it exits non-zero naming the
+  missing variable. There is no unauthenticated mode. `/ready` (the kubelet's probe) is the only
+  open path.
+- **Key rotation.** The key Secret holds `ed25519.seed` (current) and, after a rotation,
+  `ed25519.previous.seed`. The operator signs every credential with each key it holds, and
+  agent pods get both public keys (comma-separated, current first): pods made before the
+  rotation know only the old key and still accept, pods made after accept either. Rotation is
+  by hand; the operator reads the Secret when it starts. Server pods with a fault agent roll
+  when the key list changes (it is in their pod template). The next rotation replaces the
+  previous key: runner pods older than two rotations then refuse the operator, so rotate no
+  more often than the longest run lasts.
+
+```sh
+kubectl -n $NS get secret $RELEASE-operator-control-key \\
+  -o jsonpath='{.data.ed25519\\.seed}' | base64 -d > previous.seed
+head -c 32 /dev/urandom > current.seed
+kubectl -n $NS delete secret $RELEASE-operator-control-key
+kubectl -n $NS create secret generic $RELEASE-operator-control-key \\
+  --from-file=ed25519.seed=current.seed --from-file=ed25519.previous.seed=previous.seed
+kubectl -n $NS rollout restart deployment/$RELEASE-operator
+shred -u current.seed previous.seed
+```
 ";
 
 #[cfg(test)]
