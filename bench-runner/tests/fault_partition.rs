@@ -192,7 +192,12 @@ async fn an_agent_that_cannot_heal_a_partition_exits_with_an_error() {
         peer_ports: vec![6222],
         client_ports: vec![4222],
     };
-    let agent = FaultAgent::new("nats-server", Path::new("/proc"), None, Some(net));
+    let agent = FaultAgent::new(
+        "nats-server",
+        Path::new("/proc"),
+        test_verifier(),
+        Some(net),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let served = tokio::spawn(bench_runner::fault_agent::serve_on(listener, agent));
