@@ -1,6 +1,7 @@
 //! Runs applied together against one server, all with the default subject prefix and stream
-//! name: by default they take turns (one run per target, in the order applied) and each counts
-//! exactly its own messages; two runs that set `spec.shareTarget` load the server together,
+//! name: by default they take turns (one run per target, in the order applied; a run naming the
+//! server by its Service URL is a run on that server too) and each counts exactly its own
+//! messages; two runs that set `spec.shareTarget` load the server together,
 //! say so, and still never count each other's messages.
 use anyhow::{ensure, Result};
 use kube::core::DynamicObject;
@@ -33,7 +34,7 @@ apiVersion: msgbench.dev/v1alpha1
 kind: BenchmarkRun
 metadata: {{name: {name}}}
 spec:
-  target: {{serverRef: {target}}}
+  target: {target}
   workload:
     publishers: 1
     subscribers: 1
@@ -54,8 +55,8 @@ spec:
     )
 }
 
-const JS: &str = "{kind: JetStreamCluster, name: js1}";
-const MQ: &str = "{kind: MqttBroker, name: mq}";
+const JS: &str = "{serverRef: {kind: JetStreamCluster, name: js1}}";
+const MQ: &str = "{serverRef: {kind: MqttBroker, name: mq}}";
 const JS_LOAD: &str =
     "protocol: jetstream\n    jetstream: {replicas: 1, storage: memory, publish: async}";
 const MQ_LOAD: &str = "protocol: mqtt\n    mqtt: {qos: 1}";
@@ -78,10 +79,16 @@ async fn body(ctx: TestContext) -> Result<()> {
     )
     .await?;
     servers::wait_ready(&ctx, Kind::MqttBroker, "mq", Duration::from_secs(180)).await?;
+    // The same server by its Service's URL, as a team's own server would be given.
+    let js_url = format!(
+        "{{endpoint: {{protocol: jetstream, url: 'nats://js1.{}.svc:4222'}}}}",
+        ctx.ns
+    );
     // Applied together, in this order.
     let runs = [
         ("js-a", JS, JS_LOAD, false),
         ("js-b", JS, JS_LOAD, false),
+        ("js-url", js_url.as_str(), JS_LOAD, false),
         ("mq-a", MQ, MQ_LOAD, false),
         ("mq-b", MQ, MQ_LOAD, false),
         ("js-s1", JS, JS_LOAD, true),
@@ -98,7 +105,7 @@ async fn body(ctx: TestContext) -> Result<()> {
     }
     let start = |i: usize| start_seconds(&done[i]);
     // Exclusive runs of one target never overlap: the second started after the first's 3 s.
-    for (first, second) in [(0, 1), (2, 3), (1, 4)] {
+    for (first, second) in [(0, 1), (1, 2), (3, 4), (2, 5)] {
         let gap = start(second)? - start(first)?;
         ensure!(
             gap >= 3,
@@ -108,7 +115,7 @@ async fn body(ctx: TestContext) -> Result<()> {
         );
     }
     // The two sharing runs say so; the later one names the earlier it ran alongside.
-    for i in [4, 5] {
+    for i in [5, 6] {
         let c = kinds::condition(&done[i], TARGET_READY)
             .cloned()
             .unwrap_or(Value::Null);
@@ -118,7 +125,7 @@ async fn body(ctx: TestContext) -> Result<()> {
             runs[i].0
         );
     }
-    let msg = kinds::condition(&done[5], TARGET_READY).map(|c| c["message"].to_string());
+    let msg = kinds::condition(&done[6], TARGET_READY).map(|c| c["message"].to_string());
     ensure!(
         msg.as_deref().is_some_and(|m| m.contains("js-s1")),
         "js-s2 should name js-s1 as running alongside: {msg:?}"

@@ -1,28 +1,37 @@
-//! One run loads a target at a time. Pure: which other runs of the namespace stand between a
-//! run and its targets, from plain summaries (the observer builds them from the run cache).
+//! One run loads a target at a time, across every namespace the operator watches. Pure: which
+//! other runs stand between a run and its targets, from plain summaries (the observer builds
+//! them from the run cache).
 //!
-//! The rule, in the order runs were applied (creation time, then name): a run may start when
-//! no other unfinished run that uses one of its targets either already started (holds it) or
-//! was applied earlier and still waits. Two runs that both set `spec.shareTarget` never wait
-//! for each other. Ordering by creation makes a stale cache safe: a run's creation reaches the
-//! cache before any later run's, and an earlier run blocks a later one whatever phase the
-//! cache shows for it; a stale phase only delays.
+//! A target is known by the server it reaches, however a run names it: a `serverRef` and an
+//! endpoint URL at that server's Service are one target (`target_key`), so a run by reference
+//! and a run by URL take turns, as do runs in two namespaces at one server.
+//!
+//! The rule, in the order runs were applied (creation time, then namespace and name): a run may
+//! start when no other unfinished run that uses one of its targets either already started
+//! (holds it) or was applied earlier and still waits. Two runs that both set
+//! `spec.shareTarget` never wait for each other. Ordering by creation makes a stale cache safe:
+//! a run's creation reaches the cache before any later run's, and an earlier run blocks a later
+//! one whatever phase the cache shows for it; a stale phase only delays.
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunSpec, Phase, Target};
 use std::collections::BTreeSet;
+use std::net::IpAddr;
 
 /// Another run as the lock sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunOnTarget {
+    pub namespace: String,
     pub name: String,
     pub created: Option<Time>,
+    /// Its targets' keys (`target_keys`).
     pub targets: BTreeSet<String>,
     pub shares: bool,
     /// Its runners exist and load the target (Starting, Running).
     pub holds: bool,
     /// Its load is over for its current spec (Merging, Succeeded, Failed).
     pub finished: bool,
-    /// Its `spec.baselineRef`: a run waiting for this run's verdict must not block this run.
+    /// Its `spec.baselineRef` (same namespace): a run waiting for this run's verdict must not
+    /// block this run.
     pub baseline: Option<String>,
 }
 
@@ -31,9 +40,11 @@ pub struct RunOnTarget {
 pub enum TargetUse {
     /// Nobody else: start.
     Free,
-    /// Only runs that share by request: start alongside them (names).
+    /// Only runs that share by request: start alongside them (names, `namespace/name` when in
+    /// another namespace).
     Shared(Vec<String>),
-    /// Wait: the first run in the way, the target it uses, and whether it already holds it.
+    /// Wait: the first run in the way (named as in `Shared`), the target it uses, and whether
+    /// it already holds it.
     Busy {
         run: String,
         target: String,
@@ -41,20 +52,62 @@ pub enum TargetUse {
     },
 }
 
-/// The keys a spec's targets are known by: `Kind/name` for a server, the URL for an endpoint.
-pub fn target_keys(spec: &BenchmarkRunSpec) -> BTreeSet<String> {
+/// The keys a spec's targets are known by, for a run in `namespace` (see `target_key`).
+pub fn target_keys(spec: &BenchmarkRunSpec, namespace: &str) -> BTreeSet<String> {
     let variant_targets = spec.variants.iter().filter_map(|v| v.target.as_ref());
     std::iter::once(&spec.target)
         .chain(variant_targets)
-        .filter_map(target_key)
+        .filter_map(|t| target_key(t, namespace))
         .collect()
 }
 
-fn target_key(t: &Target) -> Option<String> {
+/// `namespace/service` for a server in this cluster: a server object's client Service has the
+/// object's name; an endpoint URL names it as `service.namespace.svc[.domain]`,
+/// `service.namespace` or `service` (the run's namespace), the way cluster DNS resolves them.
+/// Anything else (an address, a host outside the cluster) is its `host:port`.
+fn target_key(t: &Target, namespace: &str) -> Option<String> {
     if let Some(r) = &t.server_ref {
-        return Some(super::faults::server_display(r));
+        return Some(format!("{namespace}/{}", r.name));
     }
-    t.endpoint.as_ref().map(|e| e.url.clone())
+    t.endpoint.as_ref().map(|e| endpoint_key(&e.url, namespace))
+}
+
+fn endpoint_key(url: &str, namespace: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host_port = host_port.to_ascii_lowercase();
+    let host = match host_port.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(':') && p.bytes().all(|b| b.is_ascii_digit()) => h,
+        _ => host_port.as_str(),
+    };
+    match cluster_service(host.trim_end_matches('.'), namespace) {
+        Some((ns, service)) => format!("{ns}/{service}"),
+        None => host_port,
+    }
+}
+
+/// (namespace, service) of a cluster DNS name; a pod's name under a server's headless Service
+/// (`pod.<name>-headless.ns.svc`, how msgbench names a JetStreamCluster's routes) is that
+/// server's.
+fn cluster_service<'a>(host: &'a str, namespace: &'a str) -> Option<(&'a str, &'a str)> {
+    if host.parse::<IpAddr>().is_ok() || host.starts_with('[') {
+        return None;
+    }
+    let labels: Vec<&str> = host.split('.').collect();
+    if let Some(svc) = labels.iter().position(|l| *l == "svc").filter(|i| *i >= 2) {
+        let (service, ns) = (labels[svc - 2], labels[svc - 1]);
+        let service = match svc {
+            3.. => service.strip_suffix("-headless").unwrap_or(service),
+            _ => service,
+        };
+        return Some((ns, service));
+    }
+    match labels.as_slice() {
+        [service] => Some((namespace, service)),
+        [service, ns] => Some((ns, service)),
+        _ => None,
+    }
 }
 
 impl RunOnTarget {
@@ -62,10 +115,12 @@ impl RunOnTarget {
         let st = br.status.as_ref();
         let current = st.and_then(|s| s.observed_generation) == br.metadata.generation;
         let phase = st.and_then(|s| s.phase).filter(|_| current);
+        let namespace = br.metadata.namespace.clone().unwrap_or_default();
         RunOnTarget {
+            targets: target_keys(&br.spec, &namespace),
+            namespace,
             name: br.metadata.name.clone().unwrap_or_default(),
             created: br.metadata.creation_timestamp.clone(),
-            targets: target_keys(&br.spec),
             shares: br.spec.share_target,
             holds: matches!(phase, Some(Phase::Starting | Phase::Running)),
             finished: matches!(
@@ -76,27 +131,53 @@ impl RunOnTarget {
         }
     }
 
+    fn is(&self, other: &RunOnTarget) -> bool {
+        (&self.namespace, &self.name) == (&other.namespace, &other.name)
+    }
+
     fn applied_before(&self, other: &RunOnTarget) -> bool {
-        let key = |r: &RunOnTarget| (r.created.as_ref().map(|t| t.0), r.name.clone());
+        let key = |r: &RunOnTarget| {
+            (
+                r.created.as_ref().map(|t| t.0),
+                r.namespace.clone(),
+                r.name.clone(),
+            )
+        };
         key(self) < key(other)
+    }
+
+    /// Its name as `me` says it: `namespace/name` when in another namespace.
+    fn seen_from(&self, me: &RunOnTarget) -> String {
+        if self.namespace == me.namespace {
+            self.name.clone()
+        } else {
+            format!("{}/{}", self.namespace, self.name)
+        }
+    }
+
+    fn awaits_verdict_of(&self, me: &RunOnTarget) -> bool {
+        self.namespace == me.namespace && self.baseline.as_deref() == Some(me.name.as_str())
     }
 }
 
-/// Who is in `me`'s way among `others` (the namespace's other runs, in any order).
+/// Who is in `me`'s way among `others` (other runs of any namespace, in any order).
 pub fn target_use(me: &RunOnTarget, others: &[RunOnTarget]) -> TargetUse {
     let mut in_way: Vec<&RunOnTarget> = others
         .iter()
-        .filter(|o| o.name != me.name && !o.finished)
-        .filter(|o| o.baseline.as_deref() != Some(me.name.as_str()))
+        .filter(|o| !o.is(me) && !o.finished)
+        .filter(|o| !o.awaits_verdict_of(me))
         .filter(|o| o.holds || o.applied_before(me))
         .filter(|o| !o.targets.is_disjoint(&me.targets))
         .collect();
     // Name the holder first, else the earliest applied.
-    in_way.sort_by_key(|o| (!o.holds, o.created.as_ref().map(|t| t.0), o.name.clone()));
+    in_way.sort_by_key(|o| {
+        let created = o.created.as_ref().map(|t| t.0);
+        (!o.holds, created, o.namespace.clone(), o.name.clone())
+    });
     if let Some(o) = in_way.iter().find(|o| !(me.shares && o.shares)) {
         let target = o.targets.intersection(&me.targets).next().cloned();
         return TargetUse::Busy {
-            run: o.name.clone(),
+            run: o.seen_from(me),
             target: target.unwrap_or_default(),
             holds: o.holds,
         };
@@ -104,7 +185,7 @@ pub fn target_use(me: &RunOnTarget, others: &[RunOnTarget]) -> TargetUse {
     if in_way.is_empty() {
         TargetUse::Free
     } else {
-        TargetUse::Shared(in_way.iter().map(|o| o.name.clone()).collect())
+        TargetUse::Shared(in_way.iter().map(|o| o.seen_from(me)).collect())
     }
 }
 
@@ -114,6 +195,7 @@ mod tests {
 
     fn run(name: &str, created_s: i64, target: &str) -> RunOnTarget {
         RunOnTarget {
+            namespace: "bench".into(),
             name: name.into(),
             created: Some(Time(
                 k8s_openapi::jiff::Timestamp::from_second(1_800_000_000 + created_s).unwrap(),
@@ -210,5 +292,77 @@ mod tests {
             ..run("cand", 0, "js")
         };
         assert_eq!(target_use(&base, &[candidate]), TargetUse::Free);
+    }
+
+    #[test]
+    fn a_server_is_one_target_whether_named_by_reference_or_by_url() {
+        use msgbench_crds::benchmark_run::{Endpoint, ServerKind, ServerRef};
+        use msgbench_crds::workload::Protocol;
+        let by_ref = Target {
+            server_ref: Some(ServerRef {
+                kind: ServerKind::JetStreamCluster,
+                name: "js1".into(),
+            }),
+            ..Target::default()
+        };
+        assert_eq!(target_key(&by_ref, "bench").as_deref(), Some("bench/js1"));
+        let by_url = |url: &str| Target {
+            endpoint: Some(Endpoint {
+                protocol: Protocol::Nats,
+                url: url.into(),
+            }),
+            ..Target::default()
+        };
+        for (url, key) in [
+            ("nats://js1.bench.svc:4222", "bench/js1"),
+            ("nats://js1.bench.svc.cluster.local.:4222", "bench/js1"),
+            ("tls://user:pw@JS1.Bench.svc:4222/", "bench/js1"),
+            ("nats://js1.bench:4222", "bench/js1"),
+            ("nats://js1:4222", "bench/js1"),
+            ("nats://js1", "bench/js1"),
+            ("nats://js1-0.js1-headless.bench.svc:4222", "bench/js1"),
+            ("mqtt://mq.other.svc:1883", "other/mq"),
+            ("nats://10.96.0.12:4222", "10.96.0.12:4222"),
+            ("nats://[fd00::1]:4222", "[fd00::1]:4222"),
+            ("nats://nats.example.com:4222", "nats.example.com:4222"),
+        ] {
+            assert_eq!(
+                target_key(&by_url(url), "bench").as_deref(),
+                Some(key),
+                "{url}"
+            );
+        }
+    }
+
+    #[test]
+    fn runs_in_two_namespaces_at_one_server_take_turns_and_the_wait_names_the_namespace() {
+        let first = run("nightly", 0, "bench/js1");
+        let other_ns = RunOnTarget {
+            namespace: "team-b".into(),
+            ..run("adhoc", 1, "bench/js1")
+        };
+        assert_eq!(
+            target_use(&first, std::slice::from_ref(&other_ns)),
+            TargetUse::Free
+        );
+        assert_eq!(
+            target_use(&other_ns, std::slice::from_ref(&first)),
+            TargetUse::Busy {
+                run: "bench/nightly".into(),
+                target: "bench/js1".into(),
+                holds: false,
+            }
+        );
+        // The same name in another namespace is another run, and a baselineRef of that name
+        // names a run of its own namespace: neither is taken for `first`.
+        let namesake = RunOnTarget {
+            namespace: "team-b".into(),
+            baseline: Some("nightly".into()),
+            ..run("nightly", -1, "bench/js1")
+        };
+        assert!(matches!(
+            target_use(&first, &[namesake]),
+            TargetUse::Busy { run, .. } if run == "team-b/nightly"
+        ));
     }
 }

@@ -27,18 +27,19 @@ use msgbench_operator_core::run::{conditions, server_restarts, stop_when};
 /// Most runs followed along baselineRef when looking for a cycle.
 const MAX_BASELINE_CHAIN: usize = 8;
 
-/// The namespace's other runs that use one of `br`'s targets: from the controller's cache of
-/// run summaries (see `target_lock` for why a stale one is safe), else listed (tests without a
+/// The other runs that use one of `br`'s targets, in every namespace the controller watches
+/// (the lock is cluster-wide: `target_lock`): from the controller's cache of run summaries (see
+/// `target_lock` for why a stale one is safe), else the namespace's, listed (tests without a
 /// controller). Only the summaries of runs in the way are built; nothing is copied whole.
 async fn runs_on_target(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Vec<RunOnTarget>> {
-    let mine = target_lock::target_keys(&br.spec);
-    let in_way = |r: &BenchmarkRun| {
-        r.metadata.namespace.as_deref() == Some(ns) && r.metadata.name != br.metadata.name
+    let mine = target_lock::target_keys(&br.spec, ns);
+    let other = |r: &BenchmarkRun| {
+        r.metadata.namespace.as_deref() != Some(ns) || r.metadata.name != br.metadata.name
     };
     let on_target = |o: &RunOnTarget| !o.targets.is_disjoint(&mine);
     Ok(match ctx.runs.run_cache.get() {
         Some(store) => (store.state().iter())
-            .filter(|r| in_way(r))
+            .filter(|r| other(r))
             .map(|r| RunOnTarget::of(r))
             .filter(on_target)
             .collect(),
@@ -47,7 +48,7 @@ async fn runs_on_target(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Ve
             .await?
             .items
             .iter())
-        .filter(|r| in_way(r))
+        .filter(|r| other(r))
         .map(RunOnTarget::of)
         .filter(on_target)
         .collect(),

@@ -148,7 +148,7 @@ fn wait_for_target_in_use(d: &mut Decision, obs: &Observed, run: &str, target: &
         "was applied earlier and goes first"
     };
     let msg = format!(
-        "{target} is in use: run {run} {how}; this run starts when it is done \
+        "target {target} is in use: run {run} {how}; this run starts when it is done \
          (set spec.shareTarget: true on both to run together)"
     );
     let st = &mut d.status;
