@@ -25,6 +25,9 @@ pub const FAULT_INJECTION_NOT_ALLOWED: &str = "FaultInjectionNotAllowed";
 
 /// The run's target server exists and is ready.
 pub const TARGET_READY: &str = "TargetReady";
+/// A run that shares its target (`spec.shareTarget`) also shares names with the runs beside it
+/// (an existing stream, a wildcard room, a broadcast): True, reason `NamesShared`, naming them.
+pub const NAMES_SHARED: &str = "NamesShared";
 /// Every runner reached the start barrier.
 pub const RUNNERS_READY: &str = "RunnersReady";
 /// The run ended, either way (the reason says how).

@@ -27,8 +27,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use msgbench_crds::benchmark_run::Outcome;
 use msgbench_crds::conditions::{self as vocab, ConditionUpdate};
 pub use msgbench_crds::conditions::{
-    get, ConditionStatus as Status, COMPLETE, RECONCILING, RUNNERS_READY, STALLED, SUCCEEDED,
-    TARGET_READY,
+    get, ConditionStatus as Status, COMPLETE, NAMES_SHARED, RECONCILING, RUNNERS_READY, STALLED,
+    SUCCEEDED, TARGET_READY,
 };
 
 /// `comparison.reason` while the baseline has no verdict yet (a finished run looks again).

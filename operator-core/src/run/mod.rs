@@ -25,6 +25,7 @@ pub mod runner_pods;
 pub mod runner_records;
 pub mod server_restarts;
 pub mod server_usage;
+pub mod shared_names;
 pub mod stats;
 #[cfg(any(test, feature = "status-fixtures"))]
 #[cfg_attr(not(test), allow(dead_code))]

@@ -4,11 +4,13 @@
 //! a not-Ready one, up to `targetReadyTimeoutSeconds` since the run was accepted.
 use super::{accepted_at, fail, seconds_between, Decision, Effect, POLL};
 use crate::run::build::{self, RunIdentity};
-use crate::run::conditions::{self as cond, Status, RUNNERS_READY, TARGET_READY};
+use crate::run::conditions::{self as cond, Status, NAMES_SHARED, RUNNERS_READY, TARGET_READY};
 use crate::run::model::Resolved;
 use crate::run::model::{BaselineSeen, Observed, TargetSeen};
 use crate::run::target_lock::{target_use, RunOnTarget, TargetUse};
-use crate::run::{endpoint_readiness as endpoints, runner_access, target_auth, timing, variants};
+use crate::run::{
+    endpoint_readiness as endpoints, runner_access, shared_names, target_auth, timing, variants,
+};
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, Fault, FaultAction, PartitionFrom, Phase, RunFailureReason, MAX_RUN_NAME,
 };
@@ -135,6 +137,17 @@ fn claim_target(br: &BenchmarkRun, obs: &Observed, d: &mut Decision, url: &str) 
         g,
         &obs.now,
     );
+    if let Some(warning) = shared_names::warning(&br.spec, &alongside) {
+        cond::set(
+            st,
+            NAMES_SHARED,
+            Status::True,
+            NAMES_SHARED,
+            &warning,
+            g,
+            &obs.now,
+        );
+    }
     true
 }
 

@@ -626,6 +626,31 @@ fn a_target_in_use_by_another_run_is_waited_for_then_the_run_starts_isolated() {
         condition(&d, cond::TARGET_READY),
         ("True".into(), "TargetShared".into())
     );
+    assert!(cond::get(&d.status.conditions, cond::NAMES_SHARED).is_none());
+    // Sharing an existing stream too: a warning that names it and the run beside it.
+    let mut on_stream = shared.clone();
+    on_stream.spec.workload = serde_norway::from_str(
+        "{protocol: jetstream, payloadBytes: 64, ratePerPublisher: 100, durationSeconds: 10, \
+         jetstream: {stream: ORDERS, createStream: false}}",
+    )
+    .unwrap();
+    let d = decide_at(&on_stream, &status(Phase::WaitingForTarget), &obs);
+    assert_eq!(d.status.phase, Some(Phase::Starting));
+    let w = cond::get(&d.status.conditions, cond::NAMES_SHARED).expect("NamesShared");
+    assert_eq!(
+        (w.status.as_str(), w.reason.as_str()),
+        ("True", "NamesShared")
+    );
+    assert!(
+        w.message.contains("stream ORDERS") && w.message.contains("holder"),
+        "{}",
+        w.message
+    );
+    // The same stream without shareTarget: the run waits its turn, nothing is shared.
+    on_stream.spec.share_target = false;
+    let d = decide_at(&on_stream, &status(Phase::WaitingForTarget), &obs);
+    assert_eq!(d.status.phase, Some(Phase::WaitingForTarget));
+    assert!(cond::get(&d.status.conditions, cond::NAMES_SHARED).is_none());
 }
 
 /// A target with `spec.auth`: the runner container reads the server's Secret through
