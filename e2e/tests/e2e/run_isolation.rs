@@ -84,11 +84,12 @@ async fn body(ctx: TestContext) -> Result<()> {
         "{{endpoint: {{protocol: jetstream, url: 'nats://js1.{}.svc:4222'}}}}",
         ctx.ns
     );
-    // Applied together, in this order.
+    // Applied together, in this order; names sort in the same order, since runs created in
+    // one second go by name.
     let runs = [
         ("js-a", JS, JS_LOAD, false),
         ("js-b", JS, JS_LOAD, false),
-        ("js-url", js_url.as_str(), JS_LOAD, false),
+        ("js-c-url", js_url.as_str(), JS_LOAD, false),
         ("mq-a", MQ, MQ_LOAD, false),
         ("mq-b", MQ, MQ_LOAD, false),
         ("js-s1", JS, JS_LOAD, true),
