@@ -80,11 +80,13 @@ images:
 ## your own: make push REGISTRY=host[:port]/path [TAG=...] -> REGISTRY/msgbench/operator:TAG, ...,
 ## REGISTRY/library/nats:2.15.2 (the chart's images.registry = REGISTRY). TAG (default: the chart's
 ## appVersion) tags msgbench's own images only. Log in once with `helm registry login HOST`.
-## Prints reference@sha256:digest per image.
+## Prints reference@sha256:digest per image, and writes the chart values that pin them by digest
+## to VALUES (default msgbench-images.yaml; helm install ... --values msgbench-images.yaml).
+VALUES ?= msgbench-images.yaml
 push:
 	@[ -n "$(REGISTRY)" ] || { echo "make push: REGISTRY=host[:port]/path is required" >&2; exit 2; }
 	IMAGES_NO_IMPORT=1 e2e/images/build
-	REGISTRY='$(REGISTRY)' TAG='$(TAG)' e2e/images/push
+	REGISTRY='$(REGISTRY)' TAG='$(TAG)' IMAGES_VALUES='$(VALUES)' e2e/images/push
 ## chart-push: helm package charts/msgbench, helm push to oci://REGISTRY/charts; prints its digest.
 chart-push:
 	@[ -n "$(REGISTRY)" ] || { echo "make chart-push: REGISTRY=host[:port]/path is required" >&2; exit 2; }

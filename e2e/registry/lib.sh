@@ -9,8 +9,13 @@ REG_DIR="$CACHE/registry"
 # The port: REGISTRY_PORT, else the one the last `up` used, else 5443.
 REG_PORT="${REGISTRY_PORT:-$(cat "$REG_DIR/port" 2>/dev/null || echo 5443)}"
 REG_ADDR="127.0.0.1:$REG_PORT"
-REG_USER="msgbench"
+REG_USER="msgbench"                        # pushes (make push, make chart-push)
 REG_PASSWORD_FILE="$REG_DIR/password"      # random, made once, mode 0600
+# Pulls: the credential the cluster's pull Secrets hold, never the pushing one. The distribution
+# registry's htpasswd auth gives every user the same rights (no read-only users), so here it is
+# only a separate credential; a production registry makes it a read-only robot account.
+REG_PULL_USER="msgbench-pull"
+REG_PULL_PASSWORD_FILE="$REG_DIR/pull-password"
 REG_HTPASSWD="$REG_DIR/htpasswd"
 REG_TLS="$REG_DIR/tls"
 REG_CA="$REG_TLS/ca.crt"

@@ -13,8 +13,12 @@ use std::process::Command;
 pub struct Registry {
     /// `127.0.0.1:PORT`.
     pub host: String,
+    /// Pushes.
     pub user: String,
     pub password: String,
+    /// What the cluster's pull Secrets hold (a credential of its own).
+    pub pull_user: String,
+    pub pull_password: String,
     /// System CAs plus the registry's throwaway CA (helm, skopeo and kubectl are Go programs:
     /// they honour SSL_CERT_FILE).
     pub ca_bundle: String,
@@ -41,6 +45,8 @@ pub fn up() -> Result<Registry> {
         host: get("REGISTRY_HOST")?,
         user: get("REGISTRY_USER")?,
         password: get("REGISTRY_PASSWORD")?,
+        pull_user: get("PULL_USER")?,
+        pull_password: get("PULL_PASSWORD")?,
         ca_bundle: get("SSL_CERT_FILE")?,
     })
 }
@@ -104,6 +110,8 @@ pub fn block_env(reg: &Registry, registry: &str, bench_ns: &str) -> BTreeMap<Str
         ("REGISTRY".into(), registry.into()),
         ("REGISTRY_USER".into(), reg.user.clone()),
         ("REGISTRY_PASSWORD".into(), reg.password.clone()),
+        ("PULL_USER".into(), reg.pull_user.clone()),
+        ("PULL_PASSWORD".into(), reg.pull_password.clone()),
         ("BENCH_NS".into(), bench_ns.into()),
         ("SSL_CERT_FILE".into(), reg.ca_bundle.clone()),
         ("KUBECONFIG".into(), kubeconfig_path().display().to_string()),

@@ -1,12 +1,13 @@
 //! msgbench installed on a cluster as it would be on one it did not build: a real OCI registry
 //! (htpasswd, TLS from a throwaway CA), images pushed with `make push`, the chart pushed with
-//! `make chart-push` and installed from `oci://` with `images.registry` and a pull Secret, by the
-//! README's own blocks run as they stand. The images live under a path of their own in the
+//! `make chart-push` and installed from `oci://` with the values `make push` wrote (the registry
+//! and every image's digest) and a pull Secret holding the pull credential, never the pushing
+//! one, by the README's own blocks run as they stand. The images live under a path of their own in the
 //! registry, so none of them is in the node's image store when the test starts (checked).
 //!
 //! Then: an image the kubelet cannot pull ends a run fast, naming it (no pull Secret; a tag that
-//! does not exist); the README's first run Succeeds; and every msgbench pod runs the very digest
-//! the registry served. The suite's next test module installs the chart from the checkout again.
+//! does not exist); the README's first run Succeeds; and every msgbench pod asks for its image
+//! by the digest `make push` printed and runs that digest. The suite's next test module installs the chart from the checkout again.
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
@@ -48,13 +49,15 @@ async fn body(ctx: TestContext) -> Result<()> {
         digests.contains_key(&runner_ref),
         "make push printed no {runner_ref}"
     );
+    let pinned = |r: &str| format!("{r}@{}", digests.get(r).map_or("?", String::as_str));
     block(&env, "e2e:registry-install").await?;
+    pull_secrets_hold_the_pull_credential(&ctx, &reg).await?;
     let operator_ref = format!("{registry}/msgbench/operator:0.1.0");
     let operator = ready_pod_running(
         &ctx,
         chart::NAMESPACE,
         chart::OPERATOR_SELECTOR,
-        &operator_ref,
+        &pinned(&operator_ref),
     )
     .await?;
     same_digest(&operator, &digests)?;
@@ -66,10 +69,10 @@ async fn body(ctx: TestContext) -> Result<()> {
     let runners = runs::field(&br, "/status/environment/runnerPods");
     let runner = runners[0]["imageID"].as_str().unwrap_or_default();
     ensure!(
-        runners[0]["image"] == runner_ref.as_str(),
-        "runner pods run the operator's default under images.registry: {runners}"
+        runners[0]["image"] == pinned(&runner_ref).as_str(),
+        "runner pods run the operator's default, pinned by digest: {runners}"
     );
-    same_digest(&(runner_ref.clone(), runner.to_string()), &digests)?;
+    same_digest(&(pinned(&runner_ref), runner.to_string()), &digests)?;
     let jsc = Kind::JetStreamCluster
         .api(&ctx.client, &ctx.ns)
         .get("quickstart")
@@ -87,6 +90,7 @@ async fn body(ctx: TestContext) -> Result<()> {
         "the README's report step wrote quickstart.html"
     );
     let _ = std::fs::remove_file(msgbench_e2e::cluster::repo_root().join("quickstart.html"));
+    let _ = std::fs::remove_file(msgbench_e2e::cluster::repo_root().join("msgbench-images.yaml"));
     plugin_reads_the_named_context(&ctx).await
 }
 
@@ -134,14 +138,19 @@ async fn ready_pod_running(
     .await
 }
 
-/// The pod's imageID names the digest `make push` printed for its image.
+/// The pod asks for its image by the digest `make push` printed for it, and its imageID names
+/// that digest.
 fn same_digest(
     (image, image_id): &(String, String),
     pushed: &BTreeMap<String, String>,
 ) -> Result<()> {
+    let (name, pin) = image
+        .split_once('@')
+        .with_context(|| format!("{image} is not pinned by digest"))?;
     let want = pushed
-        .get(image)
-        .with_context(|| format!("{image} is not an image make push pushed: {pushed:?}"))?;
+        .get(name)
+        .with_context(|| format!("{name} is not an image make push pushed: {pushed:?}"))?;
+    ensure!(pin == want, "{image}: pinned to {pin}, make push printed {want}");
     ensure!(
         image_id.ends_with(&format!("@{want}")),
         "{image}: the kubelet ran {image_id}, the registry served {want}"
@@ -211,6 +220,41 @@ async fn pull_failures_end_runs(ctx: &TestContext, registry: &str, runner_ref: &
     let _ = Api::<Namespace>::all(ctx.client.clone())
         .delete(&bare, &DeleteParams::background())
         .await;
+    Ok(())
+}
+
+/// Every pull Secret the README made holds the pull credential, and nothing of the pushing one.
+async fn pull_secrets_hold_the_pull_credential(
+    ctx: &TestContext,
+    reg: &registry::Registry,
+) -> Result<()> {
+    use base64::Engine;
+    for ns in [chart::NAMESPACE, ctx.ns.as_str()] {
+        let secret = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(ctx.client.clone(), ns)
+            .get("msgbench-pull")
+            .await?;
+        let data = secret.data.unwrap_or_default();
+        let config = data
+            .get(".dockerconfigjson")
+            .with_context(|| format!("{ns}/msgbench-pull has no .dockerconfigjson"))?;
+        let text = String::from_utf8_lossy(&config.0).into_owned();
+        let auths: serde_json::Value = serde_json::from_str(&text)?;
+        let entries = auths["auths"].as_object().context("no auths")?;
+        for (host, entry) in entries {
+            let auth = entry["auth"].as_str().unwrap_or_default();
+            let decoded = base64::engine::general_purpose::STANDARD.decode(auth)?;
+            let want = format!("{}:{}", reg.pull_user, reg.pull_password);
+            ensure!(
+                decoded == want.as_bytes(),
+                "{ns}/msgbench-pull for {host} does not hold the pull credential"
+            );
+        }
+        ensure!(
+            !entries.is_empty() && !text.contains(&reg.password),
+            "{ns}/msgbench-pull holds the pushing credential"
+        );
+    }
+    eprintln!("pull Secrets hold {} only", reg.pull_user);
     Ok(())
 }
 

@@ -333,6 +333,10 @@ that namespace, and grant it to the same people. What bounds it:
 - **Images.** `spec.runners.image` and `spec.image` are the user's choice. To bound them,
   apply `config/policies/allowed-images.yaml`, a ValidatingAdmissionPolicy the API server
   enforces for every client (edit its list of prefixes; `e2e/tests/e2e/image_policy.rs` proves it).
+  The images the chart installs (the operator's and its operands' defaults) are pinned by digest
+  in the README's install: `make push` writes the values, so every pod asks for the content
+  pushed, whatever a tag names later. Their pull Secrets hold a pull credential of their own,
+  never the one that pushes (`e2e/tests/e2e/registry_install.rs` checks both).
 - **What a runner image can do to the operator.** Nothing beyond its own run: the operator
   reads at most 32 MiB of records per run, checks every histogram header and record shape
   before decoding, and a record it cannot read fails that run as `ResultsLost`.
