@@ -221,6 +221,15 @@ impl ReceiveRecorder {
         }
     }
 
+    /// Counts a receive-side error that is not a message (e.g. a JetStream consumer that lost
+    /// its server and is being recreated): `kind` names it in the result's errors, so a shortfall
+    /// of deliveries is seen to be the subscriber's.
+    pub fn on_receive_error(&mut self, kind: &str) {
+        let mut s = self.stats.lock().expect("stats lock");
+        let i = unphased(s.phases.len());
+        s.count_error(i, kind);
+    }
+
     /// Records one delivery; `now_us` is read by the caller right after the message arrived.
     pub fn on_payload(&mut self, header: Option<Header>, now_us: u64) {
         let mut s = self.stats.lock().expect("stats lock");
@@ -450,6 +459,27 @@ mod tests {
     /// Ids from the wire never size memory either: deliveries naming a runner past the run's
     /// count, runner 0, or a publisher past the workload's are counted as errors and get no
     /// tracker, however many distinct ids are forged.
+    #[test]
+    fn a_consumer_error_is_counted_by_its_kind_not_as_a_bad_payload() {
+        let stats = Arc::new(Mutex::new(TaskStats::new(
+            &["m".into()],
+            1,
+            Delivery::FanOut,
+            0,
+        )));
+        let senders = Senders {
+            runners: 1,
+            publishers: 1,
+        };
+        let mut r = ReceiveRecorder::new(1, 3, senders, stats.clone());
+        r.on_receive_error("consume:MissingHeartbeat");
+        r.on_receive_error("consume:MissingHeartbeat");
+        r.on_payload(None, 1);
+        let s = stats.lock().unwrap();
+        assert_eq!(s.phases[0].errors.get("consume:MissingHeartbeat"), Some(&2));
+        assert_eq!(s.phases[0].errors.get("badPayload"), Some(&1));
+    }
+
     #[test]
     fn forged_sender_ids_cannot_grow_the_sequence_map() {
         let stats = Arc::new(Mutex::new(TaskStats::new(

@@ -160,7 +160,9 @@ impl Driver for JetStreamDriver {
                 .await
                 .map_err(|e| anyhow::anyhow!("get stream: {e}"))?;
             let filter = self.subjects[topics[0] as usize].to_string();
-            let mut msgs: futures::stream::BoxStream<'static, Option<Header>> =
+            // Each item: a message's header (None: not msgbench's), or the consumer's error
+            // by kind (it stays in the result's errors rather than reading as a bad payload).
+            let mut msgs: futures::stream::BoxStream<'static, Result<Option<Header>, String>> =
                 match self.o.consumer {
                     JetStreamConsumer::Push => {
                         let c = stream
@@ -173,8 +175,11 @@ impl Driver for JetStreamDriver {
                             })
                             .await?;
                         let m = c.messages().await?;
-                        m.map(|m| m.ok().and_then(|m| Header::decode(&m.payload)))
-                            .boxed()
+                        m.map(|m| match m {
+                            Ok(m) => Ok(Header::decode(&m.payload)),
+                            Err(e) => Err(format!("consume:{:?}", e.kind())),
+                        })
+                        .boxed()
                     }
                     JetStreamConsumer::Ordered => {
                         let c = stream
@@ -186,8 +191,11 @@ impl Driver for JetStreamDriver {
                             })
                             .await?;
                         let m = c.messages().await?;
-                        m.map(|m| m.ok().and_then(|m| Header::decode(&m.payload)))
-                            .boxed()
+                        m.map(|m| match m {
+                            Ok(m) => Ok(Header::decode(&m.payload)),
+                            Err(e) => Err(format!("consume:{:?}", e.kind())),
+                        })
+                        .boxed()
                     }
                     JetStreamConsumer::Pull => {
                         let c = stream
@@ -204,10 +212,10 @@ impl Driver for JetStreamDriver {
                             .messages()
                             .await?;
                         m.then(|m| async move {
-                            let m = m.ok()?;
+                            let m = m.map_err(|e| format!("consume:{:?}", e.kind()))?;
                             let h = Header::decode(&m.payload);
                             let _ = m.ack().await;
-                            h
+                            Ok(h)
                         })
                         .boxed()
                     }
@@ -218,7 +226,8 @@ impl Driver for JetStreamDriver {
                 loop {
                     tokio::select! {
                         m = msgs.next() => match m {
-                            Some(h) => rec.on_payload(h, clock::now_us()),
+                            Some(Ok(h)) => rec.on_payload(h, clock::now_us()),
+                            Some(Err(kind)) => rec.on_receive_error(&kind),
                             None => break,
                         },
                         _ = stop.changed() => break,

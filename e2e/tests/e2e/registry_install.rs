@@ -150,7 +150,10 @@ fn same_digest(
     let want = pushed
         .get(name)
         .with_context(|| format!("{name} is not an image make push pushed: {pushed:?}"))?;
-    ensure!(pin == want, "{image}: pinned to {pin}, make push printed {want}");
+    ensure!(
+        pin == want,
+        "{image}: pinned to {pin}, make push printed {want}"
+    );
     ensure!(
         image_id.ends_with(&format!("@{want}")),
         "{image}: the kubelet ran {image_id}, the registry served {want}"
