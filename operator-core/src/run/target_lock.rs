@@ -12,10 +12,11 @@
 //! `spec.shareTarget` never wait for each other. Ordering by creation makes a stale cache safe:
 //! a run's creation reaches the cache before any later run's, and an earlier run blocks a later
 //! one whatever phase the cache shows for it; a stale phase only delays.
+use super::endpoint_readiness::service_of_host;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunSpec, Phase, Target};
+use runner_api::target::TargetUrl;
 use std::collections::BTreeSet;
-use std::net::IpAddr;
 
 /// Another run as the lock sees it.
 #[derive(Clone, Debug, PartialEq)]
@@ -72,41 +73,24 @@ fn target_key(t: &Target, namespace: &str) -> Option<String> {
     t.endpoint.as_ref().map(|e| endpoint_key(&e.url, namespace))
 }
 
-fn endpoint_key(url: &str, namespace: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host_port = host_port.to_ascii_lowercase();
-    let host = match host_port.rsplit_once(':') {
-        Some((h, p)) if !h.ends_with(':') && p.bytes().all(|b| b.is_ascii_digit()) => h,
-        _ => host_port.as_str(),
-    };
-    match cluster_service(host.trim_end_matches('.'), namespace) {
-        Some((ns, service)) => format!("{ns}/{service}"),
-        None => host_port,
-    }
-}
-
-/// (namespace, service) of a cluster DNS name; a pod's name under a server's headless Service
+/// The URL as the runner reads it (`TargetUrl`), its host as the endpoint check resolves it to
+/// a Service (`service_of_host`); a pod under a server's headless Service
 /// (`pod.<name>-headless.ns.svc`, how msgbench names a JetStreamCluster's routes) is that
 /// server's.
-fn cluster_service<'a>(host: &'a str, namespace: &'a str) -> Option<(&'a str, &'a str)> {
-    if host.parse::<IpAddr>().is_ok() || host.starts_with('[') {
-        return None;
-    }
-    let labels: Vec<&str> = host.split('.').collect();
-    if let Some(svc) = labels.iter().position(|l| *l == "svc").filter(|i| *i >= 2) {
-        let (service, ns) = (labels[svc - 2], labels[svc - 1]);
-        let service = match svc {
-            3.. => service.strip_suffix("-headless").unwrap_or(service),
-            _ => service,
-        };
-        return Some((ns, service));
-    }
-    match labels.as_slice() {
-        [service] => Some((namespace, service)),
-        [service, ns] => Some((ns, service)),
-        _ => None,
+fn endpoint_key(url: &str, namespace: &str) -> String {
+    let Ok(t) = TargetUrl::parse(url) else {
+        return url.to_string();
+    };
+    let host = t.host.to_ascii_lowercase();
+    let under_headless = host
+        .split_once('.')
+        .and_then(|(_, rest)| rest.split_once("-headless."))
+        .filter(|(server, _)| !server.contains('.'))
+        .map(|(server, rest)| format!("{server}.{rest}"));
+    match service_of_host(under_headless.as_deref().unwrap_or(&host), namespace) {
+        Some((ns, service)) => format!("{ns}/{service}"),
+        None if host.contains(':') => format!("[{host}]:{}", t.port),
+        None => format!("{host}:{}", t.port),
     }
 }
 
