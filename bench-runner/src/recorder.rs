@@ -456,11 +456,8 @@ mod tests {
         assert_eq!(s.timeline_out_of_order, [2, 0, 1]);
     }
 
-    /// Ids from the wire never size memory either: deliveries naming a runner past the run's
-    /// count, runner 0, or a publisher past the workload's are counted as errors and get no
-    /// tracker, however many distinct ids are forged.
-    #[test]
-    fn a_consumer_error_is_counted_by_its_kind_not_as_a_bad_payload() {
+    /// Runner 1's recorder of a one-phase run tagged 3, from `runners` x `publishers` senders.
+    fn recorder_of(runners: u16, publishers: u16) -> (ReceiveRecorder, Shared) {
         let stats = Arc::new(Mutex::new(TaskStats::new(
             &["m".into()],
             1,
@@ -468,10 +465,15 @@ mod tests {
             0,
         )));
         let senders = Senders {
-            runners: 1,
-            publishers: 1,
+            runners,
+            publishers,
         };
-        let mut r = ReceiveRecorder::new(1, 3, senders, stats.clone());
+        (ReceiveRecorder::new(1, 3, senders, stats.clone()), stats)
+    }
+
+    #[test]
+    fn a_consumer_error_is_counted_by_its_kind_not_as_a_bad_payload() {
+        let (mut r, stats) = recorder_of(1, 1);
         r.on_receive_error("consume:MissingHeartbeat");
         r.on_receive_error("consume:MissingHeartbeat");
         r.on_payload(None, 1);
@@ -480,19 +482,12 @@ mod tests {
         assert_eq!(s.phases[0].errors.get("badPayload"), Some(&1));
     }
 
+    /// Ids from the wire never size memory either: deliveries naming a runner past the run's
+    /// count, runner 0, or a publisher past the workload's are counted as errors and get no
+    /// tracker, however many distinct ids are forged.
     #[test]
     fn forged_sender_ids_cannot_grow_the_sequence_map() {
-        let stats = Arc::new(Mutex::new(TaskStats::new(
-            &["m".into()],
-            1,
-            Delivery::FanOut,
-            0,
-        )));
-        let senders = Senders {
-            runners: 2,
-            publishers: 4,
-        };
-        let mut r = ReceiveRecorder::new(1, 3, senders, stats.clone());
+        let (mut r, stats) = recorder_of(2, 4);
         let (runners, publishers) = (256u16, 1024u16);
         for runner in 0..runners {
             for publisher in 0..publishers {

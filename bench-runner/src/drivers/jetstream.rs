@@ -81,6 +81,26 @@ impl JetStreamDriver {
     }
 }
 
+/// A consumer's item as the subscriber loop takes it: the message's header (None: not
+/// msgbench's), or the consumer's error by kind.
+fn received<K>(
+    m: Result<jetstream::Message, async_nats::error::Error<K>>,
+) -> Result<Option<Header>, String>
+where
+    K: Clone + std::fmt::Debug + std::fmt::Display + PartialEq,
+{
+    m.map(|m| Header::decode(&m.payload))
+        .map_err(|e| consume_error(&e))
+}
+
+/// How a consumer's error is counted in the result's errors: `consume:<kind>`.
+fn consume_error<K>(e: &async_nats::error::Error<K>) -> String
+where
+    K: Clone + std::fmt::Debug + std::fmt::Display + PartialEq,
+{
+    format!("consume:{:?}", e.kind())
+}
+
 impl Driver for JetStreamDriver {
     fn prepare(&self) -> BoxFuture<'_, anyhow::Result<()>> {
         Box::pin(async move {
@@ -174,12 +194,7 @@ impl Driver for JetStreamDriver {
                                 ..Default::default()
                             })
                             .await?;
-                        let m = c.messages().await?;
-                        m.map(|m| match m {
-                            Ok(m) => Ok(Header::decode(&m.payload)),
-                            Err(e) => Err(format!("consume:{:?}", e.kind())),
-                        })
-                        .boxed()
+                        c.messages().await?.map(received).boxed()
                     }
                     JetStreamConsumer::Ordered => {
                         let c = stream
@@ -190,12 +205,7 @@ impl Driver for JetStreamDriver {
                                 ..Default::default()
                             })
                             .await?;
-                        let m = c.messages().await?;
-                        m.map(|m| match m {
-                            Ok(m) => Ok(Header::decode(&m.payload)),
-                            Err(e) => Err(format!("consume:{:?}", e.kind())),
-                        })
-                        .boxed()
+                        c.messages().await?.map(received).boxed()
                     }
                     JetStreamConsumer::Pull => {
                         let c = stream
@@ -212,7 +222,7 @@ impl Driver for JetStreamDriver {
                             .messages()
                             .await?;
                         m.then(|m| async move {
-                            let m = m.map_err(|e| format!("consume:{:?}", e.kind()))?;
+                            let m = m.map_err(|e| consume_error(&e))?;
                             let h = Header::decode(&m.payload);
                             let _ = m.ack().await;
                             Ok(h)
