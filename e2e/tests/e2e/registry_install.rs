@@ -2,12 +2,13 @@
 //! (htpasswd, TLS from a throwaway CA), images pushed with `make push`, the chart pushed with
 //! `make chart-push` and installed from `oci://` with the values `make push` wrote (the registry
 //! and every image's digest) and a pull Secret holding the pull credential, never the pushing
-//! one, by the README's own blocks run as they stand. The images live under a path of their own in the
-//! registry, so none of them is in the node's image store when the test starts (checked).
+//! one, by the README's own blocks run as they stand. The images live under a path of their own
+//! in the registry, so none of them is in the node's image store when the test starts (checked).
 //!
 //! Then: an image the kubelet cannot pull ends a run fast, naming it (no pull Secret; a tag that
 //! does not exist); the README's first run Succeeds; and every msgbench pod asks for its image
-//! by the digest `make push` printed and runs that digest. The suite's next test module installs the chart from the checkout again.
+//! by the digest `make push` printed and runs that digest. The suite's next test module installs
+//! the chart from the checkout again.
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
@@ -232,6 +233,7 @@ async fn pull_secrets_hold_the_pull_credential(
     reg: &registry::Registry,
 ) -> Result<()> {
     use base64::Engine;
+    let want = format!("{}:{}", reg.pull_user, reg.pull_password);
     for ns in [chart::NAMESPACE, ctx.ns.as_str()] {
         let secret = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(ctx.client.clone(), ns)
             .get("msgbench-pull")
@@ -246,7 +248,6 @@ async fn pull_secrets_hold_the_pull_credential(
         for (host, entry) in entries {
             let auth = entry["auth"].as_str().unwrap_or_default();
             let decoded = base64::engine::general_purpose::STANDARD.decode(auth)?;
-            let want = format!("{}:{}", reg.pull_user, reg.pull_password);
             ensure!(
                 decoded == want.as_bytes(),
                 "{ns}/msgbench-pull for {host} does not hold the pull credential"
