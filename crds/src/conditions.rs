@@ -28,6 +28,9 @@ pub const TARGET_READY: &str = "TargetReady";
 /// A run that shares its target (`spec.shareTarget`) also shares names with the runs beside it
 /// (an existing stream, a wildcard room, a broadcast): True, reason `NamesShared`, naming them.
 pub const NAMES_SHARED: &str = "NamesShared";
+/// The run's JetStream streams, deleted by its id after it ended (`Deleted`), or not
+/// (`NotDeleted`, `NoTarget`: the message says what may remain); Unknown while deleting.
+pub const STREAMS_DELETED: &str = "StreamsDeleted";
 /// Every runner reached the start barrier.
 pub const RUNNERS_READY: &str = "RunnersReady";
 /// The run ended, either way (the reason says how).

@@ -210,7 +210,7 @@ fn avoid_servers(
     (affinity != Affinity::default()).then_some(affinity)
 }
 
-fn runner_security_context() -> PodSecurityContext {
+pub(crate) fn runner_security_context() -> PodSecurityContext {
     PodSecurityContext {
         run_as_non_root: Some(true),
         run_as_user: Some(RUNNER_UID),

@@ -28,7 +28,7 @@ use msgbench_crds::benchmark_run::Outcome;
 use msgbench_crds::conditions::{self as vocab, ConditionUpdate};
 pub use msgbench_crds::conditions::{
     get, ConditionStatus as Status, COMPLETE, NAMES_SHARED, RECONCILING, RUNNERS_READY, STALLED,
-    SUCCEEDED, TARGET_READY,
+    STREAMS_DELETED, SUCCEEDED, TARGET_READY,
 };
 
 /// `comparison.reason` while the baseline has no verdict yet (a finished run looks again).

@@ -32,6 +32,7 @@ pub mod stats;
 pub mod status_size;
 pub mod stop_runners;
 pub mod stop_when;
+pub mod stream_sweep;
 pub mod target_auth;
 pub mod target_lock;
 pub mod timing;

@@ -46,6 +46,8 @@ pub struct Observed {
     pub fault_leaders: Vec<FaultLeaderSeen>,
     /// Crashed server containers whose restart is still to be recorded, as the kubelet reports them.
     pub fault_restarts: Vec<FaultRestartSeen>,
+    /// The Job deleting the run's streams (`stream_sweep`), when the run holds the finalizer.
+    pub stream_sweep: Option<crate::run::stream_sweep::SweepSeen>,
 }
 
 impl Observed {
@@ -68,6 +70,7 @@ impl Observed {
             fault_pods: Vec::new(),
             fault_leaders: Vec::new(),
             fault_restarts: Vec::new(),
+            stream_sweep: None,
         }
     }
 }

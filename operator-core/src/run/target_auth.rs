@@ -56,7 +56,7 @@ pub enum TargetSecret {
 impl TargetSecret {
     /// The Secret's name and (variable suffix, Secret key) pairs: the suffixes are what
     /// `runner_api::target::Credentials::from_env` reads.
-    fn variables(&self) -> (&str, &'static [(&'static str, &'static str)]) {
+    pub fn variables(&self) -> (&str, &'static [(&'static str, &'static str)]) {
         match self {
             TargetSecret::Nats(a) => (
                 &a.secret_name,

@@ -62,8 +62,8 @@ pub const RULES: &[(&str, &[&str], &[&str], &str)] = &[
     (
         "msgbench.dev",
         &["benchmarkruns"],
-        &["get", "list", "watch"],
-        "runs; `get`: a run's baseline run by name",
+        &["get", "list", "watch", "patch"],
+        "runs; `get`: a run's baseline run by name; `patch`: only the finalizer `msgbench.dev/streams`, held while a run may have JetStream streams (server-side apply by a field manager of its own)",
     ),
     (
         "msgbench.dev",
@@ -271,8 +271,8 @@ pub fn render_markdown() -> String {
          apply only),\n`pods/proxy` or `pods/exec` (nats `/varz` and mosquitto `$SYS` are read from the pod \
          IP), \
          `persistentvolumeclaims`\n(created by the StatefulSet controller, deleted with it: \
-         whenDeleted=Delete), finalizers \
-         (children go by owner-reference garbage collection),\n`nodes/proxy` or \
+         whenDeleted=Delete), `benchmarkruns/finalizers` \
+         (children go by owner-reference garbage collection; the stream sweep Job has no owner),\n`nodes/proxy` or \
          `metrics.k8s.io` (a run's serverUsage comes from nats `/varz`, pubsub-server \
          `/health` and mosquitto `$SYS` on the pod IPs),\n`list`, `watch`, `update` or `delete` on leases (the \
          operator reads and patches its own Lease by name), \

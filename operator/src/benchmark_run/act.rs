@@ -63,6 +63,9 @@ pub async fn carry_out(
             }
             Effect::SuspendJob { name } => suspend(ctx, &id.namespace, name).await?,
             Effect::DeleteChildren => delete_children(ctx, id, |_| true).await?,
+            Effect::HoldStreams => super::sweep_streams::finalizer(ctx, id, true).await?,
+            Effect::SweepStreams { job } => super::sweep_streams::start(ctx, job).await?,
+            Effect::ReleaseStreams => super::sweep_streams::finalizer(ctx, id, false).await?,
             Effect::InjectFault { .. } => {
                 // Every fault due now, together (done with the first; see `act_faults`).
                 if !injected {
@@ -88,12 +91,13 @@ pub(super) async fn publish(
     type_: EventType,
     reason: &str,
     note: String,
+    action: &str,
 ) {
     let ev = Event {
         type_,
         reason: reason.into(),
         note: Some(note.chars().take(1000).collect()),
-        action: "Fault".into(),
+        action: action.into(),
         secondary: None,
     };
     if let Err(e) = ctx.recorder.publish(&ev, &br.object_ref(&())).await {

@@ -158,5 +158,5 @@ async fn fault_event(ctx: &Context, br: &BenchmarkRun, id: &RunIdentity, rec: &F
         rec.message.as_deref().unwrap_or_default()
     );
     tracing::info!(run = %id.name, %note, "fault");
-    super::act::publish(ctx, br, ty, reason, note).await;
+    super::act::publish(ctx, br, ty, reason, note, "Fault").await;
 }

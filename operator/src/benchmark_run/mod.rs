@@ -20,5 +20,6 @@ pub mod reconcile;
 pub mod retention;
 pub mod runner_http;
 pub mod server_sampling;
+pub mod sweep_streams;
 pub mod target;
 pub mod trend;

@@ -22,7 +22,7 @@ use msgbench_operator_core::run::model::{
 };
 use msgbench_operator_core::run::runner_pods::{self, RunnerView};
 use msgbench_operator_core::run::target_lock::{self, RunOnTarget};
-use msgbench_operator_core::run::{conditions, server_restarts, stop_when};
+use msgbench_operator_core::run::{conditions, server_restarts, stop_when, stream_sweep};
 
 /// Most runs followed along baselineRef when looking for a cycle.
 const MAX_BASELINE_CHAIN: usize = 8;
@@ -123,6 +123,12 @@ async fn read(
             .is_some_and(|c| c.reason.as_deref() == Some(conditions::BASELINE_NOT_FINISHED));
         if comparing {
             obs.baseline = baseline(ctx, br, &id.namespace, &id.name).await?;
+        }
+        if stream_sweep::holds_finalizer(br) {
+            obs.stream_sweep = super::sweep_streams::seen(ctx, id).await?;
+            if obs.stream_sweep.is_none() {
+                obs.targets = targets(ctx, br, &id.namespace).await?;
+            }
         }
         return Ok(obs);
     }
@@ -240,7 +246,7 @@ async fn poll_agents(
 
 /// `spec.target` and every planned variant's own target, each resolved for the protocol it
 /// is spoken to in (a variant may change it, e.g. `pusher` for sockudo).
-async fn targets(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Vec<TargetSeen>> {
+pub(super) async fn targets(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Vec<TargetSeen>> {
     let base = br.spec.workload.protocol;
     let own = br.spec.variants.iter().filter_map(|v| {
         let protocol = v.workload.as_ref().and_then(|o| o.protocol).unwrap_or(base);

@@ -15,7 +15,8 @@ use std::time::Duration;
 pub async fn reconcile(br: Arc<BenchmarkRun>, ctx: Arc<Context>) -> Result<Action> {
     let _timer = ctx.metrics.reconcile_started(build::KIND_LABEL);
     if br.meta().deletion_timestamp.is_some() {
-        return Ok(Action::await_change());
+        // The cache's summary keeps spec and finalizers: enough to sweep the run's streams.
+        return super::sweep_streams::on_delete(&ctx, &br, &identity(&br)?).await;
     }
     let Some(br) = act::latest(&ctx, &br).await? else {
         return Ok(Action::await_change()); // deleted since the event

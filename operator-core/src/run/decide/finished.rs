@@ -1,19 +1,22 @@
 //! Succeeded or Failed: nothing more is measured. What remains: stop a failed run's runners,
 //! let holding runners exit once the status has their records, finish a baseline comparison
-//! that waited for the baseline, and delete the children after `ttlSecondsAfterFinished`.
-use super::{seconds_between, Decision, Effect};
+//! that waited for the baseline, delete the run's streams by its id (`stream_sweep`), and delete
+//! the children after `ttlSecondsAfterFinished`.
+use super::{seconds_between, Decision, Effect, POLL};
+use crate::run::build::RunIdentity;
 use crate::run::compare;
 use crate::run::conditions as cond;
 use crate::run::model::Observed;
 use crate::run::runner_pods::{ip, RunnerView};
 use crate::run::stop_runners::has_active_runners;
+use crate::run::stream_sweep::{self, StreamsStep};
 use msgbench_crds::benchmark_run::{BenchmarkRun, Phase};
 use std::time::Duration;
 
 /// How often a finished run looks at a baseline that is still running.
 const BASELINE_POLL: Duration = Duration::from_secs(15);
 
-pub fn decide(br: &BenchmarkRun, obs: &Observed, d: &mut Decision) {
+pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decision) {
     d.requeue = None;
     let view = RunnerView::of(&obs.runner_pods, obs.job.as_ref());
     match d.status.phase {
@@ -34,8 +37,56 @@ pub fn decide(br: &BenchmarkRun, obs: &Observed, d: &mut Decision) {
             }
         }
     }
+    let active = !view.running.is_empty() || obs.job.as_ref().is_some_and(has_active_runners);
     compare_late(br, obs, d);
-    ttl(br, obs, d);
+    streams(br, id, obs, active, d);
+    if !stream_sweep::holds_finalizer(br) {
+        ttl(br, obs, d); // deleting the children now would delete the sweep
+    }
+}
+
+/// Once no runner is active, the run's streams are deleted by its id, then the finalizer goes.
+fn streams(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, active: bool, d: &mut Decision) {
+    let step = stream_sweep::after_finish(
+        br,
+        id,
+        active,
+        &obs.targets,
+        obs.stream_sweep.as_ref(),
+        &obs.operands,
+    );
+    let (status, reason, message) = match step {
+        StreamsStep::Nothing => return,
+        StreamsStep::Wait => {
+            d.requeue = Some(d.requeue.map_or(POLL, |r| r.min(POLL)));
+            return;
+        }
+        StreamsStep::Sweep(job, msg) => {
+            d.effects.push(Effect::SweepStreams { job });
+            d.requeue = Some(d.requeue.map_or(POLL, |r| r.min(POLL)));
+            (cond::Status::Unknown, stream_sweep::REASON_DELETING, msg)
+        }
+        StreamsStep::Release(deleted, reason, message) => {
+            d.effects.push(Effect::ReleaseStreams);
+            let status = if deleted {
+                cond::Status::True
+            } else {
+                cond::Status::False
+            };
+            (status, reason, message)
+        }
+    };
+    let g = d.status.observed_generation;
+    let st = &mut d.status.conditions;
+    cond::set(
+        st,
+        cond::STREAMS_DELETED,
+        status,
+        reason,
+        &message,
+        g,
+        &obs.now,
+    );
 }
 
 /// A baseline that was still running when this run finished: compare once it has a verdict;

@@ -80,6 +80,12 @@ pub enum Effect {
     DeleteChildren,
     /// Carry out `status.faults[index]`, which is due (`act` records what was done).
     InjectFault { index: usize },
+    /// Hold `stream_sweep::FINALIZER`: the run is about to make streams on a server.
+    HoldStreams,
+    /// Create the Job that deletes the run's streams by its id (`stream_sweep`).
+    SweepStreams { job: Box<Job> },
+    /// Release `stream_sweep::FINALIZER` (condition `StreamsDeleted` says how the sweep went).
+    ReleaseStreams,
 }
 
 /// What `act` learned carrying out an effect: [`settle`] folds it into the status to write,
@@ -210,7 +216,7 @@ pub fn decide(
     }
     let phase = status.phase.unwrap_or(Phase::Pending);
     if matches!(phase, Phase::Succeeded | Phase::Failed) {
-        finished::decide(br, obs, &mut d);
+        finished::decide(br, id, obs, &mut d);
         return d;
     }
     let limit = timing::deadline_seconds(br);

@@ -7,6 +7,7 @@ use crate::run::build::{self, RunIdentity};
 use crate::run::conditions::{self as cond, Status, NAMES_SHARED, RUNNERS_READY, TARGET_READY};
 use crate::run::model::Resolved;
 use crate::run::model::{BaselineSeen, Observed, TargetSeen};
+use crate::run::stream_sweep;
 use crate::run::target_lock::{target_use, RunOnTarget, TargetUse};
 use crate::run::{
     endpoint_readiness as endpoints, runner_access, shared_names, target_auth, timing, variants,
@@ -469,6 +470,9 @@ fn create_runners(
         &secrets,
         &obs.operands,
     );
+    if stream_sweep::creates_streams(&br.spec) && !stream_sweep::holds_finalizer(br) {
+        d.effects.push(Effect::HoldStreams); // before any runner can make a stream
+    }
     d.effects.push(Effect::CreateRunners {
         config_map: Box::new(config_map),
         job: Box::new(job),

@@ -1574,3 +1574,6 @@ fn fault_outcomes_settle_into_their_records_and_nowhere_else() {
 
 #[path = "rounds_tests.rs"]
 mod rounds_tests;
+
+#[path = "streams_tests.rs"]
+mod streams;
