@@ -31,6 +31,7 @@ mod runner_control;
 mod scenarios;
 mod server_fence;
 mod server_volumes;
+mod stream_sweep;
 mod target_auth;
 mod target_tls;
 mod tuning;

@@ -253,12 +253,14 @@ pub fn after_finish(
     step(br, id, targets_seen, sweep, operands)
 }
 
-/// A run being deleted, `waited` since its deletion: sweep (runners are going too), then
-/// release; past [`DELETE_WAIT`] release whatever the sweep is doing.
+/// A run being deleted, `waited` since its deletion: once its runners are gone (garbage
+/// collection deletes them; a runner still running could make the next trial's stream after
+/// the sweep), sweep, then release; past [`DELETE_WAIT`] release whatever is left.
 pub fn on_delete(
     br: &BenchmarkRun,
     id: &RunIdentity,
     waited: Duration,
+    runners_active: bool,
     targets_seen: &[TargetSeen],
     sweep: Option<&SweepSeen>,
     operands: &OperandDefaults,
@@ -266,7 +268,12 @@ pub fn on_delete(
     if !holds_finalizer(br) {
         return StreamsStep::Nothing;
     }
-    match step(br, id, targets_seen, sweep, operands) {
+    let next = if runners_active {
+        StreamsStep::Wait
+    } else {
+        step(br, id, targets_seen, sweep, operands)
+    };
+    match next {
         StreamsStep::Sweep(..) | StreamsStep::Wait if waited >= DELETE_WAIT => {
             let why = format!(
                 "the sweep did not end within {} s of the run's deletion: streams of run id {} \

@@ -150,15 +150,23 @@ fn a_deleted_run_waits_for_its_sweep_but_not_forever() {
     let (id, ops) = (id(&br), OperandDefaults::default());
     let target = [seen("nats://js3.bench.svc:4222", None, None)];
     let soon = Duration::from_secs(5);
-    let step = on_delete(&br, &id, soon, &target, None, &ops);
+    let step = on_delete(&br, &id, soon, true, &target, None, &ops);
+    assert_eq!(
+        step,
+        StreamsStep::Wait,
+        "a runner still running could make another stream"
+    );
+    let step = on_delete(&br, &id, soon, false, &target, None, &ops);
     assert!(matches!(step, StreamsStep::Sweep(..)), "{step:?}");
+    let step = on_delete(&br, &id, DELETE_WAIT, true, &target, None, &ops);
+    assert!(matches!(step, StreamsStep::Release(false, ..)), "{step:?}");
     let running = Some(&SweepSeen::Running);
     assert_eq!(
-        on_delete(&br, &id, soon, &target, running, &ops),
+        on_delete(&br, &id, soon, false, &target, running, &ops),
         StreamsStep::Wait
     );
     let StreamsStep::Release(false, reason, why) =
-        on_delete(&br, &id, DELETE_WAIT, &target, running, &ops)
+        on_delete(&br, &id, DELETE_WAIT, false, &target, running, &ops)
     else {
         panic!("released past the wait");
     };
@@ -169,12 +177,12 @@ fn a_deleted_run_waits_for_its_sweep_but_not_forever() {
         message: "deleted 1 stream".into(),
     };
     assert_eq!(
-        on_delete(&br, &id, soon, &target, Some(&ended), &ops),
+        on_delete(&br, &id, soon, false, &target, Some(&ended), &ops),
         StreamsStep::Release(true, REASON_DELETED, "deleted 1 stream".into())
     );
     br.metadata.finalizers = None;
     assert_eq!(
-        on_delete(&br, &id, soon, &target, None, &ops),
+        on_delete(&br, &id, soon, false, &target, None, &ops),
         StreamsStep::Nothing
     );
 }

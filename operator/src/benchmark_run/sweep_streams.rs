@@ -15,7 +15,8 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 use msgbench_crds::BenchmarkRun;
-use msgbench_operator_core::run::build::RunIdentity;
+use msgbench_operator_core::meta::{LABEL_COMPONENT, LABEL_INSTANCE, LABEL_NAME};
+use msgbench_operator_core::run::build::{RunIdentity, KIND_LABEL};
 use msgbench_operator_core::run::decide::POLL;
 use msgbench_operator_core::run::stream_sweep::{self, StreamsStep, SweepSeen};
 use std::time::Duration;
@@ -101,6 +102,20 @@ async fn said(ctx: &Context, ns: &str, job: &str) -> Result<String> {
     Ok(out.join("; ").chars().take(2000).collect())
 }
 
+/// Whether a runner pod of the run (any generation) has not ended yet.
+async fn runners_active(ctx: &Context, id: &RunIdentity) -> Result<bool> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &id.namespace);
+    let sel = format!(
+        "{LABEL_NAME}={KIND_LABEL},{LABEL_INSTANCE}={},{LABEL_COMPONENT}=runner",
+        id.name
+    );
+    let list = pods.list(&ListParams::default().labels(&sel)).await?;
+    Ok(list.items.iter().any(|p| {
+        let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+        !matches!(phase, Some("Succeeded" | "Failed"))
+    }))
+}
+
 /// A pass over a run being deleted: sweep its streams if it holds the finalizer, then let it
 /// go (at most `stream_sweep::DELETE_WAIT` after its deletion).
 pub async fn on_delete(ctx: &Context, br: &BenchmarkRun, id: &RunIdentity) -> Result<Action> {
@@ -111,11 +126,20 @@ pub async fn on_delete(ctx: &Context, br: &BenchmarkRun, id: &RunIdentity) -> Re
     let waited = since.map_or(0, |t| now().0.as_second() - t.0.as_second());
     let waited = Duration::from_secs(waited.max(0) as u64);
     let sweep = seen(ctx, id).await?;
+    let runners_active = runners_active(ctx, id).await?;
     let targets = match sweep {
         None => observe::targets(ctx, br, &id.namespace).await?,
         Some(_) => Vec::new(),
     };
-    let step = stream_sweep::on_delete(br, id, waited, &targets, sweep.as_ref(), &ctx.operands);
+    let step = stream_sweep::on_delete(
+        br,
+        id,
+        waited,
+        runners_active,
+        &targets,
+        sweep.as_ref(),
+        &ctx.operands,
+    );
     match step {
         StreamsStep::Nothing => Ok(Action::await_change()),
         StreamsStep::Sweep(job, _) => {
