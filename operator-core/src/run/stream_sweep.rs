@@ -50,6 +50,8 @@ pub const REASON_DELETING: &str = "Deleting";
 pub const REASON_DELETED: &str = "Deleted";
 pub const REASON_NOT_DELETED: &str = "NotDeleted";
 pub const REASON_NO_TARGET: &str = "NoTarget";
+/// Every runner exited normally, and a runner exits 0 only after deleting its streams.
+pub const REASON_DELETED_BY_RUNNERS: &str = "DeletedByRunners";
 
 /// Whether any trial of the run creates its own streams (`jetstream.createStream`, the
 /// default): only those are named by the run's id.
@@ -238,17 +240,25 @@ pub enum StreamsStep {
     Release(bool, &'static str, String),
 }
 
-/// A run that has ended: sweep once no runner is active, then release.
+/// A run that has ended: sweep once no runner is active, then release. `runners_cleaned`:
+/// every runner of the run's only generation exited 0, which a runner does only after deleting
+/// the streams it made; then no sweep is needed (an earlier generation's runners were
+/// deleted with their generation, so a later generation always sweeps).
 pub fn after_finish(
     br: &BenchmarkRun,
     id: &RunIdentity,
     runners_active: bool,
+    runners_cleaned: bool,
     targets_seen: &[TargetSeen],
     sweep: Option<&SweepSeen>,
     operands: &OperandDefaults,
 ) -> StreamsStep {
     if !holds_finalizer(br) || runners_active {
         return StreamsStep::Nothing;
+    }
+    if runners_cleaned && id.generation == 1 && sweep.is_none() {
+        let why = "every runner exited normally, deleting the streams it made";
+        return StreamsStep::Release(true, REASON_DELETED_BY_RUNNERS, why.into());
     }
     step(br, id, targets_seen, sweep, operands)
 }

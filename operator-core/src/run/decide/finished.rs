@@ -38,19 +38,28 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
         }
     }
     let active = !view.running.is_empty() || obs.job.as_ref().is_some_and(has_active_runners);
+    let cleaned =
+        view.failed.is_empty() && view.succeeded.len() >= br.spec.runners.count.max(1) as usize;
     compare_late(br, obs, d);
-    streams(br, id, obs, active, d);
+    streams(br, id, obs, (active, cleaned), d);
     if !stream_sweep::holds_finalizer(br) {
         ttl(br, obs, d); // deleting the children now would delete the sweep
     }
 }
 
 /// Once no runner is active, the run's streams are deleted by its id, then the finalizer goes.
-fn streams(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, active: bool, d: &mut Decision) {
+fn streams(
+    br: &BenchmarkRun,
+    id: &RunIdentity,
+    obs: &Observed,
+    (active, cleaned): (bool, bool),
+    d: &mut Decision,
+) {
     let step = stream_sweep::after_finish(
         br,
         id,
         active,
+        cleaned,
         &obs.targets,
         obs.stream_sweep.as_ref(),
         &obs.operands,

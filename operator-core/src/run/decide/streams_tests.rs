@@ -130,3 +130,24 @@ fn children_outlive_their_ttl_until_the_streams_are_settled() {
     let d = decide_at(&released, &finished(Outcome::Passed), &obs);
     assert_eq!(d.effects, vec![Effect::DeleteChildren]);
 }
+
+#[test]
+fn runners_that_all_exited_normally_deleted_their_streams_and_no_sweep_runs() {
+    let br = holding(jetstream(""));
+    let mut obs = Observed::at(at(T0 + 120));
+    obs.targets = vec![ready_target()];
+    obs.runner_pods = vec![pod(0, "Succeeded", false)];
+    let d = decide_at(&br, &finished(Outcome::Passed), &obs);
+    assert_eq!(d.effects, vec![Effect::ReleaseStreams]);
+    assert_eq!(
+        streams_condition(&d),
+        Some((
+            "True".into(),
+            stream_sweep::REASON_DELETED_BY_RUNNERS.into()
+        ))
+    );
+    // A failed runner may have left its stream: the sweep runs.
+    obs.runner_pods = vec![pod(0, "Failed", false)];
+    let d = decide_at(&br, &finished(Outcome::Failed), &obs);
+    assert!((d.effects.iter()).any(|e| matches!(e, Effect::SweepStreams { .. })));
+}
