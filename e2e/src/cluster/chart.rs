@@ -28,7 +28,7 @@ static INSTALLED: Mutex<BTreeMap<String, Result<(), String>>> = Mutex::new(BTree
 pub fn ensure_installed(module: &str) -> Result<()> {
     let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
     let outcome = (installed.entry(module.to_string()))
-        .or_insert_with(|| install().map_err(|e| format!("{e:#}")));
+        .or_insert_with(|| install(module).map_err(|e| format!("{e:#}")));
     match outcome {
         Ok(()) => Ok(()),
         Err(e) => bail!("installing the chart (once per test module, {module:?}) failed: {e}"),
@@ -46,7 +46,17 @@ fn module_of(test: &str) -> &str {
     test.rsplit_once("::").map_or("", |(module, _)| module)
 }
 
-fn install() -> Result<()> {
+/// Values a module installs on top of the e2e values; the next module's install puts the e2e
+/// values back (every module process installs before its first test).
+fn module_values(module: &str) -> &'static [&'static str] {
+    match module {
+        // The install a cautious cluster admin makes: no fault agents at all.
+        "faults_disabled" => &["faults.enabled=false", "faults.network=false"],
+        _ => &[],
+    }
+}
+
+fn install(module: &str) -> Result<()> {
     if std::env::var("MSGBENCH_E2E_SKIP_INSTALL").is_ok_and(|v| v == "1") {
         return Ok(());
     }
@@ -69,6 +79,9 @@ fn install() -> Result<()> {
     }
     if let Some(values) = kind_fence_values() {
         cmd.arg("--set-json").arg(values);
+    }
+    for v in module_values(module) {
+        cmd.arg("--set").arg(v);
     }
     let output = cmd
         .arg("upgrade")

@@ -11,6 +11,7 @@ mod canonical_quantities;
 mod ci_gate;
 mod crash_fault;
 mod faults;
+mod faults_disabled;
 mod finished_runs;
 mod image_policy;
 mod jetstream_cluster;
