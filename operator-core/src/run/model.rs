@@ -1,6 +1,7 @@
 //! What one reconcile pass read, as plain data: `decide`'s whole input besides the run itself.
 //! Observe (in the operator) fills it; tests build it by hand. Nothing here reads or writes.
 use super::fault_restart::FaultRestartSeen;
+use super::fault_unknown::FaultEvidenceSeen;
 use super::faults::{FaultLeaderSeen, FaultPodSeen};
 use super::server_usage::UsageRead;
 use super::target_auth::TargetSecret;
@@ -46,6 +47,8 @@ pub struct Observed {
     pub fault_leaders: Vec<FaultLeaderSeen>,
     /// Crashed server containers whose restart is still to be recorded, as the kubelet reports them.
     pub fault_restarts: Vec<FaultRestartSeen>,
+    /// Evidence for faults whose agent report was lost (`fault_unknown`).
+    pub fault_evidence: Vec<FaultEvidenceSeen>,
 }
 
 impl Observed {
@@ -68,6 +71,7 @@ impl Observed {
             fault_pods: Vec::new(),
             fault_leaders: Vec::new(),
             fault_restarts: Vec::new(),
+            fault_evidence: Vec::new(),
         }
     }
 }
