@@ -39,6 +39,15 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
         server_usage::apply(&mut d.status, read, true, connections);
     }
     match &obs.results {
+        // A fault whose report was lost is judged once its evidence is in or its bound passed
+        // (`fault_unknown::evidence_bound_ms`: at most the fault's duration + 20 s after it).
+        Some(Gathered::Complete(_))
+            if fault_unknown::evidence_due(&d.status.faults).count() > 0 =>
+        {
+            d.status.phase = Some(Phase::Merging);
+            d.requeue = Some(POLL);
+            return;
+        }
         Some(Gathered::Complete(lines)) => return verdict::decide(br, id, obs, lines, d),
         Some(Gathered::NotYet(_)) => {
             // A holding runner did not answer yet (it may just have exited): read again soon.
