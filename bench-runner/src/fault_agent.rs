@@ -7,8 +7,11 @@
 //! then it runs as uid 0 with NET_ADMIN and KILL only.
 //!
 //! Only credentials the operator signed for this server object are obeyed
-//! (`runner_api::control_auth`); each fault is done at most once (idempotent by key) and never
-//! after the time the operator gives.
+//! (`runner_api::control_auth`); each fault is done at most once (idempotent by key, and a
+//! `repeat` ask of a key this agent has no report of is refused: its reports live in memory, so
+//! after a restart it cannot tell "never asked" from "done") and never after the time the
+//! operator gives. `GET /faults/state` (`fault_state`) shows the traces a fault leaves, so a
+//! fault whose report was lost can be confirmed.
 use crate::control_check::{refusal, ControlRequest};
 use crate::fault_net::{self, Nft};
 use axum::extract::State;
@@ -42,6 +45,10 @@ pub struct FaultAgent {
     /// Why a partition could not be healed: the agent then exits non-zero (`serve_on`), so the
     /// container's restart runs `heal_leftover` instead of leaving the server cut off.
     unhealed: tokio::sync::watch::Sender<Option<String>>,
+    /// When this agent started: reports of asks before it are lost.
+    pub(crate) started_unix_ms: u64,
+    /// What this agent undid at its start, left by an earlier agent (`fault_state`).
+    pub(crate) leftovers: Mutex<crate::fault_state::Leftovers>,
 }
 
 /// What a `partition` needs: `nft`, and the server's ports.
@@ -80,7 +87,21 @@ impl FaultAgent {
             done: tokio::sync::Mutex::default(),
             partitioned_until: Mutex::default(),
             unhealed: tokio::sync::watch::channel(None).0,
+            started_unix_ms: unix_ms(),
+            leftovers: Mutex::default(),
         })
+    }
+
+    pub(crate) fn auth_ref(&self) -> &ControlVerifier {
+        &self.auth
+    }
+
+    pub(crate) fn net(&self) -> Option<&NetFaults> {
+        self.net.as_ref()
+    }
+
+    pub(crate) fn process(&self) -> (&str, &Path) {
+        (&self.process, &self.proc_root)
     }
 
     /// Heals a partition a previous agent left behind (it was restarted mid-partition, so its
@@ -92,6 +113,11 @@ impl FaultAgent {
                 table = fault_net::TABLE,
                 "removed a partition left by an earlier agent"
             );
+            // The trace of a partition whose report went with that agent.
+            self.leftovers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .partition_removed_unix_ms = Some(unix_ms());
         }
         Ok(())
     }
@@ -101,10 +127,11 @@ pub fn router(agent: Arc<FaultAgent>) -> Router {
     Router::new()
         .route("/ready", get(|| async { "ready\n" }))
         .route("/faults", post(fault))
+        .route("/faults/state", get(crate::fault_state::state))
         .with_state(agent)
 }
 
-fn unix_ms() -> u64 {
+pub(crate) fn unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
@@ -134,6 +161,15 @@ async fn fault(
     let mut done = a.done.lock().await;
     if let Some(r) = done.get(&req.key) {
         return Json(r.clone()).into_response();
+    }
+    if req.repeat {
+        // Asked before, maybe of an agent before this one: acting now could act twice.
+        let why = format!(
+            "no report for {}: an earlier ask may have been carried out by an agent before this \
+             one (started at {} unix ms), whose reports are lost; nothing done",
+            req.key, a.started_unix_ms
+        );
+        return refuse(StatusCode::GONE, why);
     }
     let now = unix_ms();
     if now > req.not_after_unix_ms {
@@ -296,7 +332,7 @@ async fn resume_after(pid: i32, ms: u64, process: String) {
     }
 }
 
-fn send(pid: i32, signal: rustix::process::Signal) -> Result<(), String> {
+pub(crate) fn send(pid: i32, signal: rustix::process::Signal) -> Result<(), String> {
     let pid = rustix::process::Pid::from_raw(pid).ok_or("pid 0")?;
     rustix::process::kill_process(pid, signal).map_err(|e| e.to_string())
 }
@@ -341,6 +377,7 @@ pub async fn serve_on(
     agent: Arc<FaultAgent>,
 ) -> anyhow::Result<()> {
     agent.heal_leftover().await.map_err(anyhow::Error::msg)?;
+    crate::fault_state::resume_leftover(&agent);
     tracing::info!(addr = %listener.local_addr()?, process = %agent.process, net = agent.net.is_some(), "fault agent listening");
     let mut unhealed = agent.unhealed.subscribe();
     let fatal = async move {

@@ -69,6 +69,22 @@ impl Nft {
         }
     }
 
+    /// Whether the agent's table is in place now.
+    pub async fn present(&self) -> Result<bool, String> {
+        let out = tokio::process::Command::new(&self.program)
+            .args(["list", "table", "inet", TABLE])
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .map_err(|e| format!("{}: {e}", self.program.display()))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        match out.status.success() {
+            true => Ok(true),
+            false if stderr.contains("No such file or directory") => Ok(false),
+            false => Err(format!("nft list table: {}", stderr.trim())),
+        }
+    }
+
     /// Removes the agent's table. `Ok(false)`: there was none.
     pub async fn remove(&self) -> Result<bool, String> {
         let out = tokio::process::Command::new(&self.program)

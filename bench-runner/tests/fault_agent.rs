@@ -1,7 +1,9 @@
 //! `bench-runner fault-agent` against a real process: only the operator's credential for this
 //! server is obeyed, a crash is a SIGKILL of exactly the named process (which dies by signal 9,
-//! running no handler), a repeated request gets the first report and never signals again, a
-//! request past its last moment does nothing, and two processes of one name are never guessed.
+//! running no handler), a repeated request gets the first report and never signals again (nor
+//! does a restarted agent, which has no report: it refuses a `repeat`), a request past its last
+//! moment does nothing, and two processes of one name are never guessed. A pause shows in the
+//! agent's state, and a restarted agent resumes a server an earlier one left stopped.
 mod support;
 use bench_runner::fault_agent::FaultAgent;
 use runner_api::control_auth::{ControlSigner, ControlVerifier};
@@ -42,12 +44,17 @@ fn victim(dir: &Path, name: &str) -> Child {
 }
 
 fn request(key: &str, not_after: u64) -> String {
+    crash(key, not_after, false)
+}
+
+fn crash(key: &str, not_after: u64, repeat: bool) -> String {
     serde_json::to_string(&FaultRequest {
         key: key.into(),
         action: AgentAction::Crash,
         not_after_unix_ms: not_after,
         duration_ms: None,
         partition_from: None,
+        repeat,
     })
     .unwrap()
 }
@@ -82,6 +89,7 @@ async fn a_pause_stops_the_process_and_the_agent_resumes_it_on_time() {
         not_after_unix_ms: now_ms() + 10_000,
         duration_ms: Some(PAUSE_MS),
         partition_from: None,
+        repeat: false,
     })
     .unwrap();
     let (code, answer) = http(addr, "POST", "/faults", &body).await;
@@ -191,4 +199,89 @@ async fn a_crash_is_one_sigkill_of_the_named_process_for_the_operator_only() {
         c.kill().unwrap();
         c.wait().unwrap();
     }
+}
+
+/// The agent's reports live in its memory. A repeated ask (the operator recorded an earlier
+/// one) of a key it has no report of is refused with [`NO_REPORT_STATUS`] and signals nothing:
+/// the earlier ask may have been carried out by the agent before a restart. A first ask of the
+/// same key is carried out; a repeat then gets its report.
+#[tokio::test]
+async fn a_repeated_ask_without_a_report_does_nothing_before_or_after_a_restart() {
+    use runner_api::fault_agent::NO_REPORT_STATUS;
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("mbrepeat{}", std::process::id() % 100_000);
+    let mut child = victim(dir.path(), &name);
+    let agent = || FaultAgent::new(&name, Path::new("/proc"), test_verifier(), None);
+    let addr = serve_fault_agent(agent()).await;
+    let until = now_ms() + 10_000;
+    let (code, why) = http(addr, "POST", "/faults", &crash("run/0/1", until, true)).await;
+    assert_eq!(code, NO_REPORT_STATUS, "{why}");
+    assert!(why.contains("no report for run/0/1"), "{why}");
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(child.try_wait().unwrap().is_none(), "a repeat signalled");
+
+    let (code, answer) = http(addr, "POST", "/faults", &crash("run/0/1", until, false)).await;
+    assert_eq!(code, 200, "{answer}");
+    assert_eq!(child.wait().unwrap().signal(), Some(9));
+    let (code, again) = http(addr, "POST", "/faults", &crash("run/0/1", until, true)).await;
+    assert_eq!((code, again), (200, answer), "the report, to a repeat too");
+
+    // Restarted (a new agent, no reports): the repeat of that very key does nothing.
+    let mut second = victim(dir.path(), &name);
+    let restarted = serve_fault_agent(agent()).await;
+    let (code, why) = http(restarted, "POST", "/faults", &crash("run/0/1", until, true)).await;
+    assert_eq!(code, NO_REPORT_STATUS, "{why}");
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(second.try_wait().unwrap().is_none(), "signalled twice");
+    second.kill().unwrap();
+    second.wait().unwrap();
+}
+
+/// A pause shows as the server stopped in the agent's state; an agent restarted mid-pause (its
+/// SIGCONT timer gone) resumes the server as it starts and keeps the time as the pause's trace.
+#[tokio::test]
+async fn the_state_shows_a_pause_and_a_restarted_agent_resumes_the_server() {
+    use runner_api::fault_agent::AgentState;
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("mbstate{}", std::process::id() % 100_000);
+    let mut child = victim(dir.path(), &name);
+    let agent = || FaultAgent::new(&name, Path::new("/proc"), test_verifier(), None);
+    let addr = serve_fault_agent(agent()).await;
+    let state = |addr| async move {
+        let (code, body) = http(addr, "GET", "/faults/state", "").await;
+        assert_eq!(code, 200, "{body}");
+        serde_json::from_str::<AgentState>(&body).unwrap()
+    };
+    let s = state(addr).await;
+    assert_eq!((s.server_stopped, s.partition_table), (Some(false), None));
+    let body = serde_json::to_string(&FaultRequest {
+        key: "run/0/1".into(),
+        action: AgentAction::Pause,
+        not_after_unix_ms: now_ms() + 10_000,
+        duration_ms: Some(60_000),
+        partition_from: None,
+        repeat: false,
+    })
+    .unwrap();
+    assert_eq!(http(addr, "POST", "/faults", &body).await.0, 200);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while state(addr).await.server_stopped != Some(true) {
+        assert!(std::time::Instant::now() < deadline, "never shown stopped");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Without a credential the state is not shown.
+    assert_eq!(http_open(addr, "GET", "/faults/state", "").await.0, 401);
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let again = listener.local_addr().unwrap();
+    tokio::spawn(bench_runner::fault_agent::serve_on(listener, agent()));
+    let s = state(again).await;
+    assert!(s.leftover_pause_resumed_unix_ms.is_some(), "{s:?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while state(again).await.server_stopped != Some(false) {
+        assert!(std::time::Instant::now() < deadline, "never resumed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
 }

@@ -2,7 +2,9 @@
 //! given (a file) and logs every call: the rules for the chosen ports are applied in one
 //! transaction, removed by the agent's own timer after the duration and not before, one at a
 //! time, and refused by an agent without network faults or for ports the server does not have;
-//! an agent that cannot remove a partition ends with an error (its restart heals it).
+//! an agent that cannot remove a partition ends with an error (its restart heals it); the
+//! agent's state shows the table while it is in place, and a restarted agent, which removes
+//! the leftover, shows when it did (the trace of a partition whose report it lost).
 //! The real `nft` in a real pod is the e2e test `crash_fault`.
 mod support;
 use bench_runner::fault_agent::{FaultAgent, NetFaults};
@@ -35,6 +37,7 @@ fn nft_script(dir: &Path, on_delete: &str) -> Nft {
     let script = format!(
         "#!/bin/sh\necho \"$*\" >> {d}/calls\n\
          if [ \"$1\" = -f ]; then cat > {d}/table; exit 0; fi\n\
+         if [ \"$1\" = list ]; then\n  [ -e {d}/table ] && exit 0\n  echo 'Error: No such file or directory' >&2; exit 1\nfi\n\
          if [ \"$1\" = delete ]; then\n  [ -e {d}/table ] || {{ echo 'Error: No such file or directory' >&2; exit 1; }}\n  \
          {on_delete}\nfi\nexit 2\n"
     );
@@ -68,6 +71,7 @@ fn request(key: &str, from: PartitionFrom) -> String {
         not_after_unix_ms: now_ms() + 10_000,
         duration_ms: Some(PARTITION_MS),
         partition_from: Some(from),
+        repeat: false,
     })
     .unwrap()
 }
@@ -229,4 +233,40 @@ async fn an_agent_that_cannot_heal_a_partition_exits_with_an_error() {
         1 + 10,
         "the leftover check, then ten tries: {calls}"
     );
+}
+
+/// The table is the evidence of a partition whose report is lost: the state shows it while in
+/// place; a restarted agent (its reports gone) removes it at its start and says when, refuses a
+/// repeated ask of the key it has no report of, and applies nothing.
+#[tokio::test]
+async fn the_state_shows_the_table_and_a_restarted_agent_the_leftover_it_removed() {
+    use runner_api::fault_agent::{AgentState, NO_REPORT_STATUS};
+    let dir = tempfile::tempdir().unwrap();
+    let addr = serve_fault_agent(agent(dir.path(), vec![6222])).await;
+    let state = |addr| async move {
+        let (code, body) = http(addr, "GET", "/faults/state", "").await;
+        assert_eq!(code, 200, "{body}");
+        serde_json::from_str::<AgentState>(&body).unwrap()
+    };
+    assert_eq!(state(addr).await.partition_table, Some(false));
+    let ask = request("r/0/1", PartitionFrom::Peers);
+    assert_eq!(http(addr, "POST", "/faults", &ask).await.0, 200);
+    let before = state(addr).await;
+    assert_eq!(before.partition_table, Some(true));
+    assert_eq!(before.leftover_partition_removed_unix_ms, None);
+
+    // The agent restarts mid-partition: the new one heals the leftover as it starts.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let again = listener.local_addr().unwrap();
+    let restarted = agent(dir.path(), vec![6222]);
+    tokio::spawn(bench_runner::fault_agent::serve_on(listener, restarted));
+    let after = state(again).await;
+    assert_eq!(after.partition_table, Some(false));
+    let removed = after.leftover_partition_removed_unix_ms.expect("the trace");
+    assert!(removed >= after.started_unix_ms && after.started_unix_ms >= before.started_unix_ms);
+    let repeat = ask.replace("\"partitionFrom\"", "\"repeat\":true,\"partitionFrom\"");
+    let (code, why) = http(again, "POST", "/faults", &repeat).await;
+    assert_eq!(code, NO_REPORT_STATUS, "{why}");
+    assert!(why.contains("no report for r/0/1"), "{why}");
+    assert!(!dir.path().join("table").exists(), "nothing applied again");
 }

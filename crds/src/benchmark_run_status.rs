@@ -50,7 +50,7 @@ pub struct BenchmarkRunStatus {
     /// --for=condition=Complete`, then `kubectl wait --for=condition=Succeeded --timeout=0`.
     /// Reasons such as TargetNotFound, BarrierTimeout, RunnerFailed, RunnersStartedApart,
     /// BaselineCycle, DeadlineExceeded, ResultsLost, ResultsTooLarge, ThresholdsNotMet,
-    /// FaultsNotAllowed, FaultsNotInjected.
+    /// FaultsNotAllowed, FaultsNotInjected, FaultsUnconfirmed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 8))]
     pub conditions: Vec<Condition>,

@@ -251,6 +251,12 @@ pub struct FaultRecord {
     /// What the fault did to delivery, read from the trial's timeline once the run is merged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effect: Option<FaultEffect>,
+    /// Set when the fault may have been carried out but its fault agent's report was lost: the
+    /// agent answered a repeated ask without it (it restarted, or its pod was replaced, after
+    /// an earlier ask that may have reached it). Such a fault is unknown, never "not done" and
+    /// never asked for again; evidence read afterwards may confirm it (`confirmed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_lost: Option<FaultReportLost>,
     /// Set while the fault is being carried out: written to status before the pod is deleted,
     /// so a pass after a lost status write or a leader change confirms this very deletion
     /// (or finishes it) instead of judging it late or choosing another pod. Cleared once the
@@ -277,6 +283,26 @@ pub struct FaultStreamLeader {
     pub after_time: Option<Time>,
 }
 
+/// A fault whose agent report was lost, and what evidence says about it.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FaultReportLost {
+    /// When the first ask was about to go out (the pod's choice, written to status just before
+    /// it; the pod is `pod`): evidence is looked for from then on, on that very pod.
+    pub asked_time: Time,
+    /// What came instead of the report (the agent's answer to the repeated ask, or why it
+    /// could not be asked).
+    pub answer: String,
+    /// The evidence that the fault was carried out, in words (e.g. the server container's
+    /// exit after the ask, as the kubelet reports it). Unset: unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmed: Option<String>,
+    /// Evidence was looked for until its bound and none was found: what was checked. The
+    /// fault stays unknown (not "not done": no evidence is no proof either way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unconfirmed: Option<String>,
+}
+
 /// The pod a fault is about to act on, recorded before it is touched.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -286,7 +312,8 @@ pub struct FaultInjection {
     /// Its uid: a pod of the same name with another uid is its replacement (the deletion
     /// happened), never a second target.
     pub pod_uid: String,
-    /// When the deletion was about to be sent.
+    /// When the deletion, or the fault agent's first ask, was about to be sent (it follows the
+    /// status write of this choice at once: a choice in status may have been acted on).
     pub started_time: Time,
     /// How the pod was chosen.
     pub how: String,
@@ -296,9 +323,14 @@ pub struct FaultInjection {
 }
 
 impl FaultRecord {
-    /// Carried out (a pod was deleted).
+    /// Carried out (a pod was deleted, the agent reported it, or evidence confirmed it).
     pub fn executed(&self) -> bool {
         self.executed_time.is_some()
+    }
+
+    /// Unknown: its agent report was lost and no evidence confirmed it (yet).
+    pub fn unknown(&self) -> bool {
+        self.executed_time.is_none() && self.report_lost.is_some()
     }
 }
 

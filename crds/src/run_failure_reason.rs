@@ -62,6 +62,12 @@ pub enum RunFailureReason {
     ResultsTooLarge,
     /// A fault in `spec.faults` was not carried out; the figures are kept, without the fault.
     FaultsNotInjected,
+    /// A fault may have been carried out but nobody can say: the fault agent's report was lost
+    /// (it restarted, or its pod was replaced, after an ask that may have reached it) and no
+    /// evidence (restart count, the agent's nftables table, the process state) confirmed it
+    /// (`status.faults[].reportLost`). The figures are kept; whether they include the fault is
+    /// not known.
+    FaultsUnconfirmed,
     /// A threshold of severity `fail` did not hold (warn thresholds never fail a run).
     ThresholdsNotMet,
 }
@@ -88,6 +94,7 @@ impl RunFailureReason {
         ResultsLost,
         ResultsTooLarge,
         FaultsNotInjected,
+        FaultsUnconfirmed,
         ThresholdsNotMet,
     ];
 
@@ -111,6 +118,7 @@ impl RunFailureReason {
             ResultsLost => "ResultsLost",
             ResultsTooLarge => "ResultsTooLarge",
             FaultsNotInjected => "FaultsNotInjected",
+            FaultsUnconfirmed => "FaultsUnconfirmed",
             ThresholdsNotMet => "ThresholdsNotMet",
         }
     }
@@ -171,9 +179,9 @@ mod tests {
                 | TargetUnreachable | BaselineCycle | ImagePullFailed | BarrierTimeout
                 | RunnersUnschedulable | RunnerFailed | RunnerNodeLost | RunnersStartedApart
                 | DeadlineExceeded | ResultsLost | ResultsTooLarge | FaultsNotInjected
-                | ThresholdsNotMet => {}
+                | FaultsUnconfirmed | ThresholdsNotMet => {}
             }
         }
-        assert_eq!(RunFailureReason::ALL.len(), 18);
+        assert_eq!(RunFailureReason::ALL.len(), 19);
     }
 }

@@ -27,7 +27,7 @@ pub enum AgentAction {
 }
 
 /// `POST /faults`. Idempotent by `key`: a request repeated after an unanswered one gets the
-/// first one's report and never acts twice.
+/// first one's report and never acts twice (after an agent restart, `repeat` keeps it so).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct FaultRequest {
@@ -43,6 +43,41 @@ pub struct FaultRequest {
     /// With `partition`: whose traffic (the agent knows its server's ports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition_from: Option<PartitionFrom>,
+    /// An earlier ask with this key may have reached an agent (the operator recorded it): an
+    /// agent without a report for the key then does nothing and answers [`NO_REPORT_STATUS`],
+    /// since it cannot tell "never asked" from "acted, then restarted" (its reports live in
+    /// its memory) and acting again could carry the fault out twice.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub repeat: bool,
+}
+
+/// The agent's status code for a repeated ask whose key it has no report of (410 Gone): it did
+/// nothing, and the report, if there was one, is lost.
+pub const NO_REPORT_STATUS: u16 = 410;
+
+/// `GET /faults/state`: what the agent sees of the faults that leave a trace, so the operator
+/// can confirm a fault whose report was lost. Same credential as `POST /faults`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentState {
+    /// When this agent started (its clock): reports of asks before it are lost.
+    pub started_unix_ms: u64,
+    /// Its nftables table (a partition) is in place now. `None`: this agent does not cut the
+    /// network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition_table: Option<bool>,
+    /// When this agent, starting, removed a partition table an earlier agent left in place:
+    /// that partition was applied and was cut short by the restart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leftover_partition_removed_unix_ms: Option<u64>,
+    /// The server process is stopped now (`T` in `/proc/<pid>/stat`: a pause in progress).
+    /// `None`: no single server process was found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_stopped: Option<bool>,
+    /// When this agent, starting, found the server process stopped and resumed it (SIGCONT):
+    /// an earlier agent had paused it and lost its resume timer with its restart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leftover_pause_resumed_unix_ms: Option<u64>,
 }
 
 /// What the agent did.

@@ -1,23 +1,58 @@
 //! What the operator asks a server pod's fault agent for a recorded fault, and what it can
 //! answer. The same record always gives the same request (same key), so asking again after a
-//! lost answer never signals twice.
+//! lost answer never signals twice; an agent that lost its reports (restarted) refuses a
+//! repeated ask instead of acting again, and the fault is then unknown, never "not done".
+use super::decide::EffectOutcome;
 use super::faults;
 use kube::ResourceExt;
-use msgbench_crds::benchmark_run::{BenchmarkRun, FaultAction, FaultRecord};
+use msgbench_crds::benchmark_run::{BenchmarkRun, FaultAction, FaultInjection, FaultRecord};
 use runner_api::fault_agent::{AgentAction, FaultReport, FaultRequest};
 
 /// What the agent answered.
 #[derive(Clone, Debug, PartialEq)]
 pub enum AgentAnswer {
     Done(FaultReport),
-    /// It will not (too late, no such process, pod replaced): the fault was not carried out.
+    /// It will not (too late, no such process, pod replaced). After a first ask: the fault was
+    /// not carried out. After a repeat: an earlier ask may have been, so it is unknown.
     Refused(String),
+    /// A repeated ask of a key the agent has no report of (`NO_REPORT_STATUS`): it did nothing
+    /// now, and the earlier ask may have been carried out by an agent that restarted since.
+    NoReport(String),
     /// No answer to trust: the next pass asks again.
     Unknown(String),
 }
 
-/// The agent's request for `rec` (the same on every pass).
-pub fn request(br: &BenchmarkRun, rec: &FaultRecord) -> FaultRequest {
+/// What an answer settles, pure. `repeat`: the choice was in status before this pass, so an
+/// earlier ask may have reached the agent (it follows that status write at once); then nothing
+/// but a report is "not done" any more: the fault is unknown. `None`: nothing settled yet.
+pub fn outcome(
+    index: usize,
+    injection: &FaultInjection,
+    answer: AgentAnswer,
+    repeat: bool,
+) -> Option<EffectOutcome> {
+    let injection = injection.clone();
+    match answer {
+        AgentAnswer::Done(report) => Some(EffectOutcome::FaultSignalled {
+            index,
+            injection,
+            report,
+        }),
+        AgentAnswer::Refused(why) if !repeat => Some(EffectOutcome::FaultNotDone { index, why }),
+        AgentAnswer::Refused(answer) | AgentAnswer::NoReport(answer) => {
+            Some(EffectOutcome::FaultUnknown {
+                index,
+                injection,
+                answer,
+            })
+        }
+        AgentAnswer::Unknown(_) => None,
+    }
+}
+
+/// The agent's request for `rec` (the same on every pass but for `repeat`: an earlier ask may
+/// have reached an agent, so one without a report must not act).
+pub fn request(br: &BenchmarkRun, rec: &FaultRecord, repeat: bool) -> FaultRequest {
     let fault = br.spec.faults.get(rec.fault as usize);
     let duration_ms = (fault.and_then(|f| f.duration_seconds)).map(|s| s.max(0) as u64 * 1000);
     let action = match rec.action {
@@ -32,5 +67,6 @@ pub fn request(br: &BenchmarkRun, rec: &FaultRecord) -> FaultRequest {
         duration_ms: duration_ms.filter(|_| action != AgentAction::Crash),
         partition_from: (action == AgentAction::Partition)
             .then(|| fault.and_then(|f| f.partition_from).unwrap_or_default()),
+        repeat,
     }
 }

@@ -46,9 +46,16 @@ pub fn restart_due<'a>(
     })
 }
 
+/// When the crash happened: the agent's report, or for one whose report was lost, the time the
+/// evidence that confirmed it gave (`fault_unknown`).
 fn signal_ms(rec: &FaultRecord) -> Option<u64> {
     (rec.action == Some(FaultAction::Crash)).then_some(())?;
-    rec.signal.as_ref().map(|s| millis(&s.sent_time))
+    let confirmed = (rec.report_lost.as_ref()).is_some_and(|l| l.confirmed.is_some());
+    match &rec.signal {
+        Some(s) => Some(millis(&s.sent_time)),
+        None if confirmed => rec.executed_time.as_ref().map(millis),
+        None => None,
+    }
 }
 
 /// Writes what each crashed container's status says into its record.

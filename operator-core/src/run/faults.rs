@@ -8,7 +8,7 @@ use super::variants;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, Fault, FaultAction, FaultInjection, FaultPartition, FaultPod, FaultRecord,
-    FaultSignal, FaultStreamLeader, ScheduledRound, ServerKind, ServerRef,
+    FaultSignal, FaultStreamLeader, RunFailureReason, ScheduledRound, ServerKind, ServerRef,
 };
 use runner_api::fault_agent::FaultReport;
 use std::time::Duration;
@@ -116,8 +116,9 @@ pub struct FaultPodSeen {
     pub uid: Option<String>,
     /// It has a deletion timestamp (a graceful delete in progress).
     pub deleting: bool,
-    /// A `crash` or `pause`: the fault agent's report of the signal, when it sent one.
-    pub signalled: Option<FaultReport>,
+    /// A `crash`, `pause` or `partition`: the fault agent's answer to the repeated ask (`None`:
+    /// not asked, e.g. a deletion).
+    pub answer: Option<super::fault_request::AgentAnswer>,
 }
 
 /// Seconds after a fault before its stream's leader is read as the one after it: nats-server's
@@ -278,7 +279,9 @@ pub fn mark_executed(br: &BenchmarkRun, rec: &mut FaultRecord, inj: &FaultInject
 /// Settles records whose injection was written to status but whose outcome was not (a status
 /// write lost after the delete, or a leader change in between), from the named pod as `seen`:
 /// gone, replaced (another uid) or terminating: carried out at the recorded time; still there
-/// and late: not done; still there in time: left for `act` to delete that same pod.
+/// and late: not done; still there in time: left for `act` to delete that same pod. A fault
+/// by agent was asked right after its choice was written, so it may have been carried out: its
+/// agent's report settles it, else it becomes unknown (`fault_unknown::settle_asked`).
 pub fn settle_injections(
     br: &BenchmarkRun,
     faults: &mut [FaultRecord],
@@ -292,13 +295,11 @@ pub fn settle_injections(
         let Some(pod) = seen.iter().find(|p| p.pod == inj.pod) else {
             continue; // not looked at this pass
         };
-        let by_agent = rec.action.is_some_and(FaultAction::needs_agent);
-        if let Some(report) = pod.signalled.as_ref().filter(|_| by_agent) {
-            mark_signalled(br, rec, &inj, report);
+        if rec.action.is_some_and(FaultAction::needs_agent) {
+            super::fault_unknown::settle_asked(br, rec, &inj, pod, now);
             continue;
         }
-        // A crash or pause leaves the pod as it is: only the agent's report says it happened.
-        if !by_agent && (pod.uid.as_deref() != Some(inj.pod_uid.as_str()) || pod.deleting) {
+        if pod.uid.as_deref() != Some(inj.pod_uid.as_str()) || pod.deleting {
             mark_executed(br, rec, &inj, &inj.started_time);
             continue;
         }
@@ -318,37 +319,63 @@ pub fn settle_injections(
 /// Every trial must have had every fault: a run that asked for a fault and ran without it
 /// does not answer its question. `None` when all were carried out.
 pub fn not_injected(br: &BenchmarkRun, faults: &[FaultRecord]) -> Option<String> {
-    not_injected_in(br, faults, super::timing::total_trials(br))
+    not_injected_in(br, faults, super::timing::total_trials(br)).map(|(_, msg)| msg)
 }
 
 /// As [`not_injected`], over the first `trials` trials (those that ran: `spec.stopWhen` may
-/// end a run before its last round).
-pub fn not_injected_in(br: &BenchmarkRun, faults: &[FaultRecord], trials: i32) -> Option<String> {
+/// end a run before its last round), with the reason: `FaultsNotInjected` when one was not
+/// carried out, else `FaultsUnconfirmed` when one is unknown (its agent's report lost).
+pub fn not_injected_in(
+    br: &BenchmarkRun,
+    faults: &[FaultRecord],
+    trials: i32,
+) -> Option<(RunFailureReason, String)> {
     if br.spec.faults.is_empty() {
         return None;
     }
     let trials = trials.max(1);
-    let mut missing = Vec::new();
+    let (mut missing, mut unknown) = (Vec::new(), Vec::new());
     for trial in 1..=trials {
         for i in 0..br.spec.faults.len() as i32 {
             match faults.iter().find(|f| f.trial == trial && f.fault == i) {
                 Some(f) if f.executed() => {}
-                Some(f) => missing.push(format!(
-                    "fault {i} in trial {trial}: {}",
-                    f.message.as_deref().unwrap_or("not carried out")
-                )),
+                Some(f) => {
+                    let why = f.message.as_deref().unwrap_or("not carried out");
+                    let list = if f.unknown() {
+                        &mut unknown
+                    } else {
+                        &mut missing
+                    };
+                    list.push(format!("fault {i} in trial {trial}: {why}"));
+                }
                 None => missing.push(format!("fault {i} in trial {trial}: never planned")),
             }
         }
     }
-    (!missing.is_empty()).then(|| {
+    let total = trials as usize * br.spec.faults.len();
+    let unknown_text = |more: &str| {
         format!(
-            "{} of {} fault executions were not carried out: {}",
-            missing.len(),
-            trials as usize * br.spec.faults.len(),
-            missing.join("; ")
+            "{} {more}of {total} fault executions are unknown (the fault agent's report was lost \
+             and no evidence confirmed them: the figures may or may not include them): {}",
+            unknown.len(),
+            unknown.join("; ")
         )
-    })
+    };
+    match (missing.is_empty(), unknown.is_empty()) {
+        (true, true) => None,
+        (true, false) => Some((RunFailureReason::FaultsUnconfirmed, unknown_text(""))),
+        (false, u) => {
+            let mut msg = format!(
+                "{} of {total} fault executions were not carried out: {}",
+                missing.len(),
+                missing.join("; ")
+            );
+            if !u {
+                msg = format!("{msg}; {}", unknown_text("more "));
+            }
+            Some((RunFailureReason::FaultsNotInjected, msg))
+        }
+    }
 }
 
 /// How the pod of `fault` is chosen in `round`, given the server's pods by ordinal (sorted)

@@ -1,5 +1,6 @@
 use super::*;
 use crate::run::decide::time_at;
+use crate::run::fault_request::AgentAnswer;
 use msgbench_crds::benchmark_run::{FaultAction, FaultStreamLeader};
 use runner_api::agent::AgentProgress;
 
@@ -301,13 +302,14 @@ fn seen(uid: Option<&str>, deleting: bool) -> FaultPodSeen {
         pod: "demo-0".into(),
         uid: uid.map(Into::into),
         deleting,
-        signalled: None,
+        answer: None,
     }
 }
 
 /// A crash is settled by the fault agent's report alone: at the agent's time, with its signal;
-/// the pod untouched (a crash restarts the container, not the pod) proves nothing either way,
-/// and a replaced pod is not a crash.
+/// the pod untouched (a crash restarts the container, not the pod) proves nothing either way.
+/// Its choice was in status, so it was asked: a replaced pod, or no report by the time it is
+/// late, leaves it unknown (`fault_unknown`), never "not done".
 #[test]
 fn a_crash_counts_only_by_the_agents_report() {
     let br = run(
@@ -334,9 +336,19 @@ fn a_crash_counts_only_by_the_agents_report() {
     let mut recs = vec![crash()];
     let replaced = seen(Some("u1"), false);
     settle_injections(&br, &mut recs, std::slice::from_ref(&replaced), &at);
-    assert_eq!(recs[0], crash(), "a replaced pod is no crash");
+    assert!(
+        recs[0].unknown(),
+        "a replaced pod may hide a crash: {:?}",
+        recs[0]
+    );
+    assert!(recs[0]
+        .message
+        .as_deref()
+        .unwrap()
+        .starts_with("unknown: pod demo-0"));
+    let mut recs = vec![crash()];
     let reported = FaultPodSeen {
-        signalled: Some(report),
+        answer: Some(AgentAnswer::Done(report)),
         ..seen(Some("u0"), false)
     };
     settle_injections(&br, &mut recs, std::slice::from_ref(&reported), &at);
@@ -349,11 +361,12 @@ fn a_crash_counts_only_by_the_agents_report() {
         r.message.as_deref(),
         Some("SIGKILL to nats-server (pid 7) in pod demo-0 (ordinal 0)")
     );
-    // No report, and late: not done.
+    // No report, and late: unknown (the ask may have been carried out), not "not done".
     let mut recs = vec![crash()];
     let untouched = seen(Some("u0"), false);
     settle_injections(&br, &mut recs, &[untouched], &time_at(12_500).unwrap());
-    assert!(recs[0].message.as_deref().unwrap().starts_with("not done"));
+    assert!(recs[0].unknown(), "{:?}", recs[0]);
+    assert!(recs[0].message.as_deref().unwrap().starts_with("unknown"));
 }
 
 /// A partition is recorded as the agent applied it: its ports and rules, when they were in
@@ -369,7 +382,7 @@ fn a_partition_is_recorded_with_the_agents_rules_and_times() {
         action: Some(FaultAction::Partition),
         ..injecting()
     };
-    let asked = crate::run::fault_request::request(&br, &part());
+    let asked = crate::run::fault_request::request(&br, &part(), false);
     assert_eq!(
         asked.action,
         runner_api::fault_agent::AgentAction::Partition
@@ -392,7 +405,7 @@ fn a_partition_is_recorded_with_the_agents_rules_and_times() {
     };
     let mut recs = vec![part()];
     let reported = FaultPodSeen {
-        signalled: Some(report),
+        answer: Some(AgentAnswer::Done(report)),
         ..seen(Some("u0"), false)
     };
     settle_injections(

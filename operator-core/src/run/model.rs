@@ -1,6 +1,7 @@
 //! What one reconcile pass read, as plain data: `decide`'s whole input besides the run itself.
 //! Observe (in the operator) fills it; tests build it by hand. Nothing here reads or writes.
 use super::fault_restart::FaultRestartSeen;
+use super::fault_unknown::FaultEvidenceSeen;
 use super::faults::{FaultLeaderSeen, FaultPodSeen};
 use super::server_usage::UsageRead;
 use super::target_auth::TargetSecret;
@@ -48,6 +49,8 @@ pub struct Observed {
     pub fault_restarts: Vec<FaultRestartSeen>,
     /// The Job deleting the run's streams (`stream_sweep`), when the run holds the finalizer.
     pub stream_sweep: Option<crate::run::stream_sweep::SweepSeen>,
+    /// Evidence for faults whose agent report was lost (`fault_unknown`).
+    pub fault_evidence: Vec<FaultEvidenceSeen>,
 }
 
 impl Observed {
@@ -71,6 +74,7 @@ impl Observed {
             fault_leaders: Vec::new(),
             fault_restarts: Vec::new(),
             stream_sweep: None,
+            fault_evidence: Vec::new(),
         }
     }
 }

@@ -36,7 +36,8 @@ pub fn is_workload_pod(p: &Pod) -> bool {
         })
 }
 
-fn server_container(p: &Pod) -> Option<&ContainerStatus> {
+/// The status of the pod's server container (its first: a fault agent is added after it).
+pub fn server_container(p: &Pod) -> Option<&ContainerStatus> {
     let name = &p.spec.as_ref()?.containers.first()?.name;
     let all = p.status.as_ref()?.container_statuses.as_ref()?;
     all.iter().find(|c| &c.name == name)
@@ -55,12 +56,13 @@ fn last_termination(c: &ContainerStatus) -> Option<String> {
     Some(format!("{reason} (exit {})", t.exit_code))
 }
 
-/// Pods named by a fault of this run that was carried out, and whether any was a deletion
-/// (whose replacement may have a new name: a Deployment's pod).
+/// Pods named by a fault of this run that was carried out, or may have been (unknown: its
+/// agent's report lost; the verdict says so), and whether any was a deletion (whose
+/// replacement may have a new name: a Deployment's pod).
 fn faulted(faults: &[FaultRecord]) -> (Vec<&str>, bool) {
     let done: Vec<&FaultRecord> = faults
         .iter()
-        .filter(|f| f.executed_time.is_some())
+        .filter(|f| f.executed_time.is_some() || f.unknown())
         .collect();
     let pods = done.iter().filter_map(|f| f.pod.as_deref()).collect();
     let deleted = done

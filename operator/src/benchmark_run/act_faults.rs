@@ -1,7 +1,9 @@
 //! Act on the faults `decide` found due, intent first: each chosen pod is written to status
 //! before it is touched, so a lost status write or a leader change afterwards can neither turn
 //! the fault into "not done" (the next pass confirms it, `faults::settle_injections`) nor repeat
-//! it on another pod. A pass that finds the choice recorded acts on that same pod (uid-checked).
+//! it on another pod. A pass that finds the choice recorded acts on that same pod (uid-checked),
+//! as a repeat: an earlier pass may have acted, so only a report or a pod seen deleted settles
+//! it, and an agent without a report makes it unknown (`fault_request::outcome`).
 //!
 //! Faults due together are carried out together: every pod is chosen first, the choices go out
 //! in one status write, then every fault agent is asked at once. So one crash per ordinal at the
@@ -16,7 +18,7 @@ use kube::runtime::events::EventType;
 use msgbench_crds::benchmark_run::{BenchmarkRun, FaultAction, FaultInjection, FaultRecord};
 use msgbench_operator_core::run::build::RunIdentity;
 use msgbench_operator_core::run::decide::{self, Decision, EffectOutcome};
-use msgbench_operator_core::run::fault_request::AgentAnswer;
+use msgbench_operator_core::run::fault_request::{self, AgentAnswer};
 
 /// Carries out the due records `due` (indices into `status.faults`). What happens comes back as
 /// outcomes that the pure `decide::settle` writes into the records: act chooses nothing.
@@ -42,7 +44,9 @@ pub async fn inject_faults(
     let by_agent = |rec: &FaultRecord| rec.action.is_some_and(FaultAction::needs_agent);
     let (agent, deletion): (Vec<_>, Vec<_>) =
         (ready.into_iter()).partition(|(i, _)| by_agent(&d.status.faults[*i]));
-    let mut done = ask_agents(ctx, br, id, &d.status.faults, &agent).await;
+    // Chosen before this pass: an earlier pass may have asked (or deleted) already.
+    let repeat = |i: usize| !chosen.iter().any(|o| o.fault() == Some(i));
+    let mut done = ask_agents(ctx, br, id, &d.status.faults, &agent, repeat).await;
     for (index, injection) in deletion {
         let action = d.status.faults[index].action;
         match fault_inject::delete(ctx, &id.namespace, &injection, action).await {
@@ -51,6 +55,11 @@ pub async fn inject_faults(
                 injection,
                 at: now(),
             }),
+            // Gone or replaced after an earlier delete may be its work: the pod, looked at
+            // next pass, says (`settle_injections`).
+            Deletion::Refused(why) if repeat(index) => {
+                tracing::warn!(run = %id.name, %why, "repeated fault deletion refused")
+            }
             Deletion::Refused(why) => done.push(EffectOutcome::FaultNotDone { index, why }),
             // The pod is looked at on the next pass (soon: the record is still due).
             Deletion::Unknown(e) => {
@@ -101,25 +110,24 @@ async fn ask_agents(
     id: &RunIdentity,
     faults: &[FaultRecord],
     agent: &[(usize, FaultInjection)],
+    repeat: impl Fn(usize) -> bool,
 ) -> Vec<EffectOutcome> {
     let asks = agent.iter().map(|(i, inj)| {
-        let rec = faults[*i].clone();
-        async move { fault_by_agent::ask(ctx, br, &id.namespace, &rec, inj).await }
+        let (rec, repeat) = (faults[*i].clone(), repeat(*i));
+        async move { fault_by_agent::ask(ctx, br, &id.namespace, &rec, inj, repeat).await }
     });
     let answers = futures::future::join_all(asks).await;
     let mut out = Vec::new();
-    for ((index, injection), answer) in agent.iter().cloned().zip(answers) {
-        match answer {
-            AgentAnswer::Done(report) => out.push(EffectOutcome::FaultSignalled {
-                index,
-                injection,
-                report,
-            }),
-            AgentAnswer::Refused(why) => out.push(EffectOutcome::FaultNotDone { index, why }),
-            AgentAnswer::Unknown(e) => {
-                tracing::warn!(run = %id.name, error = %e, "fault unconfirmed")
-            }
+    for ((index, injection), answer) in agent.iter().zip(answers) {
+        if let AgentAnswer::Unknown(e) = &answer {
+            tracing::warn!(run = %id.name, error = %e, "fault unconfirmed");
         }
+        out.extend(fault_request::outcome(
+            *index,
+            injection,
+            answer,
+            repeat(*index),
+        ));
     }
     out
 }
@@ -142,6 +150,8 @@ async fn events(
 async fn fault_event(ctx: &Context, br: &BenchmarkRun, id: &RunIdentity, rec: &FaultRecord) {
     let (ty, reason) = if rec.executed() {
         (EventType::Normal, "FaultInjected")
+    } else if rec.unknown() {
+        (EventType::Warning, "FaultUnconfirmed")
     } else {
         (EventType::Warning, "FaultNotInjected")
     };

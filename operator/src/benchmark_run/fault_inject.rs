@@ -16,7 +16,7 @@ use msgbench_crds::benchmark_run::{
 };
 use msgbench_crds::{JetStreamCluster, MqttBroker};
 use msgbench_operator_core::run::faults::{self, choose_pod, FaultPodSeen};
-use msgbench_operator_core::run::{build, fault_request, fault_restart, variants};
+use msgbench_operator_core::run::{build, fault_restart, server_restarts, variants};
 use msgbench_operator_core::server::jetstream::nats_conf;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -112,7 +112,8 @@ pub async fn delete(
 }
 
 /// The pods that recorded injections name and that have no outcome yet, as they are now; for a
-/// `crash` or `pause`, the fault agent is asked again (the same key: it reports, never signals twice).
+/// fault by agent, the agent is asked again as a repeat (the same key: it reports, never acts
+/// twice; one that restarted since says it has no report).
 pub async fn injected_pods(
     ctx: &Context,
     br: &BenchmarkRun,
@@ -126,12 +127,9 @@ pub async fn injected_pods(
             continue;
         };
         let pod = pod_named(&api, &inj.pod).await?;
-        let signalled = match rec.action {
+        let answer = match rec.action {
             Some(a) if a.needs_agent() => {
-                match super::fault_by_agent::ask(ctx, br, ns, rec, inj).await {
-                    fault_request::AgentAnswer::Done(r) => Some(r),
-                    _ => None,
-                }
+                Some(super::fault_by_agent::ask(ctx, br, ns, rec, inj, true).await)
             }
             _ => None,
         };
@@ -139,7 +137,7 @@ pub async fn injected_pods(
             pod: inj.pod.clone(),
             uid: pod.as_ref().and_then(|p| p.uid()),
             deleting: pod.is_some_and(|p| p.metadata.deletion_timestamp.is_some()),
-            signalled,
+            answer,
         });
     }
     Ok(out)
@@ -190,11 +188,7 @@ pub async fn restarts_after(
         let Ok(Some(pod)) = pod_named(&api, name).await else {
             continue;
         };
-        // The server is the pod's first container (the agent is added after it).
-        let server = (pod.spec.as_ref()).and_then(|s| s.containers.first().map(|c| &c.name));
-        let statuses = (pod.status.as_ref()).and_then(|s| s.container_statuses.as_ref());
-        let status = statuses.and_then(|all| all.iter().find(|c| Some(&c.name) == server));
-        if let Some(status) = status {
+        if let Some(status) = server_restarts::server_container(&pod) {
             out.push(fault_restart::FaultRestartSeen {
                 fault: rec.fault,
                 trial: rec.trial,

@@ -12,6 +12,7 @@ mod act_faults;
 pub mod controller;
 pub mod endpoint_read;
 pub mod fault_by_agent;
+mod fault_evidence;
 pub mod fault_inject;
 pub mod gather;
 pub mod metrics;

@@ -153,6 +153,7 @@ async fn read(
         super::fault_inject::leaders_after(ctx, br, &id.namespace, &st.faults, &obs.now).await;
     obs.fault_restarts =
         super::fault_inject::restarts_after(ctx, &id.namespace, &st.faults, &obs.now).await;
+    obs.fault_evidence = super::fault_evidence::read(ctx, br, &id.namespace, &st.faults).await;
     let runners = br.spec.runners.count.max(1) as usize;
     let done = done_runners(&view, &obs.agents, ctx.runs.agent_port);
     let budget = &ctx.runs.merge_budget;

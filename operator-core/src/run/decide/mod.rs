@@ -114,6 +114,13 @@ pub enum EffectOutcome {
         injection: FaultInjection,
         report: FaultReport,
     },
+    /// An earlier ask may have reached the agent, and the answer now is no report: the fault
+    /// may have been carried out. It is unknown until evidence confirms it, never "not done".
+    FaultUnknown {
+        index: usize,
+        injection: FaultInjection,
+        answer: String,
+    },
     /// The chosen pod was deleted, at `at`.
     FaultDeleted {
         index: usize,
@@ -169,6 +176,9 @@ fn settle_fault(br: &BenchmarkRun, faults: &mut [FaultRecord], o: &EffectOutcome
             injection, report, ..
         } => super::faults::mark_signalled(br, rec, injection, report),
         FaultDeleted { injection, at, .. } => super::faults::mark_executed(br, rec, injection, at),
+        FaultUnknown {
+            injection, answer, ..
+        } => super::fault_unknown::mark_unknown(rec, injection, answer),
         Released { .. } => {}
     }
 }
@@ -182,11 +192,13 @@ impl EffectOutcome {
             FaultChosen { index, .. }
             | FaultNotDone { index, .. }
             | FaultSignalled { index, .. }
+            | FaultUnknown { index, .. }
             | FaultDeleted { index, .. } => Some(*index),
         }
     }
 
-    /// The fault's outcome is settled (done or not done), not just its pod chosen: worth an Event.
+    /// The fault's outcome is settled (done, not done or unknown), not just its pod chosen:
+    /// worth an Event.
     pub fn settles_fault(&self) -> bool {
         self.fault().is_some() && !matches!(self, EffectOutcome::FaultChosen { .. })
     }

@@ -7,7 +7,7 @@ use crate::run::model::Gathered;
 use crate::run::model::{AgentSeen, Observed};
 use crate::run::runner_pods::{job_complete, RunnerView};
 use crate::run::server_usage::{self, UsageRead};
-use crate::run::{fault_restart, faults, timing};
+use crate::run::{fault_restart, fault_unknown, faults, timing};
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, Phase, Progress, RunFailureReason,
 };
@@ -26,6 +26,7 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
     // Before anything can end the run: a fault whose pod was deleted counts as carried out.
     faults::settle_injections(br, &mut d.status.faults, &obs.fault_pods, &obs.now);
     faults::record_leaders_after(&mut d.status.faults, &obs.fault_leaders, &obs.now);
+    fault_unknown::confirm(br, &mut d.status.faults, &obs.fault_evidence, &obs.now);
     fault_restart::record_restarts(&mut d.status.faults, &obs.fault_restarts);
     let view = RunnerView::of(&obs.runner_pods, obs.job.as_ref());
     if let Some((reason, msg)) = view.failure() {
@@ -38,6 +39,15 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
         server_usage::apply(&mut d.status, read, true, connections);
     }
     match &obs.results {
+        // A fault whose report was lost is judged once its evidence is in or its bound passed
+        // (`fault_unknown::evidence_bound_ms`: at most the fault's duration + 20 s after it).
+        Some(Gathered::Complete(_))
+            if fault_unknown::evidence_due(&d.status.faults).count() > 0 =>
+        {
+            d.status.phase = Some(Phase::Merging);
+            d.requeue = Some(POLL);
+            return;
+        }
         Some(Gathered::Complete(lines)) => return verdict::decide(br, id, obs, lines, d),
         Some(Gathered::NotYet(_)) => {
             // A holding runner did not answer yet (it may just have exited): read again soon.

@@ -54,9 +54,10 @@ pub fn decide(
         );
     }
     rounds::conclude(br, st);
-    if let Some(msg) = faults::not_injected_in(br, &st.faults, ran) {
-        // The figures are kept: they show the run without the fault it asked for.
-        return fail(st, RunFailureReason::FaultsNotInjected, &msg, g, &obs.now);
+    if let Some((reason, msg)) = faults::not_injected_in(br, &st.faults, ran) {
+        // The figures are kept: they show the run without the fault it asked for, or with a
+        // fault nobody can confirm.
+        return fail(st, reason, &msg, g, &obs.now);
     }
     let mut env = environment(st.environment.take(), obs);
     env.server_restarts =

@@ -334,6 +334,7 @@ pub(super) fn fault_record(i: usize, variant: Option<String>) -> FaultRecord {
             trial_publish_stall_ms: Some(long(1e4)),
             publish_stall_from_fault_seconds: Some(long(1.0)),
         }),
+        report_lost: None,
         injecting: None,
     };
     let crash = FaultRecord {
@@ -368,13 +369,30 @@ pub(super) fn fault_record(i: usize, variant: Option<String>) -> FaultRecord {
             applied_time: time(3),
             heal_time: time(4),
         }),
-        ..base
+        ..base.clone()
     };
-    if bytes(&crash) > bytes(&partition) {
-        crash
-    } else {
-        partition
-    }
+    // A crash whose agent report was lost, confirmed by the kubelet: no signal, the answer at
+    // its limit and the evidence in words.
+    let evidence = "the server container exited (code 137) at 2026-01-01T00:00:00Z (kubelet; \
+                    restart count 2147483647)";
+    let lost = FaultRecord {
+        signal: None,
+        message: Some(format!(
+            "{}; report lost, confirmed: reportLost",
+            base.message.as_deref().unwrap_or_default()
+        )),
+        report_lost: Some(FaultReportLost {
+            asked_time: time(1),
+            answer: "a".repeat(crate::run::fault_unknown::MAX_ANSWER_CHARS),
+            confirmed: Some(evidence.into()),
+            unconfirmed: None,
+        }),
+        ..crash.clone()
+    };
+    [crash, partition, lost]
+        .into_iter()
+        .max_by_key(bytes)
+        .expect("three shapes")
 }
 
 pub(super) fn observed_pod(i: usize) -> ObservedPod {
