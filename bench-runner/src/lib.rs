@@ -22,6 +22,7 @@ pub mod plan;
 pub mod progress;
 pub mod recorder;
 pub mod report;
+pub mod stream_sweep;
 pub mod termination;
 
 pub use engine::run;

@@ -1,8 +1,8 @@
-//! `bench-runner run | merge | report`.
+//! `bench-runner run | merge | report | fault-agent | agent | delete-streams`.
 #![forbid(unsafe_code)]
 use anyhow::Context;
 use bench_runner::fault_agent::{self, FaultAgent};
-use bench_runner::{agent, engine, report, termination, ClientPath, RunOptions};
+use bench_runner::{agent, engine, report, stream_sweep, termination, ClientPath, RunOptions};
 use clap::{Parser, Subcommand};
 use runner_api::agent::{AgentConfig, ResultLine};
 use runner_api::control_auth::ControlVerifier;
@@ -126,6 +126,33 @@ enum Cmd {
         #[arg(long, env = runner_api::control_auth::RUN_UID_ENV)]
         run_uid: Option<String>,
     },
+    /// Delete the JetStream streams of one BenchmarkRun (`<stream>_<RUN>G<generation>_T<trial>`),
+    /// e.g. those a killed runner left behind. Prints one JSON line
+    /// `{"run","deleted":[..],"failed":[{"stream","error"}]}`; exits 1 when a delete failed.
+    /// Credentials from the environment as for `run` (MSGBENCH_TOKEN, ...).
+    DeleteStreams(DeleteStreams),
+}
+
+#[derive(clap::Args)]
+struct DeleteStreams {
+    /// nats://host:port or tls://host:port.
+    #[arg(long)]
+    url: String,
+    /// The run: the first 8 hex digits of its uid.
+    #[arg(long, value_parser = stream_sweep::parse_run)]
+    run: String,
+    /// PEM CA certificate a tls:// server's certificate is verified with (default: the
+    /// system's roots).
+    #[arg(long, visible_alias = "tls-ca-file", env = "MSGBENCH_TLS_CA_FILE")]
+    ca_file: Option<PathBuf>,
+    /// Seconds to keep retrying a server that refuses connections or does not resolve yet;
+    /// then fail naming the URL.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(0..=3600))]
+    connect_timeout_seconds: u32,
+    /// Prefix of the credential variables: `<prefix>_TOKEN`, `<prefix>_NKEY_SEED`, or
+    /// `<prefix>_USERNAME` and `<prefix>_PASSWORD` (an agent config's `targetAuth` prefix).
+    #[arg(long, default_value = "MSGBENCH")]
+    auth_env_prefix: String,
 }
 
 fn main() -> std::process::ExitCode {
@@ -141,7 +168,7 @@ fn main() -> std::process::ExitCode {
         let p = PathBuf::from(termination::DEFAULT_PATH);
         p.exists().then_some(p)
     });
-    match real_main(cli.cmd) {
+    match real_main(cli.cmd, termination_log.as_deref()) {
         Ok(code) => std::process::ExitCode::from(code),
         Err(e) => {
             eprintln!("bench-runner: {e:#}");
@@ -153,7 +180,7 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
+fn real_main(cmd: Cmd, termination_log: Option<&Path>) -> anyhow::Result<u8> {
     match cmd {
         Cmd::Run {
             file,
@@ -266,7 +293,29 @@ fn real_main(cmd: Cmd) -> anyhow::Result<u8> {
             rt.block_on(run_agent(cfg, runner_id, (listen, metrics_listen), auth))?;
             Ok(0)
         }
+        Cmd::DeleteStreams(args) => delete_streams(args, termination_log),
     }
+}
+
+/// `delete-streams`: the JSON line on stdout, the summary on stderr and in the termination log.
+fn delete_streams(a: DeleteStreams, termination_log: Option<&Path>) -> anyhow::Result<u8> {
+    // Never on the command line (it shows in `ps`): from the environment only.
+    let auth = Credentials::from_env(&a.auth_env_prefix, |k| std::env::var(k).ok());
+    let target = stream_sweep::target(&a.url, auth, a.ca_file)?;
+    let window = bench_runner::connect::ConnectWindow::new(
+        &target.raw,
+        std::time::Duration::from_secs(u64::from(a.connect_timeout_seconds)),
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let sweep = rt.block_on(stream_sweep::sweep(&target, &a.run, &window))?;
+    println!("{}", sweep.json_line());
+    eprintln!("bench-runner: {}", sweep.summary());
+    if let Some(p) = termination_log {
+        sweep.write_termination(p);
+    }
+    Ok(sweep.exit_code())
 }
 
 /// Runs every trial, then holds the results until the operator confirmed it has them.

@@ -1,6 +1,6 @@
 //! The runner's side of the termination message ([`runner_api::termination`]): which reason an
 //! error stands for, and writing it where Kubernetes picks it up.
-use runner_api::termination::{RunnerGaveUp, Termination};
+use runner_api::termination::{RunnerGaveUp, Termination, MAX_MESSAGE_CHARS};
 use std::path::Path;
 
 /// Where Kubernetes expects the termination message (the container's terminationMessagePath).
@@ -39,7 +39,18 @@ pub fn of(e: &anyhow::Error) -> Termination {
 /// Writes `t` to `path`. Best effort: outside a container the file may not be writable, and
 /// the error is on stderr anyway.
 pub fn write(t: &Termination, path: &Path) {
-    if let Err(e) = std::fs::write(path, t.to_json()) {
+    write_text(&t.to_json(), path);
+}
+
+/// Writes the summary of a command that succeeded (e.g. `delete-streams`) to `path`, as plain
+/// text: not a [`Termination`], so no failure reason is read into it. Best effort, like [`write`].
+pub fn write_note(note: &str, path: &Path) {
+    let note: String = note.chars().take(MAX_MESSAGE_CHARS).collect();
+    write_text(&note, path);
+}
+
+fn write_text(text: &str, path: &Path) {
+    if let Err(e) = std::fs::write(path, text) {
         tracing::debug!(path = %path.display(), error = %e, "no termination message written");
     }
 }
@@ -48,7 +59,6 @@ pub fn write(t: &Termination, path: &Path) {
 mod tests {
     use super::*;
     use crate::connect::TargetUnreachable;
-    use runner_api::termination::MAX_MESSAGE_CHARS;
     use std::time::Duration;
 
     #[test]
@@ -91,5 +101,10 @@ mod tests {
         write(&t, Path::new("/nonexistent-dir/termination-log"));
         let long = of(&anyhow::anyhow!("{}", "y".repeat(5000)));
         assert_eq!(long.message.chars().count(), MAX_MESSAGE_CHARS);
+        // A success note is plain text, cut the same way, and never read as a failure.
+        write_note(&"z".repeat(5000), &path);
+        let note = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(note.chars().count(), MAX_MESSAGE_CHARS);
+        assert_eq!(Termination::parse(&note), None);
     }
 }

@@ -83,7 +83,64 @@ pub struct RunIsolation {
 /// Odd, so `n * TRIAL_STRIDE` differs for every trial number below 2^16.
 const TRIAL_STRIDE: u16 = 0x9E37;
 
+/// Length of a run prefix ([`run_prefix`]).
+pub const RUN_PREFIX_LEN: usize = 8;
+
+/// The hex digits of a uid, lowercase, zero-padded on the left to at least 12 (objects from the
+/// API always have a uid; tests may not).
+fn uid_hex(uid: &str) -> String {
+    let hex: String = uid
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    format!("{hex:0>12}")
+}
+
+/// What every [`RunIsolation::id`] of a run starts with, in all its spec generations: the
+/// first 8 hex digits of its uid, lowercase. [`is_stream_of_run`] finds the run's streams by it.
+pub fn run_prefix(uid: &str) -> String {
+    uid_hex(uid)[..RUN_PREFIX_LEN].to_string()
+}
+
+/// Whether `s` could be a [`run_prefix`]: exactly 8 hex digits (either case).
+pub fn is_run_prefix(s: &str) -> bool {
+    s.len() == RUN_PREFIX_LEN && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Whether `stream` is one [`RunIsolation::stream`] made for the run with prefix `run`, in any
+/// generation and trial: it ends with `_<RUN>G<digits>_T<digits>` (RUN uppercased). Exact, so a
+/// sweep of one run never deletes another run's stream or a stream someone named by hand.
+pub fn is_stream_of_run(stream: &str, run: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !is_run_prefix(run) {
+        return false;
+    }
+    let Some((rest, trial)) = stream.rsplit_once("_T") else {
+        return false;
+    };
+    let Some((rest, generation)) = rest.rsplit_once('G') else {
+        return false;
+    };
+    digits(trial)
+        && digits(generation)
+        && rest
+            .strip_suffix(run.to_ascii_uppercase().as_str())
+            .is_some_and(|base| base.ends_with('_'))
+}
+
 impl RunIsolation {
+    /// A run's wire identity, from its uid (random) and spec generation: id
+    /// `<run_prefix>g<generation>`, and a payload tag from the next 4 hex digits of the uid.
+    pub fn for_run(uid: &str, generation: i64) -> RunIsolation {
+        let hex = uid_hex(uid);
+        let tag = u16::from_str_radix(&hex[8..12], 16).unwrap_or(0) ^ (generation as u16);
+        RunIsolation {
+            id: format!("{}g{generation}", &hex[..RUN_PREFIX_LEN]),
+            tag,
+        }
+    }
+
     /// The payload tag of `trial` (1-based).
     pub fn tag_of(&self, trial: u32) -> u16 {
         self.tag
@@ -96,7 +153,8 @@ impl RunIsolation {
         format!("{prefix}-{}-t{trial}", self.id)
     }
 
-    /// A JetStream stream name made this trial's own: `<stream>_<ID>_T<trial>`.
+    /// A JetStream stream name made this trial's own: `<stream>_<ID>_T<trial>` (what
+    /// [`is_stream_of_run`] recognises).
     pub fn stream(&self, stream: &str, trial: u32) -> String {
         format!("{stream}_{}_T{trial}", self.id.to_uppercase())
     }
@@ -338,7 +396,83 @@ pub struct ResultsAck {
 
 #[cfg(test)]
 mod tests {
-    use super::AgentConfig;
+    use super::{is_run_prefix, is_stream_of_run, run_prefix, AgentConfig, RunIsolation};
+
+    const UID: &str = "ABCDEF12-3456-7890-abcd-ef1234567890";
+
+    #[test]
+    fn a_run_prefix_is_the_first_8_hex_digits_of_the_uid() {
+        assert_eq!(run_prefix(UID), "abcdef12");
+        // Dashes and other non-hex characters are skipped; a short uid is padded on the left.
+        assert_eq!(run_prefix("u-1"), "00000000");
+        assert_eq!(run_prefix("zz-12345678-9abc"), "12345678");
+        let iso = RunIsolation::for_run(UID, 3);
+        assert_eq!(iso.id, "abcdef12g3");
+        assert_eq!(iso.tag, 0x3456 ^ 3);
+        assert!(iso.id.starts_with(&run_prefix(UID)));
+        assert!(is_run_prefix("abcdef12") && is_run_prefix("ABCDEF12"));
+        for bad in [
+            "",
+            "abcdef1",
+            "abcdef123",
+            "abcdefg1",
+            "abcdef1-",
+            "ábcdef1",
+        ] {
+            assert!(!is_run_prefix(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn streams_of_a_run_match_exactly() {
+        assert!(is_stream_of_run("FOO_ABCDEF12G3_T1", "abcdef12"));
+        assert!(is_stream_of_run("FOO_ABCDEF12G3_T1", "ABCDEF12"));
+        assert!(is_stream_of_run("MY_STREAM_ABCDEF12G12_T345", "abcdef12"));
+        // A base that itself looks like a run's stream: only the end counts.
+        assert!(is_stream_of_run(
+            "X_ABCDEF13G1_T1_ABCDEF12G2_T2",
+            "abcdef12"
+        ));
+        for not in [
+            "FOO_ABCDEF12G3_T1X",
+            "FOO_ABCDEF13G3_T1",
+            "FOO_ABCDEF12_T1",
+            "ABCDEF12G3_T1",
+            "FOO_abcdef12G3_T1",
+            "FOO_ABCDEF12g3_T1",
+            "FOO_ABCDEF12G3_t1",
+            "FOO_ABCDEF12G_T1",
+            "FOO_ABCDEF12G3_T",
+            "FOO_ABCDEF12G-3_T1",
+            "FOO_XABCDEF12G3_T1",
+            "FOO-ABCDEF12G3_T1",
+            "FOO_ABCDEF12G3",
+            "",
+        ] {
+            assert!(!is_stream_of_run(not, "abcdef12"), "{not:?}");
+        }
+        for run in ["", "abcdef1", "abcdef123", "bcdef12g", "abcdef1 "] {
+            assert!(!is_stream_of_run("FOO_ABCDEF12G3_T1", run), "{run:?}");
+        }
+    }
+
+    /// What `stream()` names, the matcher finds, in every generation and trial; a name made
+    /// for another run it does not.
+    #[test]
+    fn names_made_by_stream_match_their_run_only() {
+        let other = "abcdef13-0000-0000-0000-000000000000";
+        for generation in [1, 2, 17] {
+            for trial in [1, 2, 10] {
+                for base in ["MSGBENCH", "a_b", "x"] {
+                    let s = RunIsolation::for_run(UID, generation).stream(base, trial);
+                    assert!(is_stream_of_run(&s, &run_prefix(UID)), "{s}");
+                    assert!(!is_stream_of_run(&s, &run_prefix(other)), "{s}");
+                    let o = RunIsolation::for_run(other, generation).stream(base, trial);
+                    assert!(!is_stream_of_run(&o, &run_prefix(UID)), "{o}");
+                }
+            }
+        }
+    }
 
     /// A config written before `connectTimeoutSeconds` and `resultsHoldSeconds` existed still
     /// parses, with the defaults.

@@ -55,22 +55,8 @@ pub fn agent_config(spec: &BenchmarkRunSpec, target_url: &str) -> AgentConfig {
 /// uses subjects `<prefix>-<id>-t<n>` and its own payload tag, so runs sharing a server never
 /// see each other's messages, nor a generation its predecessor's.
 pub fn run_isolation(uid: &str, generation: i64) -> RunIsolation {
-    let hex: String = uid
-        .chars()
-        .filter(char::is_ascii_hexdigit)
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
-    let hex = if hex.len() >= 12 {
-        hex
-    } else {
-        // Objects from the API always have a uid; tests may not.
-        format!("{:0>12}", hex)
-    };
-    let tag = u16::from_str_radix(&hex[8..12], 16).unwrap_or(0) ^ (generation as u16);
-    RunIsolation {
-        id: format!("{}g{generation}", &hex[..8]),
-        tag,
-    }
+    // In runner-api, beside the stream matcher the runner's stream sweep uses.
+    RunIsolation::for_run(uid, generation)
 }
 
 pub fn config_map(id: &RunIdentity, cfg: &AgentConfig) -> Result<ConfigMap, serde_norway::Error> {
