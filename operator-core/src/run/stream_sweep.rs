@@ -80,14 +80,10 @@ pub fn job_name(run: &str) -> String {
     format!("{}{SUFFIX}", base.trim_end_matches(['-', '.']))
 }
 
-/// The run's id in its stream names: the first 8 hex digits of its uid, as
-/// `build::run_isolation` makes them.
+/// The run's id in its stream names: the first 8 hex digits of its uid (what
+/// `RunIsolation::for_run` names streams with and `delete-streams --run` takes).
 pub fn run_id(uid: &str) -> String {
-    super::build::run_isolation(uid, 0)
-        .id
-        .chars()
-        .take(8)
-        .collect()
+    runner_api::agent::run_prefix(uid)
 }
 
 /// A JetStream server to sweep.
