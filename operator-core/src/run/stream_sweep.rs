@@ -232,6 +232,9 @@ pub enum StreamsStep {
     Sweep(Box<Job>, String),
     /// The sweep is under way.
     Wait,
+    /// A run being deleted still has runners: delete its runner Jobs (garbage collection
+    /// would delete them only once the run is gone, which the finalizer holds up).
+    StopRunners,
     /// Release the finalizer; `StreamsDeleted` is (status, reason, message).
     Release(bool, &'static str, String),
 }
@@ -275,12 +278,14 @@ pub fn on_delete(
         return StreamsStep::Nothing;
     }
     let next = if runners_active {
-        StreamsStep::Wait
+        StreamsStep::StopRunners
     } else {
         step(br, id, targets_seen, sweep, operands)
     };
     match next {
-        StreamsStep::Sweep(..) | StreamsStep::Wait if waited >= DELETE_WAIT => {
+        StreamsStep::Sweep(..) | StreamsStep::Wait | StreamsStep::StopRunners
+            if waited >= DELETE_WAIT =>
+        {
             let why = format!(
                 "the sweep did not end within {} s of the run's deletion: streams of run id {} \
                  may remain",

@@ -153,8 +153,9 @@ fn a_deleted_run_waits_for_its_sweep_but_not_forever() {
     let step = on_delete(&br, &id, soon, true, &target, None, &ops);
     assert_eq!(
         step,
-        StreamsStep::Wait,
-        "a runner still running could make another stream"
+        StreamsStep::StopRunners,
+        "a runner still running could make another stream, and garbage collection waits for \
+         the run"
     );
     let step = on_delete(&br, &id, soon, false, &target, None, &ops);
     assert!(matches!(step, StreamsStep::Sweep(..)), "{step:?}");

@@ -182,7 +182,7 @@ async fn suspend(ctx: &Context, ns: &str, name: &str) -> Result<()> {
 
 /// Deletes this run's Jobs (pods go with them), ConfigMaps and NetworkPolicies whose labels
 /// match `pick`.
-async fn delete_children(
+pub(super) async fn delete_children(
     ctx: &Context,
     id: &RunIdentity,
     pick: impl Fn(&BTreeMap<String, String>) -> bool,

@@ -19,6 +19,7 @@ use msgbench_operator_core::meta::{LABEL_COMPONENT, LABEL_INSTANCE, LABEL_NAME};
 use msgbench_operator_core::run::build::{RunIdentity, KIND_LABEL};
 use msgbench_operator_core::run::decide::POLL;
 use msgbench_operator_core::run::stream_sweep::{self, StreamsStep, SweepSeen};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 const FINALIZER_MANAGER: &str = "msgbench-operator-streams";
@@ -147,6 +148,13 @@ pub async fn on_delete(ctx: &Context, br: &BenchmarkRun, id: &RunIdentity) -> Re
             Ok(Action::requeue(POLL))
         }
         StreamsStep::Wait => Ok(Action::requeue(POLL)),
+        StreamsStep::StopRunners => {
+            let runner = |l: &BTreeMap<String, String>| {
+                l.get(LABEL_COMPONENT).map(String::as_str) == Some("runner")
+            };
+            super::act::delete_children(ctx, id, runner).await?;
+            Ok(Action::requeue(POLL))
+        }
         StreamsStep::Release(deleted, reason, message) => {
             let ty = if deleted {
                 EventType::Normal

@@ -66,7 +66,8 @@ fn streams(
     );
     let (status, reason, message) = match step {
         StreamsStep::Nothing => return,
-        StreamsStep::Wait => {
+        // A finished run's runners are not stopped for the sweep (`after_finish` waits).
+        StreamsStep::Wait | StreamsStep::StopRunners => {
             d.requeue = Some(d.requeue.map_or(POLL, |r| r.min(POLL)));
             return;
         }
