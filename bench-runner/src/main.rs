@@ -27,6 +27,7 @@ struct Cli {
 enum Cmd {
     /// Run a workload against a target and write the result. A NATS target that requires
     /// auth takes MSGBENCH_TOKEN, MSGBENCH_NKEY_SEED, or MSGBENCH_USERNAME and
+    /// MSGBENCH_PASSWORD, an MQTT broker that requires a login MSGBENCH_USERNAME and
     /// MSGBENCH_PASSWORD, a pusher target its app's MSGBENCH_PUSHER_APP_ID, MSGBENCH_PUSHER_KEY
     /// and MSGBENCH_PUSHER_SECRET, from the environment (never from arguments, which `ps` shows).
     Run {

@@ -1,7 +1,10 @@
-//! bench-runner against a real mosquitto on loopback: MQTT 3.1.1 and 5, QoS 0/1/2.
+//! bench-runner against a real mosquitto on loopback: MQTT 3.1.1 and 5, QoS 0/1/2, with and
+//! without a login.
 mod support;
-use bench_runner::{run, RunOptions};
+use bench_runner::{run, ClientPath, RunOptions};
 use runner_api::result::RunnerResult;
+use runner_api::target::Credentials;
+use std::time::{Duration, Instant};
 use support::*;
 
 async fn run_ok(yaml: &str, port: u16) -> RunnerResult {
@@ -180,4 +183,87 @@ async fn subscribers_resubscribe_after_a_broker_restart() {
         !r.measured.errors.is_empty(),
         "the lost connection is counted"
     );
+}
+
+const PASSWORD: &str = "s3cret-mqtt-password";
+
+async fn run_as(
+    yaml: &str,
+    port: u16,
+    client: ClientPath,
+    password: Option<&str>,
+) -> anyhow::Result<RunnerResult> {
+    let credentials = password.map(|p| Credentials::UserPassword {
+        username: "bench".into(),
+        password: p.into(),
+    });
+    let opts = RunOptions {
+        runner_id: 5,
+        client,
+        credentials,
+        connect_timeout: Duration::from_secs(20),
+        ..Default::default()
+    };
+    run(workload(yaml), &format!("mqtt://127.0.0.1:{port}"), opts).await
+}
+
+/// A broker that requires a login: the user name and password go in CONNECT on both client
+/// paths (the batched wire publisher and rumqttc) and both MQTT versions, and every message
+/// is delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_with_a_login_delivers_everything_on_both_client_paths() {
+    let s = mosquitto_with_login("bench", PASSWORD);
+    for (client, version) in [
+        (ClientPath::Wire, "3.1.1"),
+        (ClientPath::Library, "3.1.1"),
+        (ClientPath::Library, "5"),
+    ] {
+        let yaml = format!(
+            "protocol: mqtt\npublishers: 2\nsubscribers: 2\ntopics: 2\nratePerPublisher: 500\nmessagesPerPublisher: 300\nmqtt: {{version: \"{version}\", qos: 1}}\n"
+        );
+        let case = format!("{client:?} MQTT {version}");
+        let r = run_as(&yaml, s.port, client, Some(PASSWORD))
+            .await
+            .unwrap_or_else(|e| panic!("{case}: {e:#}"));
+        let m = &r.measured;
+        assert_eq!((m.published, m.received), (600, 600), "{case}");
+        assert_eq!(m.ack_latency.len(), 600, "{case}");
+        assert!(m.errors.is_empty(), "{case}: {:?}", m.errors);
+    }
+}
+
+/// A wrong or missing password fails at once (not retried until the connect window ends), with
+/// an error naming the target and the refused login, never the password. `subscribers: 0`
+/// makes the publisher the first connection, so each client path meets the refusal itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_login_fails_fast_and_says_so_on_both_client_paths() {
+    let s = mosquitto_with_login("bench", PASSWORD);
+    for (client, version, subscribers, password) in [
+        (ClientPath::Wire, "3.1.1", 0, Some("wrong-password")),
+        (ClientPath::Library, "3.1.1", 0, Some("wrong-password")),
+        (ClientPath::Library, "5", 0, Some("wrong-password")),
+        (ClientPath::Wire, "3.1.1", 1, None),
+    ] {
+        let yaml = format!(
+            "protocol: mqtt\nsubscribers: {subscribers}\nratePerPublisher: 100\nmessagesPerPublisher: 10\nmqtt: {{version: \"{version}\", qos: 1}}\n"
+        );
+        let case = format!("{client:?} MQTT {version}, subscribers {subscribers}, {password:?}");
+        let t = Instant::now();
+        let e = run_as(&yaml, s.port, client, password).await;
+        let e = format!("{:#}", e.expect_err(&case));
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "{case}: {:?}",
+            t.elapsed()
+        );
+        assert!(e.contains("refused the login"), "{case}: {e}");
+        assert!(
+            e.contains(&format!("mqtt://127.0.0.1:{}", s.port)),
+            "{case}: {e}"
+        );
+        assert!(
+            !e.contains("wrong-password") && !e.contains(PASSWORD),
+            "{case}: {e}"
+        );
+    }
 }

@@ -43,6 +43,7 @@ use crate::common::{
 #[x_kube(validation = Rule::new("self.replicas == 1 || self.engine == 'custom'").message("replicas: engines mosquitto and rumqttd do not cluster; replicas must be 1 (use engine custom for a clustering broker)").field_path(".replicas"))]
 #[x_kube(validation = Rule::new("self.engine != 'custom' || has(self.image)").message("image: engine custom needs an image").field_path(".image"))]
 #[x_kube(validation = Rule::new("self.engine == 'custom' || !has(self.custom)").message("custom: only valid with engine custom").field_path(".custom"))]
+#[x_kube(validation = Rule::new("self.engine == 'mosquitto' || !has(self.auth)").message("auth: only valid with engine mosquitto (the operator writes only mosquitto's password file)").field_path(".auth"))]
 #[x_kube(validation = pinning_rules()[0].clone())]
 #[x_kube(validation = pinning_rules()[1].clone())]
 #[x_kube(validation = pinning_rules()[2].clone())]
@@ -81,6 +82,10 @@ pub struct MqttBrokerSpec {
     /// Persist retained messages and sessions to a volume.
     #[serde(default)]
     pub persistence: Persistence,
+    /// Clients must log in with the user name and password of a Secret (engine mosquitto
+    /// only). Unset: anonymous clients are allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<MqttAuth>,
     /// CPU and memory per broker pod.
     #[serde(default)]
     pub resources: Resources,
@@ -115,6 +120,20 @@ pub enum MqttEngine {
     Rumqttd,
     /// Any MQTT broker image, configured through `custom`.
     Custom,
+}
+
+/// The broker's one user, taken from a Secret in the same namespace.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MqttAuth {
+    /// Secret with keys `username` and `password`. The broker pod hashes them into mosquitto's
+    /// password file when it starts, and the benchmark runners read them by reference; the
+    /// operator never reads the Secret. A changed Secret takes effect when the pod restarts.
+    #[schemars(
+        length(min = 1, max = 253),
+        regex(pattern = crate::names::DNS_SUBDOMAIN_PATTERN)
+    )]
+    pub secret_name: String,
 }
 
 /// How to run a custom broker image.

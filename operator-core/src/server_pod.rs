@@ -30,6 +30,9 @@ pub struct ServerPod<'a> {
     pub uid: i64,
     /// The server container; resources and security context are filled in here.
     pub container: Container,
+    /// Run to completion before the server starts, with the server's resources (the pod keeps
+    /// its QoS class) and security context.
+    pub init_containers: Vec<Container>,
     pub volumes: Vec<Volume>,
     pub resources: &'a Resources,
     pub tuning: &'a Tuning,
@@ -89,10 +92,14 @@ fn config_hash_bytes(b: &[u8]) -> String {
 }
 
 fn unhashed_pod_template(p: ServerPod<'_>) -> PodTemplateSpec {
-    let mut container = p.container;
-    container.resources = container_resources(p.resources, p.tuning);
-    container.security_context = Some(container_security_context());
-    container.image_pull_policy = Some(p.image_pull_policy.into());
+    let harden = |mut c: Container| {
+        c.resources = container_resources(p.resources, p.tuning);
+        c.security_context = Some(container_security_context());
+        c.image_pull_policy = Some(p.image_pull_policy.into());
+        c
+    };
+    let container = harden(p.container);
+    let init_containers: Vec<Container> = p.init_containers.into_iter().map(harden).collect();
     let placement = pod_placement(Some(p.placement), &p.owner.selector_labels());
     let annotations: BTreeMap<String, String> = p
         .config
@@ -106,6 +113,7 @@ fn unhashed_pod_template(p: ServerPod<'_>) -> PodTemplateSpec {
         }),
         spec: Some(PodSpec {
             share_process_namespace: p.fault_agent.is_some().then_some(true),
+            init_containers: (!init_containers.is_empty()).then_some(init_containers),
             containers: std::iter::once(container)
                 .chain(
                     (p.fault_agent.iter())

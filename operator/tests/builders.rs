@@ -172,6 +172,18 @@ fn mqtt_broker_mosquitto_deployment() {
     insta::assert_yaml_snapshot!("mqb_basic", c);
 }
 
+/// `spec.auth`: an init container of the broker's image hashes the Secret's user into the
+/// password file the broker reads; hardened like the broker, credentials by reference only.
+#[test]
+fn mqtt_broker_with_auth_hashes_its_secret_at_pod_start() {
+    let (_, c) = build::<MqttBroker>("mqb-auth.yaml");
+    assert_hardened(&c);
+    assert_contract_labels(&c, "mqttbroker", "mosq-auth");
+    let yaml = serde_norway::to_string(&c).unwrap();
+    assert!(!yaml.contains("value: "), "no literal env value: {yaml}");
+    insta::assert_yaml_snapshot!("mqb_auth", c);
+}
+
 #[test]
 fn mqtt_broker_pinned_persistent_statefulset() {
     let (_, c) = build::<MqttBroker>("mqb-pinned-persistent.yaml");

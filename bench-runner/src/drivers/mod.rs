@@ -150,6 +150,10 @@ fn check_credentials(p: Protocol, target: &TargetUrl) -> anyhow::Result<()> {
         ),
         None => return Ok(()),
         Some(Credentials::PusherApp { .. }) => (p == Protocol::Pusher, "pusher"),
+        Some(Credentials::UserPassword { .. }) => (
+            matches!(p, Protocol::Nats | Protocol::Jetstream | Protocol::Mqtt),
+            "nats, jetstream and mqtt",
+        ),
         Some(_) => (
             matches!(p, Protocol::Nats | Protocol::Jetstream),
             "nats and jetstream",

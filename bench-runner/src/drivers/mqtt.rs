@@ -45,7 +45,8 @@ impl MqttDriver {
         // Client ids from the run's own prefix: two runs on one broker never take over each
         // other's sessions.
         let id = format!("{}-{}-{role}-{idx}", self.w.topic_prefix, self.runner);
-        let (c, mut l) = mqtt_client::new(&self.target.host, self.target.port, id, &self.o);
+        let login = super::mqtt_wire::login(&self.target);
+        let (c, mut l) = mqtt_client::new(&self.target.host, self.target.port, id, &self.o, login);
         let connected = tokio::time::timeout(Duration::from_secs(10), async {
             loop {
                 match l.poll().await {

@@ -27,11 +27,21 @@ pub enum Loop {
     V5(Box<rumqttc::v5::EventLoop>),
 }
 
-pub fn new(host: &str, port: u16, id: String, o: &MqttOptions) -> (Client, Loop) {
+/// `login`: the user name and password sent in CONNECT, when the broker requires them.
+pub fn new(
+    host: &str,
+    port: u16,
+    id: String,
+    o: &MqttOptions,
+    login: Option<(&str, &str)>,
+) -> (Client, Loop) {
     let cap = 4096;
     match o.version {
         MqttVersion::V311 => {
             let mut m = rumqttc::MqttOptions::new(id, host, port);
+            if let Some((user, password)) = login {
+                m.set_credentials(user, password);
+            }
             m.set_keep_alive(Duration::from_secs(u64::from(o.keep_alive_seconds)))
                 .set_inflight(o.max_in_flight)
                 .set_max_packet_size(2 << 20, 2 << 20)
@@ -42,6 +52,9 @@ pub fn new(host: &str, port: u16, id: String, o: &MqttOptions) -> (Client, Loop)
         }
         MqttVersion::V5 => {
             let mut m = rumqttc::v5::MqttOptions::new(id, host, port);
+            if let Some((user, password)) = login {
+                m.set_credentials(user, password);
+            }
             m.set_keep_alive(Duration::from_secs(u64::from(o.keep_alive_seconds)))
                 .set_outgoing_inflight_upper_limit(o.max_in_flight)
                 .set_max_packet_size(Some(2 << 20))
@@ -109,6 +122,28 @@ impl Client {
     }
 }
 
+/// rumqttc's error as text; a refused login says so (its own text, "Connection refused", reads
+/// as a target not up yet, which the connect window would retry until it ends).
+fn v4_error(e: rumqttc::ConnectionError) -> String {
+    match e {
+        rumqttc::ConnectionError::ConnectionRefused(code) => {
+            super::mqtt_wire::login_refused(code as u8).unwrap_or_else(|| e.to_string())
+        }
+        e => e.to_string(),
+    }
+}
+
+fn v5_error(e: rumqttc::v5::ConnectionError) -> String {
+    use rumqttc::v5::mqttbytes::v5::ConnectReturnCode as C;
+    let code = match &e {
+        rumqttc::v5::ConnectionError::ConnectionRefused(C::BadUserNamePassword) => Some(0x86),
+        rumqttc::v5::ConnectionError::ConnectionRefused(C::NotAuthorized) => Some(0x87),
+        _ => None,
+    };
+    code.and_then(super::mqtt_wire::login_refused)
+        .unwrap_or_else(|| e.to_string())
+}
+
 impl Loop {
     pub async fn poll(&mut self) -> Result<Ev, String> {
         use rumqttc::v5::mqttbytes::v5::Packet as P5;
@@ -120,7 +155,7 @@ impl Loop {
             _ => Ev::Other,
         };
         Ok(match self {
-            Loop::V4(l) => match l.poll().await.map_err(|e| e.to_string())? {
+            Loop::V4(l) => match l.poll().await.map_err(v4_error)? {
                 E4::Incoming(P4::Publish(p)) => Ev::Publish(p.payload),
                 E4::Incoming(P4::ConnAck(_)) => Ev::ConnAck,
                 E4::Incoming(P4::SubAck(_)) => Ev::SubAck,
@@ -129,7 +164,7 @@ impl Loop {
                 E4::Incoming(_) => Ev::Other,
                 E4::Outgoing(o) => out(o),
             },
-            Loop::V5(l) => match l.poll().await.map_err(|e| e.to_string())? {
+            Loop::V5(l) => match l.poll().await.map_err(v5_error)? {
                 E5::Incoming(P5::Publish(p)) => Ev::Publish(p.payload),
                 E5::Incoming(P5::ConnAck(_)) => Ev::ConnAck,
                 E5::Incoming(P5::SubAck(_)) => Ev::SubAck,

@@ -8,7 +8,7 @@ use crate::payload::{Header, HEADER_BYTES};
 use crate::recorder::{note_sent, record_ack, Shared};
 use bytes::{Buf, BytesMut};
 use futures::future::BoxFuture;
-use runner_api::target::TargetUrl;
+use runner_api::target::{Credentials, TargetUrl};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -37,18 +37,47 @@ fn put_str(out: &mut Vec<u8>, s: &[u8]) {
     out.extend_from_slice(s);
 }
 
-/// CONNECT (clean session) with `keep_alive` seconds.
-pub fn connect_packet(client_id: &str, keep_alive: u16) -> Vec<u8> {
+/// CONNECT (clean session) with `keep_alive` seconds, and a user name and password when the
+/// broker requires them.
+pub fn connect_packet(client_id: &str, keep_alive: u16, login: Option<(&str, &str)>) -> Vec<u8> {
     let mut body = Vec::new();
     put_str(&mut body, b"MQTT");
     body.push(4); // protocol level 3.1.1
-    body.push(0x02); // clean session
+                  // Clean session; user name and password flags (0x80, 0x40) with a login.
+    body.push(if login.is_some() { 0xC2 } else { 0x02 });
     body.extend_from_slice(&keep_alive.to_be_bytes());
     put_str(&mut body, client_id.as_bytes());
+    if let Some((user, password)) = login {
+        put_str(&mut body, user.as_bytes());
+        put_str(&mut body, password.as_bytes());
+    }
     let mut out = vec![0x10];
     put_len(&mut out, body.len());
     out.extend_from_slice(&body);
     out
+}
+
+/// The user name and password a target's credentials give (only those: the driver refuses
+/// others before connecting).
+pub fn login(target: &TargetUrl) -> Option<(&str, &str)> {
+    match &target.auth {
+        Some(Credentials::UserPassword { username, password }) => Some((username, password)),
+        _ => None,
+    }
+}
+
+/// A CONNACK code that refuses the login (3.1.1: 4 and 5; MQTT 5: 0x86 and 0x87), as an error
+/// that names it. Not transient: connecting again with the same credentials cannot succeed.
+pub fn login_refused(code: u8) -> Option<String> {
+    let why = match code {
+        4 | 0x86 => "bad user name or password",
+        5 | 0x87 => "not authorized",
+        _ => return None,
+    };
+    Some(format!(
+        "the broker refused the login: {why} (CONNACK return code {code}); check the user name \
+         and password"
+    ))
 }
 
 /// Appends PUBLISH (QoS 0 without a packet id, QoS 1 with one).
@@ -206,7 +235,8 @@ impl WirePublisher {
             let s = TcpStream::connect(target.addr()).await?;
             s.set_nodelay(true)?;
             let (mut r, mut w) = s.into_split();
-            w.write_all(&connect_packet(client_id, keep_alive)).await?;
+            w.write_all(&connect_packet(client_id, keep_alive, login(target)))
+                .await?;
             let mut buf = BytesMut::with_capacity(64 * 1024);
             let (kind, body) = loop {
                 if let Some(p) = parse(&mut buf)? {
@@ -216,6 +246,12 @@ impl WirePublisher {
                     anyhow::bail!("connection closed before CONNACK");
                 }
             };
+            if let Some(refused) = (kind == 2 && body.len() >= 2)
+                .then(|| login_refused(body[1]))
+                .flatten()
+            {
+                anyhow::bail!(refused);
+            }
             if kind != 2 || body.len() < 2 || body[1] != 0 {
                 anyhow::bail!(
                     "CONNACK refused (packet type {kind}, return code {:?})",
@@ -385,8 +421,16 @@ mod tests {
         // Type 3 QoS 1, remaining length 2+3+2+200 = 207 = varint [0xCF, 0x01].
         assert_eq!(&out[..3], &[0x32, 0xCF, 0x01]);
         assert_eq!(&out[3..10], b"\x00\x03a/1\x01\x02");
-        let c = connect_packet("id", 30);
+        let c = connect_packet("id", 30, None);
         assert_eq!(&c[..2], &[0x10, 14], "6 + 1 + 1 + 2 + 2 + 2 bytes");
+        let c = connect_packet("id", 30, Some(("u", "pw")));
+        assert_eq!(
+            &c[..2],
+            &[0x10, 14 + 3 + 4],
+            "and the user name and password"
+        );
+        assert_eq!(c[9], 0xC2, "user name, password and clean session flags");
+        assert_eq!(&c[16..], b"\x00\x01u\x00\x02pw");
         let wire = [
             &[0x20, 0x02, 0x00, 0x00][..],
             &[0x40, 0x02, 0x12, 0x34],

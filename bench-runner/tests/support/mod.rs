@@ -291,6 +291,42 @@ pub fn mosquitto_at(port: u16) -> Server {
     }
 }
 
+/// A mosquitto that refuses anonymous clients: its one user `user` with `password`, hashed into
+/// a password file by mosquitto_passwd (as the broker pod's init container does).
+pub fn mosquitto_with_login(user: &str, password: &str) -> Server {
+    let (port, dir) = (free_port(), tempfile::tempdir().unwrap());
+    let passwd = dir.path().join("passwd");
+    let made = Command::new(tool("mosquitto_passwd"))
+        .args(["-b", "-c"])
+        .arg(&passwd)
+        .args([user, password])
+        .status()
+        .unwrap();
+    assert!(made.success(), "mosquitto_passwd: {made}");
+    let conf = dir.path().join("mosquitto.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "listener {port} 127.0.0.1\nallow_anonymous false\npassword_file {}\npersistence false\nmax_queued_messages 100000\nuser root\n",
+            passwd.display()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(tool("mosquitto"))
+        .arg("-c")
+        .arg(&conf)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_listening(port, Duration::from_secs(15), &mut child);
+    Server {
+        child,
+        port,
+        _dir: dir,
+    }
+}
+
 /// A TCP proxy adding `delay` to every byte in both directions (bandwidth unchanged).
 pub async fn delay_proxy(upstream: u16, delay: Duration) -> u16 {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -1,5 +1,6 @@
 # Docker equivalent of `e2e/images/build mosquitto`: Debian bookworm's mosquitto 2.0.11 with its
-# libraries, run as uid 1883. (Docker users may also use the official eclipse-mosquitto:2.0.11.)
+# libraries and /usr/bin/mosquitto_passwd (an MqttBroker with spec.auth runs it), run as uid
+# 1883. (Docker users may also use the official eclipse-mosquitto:2.0.11, which has both.)
 #   docker build -f e2e/images/docker/mosquitto.Dockerfile -t docker.io/library/eclipse-mosquitto:2.0.11 .
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends mosquitto \

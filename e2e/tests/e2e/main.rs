@@ -18,6 +18,7 @@ mod jetstream_cluster;
 mod kubelet_refusal;
 mod leader_election;
 mod leader_partition;
+mod mqtt_auth;
 mod mqtt_broker;
 mod node_failure;
 mod operator_install;

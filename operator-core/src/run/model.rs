@@ -138,8 +138,8 @@ pub struct Resolved {
     pub not_ready: Option<String>,
     pub server_labels: Option<BTreeMap<String, String>>,
     pub environment: Option<ObservedEnvironment>,
-    /// The Secret clients authenticate with (a JetStreamCluster's `spec.auth`, a pusher
-    /// PubSubServer's app).
+    /// The Secret clients authenticate with (a JetStreamCluster's or an MqttBroker's
+    /// `spec.auth`, a pusher PubSubServer's app).
     pub auth: Option<TargetSecret>,
     /// The Secret whose `ca.crt` verifies a TLS target (a JetStreamCluster's `spec.tls`).
     pub tls_ca_secret: Option<String>,

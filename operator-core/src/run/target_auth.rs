@@ -1,5 +1,5 @@
-//! Credentials for targets that require them (a JetStreamCluster with `spec.auth`, a
-//! PubSubServer with protocol pusher), pure. The
+//! Credentials for targets that require them (a JetStreamCluster or an MqttBroker with
+//! `spec.auth`, a PubSubServer with protocol pusher), pure. The
 //! runner container reads each from the server's own Secret through `secretKeyRef` environment
 //! variables; the agent config (a ConfigMap) names only the variables. The operator never reads
 //! the Secret, so it needs no read access to Secrets.
@@ -51,6 +51,8 @@ pub enum TargetSecret {
     Nats(NatsAuth),
     /// A PubSubServer's Pusher app (`spec.pusher.secretName`).
     PusherApp { secret_name: String },
+    /// An MqttBroker's user (`spec.auth.secretName`): sent in MQTT CONNECT.
+    MqttUser { secret_name: String },
 }
 
 impl TargetSecret {
@@ -67,6 +69,10 @@ impl TargetSecret {
                     }
                     NatsAuthMode::Nkey => &[("NKEY_SEED", "seed")],
                 },
+            ),
+            TargetSecret::MqttUser { secret_name } => (
+                secret_name,
+                &[("USERNAME", "username"), ("PASSWORD", "password")],
             ),
             TargetSecret::PusherApp { secret_name } => (
                 secret_name,
@@ -167,11 +173,15 @@ mod tests {
         let p = TargetSecret::PusherApp {
             secret_name: "sockudo-app".into(),
         };
+        let m = TargetSecret::MqttUser {
+            secret_name: "mqtt-user".into(),
+        };
         let (config, env) = runner_auth([
             ("nats://a:4222", &a),
             ("nats://b:4222", &b),
             ("nats://a:4222", &a),
             ("ws://p:6001", &p),
+            ("mqtt://m:1883", &m),
         ]);
         let prefixes: Vec<(&str, &str)> = config
             .iter()
@@ -182,7 +192,8 @@ mod tests {
             [
                 ("nats://a:4222", "MSGBENCH_AUTH_0"),
                 ("nats://b:4222", "MSGBENCH_AUTH_1"),
-                ("ws://p:6001", "MSGBENCH_AUTH_2")
+                ("ws://p:6001", "MSGBENCH_AUTH_2"),
+                ("mqtt://m:1883", "MSGBENCH_AUTH_3")
             ]
         );
         let refs: Vec<(String, String, String)> = env
@@ -209,6 +220,8 @@ mod tests {
                 row("MSGBENCH_AUTH_2_PUSHER_APP_ID", "sockudo-app", "appId"),
                 row("MSGBENCH_AUTH_2_PUSHER_KEY", "sockudo-app", "key"),
                 row("MSGBENCH_AUTH_2_PUSHER_SECRET", "sockudo-app", "secret"),
+                row("MSGBENCH_AUTH_3_USERNAME", "mqtt-user", "username"),
+                row("MSGBENCH_AUTH_3_PASSWORD", "mqtt-user", "password"),
             ]
         );
     }

@@ -6,9 +6,13 @@ mod monitoring;
 mod mosquitto_sys;
 
 use crate::runtime::context::Context;
+use kube::Api;
 use monitoring::{endpoint, read_pods};
-use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus};
-use msgbench_operator_core::run::server_usage::{sample_due, UsageRead};
+use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, ServerKind};
+use msgbench_crds::MqttBroker;
+use msgbench_operator_core::run::server_usage::{
+    sample_due, UsageRead, MOSQUITTO_NEEDS_CREDENTIALS,
+};
 
 /// Reads the target's server pods when a sample is due (`None`: not due). Best effort: an
 /// unreachable pod only drops out of this sample.
@@ -38,6 +42,14 @@ pub async fn read(
             "the operator runs with --no-varz (pod IPs not reachable)".into(),
         );
     }
+    if r.kind == ServerKind::MqttBroker {
+        if recorded_unavailable(st, MOSQUITTO_NEEDS_CREDENTIALS) {
+            return None; // the status keeps it: no need to look again
+        }
+        if requires_credentials(ctx, ns, &r.name).await {
+            return unavailable(source, MOSQUITTO_NEEDS_CREDENTIALS.into());
+        }
+    }
     if !sample_due(st, now_ms) {
         return None;
     }
@@ -49,4 +61,46 @@ pub async fn read(
         readings,
         now_ms,
     })
+}
+
+/// Whether the broker has `spec.auth`: its `$SYS` tree is then closed to the operator, which
+/// never reads the Secret. Best effort: a failed read lets the sample try (and drop out).
+async fn requires_credentials(ctx: &Context, ns: &str, name: &str) -> bool {
+    let got = Api::<MqttBroker>::namespaced(ctx.client.clone(), ns)
+        .get_opt(name)
+        .await;
+    match got {
+        Ok(b) => b.is_some_and(|b| b.spec.auth.is_some()),
+        Err(e) => {
+            tracing::debug!(error = %e, "reading the MqttBroker for usage");
+            false
+        }
+    }
+}
+
+fn recorded_unavailable(st: &BenchmarkRunStatus, why: &str) -> bool {
+    (st.server_usage.as_ref()).is_some_and(|u| u.unavailable.as_deref() == Some(why))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use msgbench_operator_core::run::server_usage::apply;
+
+    /// A broker with auth: the figures are unavailable, saying why, and once the status says
+    /// so the broker is not looked at again.
+    #[test]
+    fn a_broker_with_credentials_is_reported_unavailable_once() {
+        let mut st = BenchmarkRunStatus::default();
+        assert!(!recorded_unavailable(&st, MOSQUITTO_NEEDS_CREDENTIALS));
+        let read = UsageRead::Unavailable {
+            source: "mosquitto $SYS heap".into(),
+            why: MOSQUITTO_NEEDS_CREDENTIALS.into(),
+        };
+        apply(&mut st, &read, true, false);
+        let u = st.server_usage.as_ref().unwrap();
+        assert_eq!(u.unavailable.as_deref(), Some(MOSQUITTO_NEEDS_CREDENTIALS));
+        assert!(u.unavailable.as_deref().unwrap().contains("credentials"));
+        assert!(recorded_unavailable(&st, MOSQUITTO_NEEDS_CREDENTIALS));
+    }
 }

@@ -66,6 +66,9 @@ pub async fn resolve_target(
             .get_opt(&r.name)
             .await?
             .map(|s| {
+                auth = (s.spec.auth).map(|a| TargetSecret::MqttUser {
+                    secret_name: a.secret_name,
+                });
                 fault_agent = agent_of(policy, s.spec.fault_injection.as_ref(), false);
                 s.status
             }),

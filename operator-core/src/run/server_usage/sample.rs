@@ -18,5 +18,10 @@ pub enum Cpu {
     Unreported(&'static str),
 }
 
+/// Why a broker with `spec.auth` has no figures at all: `$SYS` is read over MQTT, the broker
+/// refuses anonymous clients, and the operator never reads the Secret that would let it in.
+pub const MOSQUITTO_NEEDS_CREDENTIALS: &str =
+    "the broker requires credentials the operator does not read (spec.auth)";
+
 /// Why a mosquitto reading has no CPU figure.
 pub const MOSQUITTO_NO_CPU: &str = "mosquitto's $SYS tree reports no process CPU";

@@ -170,6 +170,7 @@ pub fn build(
         owner,
         uid: NATS_UID,
         container,
+        init_containers: Vec::new(),
         volumes,
         resources: &spec.resources,
         tuning: &spec.tuning,

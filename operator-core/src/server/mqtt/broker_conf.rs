@@ -6,6 +6,9 @@ use std::fmt::Write;
 pub const MOSQUITTO_CONFIG_PATH: &str = "/mosquitto/config/mosquitto.conf";
 pub const MOSQUITTO_DATA_DIR: &str = "/mosquitto/data";
 pub const RUMQTTD_CONFIG_PATH: &str = "/etc/rumqttd/rumqttd.toml";
+/// The in-memory volume the broker pod's init container writes the password file to.
+pub const MOSQUITTO_AUTH_DIR: &str = "/mosquitto/auth";
+pub const MOSQUITTO_PASSWORD_FILE: &str = "/mosquitto/auth/passwd";
 
 /// Where the config file is mounted for this spec.
 pub fn config_path(spec: &MqttBrokerSpec) -> String {
@@ -53,10 +56,17 @@ fn mosquitto(spec: &MqttBrokerSpec) -> String {
         let _ = writeln!(c, "listener {} 0.0.0.0", ws.port);
         let _ = writeln!(c, "protocol websockets");
     }
-    // No credentials (the spec has none to give): the server's NetworkPolicy fences it to its
-    // own namespace, the operator and the chart's `serverPods.networkPolicy.clientsFrom`
-    // (`server::fence`), on clusters whose network plugin enforces NetworkPolicy.
-    let _ = writeln!(c, "allow_anonymous true");
+    if spec.auth.is_some() {
+        // The Secret's user, hashed into this file at pod start (`build::password_file`): the
+        // config names the file, never a credential.
+        let _ = writeln!(c, "allow_anonymous false");
+        let _ = writeln!(c, "password_file {MOSQUITTO_PASSWORD_FILE}");
+    } else {
+        // No credentials (the spec has none to give): the server's NetworkPolicy fences it to
+        // its own namespace, the operator and the chart's `serverPods.networkPolicy.clientsFrom`
+        // (`server::fence`), on clusters whose network plugin enforces NetworkPolicy.
+        let _ = writeln!(c, "allow_anonymous true");
+    }
     let _ = writeln!(c, "max_connections {}", spec.max_connections.unwrap_or(-1));
     if let Some(q) = spec.max_queued_messages {
         let _ = writeln!(c, "max_queued_messages {q}");

@@ -1,13 +1,14 @@
 //! MqttBroker children: ConfigMap, Service, and a StatefulSet (persistent) or Deployment.
 
-use super::broker_conf::{self, MOSQUITTO_DATA_DIR};
+use super::broker_conf::{self, MOSQUITTO_AUTH_DIR, MOSQUITTO_DATA_DIR, MOSQUITTO_PASSWORD_FILE};
 use crate::fault_agent_pod::AgentNetwork;
 use crate::meta::Owner;
 use crate::operands::{merged, OperandDefaults};
+use crate::run::target_auth::secret_env;
 use crate::server::children::Children;
 use crate::server::fence::{self, Fence, PeerPorts};
 use crate::server::jetstream::build::value_env;
-use crate::server_pod::{empty_dir, pod_template, ServerPod};
+use crate::server_pod::{empty_dir, mount, pod_template, ServerPod};
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, StatefulSet, StatefulSetSpec,
 };
@@ -147,6 +148,14 @@ pub fn build(
             )
         }
     };
+    let init_containers = match spec.auth.as_ref() {
+        Some(a) if spec.engine == MqttEngine::Mosquitto => {
+            volumes.push(empty_dir(AUTH_VOLUME, true));
+            mounts.push(mount(AUTH_VOLUME, MOSQUITTO_AUTH_DIR, true));
+            vec![password_file(&image, &a.secret_name)]
+        }
+        _ => Vec::new(),
+    };
     let mut env = Vec::new();
     if let Some(t) = mqb.spec.tuning.threads {
         env.push(value_env("THREADS", t.to_string()));
@@ -177,6 +186,7 @@ pub fn build(
         owner,
         uid,
         container,
+        init_containers,
         volumes,
         resources: &spec.resources,
         tuning: &spec.tuning,
@@ -258,6 +268,40 @@ pub fn build(
     children
 }
 
+const AUTH_VOLUME: &str = "auth";
+/// mosquitto_passwd where both the official image (Alpine) and Debian's package put it.
+pub const MOSQUITTO_PASSWD: &str = "/usr/bin/mosquitto_passwd";
+
+/// Hashes the Secret's user into mosquitto's password file, in the broker's image before the
+/// broker starts. The credentials come from the Secret through `secretKeyRef` and reach the
+/// command line by the kubelet's `$(VAR)` expansion: the pod spec names only the variables,
+/// the operator never reads the Secret, and the file holds a salted hash. A missing Secret or
+/// key stops this container with the kubelet naming it, which the server's status reports.
+fn password_file(image: &str, secret: &str) -> Container {
+    Container {
+        name: "password-file".into(),
+        image: Some(image.into()),
+        command: Some(
+            [
+                MOSQUITTO_PASSWD,
+                "-b",
+                "-c",
+                MOSQUITTO_PASSWORD_FILE,
+                "$(MQTT_USERNAME)",
+                "$(MQTT_PASSWORD)",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ),
+        env: Some(vec![
+            secret_env("MQTT_USERNAME", secret, "username"),
+            secret_env("MQTT_PASSWORD", secret, "password"),
+        ]),
+        volume_mounts: Some(vec![mount(AUTH_VOLUME, MOSQUITTO_AUTH_DIR, false)]),
+        ..Container::default()
+    }
+}
+
 /// The listeners for clients; `$SYS` is read over them too. A custom engine may cluster on
 /// ports msgbench does not know: its own pods reach each other on any port.
 pub fn mqtt_fence(engine: MqttEngine, client_ports: Vec<i32>) -> Fence {
@@ -285,5 +329,98 @@ fn port(name: &str, port: i32) -> ContainerPort {
         name: Some(name.into()),
         container_port: port,
         ..ContainerPort::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::kind::ManagedServerKind;
+
+    fn built(spec: &str) -> (MqttBroker, Children) {
+        let mqb: MqttBroker = serde_norway::from_str(&format!(
+            "apiVersion: msgbench.dev/v1alpha1\nkind: MqttBroker\n\
+             metadata: {{name: mq, namespace: bench, uid: u1}}\nspec: {spec}\n"
+        ))
+        .unwrap();
+        let owner = Owner::of(&mqb, MqttBroker::KIND_LABEL).unwrap();
+        let c = mqb.build(&owner, 1, &OperandDefaults::default());
+        (mqb, c)
+    }
+
+    /// With `auth`: mosquitto refuses anonymous clients and reads a password file that an init
+    /// container of the same image hashes from the Secret, referenced by name only; the broker
+    /// mounts it read-only and the ConfigMap names the file, never the Secret or a credential.
+    #[test]
+    fn auth_hashes_the_secret_into_a_password_file_at_pod_start() {
+        let (mqb, c) = built("{auth: {secretName: mq-user}}");
+        assert!(mqb.validate().is_empty(), "{:?}", mqb.validate());
+        let conf = &c.config_maps[0].data.as_ref().unwrap()[CONFIG_KEY];
+        assert!(
+            conf.contains("allow_anonymous false\npassword_file /mosquitto/auth/passwd\n"),
+            "{conf}"
+        );
+        assert!(!conf.contains("mq-user") && !conf.contains("allow_anonymous true"));
+        let pod = c.template().unwrap().spec.clone().unwrap();
+        let [init] = pod.init_containers.as_deref().unwrap() else {
+            panic!("one init container")
+        };
+        let broker = &pod.containers[0];
+        assert_eq!(init.image, broker.image, "the broker's own image");
+        assert_eq!(init.security_context, broker.security_context);
+        assert_eq!(init.resources, broker.resources, "the pod keeps its QoS");
+        let cmd = init.command.clone().unwrap();
+        assert_eq!(cmd[0], MOSQUITTO_PASSWD);
+        assert_eq!(&cmd[4..], ["$(MQTT_USERNAME)", "$(MQTT_PASSWORD)"]);
+        let refs: Vec<(&str, &str, &str)> = (init.env.iter().flatten())
+            .map(|e| {
+                assert!(e.value.is_none(), "{} has a value", e.name);
+                let r = e.value_from.as_ref().unwrap().secret_key_ref.as_ref();
+                let r = r.unwrap();
+                (e.name.as_str(), r.name.as_str(), r.key.as_str())
+            })
+            .collect();
+        assert_eq!(
+            refs,
+            [
+                ("MQTT_USERNAME", "mq-user", "username"),
+                ("MQTT_PASSWORD", "mq-user", "password")
+            ]
+        );
+        let mounted = |c: &Container| {
+            let m = c.volume_mounts.iter().flatten().find(|m| m.name == "auth");
+            m.map(|m| (m.mount_path.clone(), m.read_only == Some(true)))
+        };
+        assert_eq!(mounted(init), Some((MOSQUITTO_AUTH_DIR.into(), false)));
+        assert_eq!(mounted(broker), Some((MOSQUITTO_AUTH_DIR.into(), true)));
+        let vol = pod.volumes.iter().flatten().find(|v| v.name == "auth");
+        let medium = vol.and_then(|v| v.empty_dir.as_ref()?.medium.clone());
+        assert_eq!(
+            medium.as_deref(),
+            Some("Memory"),
+            "the hash never hits disk"
+        );
+    }
+
+    /// Without `auth` nothing changes: anonymous clients, no init container.
+    #[test]
+    fn without_auth_the_broker_admits_anonymous_clients() {
+        let (_, c) = built("{}");
+        let conf = &c.config_maps[0].data.as_ref().unwrap()[CONFIG_KEY];
+        assert!(conf.contains("allow_anonymous true\n") && !conf.contains("password_file"));
+        let pod = c.template().unwrap().spec.clone().unwrap();
+        assert!(pod.init_containers.is_none());
+        assert!(!pod.volumes.iter().flatten().any(|v| v.name == "auth"));
+    }
+
+    /// Only mosquitto's password file is written: another engine with `auth` is refused (the
+    /// CRD's rule says the same) and built without it.
+    #[test]
+    fn auth_on_another_engine_is_refused() {
+        let (mqb, c) = built("{engine: rumqttd, auth: {secretName: mq-user}}");
+        let v = mqb.validate();
+        assert!(v.iter().any(|v| v.field == "spec.auth"), "{v:?}");
+        let pod = c.template().unwrap().spec.clone().unwrap();
+        assert!(pod.init_containers.is_none());
     }
 }

@@ -96,6 +96,12 @@ pub fn validate(mqb: &MqttBroker) -> Vec<SpecViolation> {
             "only valid with engine custom",
         ));
     }
+    if spec.auth.is_some() && spec.engine != MqttEngine::Mosquitto {
+        v.push(SpecViolation::invalid(
+            "spec.auth",
+            "only valid with engine mosquitto (the operator writes only mosquitto's password file)",
+        ));
+    }
     if spec
         .listeners
         .websocket

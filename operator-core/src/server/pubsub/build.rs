@@ -144,6 +144,7 @@ pub fn build(
         owner,
         uid: DEFAULT_UID,
         container,
+        init_containers: Vec::new(),
         volumes: vec![
             empty_dir_limited("data", DATA_SIZE_LIMIT),
             empty_dir_limited("tmp", TMP_SIZE_LIMIT),
