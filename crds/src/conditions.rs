@@ -5,7 +5,8 @@
 //!
 //! Server kinds (JetStreamCluster, MqttBroker, PubSubServer) report [`READY`], [`PROGRESSING`]
 //! and [`DEGRADED`]. A BenchmarkRun reports [`TARGET_READY`], [`RUNNERS_READY`], [`COMPLETE`],
-//! [`SUCCEEDED`], [`RECONCILING`] and [`STALLED`] (see `BenchmarkRunStatus::conditions`).
+//! [`SUCCEEDED`], [`RECONCILING`] and [`STALLED`] (see `BenchmarkRunStatus::conditions`), and
+//! where they apply [`NAMES_SHARED`] and [`STREAMS_DELETED`].
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use std::fmt;
 
