@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 /// How often gauges of deleted runs are removed and the retention policy is applied.
 const PRUNE_EVERY: Duration = Duration::from_secs(10);
 /// Runs per page of the initial list (and every relist): a page is held whole while it is
-/// parsed, and one run may carry 1.34 MiB of status, so a page stays near 5 MiB at worst.
-const LIST_PAGE_SIZE: u32 = 4;
+/// parsed, and one run may carry 1.34 MiB of status, so a page stays near 10 MiB at worst.
+const LIST_PAGE_SIZE: u32 = 8;
 
 /// Runs until SIGTERM/SIGINT, then lets in-flight reconciles finish; or until `stop` (this
 /// replica stepped down), then drops them at once and withdraws the run gauges.

@@ -6,7 +6,7 @@ use crate::runtime::context::Context;
 use crate::runtime::error::{Error, Result};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
-use msgbench_crds::benchmark_run::{BenchmarkRun, Phase};
+use msgbench_crds::benchmark_run::BenchmarkRun;
 use msgbench_operator_core::run::build::{self, RunIdentity};
 use msgbench_operator_core::run::decide;
 use std::sync::Arc;
@@ -18,17 +18,9 @@ pub async fn reconcile(br: Arc<BenchmarkRun>, ctx: Arc<Context>) -> Result<Actio
         // The cache's summary keeps spec and finalizers: enough to sweep the run's streams.
         return super::sweep_streams::on_delete(&ctx, &br, &identity(&br)?).await;
     }
-    // Whole runs in memory at once are bounded (`RunState::whole_reads`). A finished run keeps
-    // its permit for its short pass (a relist reconciles months of them); a live run lets go
-    // at once, so a new run waits behind the history for one read at most. Never closed, so
-    // `acquire` cannot fail.
-    let permit = ctx.runs.whole_reads.acquire().await.ok();
     let Some(br) = act::latest(&ctx, &br).await? else {
         return Ok(Action::await_change()); // deleted since the event
     };
-    let finished = (br.status.as_ref().and_then(|s| s.phase))
-        .is_some_and(|p| matches!(p, Phase::Succeeded | Phase::Failed));
-    let _permit = permit.filter(|_| finished);
     let id = identity(&br)?;
     let prev = br.status.clone().unwrap_or_default();
     // `_held`: the results' memory stays reserved until this pass has written them.

@@ -55,14 +55,7 @@ pub struct RunState {
         std::sync::OnceLock<kube::runtime::reflector::Store<msgbench_crds::BenchmarkRun>>,
     /// Memory for run results, shared by every concurrent reconcile.
     pub merge_budget: Arc<MergeBudget>,
-    /// Whole runs read at once (`act::latest`): a status may be 1.34 MiB, several times that
-    /// once parsed, and a relist reconciles every finished run; reads are short, so a few at a
-    /// time bound the peak without slowing a new run.
-    pub whole_reads: Arc<tokio::sync::Semaphore>,
 }
-
-/// Most whole BenchmarkRuns read at the same time.
-pub const WHOLE_RUN_READS: usize = 2;
 
 impl Default for RunState {
     fn default() -> Self {
@@ -76,7 +69,6 @@ impl Default for RunState {
                 None,
                 crate::benchmark_run::gather::RESULTS_BUDGET_BYTES,
             )),
-            whole_reads: Arc::new(tokio::sync::Semaphore::new(WHOLE_RUN_READS)),
         }
     }
 }
@@ -184,7 +176,6 @@ impl Context {
                 retention: self.runs.retention.clone(),
                 run_cache: std::sync::OnceLock::new(),
                 merge_budget: self.runs.merge_budget.clone(),
-                whole_reads: self.runs.whole_reads.clone(),
             },
         }
     }
