@@ -192,19 +192,7 @@ fn server_refusing_deletes() -> Server {
         ),
     )
     .unwrap();
-    let mut child = Command::new(tool("nats-server"))
-        .arg("-c")
-        .arg(&conf)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_listening(port, Duration::from_secs(15), &mut child);
-    Server {
-        child,
-        port,
-        _dir: dir,
-    }
+    serve_with_config("nats-server", port, dir, &conf)
 }
 
 /// A delete the server refuses is listed under `failed`, exit 1, and the termination message

@@ -261,6 +261,29 @@ fn http_status(port: u16, path: &str) -> Option<u16> {
     std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
 }
 
+/// Starts `server` (a tool) with `-c config` and waits until it listens on `port`; `dir` (which
+/// holds the config and anything else it needs) lives as long as the server.
+pub fn serve_with_config(
+    server: &str,
+    port: u16,
+    dir: tempfile::TempDir,
+    config: &std::path::Path,
+) -> Server {
+    let mut child = Command::new(tool(server))
+        .arg("-c")
+        .arg(config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_listening(port, Duration::from_secs(15), &mut child);
+    Server {
+        child,
+        port,
+        _dir: dir,
+    }
+}
+
 pub fn mosquitto() -> Server {
     mosquitto_at(free_port())
 }
@@ -276,19 +299,7 @@ pub fn mosquitto_at(port: u16) -> Server {
         ),
     )
     .unwrap();
-    let mut child = Command::new(tool("mosquitto"))
-        .arg("-c")
-        .arg(&conf)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_listening(port, Duration::from_secs(15), &mut child);
-    Server {
-        child,
-        port,
-        _dir: dir,
-    }
+    serve_with_config("mosquitto", port, dir, &conf)
 }
 
 /// A mosquitto that refuses anonymous clients: its one user `user` with `password`, hashed into
@@ -312,19 +323,7 @@ pub fn mosquitto_with_login(user: &str, password: &str) -> Server {
         ),
     )
     .unwrap();
-    let mut child = Command::new(tool("mosquitto"))
-        .arg("-c")
-        .arg(&conf)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_listening(port, Duration::from_secs(15), &mut child);
-    Server {
-        child,
-        port,
-        _dir: dir,
-    }
+    serve_with_config("mosquitto", port, dir, &conf)
 }
 
 /// A TCP proxy adding `delay` to every byte in both directions (bandwidth unchanged).
