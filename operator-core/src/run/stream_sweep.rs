@@ -15,7 +15,7 @@
 use super::build::{mesh_opt_out, runner_security_context};
 use super::identity::{RunIdentity, KIND_LABEL};
 use super::model::TargetSeen;
-use super::target_auth::{runner_tls, secret_env, TargetSecret};
+use super::target_auth::{runner_tls, TargetSecret};
 use crate::meta::{
     LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, MANAGED_BY,
 };
@@ -185,13 +185,9 @@ fn sweep_container(i: usize, t: &SweepTarget, uid: &str, ca_file: Option<&str>) 
     if let Some(ca) = ca_file {
         args.extend(["--ca-file".into(), ca.into()]);
     }
+    // What `delete-streams` reads by default, as `run` does: MSGBENCH_TOKEN, ...
     let env = (t.auth.as_ref())
-        .map(|a| {
-            let (secret, keys) = a.variables();
-            (keys.iter())
-                .map(|(suffix, key)| secret_env(&format!("MSGBENCH_{suffix}"), secret, key))
-                .collect::<Vec<_>>()
-        })
+        .map(|a| a.env("MSGBENCH"))
         .filter(|e| !e.is_empty());
     let q = |s: &str| Quantity(s.into());
     Container {

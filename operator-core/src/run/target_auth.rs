@@ -58,7 +58,7 @@ pub enum TargetSecret {
 impl TargetSecret {
     /// The Secret's name and (variable suffix, Secret key) pairs: the suffixes are what
     /// `runner_api::target::Credentials::from_env` reads.
-    pub fn variables(&self) -> (&str, &'static [(&'static str, &'static str)]) {
+    fn variables(&self) -> (&str, &'static [(&'static str, &'static str)]) {
         match self {
             TargetSecret::Nats(a) => (
                 &a.secret_name,
@@ -97,16 +97,23 @@ pub fn runner_auth<'a>(
             continue;
         }
         let prefix = format!("MSGBENCH_AUTH_{}", config.len());
-        let (secret, keys) = auth.variables();
-        for (suffix, key) in keys {
-            env.push(secret_env(&format!("{prefix}_{suffix}"), secret, key));
-        }
+        env.extend(auth.env(&prefix));
         config.push(TargetAuth {
             target: url.to_string(),
             env_prefix: prefix,
         });
     }
     (config, env)
+}
+
+impl TargetSecret {
+    /// `<prefix>_<SUFFIX>` for each of the Secret's keys, by reference.
+    pub fn env(&self, prefix: &str) -> Vec<EnvVar> {
+        let (secret, keys) = self.variables();
+        (keys.iter())
+            .map(|(suffix, key)| secret_env(&format!("{prefix}_{suffix}"), secret, key))
+            .collect()
+    }
 }
 
 /// `name` from `key` of Secret `secret` (required), never a value.
