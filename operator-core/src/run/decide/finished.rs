@@ -41,20 +41,24 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
     let cleaned =
         view.failed.is_empty() && view.succeeded.len() >= br.spec.runners.count.max(1) as usize;
     compare_late(br, obs, d);
-    streams(br, id, obs, (active, cleaned), d);
-    if !stream_sweep::holds_finalizer(br) {
-        ttl(br, obs, d); // deleting the children now would delete the sweep
+    let released = streams(br, id, obs, (active, cleaned), d);
+    // Deleting the children while the sweep may run would delete it. The pass that releases
+    // the finalizer applies the TTL itself: releasing changes no generation, so no later
+    // event is sure to come.
+    if released || !stream_sweep::holds_finalizer(br) {
+        ttl(br, obs, d);
     }
 }
 
-/// Once no runner is active, the run's streams are deleted by its id, then the finalizer goes.
+/// Once no runner is active, the run's streams are deleted by its id, then the finalizer goes
+/// (`true`: it goes in this pass).
 fn streams(
     br: &BenchmarkRun,
     id: &RunIdentity,
     obs: &Observed,
     (active, cleaned): (bool, bool),
     d: &mut Decision,
-) {
+) -> bool {
     let step = stream_sweep::after_finish(
         br,
         id,
@@ -65,11 +69,11 @@ fn streams(
         &obs.operands,
     );
     let (status, reason, message) = match step {
-        StreamsStep::Nothing => return,
+        StreamsStep::Nothing => return false,
         // A finished run's runners are not stopped for the sweep (`after_finish` waits).
         StreamsStep::Wait | StreamsStep::StopRunners => {
             d.requeue = Some(d.requeue.map_or(POLL, |r| r.min(POLL)));
-            return;
+            return false;
         }
         StreamsStep::Sweep(job, msg) => {
             d.effects.push(Effect::SweepStreams { job });
@@ -97,6 +101,7 @@ fn streams(
         g,
         &obs.now,
     );
+    d.effects.contains(&Effect::ReleaseStreams)
 }
 
 /// A baseline that was still running when this run finished: compare once it has a verdict;

@@ -132,6 +132,26 @@ fn children_outlive_their_ttl_until_the_streams_are_settled() {
 }
 
 #[test]
+fn the_pass_that_releases_the_finalizer_applies_the_ttl_too() {
+    // Releasing changes no generation: the controller's filter lets no later event through,
+    // so waiting for one would keep the children past their TTL (CI saw this).
+    let br = holding(jetstream("ttlSecondsAfterFinished: 0"));
+    let mut obs = Observed::at(at(T0 + 200));
+    obs.targets = vec![ready_target()];
+    obs.runner_pods = vec![pod(0, "Succeeded", false)];
+    let d = decide_at(&br, &finished(Outcome::Passed), &obs);
+    assert_eq!(
+        d.effects,
+        vec![Effect::ReleaseStreams, Effect::DeleteChildren]
+    );
+    // With time left, the pass that releases asks to come back when it runs out.
+    let br = holding(jetstream("ttlSecondsAfterFinished: 600"));
+    let d = decide_at(&br, &finished(Outcome::Passed), &obs);
+    assert_eq!(d.effects, vec![Effect::ReleaseStreams]);
+    assert!(d.requeue.is_some_and(|r| r.as_secs() > 300), "{:?}", d.requeue);
+}
+
+#[test]
 fn runners_that_all_exited_normally_deleted_their_streams_and_no_sweep_runs() {
     let br = holding(jetstream(""));
     let mut obs = Observed::at(at(T0 + 120));
