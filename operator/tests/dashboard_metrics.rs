@@ -43,7 +43,14 @@ fn exported() -> &'static BTreeSet<String> {
             reason: "Succeeded".into(),
             message: None,
         };
-        run_metrics::observe(&metrics.registry, "ns", "run", "", &result, Some(&verdict));
+        run_metrics::observe(
+            &metrics.registry,
+            "ns",
+            "run",
+            ("", i64::MAX),
+            &result,
+            Some(&verdict),
+        );
         trend_of_a_finished_run(&metrics, result, verdict);
         // A runner's: one trial's series exist (at 0) once the trial starts.
         let runner = bench_runner::live_metrics::LiveMetrics::default();

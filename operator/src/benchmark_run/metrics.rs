@@ -1,11 +1,19 @@
 //! Gauges of each run's latest result on the operator's `/metrics`, one series per variant of a
 //! run with `spec.variants` (label `variant`, empty for a run without). Runs that no longer
 //! exist are pruned (`prune`, driven by the controller's store), so deleted runs leave no series.
+//!
+//! Only the most recently finished runs are exported ([`MAX_RUN_SERIES`]): finished runs stay
+//! for months, and a series per run kept them all in memory and in every scrape (1,000
+//! finished runs: 7,000 series, 14 MiB per scrape; heaptrack, `bench/operator run history`).
+//! Prometheus keeps what it scraped; the trend series (`trend.rs`) carry each benchmark on.
 use msgbench_crds::benchmark_run::{BenchmarkRunStatus, Outcome, RunResult, Verdict};
 use prometheus::core::Collector;
 use prometheus::{GaugeVec, Opts, Registry};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, OnceLock};
+
+/// Most (namespace, run, variant) series sets exported at once; the earliest finished go.
+pub const MAX_RUN_SERIES: usize = 200;
 
 struct Gauges {
     delivery_rate: GaugeVec,
@@ -18,8 +26,67 @@ struct Gauges {
 }
 
 static GAUGES: OnceLock<Option<Gauges>> = OnceLock::new();
-/// (namespace, name, variant) of every series set exported.
-static EXPORTED: Mutex<BTreeSet<(String, String, String)>> = Mutex::new(BTreeSet::new());
+/// Every series set exported.
+static EXPORTED: Mutex<Exported> = Mutex::new(Exported::new(MAX_RUN_SERIES));
+
+/// (namespace, name, variant) of a series set.
+type SeriesKey = (String, String, String);
+
+/// The series sets exported, each with its run's completion (Unix seconds; `i64::MAX` for a
+/// run not finished yet), at most `cap` of them: the latest finished are kept.
+pub struct Exported {
+    cap: usize,
+    finished: BTreeMap<SeriesKey, i64>,
+}
+
+/// What [`Exported::admit`] decided for a series set.
+#[derive(Debug, PartialEq)]
+pub enum Admission {
+    /// Export it; these (earlier finished) sets leave to make room.
+    Export { evicted: Vec<SeriesKey> },
+    /// Finished before every exported set, with no room left: not exported.
+    TooOld,
+}
+
+impl Exported {
+    pub const fn new(cap: usize) -> Exported {
+        Exported {
+            cap,
+            finished: BTreeMap::new(),
+        }
+    }
+
+    pub fn admit(&mut self, key: SeriesKey, finished: i64) -> Admission {
+        if !self.finished.contains_key(&key) && self.finished.len() >= self.cap {
+            let earliest = self.finished.values().min().copied().unwrap_or(i64::MAX);
+            if finished <= earliest {
+                return Admission::TooOld;
+            }
+        }
+        self.finished.insert(key.clone(), finished);
+        let mut evicted = Vec::new();
+        while self.finished.len() > self.cap {
+            let Some(oldest) = (self.finished.iter())
+                .filter(|(k, _)| **k != key)
+                .min_by_key(|(_, t)| **t)
+                .map(|(k, _)| k.clone())
+            else {
+                break;
+            };
+            self.finished.remove(&oldest);
+            evicted.push(oldest);
+        }
+        Admission::Export { evicted }
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &SeriesKey> {
+        self.finished.keys()
+    }
+
+    fn remove(&mut self, key: &SeriesKey) {
+        self.finished.remove(key);
+    }
+}
 
 impl Gauges {
     fn all(&self) -> [&GaugeVec; 7] {
@@ -107,31 +174,40 @@ pub(super) fn render_families(families: &[&GaugeVec]) -> String {
 /// Exports the run's merged result, or each variant's, with the run's verdict.
 pub fn observe_status(registry: &Registry, ns: &str, name: &str, status: &BenchmarkRunStatus) {
     let v = status.verdict.as_ref();
+    let finished = (status.completion_time.as_ref()).map_or(i64::MAX, |t| t.0.as_second());
     if let Some(r) = &status.result {
-        observe(registry, ns, name, "", r, v);
+        observe(registry, ns, name, ("", finished), r, v);
     }
     for variant in &status.variants {
         if let Some(r) = &variant.result {
-            observe(registry, ns, name, &variant.name, r, v);
+            observe(registry, ns, name, (&variant.name, finished), r, v);
         }
     }
 }
 
+/// Exports one series set: `variant` ("" for the run's own) with the run's completion
+/// (Unix seconds, `i64::MAX` while it runs), unless [`MAX_RUN_SERIES`] later ones are exported.
 pub fn observe(
     registry: &Registry,
     ns: &str,
     name: &str,
-    variant: &str,
+    (variant, finished): (&str, i64),
     r: &RunResult,
     v: Option<&Verdict>,
 ) {
     let Some(g) = gauges(registry) else {
         return;
     };
-    let l = [ns, name, variant];
-    if let Ok(mut e) = EXPORTED.lock() {
-        e.insert((ns.to_string(), name.to_string(), variant.to_string()));
+    let key = (ns.to_string(), name.to_string(), variant.to_string());
+    let Ok(mut exported) = EXPORTED.lock() else {
+        return;
+    };
+    match exported.admit(key, finished) {
+        Admission::TooOld => return,
+        Admission::Export { evicted } => evicted.iter().for_each(|k| remove_series(g, k)),
     }
+    drop(exported);
+    let l = [ns, name, variant];
     match r.delivery_rate {
         Some(d) => g.delivery_rate.with_label_values(&l).set(d),
         // No end-to-end window: no sample, never 0.
@@ -161,20 +237,24 @@ pub fn prune(exists: impl Fn(&str, &str) -> bool) -> usize {
     let Ok(mut exported) = EXPORTED.lock() else {
         return 0;
     };
-    let gone: Vec<(String, String, String)> = exported
-        .iter()
+    let gone: Vec<SeriesKey> = exported
+        .keys()
         .filter(|(ns, name, _)| !exists(ns, name))
         .cloned()
         .collect();
-    for key @ (ns, name, variant) in &gone {
-        for v in g.all() {
-            // Absent series (e.g. no latency yet) are fine to skip.
-            let _ = v.remove_label_values(&[ns, name, variant]);
-        }
+    for key in &gone {
+        remove_series(g, key);
         exported.remove(key);
     }
     let runs: BTreeSet<(&String, &String)> = gone.iter().map(|(ns, n, _)| (ns, n)).collect();
     runs.len()
+}
+
+fn remove_series(g: &Gauges, (ns, name, variant): &SeriesKey) {
+    for v in g.all() {
+        // Absent series (e.g. no latency yet) are fine to skip.
+        let _ = v.remove_label_values(&[ns, name, variant]);
+    }
 }
 
 /// Removes every run's series and the benchmark trends: what a standby exports.
@@ -260,9 +340,10 @@ mod tests {
             }),
             ..RunResult::default()
         };
-        observe(&reg, "ns-prune", "kept", "", &r, None);
-        observe(&reg, "ns-prune", "deleted", "", &r, None);
-        observe(&reg, "ns-prune", "deleted", "r2", &r, None);
+        let now = i64::MAX;
+        observe(&reg, "ns-prune", "kept", ("", now), &r, None);
+        observe(&reg, "ns-prune", "deleted", ("", now), &r, None);
+        observe(&reg, "ns-prune", "deleted", ("r2", now), &r, None);
         let key = |n: &str| ("ns-prune".to_string(), n.to_string());
         assert!(exported_series().contains(&key("deleted")));
         let pruned = prune(|ns, name| ns != "ns-prune" || name == "kept");
@@ -276,5 +357,40 @@ mod tests {
         );
         // Idempotent: nothing more to prune.
         assert_eq!(prune(|ns, name| ns != "ns-prune" || name == "kept"), 0);
+    }
+
+    fn key(name: &str) -> SeriesKey {
+        ("ns".into(), name.into(), String::new())
+    }
+
+    /// A long history keeps only the latest finished runs' series, whatever order a relist
+    /// brings them in; a run still going is never the one to leave.
+    #[test]
+    fn only_the_latest_finished_runs_are_exported() {
+        let mut e = Exported::new(3);
+        for (name, t) in [("b", 20), ("a", 10), ("c", 30)] {
+            assert_eq!(e.admit(key(name), t), Admission::Export { evicted: vec![] });
+        }
+        // Earlier than all three: not exported, nothing leaves.
+        assert_eq!(e.admit(key("old"), 5), Admission::TooOld);
+        // A later one takes the earliest's place.
+        assert_eq!(
+            e.admit(key("d"), 40),
+            Admission::Export {
+                evicted: vec![key("a")]
+            }
+        );
+        // A run still going is exported and stays.
+        assert_eq!(
+            e.admit(key("live"), i64::MAX),
+            Admission::Export {
+                evicted: vec![key("b")]
+            }
+        );
+        // Observed again (each pass): stays, nothing moves.
+        assert_eq!(e.admit(key("d"), 40), Admission::Export { evicted: vec![] });
+        let mut kept: Vec<_> = e.keys().map(|k| k.1.clone()).collect();
+        kept.sort();
+        assert_eq!(kept, ["c", "d", "live"]);
     }
 }

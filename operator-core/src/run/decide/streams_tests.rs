@@ -148,7 +148,11 @@ fn the_pass_that_releases_the_finalizer_applies_the_ttl_too() {
     let br = holding(jetstream("ttlSecondsAfterFinished: 600"));
     let d = decide_at(&br, &finished(Outcome::Passed), &obs);
     assert_eq!(d.effects, vec![Effect::ReleaseStreams]);
-    assert!(d.requeue.is_some_and(|r| r.as_secs() > 300), "{:?}", d.requeue);
+    assert!(
+        d.requeue.is_some_and(|r| r.as_secs() > 300),
+        "{:?}",
+        d.requeue
+    );
 }
 
 #[test]
