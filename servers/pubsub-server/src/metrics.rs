@@ -27,6 +27,7 @@ pub struct Metrics {
     pub kept_message_bytes: IntGauge,
     pub connections: IntGauge,
     pub connections_rejected: IntCounter,
+    pub tls_handshake_failed: IntCounter,
 }
 
 fn reg<T: prometheus::core::Collector + Clone + 'static>(r: &Registry, c: T) -> T {
@@ -116,6 +117,10 @@ impl Metrics {
             connections_rejected: counter(
                 "connections_rejected_total",
                 "Connections refused with a 503 because MAX_CONNECTIONS were open",
+            ),
+            tls_handshake_failed: counter(
+                "tls_handshake_failed_total",
+                "TLS handshakes that failed or timed out (that connection is closed, no other)",
             ),
             registry: r,
         }
