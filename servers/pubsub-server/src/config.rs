@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
+use crate::auth::Auth;
 use crate::tls::TlsFiles;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -58,6 +59,8 @@ pub struct Config {
     pub publish_ack: AckMode,
     /// TLS_CERT_FILE and TLS_KEY_FILE: HTTPS and WSS on the one port.
     pub tls: Option<TlsFiles>,
+    /// AUTH_TOKEN (with AUTH_HEADER, AUTH_QUERY): what a client must present; Debug redacts it.
+    pub auth: Option<Auth>,
 }
 
 impl Config {
@@ -119,7 +122,14 @@ fn parse_num<T: std::str::FromStr + PartialOrd + Copy>(
 
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(&|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        Self::from_lookup(&|k| match std::env::var_os(k) {
+            // A token that is set but empty or not UTF-8 must be refused (auth.rs), not read as
+            // unset: that would serve without authentication.
+            Some(v) if k == crate::auth::TOKEN_VAR => Some(v.to_string_lossy().into_owned()),
+            v => v
+                .and_then(|v| v.into_string().ok())
+                .filter(|v| !v.is_empty()),
+        })
     }
 
     pub fn from_lookup(get: Lookup) -> Result<Self, ConfigError> {
@@ -247,6 +257,7 @@ impl Config {
             )?,
             publish_ack,
             tls: crate::tls::files(get)?,
+            auth: Auth::from_lookup(get)?,
         })
     }
 }

@@ -1,9 +1,11 @@
 //! msgbench reference PubSubServer: HTTP publish → Socket.IO delivery, plus /ws, REST views,
 //! SQLite persistence and Prometheus metrics, on one port (HTTPS/WSS with TLS_CERT_FILE and
-//! TLS_KEY_FILE: `tls.rs`). Configuration: see `config.rs`.
+//! TLS_KEY_FILE: `tls.rs`; a required token with AUTH_TOKEN: `auth.rs`). Configuration: see
+//! `config.rs`.
 #![forbid(unsafe_code)]
 
 mod app;
+mod auth;
 mod config;
 mod conns;
 mod cpu;
@@ -127,8 +129,19 @@ pub fn build(cfg: Config, runtime: Runtime) -> anyhow::Result<Built> {
         .route("/metrics", get(rest::metrics))
         .route("/ws", get(ws::upgrade))
         .layer(DefaultBodyLimit::max(publish::MAX_BODY))
-        .layer(layer)
-        .with_state(app.clone());
+        .layer(layer);
+    // Outermost, so a request without the token reaches neither socketioxide nor a handler.
+    let router = match &app.cfg.auth {
+        Some(auth) => router.layer(axum::middleware::from_fn_with_state(
+            auth::Guard {
+                auth: Arc::new(auth.clone()),
+                refused: app.metrics.auth_refused.clone(),
+            },
+            auth::require,
+        )),
+        None => router,
+    };
+    let router = router.with_state(app.clone());
     Ok(Built {
         app,
         router,
@@ -188,7 +201,8 @@ async fn run(cfg: Config, runtime: Runtime, tls: Option<TlsAcceptor>) -> anyhow:
         .map_err(|e| anyhow::anyhow!("PORT={}: cannot listen on {}: {e}", cfg.port, cfg.bind))?;
     let addr: SocketAddr = listener.local_addr()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
-    tracing::info!(%addr, scheme, emit_mode = ?cfg.emit_mode, ws_mode = ?cfg.ws_mode, database = %cfg.database_file, "serving");
+    let auth = cfg.auth.is_some(); // whether a token is required; never the token
+    tracing::info!(%addr, scheme, auth, emit_mode = ?cfg.emit_mode, ws_mode = ?cfg.ws_mode, database = %cfg.database_file, "serving");
     // Tests and scripts wait for this line (and read the port from it when PORT=0).
     println!("pubsub-server listening on {scheme}://{addr}");
 

@@ -27,6 +27,7 @@ pub struct Metrics {
     pub kept_message_bytes: IntGauge,
     pub connections: IntGauge,
     pub connections_rejected: IntCounter,
+    pub auth_refused: IntCounter,
     pub tls_handshake_failed: IntCounter,
 }
 
@@ -117,6 +118,10 @@ impl Metrics {
             connections_rejected: counter(
                 "connections_rejected_total",
                 "Connections refused with a 503 because MAX_CONNECTIONS were open",
+            ),
+            auth_refused: counter(
+                "auth_refused_total",
+                "Requests refused with a 401: AUTH_TOKEN is set and they carried no valid token",
             ),
             tls_handshake_failed: counter(
                 "tls_handshake_failed_total",
