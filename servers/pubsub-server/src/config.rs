@@ -1,6 +1,10 @@
 //! Configuration from the environment (the PubSubServer contract). Every bad value is an error
 //! that names the variable and the rule, so a misconfigured pod fails fast and says why.
+use std::borrow::Cow;
 use std::time::Duration;
+
+use crate::auth::Auth;
+use crate::tls::TlsFiles;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -53,6 +57,10 @@ pub struct Config {
     /// queue and the REST cache, split by the `*_budget` methods.
     pub memory_budget: u64,
     pub publish_ack: AckMode,
+    /// TLS_CERT_FILE and TLS_KEY_FILE: HTTPS and WSS on the one port.
+    pub tls: Option<TlsFiles>,
+    /// AUTH_TOKEN (with AUTH_HEADER, AUTH_QUERY): what a client must present; Debug redacts it.
+    pub auth: Option<Auth>,
 }
 
 impl Config {
@@ -77,7 +85,7 @@ impl Config {
 pub struct ConfigError {
     pub var: &'static str,
     pub value: String,
-    pub rule: &'static str,
+    pub rule: Cow<'static, str>,
 }
 
 /// Enough for benchmark fan-outs of a thousand-odd subscribers plus publishers, few enough that
@@ -89,7 +97,7 @@ pub const DEFAULT_MEMORY_BUDGET: u64 = 48 << 20;
 
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 
-type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 fn parse_num<T: std::str::FromStr + PartialOrd + Copy>(
     get: Lookup,
@@ -106,7 +114,7 @@ fn parse_num<T: std::str::FromStr + PartialOrd + Copy>(
             _ => Err(ConfigError {
                 var,
                 value: raw,
-                rule,
+                rule: rule.into(),
             }),
         },
     }
@@ -114,7 +122,14 @@ fn parse_num<T: std::str::FromStr + PartialOrd + Copy>(
 
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(&|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        Self::from_lookup(&|k| match std::env::var_os(k) {
+            // A token that is set but empty or not UTF-8 must be refused (auth.rs), not read as
+            // unset: that would serve without authentication.
+            Some(v) if k == crate::auth::TOKEN_VAR => Some(v.to_string_lossy().into_owned()),
+            v => v
+                .and_then(|v| v.into_string().ok())
+                .filter(|v| !v.is_empty()),
+        })
     }
 
     pub fn from_lookup(get: Lookup) -> Result<Self, ConfigError> {
@@ -131,7 +146,7 @@ impl Config {
                 return Err(ConfigError {
                     var: "EMIT_MODE",
                     value: other.into(),
-                    rule: "must be parallel or sequential",
+                    rule: "must be parallel or sequential".into(),
                 })
             }
         };
@@ -142,7 +157,7 @@ impl Config {
                 return Err(ConfigError {
                     var: "WS_MODE",
                     value: other.into(),
-                    rule: "must be echo or broadcast",
+                    rule: "must be echo or broadcast".into(),
                 })
             }
         };
@@ -166,7 +181,7 @@ impl Config {
                 return Err(ConfigError {
                     var: "PUBLISH_ACK",
                     value: other.into(),
-                    rule: "must be stored or queued",
+                    rule: "must be stored or queued".into(),
                 })
             }
         };
@@ -241,6 +256,8 @@ impl Config {
                 "must be an integer number of bytes from 16777216 (16 MiB) to 2^40",
             )?,
             publish_ack,
+            tls: crate::tls::files(get)?,
+            auth: Auth::from_lookup(get)?,
         })
     }
 }

@@ -1,6 +1,8 @@
 //! Connection cap: at most MAX_CONNECTIONS client connections (HTTP, Socket.IO, /ws all arrive
 //! as TCP connections on the one port) are served at once. One more is answered with a 503
 //! `{"error": "connections: ..."}` and closed, and counted; the ones already open are untouched.
+//! With TLS the refusal is answered inside a handshake too, so an HTTPS client reads the 503
+//! instead of a TLS error.
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -10,6 +12,7 @@ use std::time::Duration;
 use axum::serve::Listener;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_rustls::TlsAcceptor;
 
 use crate::metrics::Metrics;
 
@@ -26,6 +29,7 @@ pub struct Capped<L> {
     refusing: Arc<Semaphore>,
     max: usize,
     metrics: Arc<Metrics>,
+    tls: Option<TlsAcceptor>,
 }
 
 impl<L: Listener> Capped<L> {
@@ -36,7 +40,14 @@ impl<L: Listener> Capped<L> {
             refusing: Arc::new(Semaphore::new(MAX_REFUSING)),
             max,
             metrics,
+            tls: None,
         }
+    }
+
+    /// Refusals are answered over TLS (the served connections' handshakes are `tls::Handshakes`').
+    pub fn with_tls(mut self, tls: Option<TlsAcceptor>) -> Self {
+        self.tls = tls;
+        self
     }
 
     fn refuse(&self, io: L::Io) {
@@ -48,9 +59,17 @@ impl<L: Listener> Capped<L> {
             r#"{{"error":"connections: at most {} open at once (MAX_CONNECTIONS)"}}"#,
             self.max
         );
+        let tls = self.tls.clone();
         tokio::spawn(async move {
             let _turn = turn;
-            refuse(io, &body).await;
+            match tls {
+                None => refuse(io, &body).await,
+                Some(tls) => {
+                    if let Ok(Ok(io)) = tokio::time::timeout(REFUSE_READ, tls.accept(io)).await {
+                        refuse(io, &body).await;
+                    }
+                }
+            }
         });
     }
 }

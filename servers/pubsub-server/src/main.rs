@@ -1,8 +1,11 @@
 //! msgbench reference PubSubServer: HTTP publish → Socket.IO delivery, plus /ws, REST views,
-//! SQLite persistence and Prometheus metrics, on one port. Configuration: see `config.rs`.
+//! SQLite persistence and Prometheus metrics, on one port (HTTPS/WSS with TLS_CERT_FILE and
+//! TLS_KEY_FILE: `tls.rs`; a required token with AUTH_TOKEN: `auth.rs`). Configuration: see
+//! `config.rs`.
 #![forbid(unsafe_code)]
 
 mod app;
+mod auth;
 mod config;
 mod conns;
 mod cpu;
@@ -13,13 +16,17 @@ mod records;
 mod rest;
 mod sockets;
 mod store;
+mod tls;
 mod writer;
 mod ws;
 
 #[cfg(test)]
 mod hostile_tests;
+#[cfg(test)]
+mod test_server;
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -29,7 +36,9 @@ use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use axum::Router;
 use socketioxide::SocketIo;
+use tokio::net::TcpListener;
 use tokio::sync::{broadcast, watch};
+use tokio_rustls::TlsAcceptor;
 
 use crate::app::{App, PublishGraph, Runtime};
 use crate::config::Config;
@@ -43,7 +52,14 @@ fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let cfg = Config::from_env().map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
+    let invalid = |e| anyhow::anyhow!("invalid configuration: {e}");
+    let cfg = Config::from_env().map_err(invalid)?;
+    let tls = cfg
+        .tls
+        .as_ref()
+        .map(tls::acceptor)
+        .transpose()
+        .map_err(invalid)?;
     let cpu_limit = cpu::cgroup_cpu_limit(std::path::Path::new("/sys/fs/cgroup"));
     let cpus_allowed = cpu::cpus_allowed();
     let workers = cpu::worker_threads(cfg.worker_threads, cpu_limit, cpus_allowed);
@@ -60,6 +76,7 @@ fn main() -> anyhow::Result<()> {
                 cpus_allowed,
                 cpu_limit,
             },
+            tls,
         ))
 }
 
@@ -112,8 +129,19 @@ pub fn build(cfg: Config, runtime: Runtime) -> anyhow::Result<Built> {
         .route("/metrics", get(rest::metrics))
         .route("/ws", get(ws::upgrade))
         .layer(DefaultBodyLimit::max(publish::MAX_BODY))
-        .layer(layer)
-        .with_state(app.clone());
+        .layer(layer);
+    // Outermost, so a request without the token reaches neither socketioxide nor a handler.
+    let router = match &app.cfg.auth {
+        Some(auth) => router.layer(axum::middleware::from_fn_with_state(
+            auth::Guard {
+                auth: Arc::new(auth.clone()),
+                refused: app.metrics.auth_refused.clone(),
+            },
+            auth::require,
+        )),
+        None => router,
+    };
+    let router = router.with_state(app.clone());
     Ok(Built {
         app,
         router,
@@ -123,7 +151,43 @@ pub fn build(cfg: Config, runtime: Runtime) -> anyhow::Result<Built> {
     })
 }
 
-async fn run(cfg: Config, runtime: Runtime) -> anyhow::Result<()> {
+/// Serves `router` on `listener` behind the connection cap, over TLS when `tls` is set, until
+/// `drain` completes and the open connections have finished.
+pub async fn serve<F>(
+    listener: TcpListener,
+    router: Router,
+    app: &App,
+    tls: Option<TlsAcceptor>,
+    drain: F,
+) -> std::io::Result<()>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    // Engine.IO writes one small frame per packet: without TCP_NODELAY, Nagle + delayed ACK
+    // would hold the second of two back-to-back frames for up to ~40 ms.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY not set");
+        }
+    });
+    let capped = conns::Capped::new(listener, app.cfg.max_connections, app.metrics.clone())
+        .with_tls(tls.clone());
+    match tls {
+        None => {
+            axum::serve(capped, router)
+                .with_graceful_shutdown(drain)
+                .await
+        }
+        Some(acceptor) => {
+            let listener = tls::Handshakes::new(capped, acceptor, app.metrics.clone());
+            axum::serve(listener, router)
+                .with_graceful_shutdown(drain)
+                .await
+        }
+    }
+}
+
+async fn run(cfg: Config, runtime: Runtime, tls: Option<TlsAcceptor>) -> anyhow::Result<()> {
     let Built {
         app,
         router,
@@ -136,9 +200,11 @@ async fn run(cfg: Config, runtime: Runtime) -> anyhow::Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("PORT={}: cannot listen on {}: {e}", cfg.port, cfg.bind))?;
     let addr: SocketAddr = listener.local_addr()?;
-    tracing::info!(%addr, emit_mode = ?cfg.emit_mode, ws_mode = ?cfg.ws_mode, database = %cfg.database_file, "serving");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let auth = cfg.auth.is_some(); // whether a token is required; never the token
+    tracing::info!(%addr, scheme, auth, emit_mode = ?cfg.emit_mode, ws_mode = ?cfg.ws_mode, database = %cfg.database_file, "serving");
     // Tests and scripts wait for this line (and read the port from it when PORT=0).
-    println!("pubsub-server listening on http://{addr}");
+    println!("pubsub-server listening on {scheme}://{addr}");
 
     let drain = {
         let io = io.clone();
@@ -149,15 +215,7 @@ async fn run(cfg: Config, runtime: Runtime) -> anyhow::Result<()> {
             io.close().await;
         }
     };
-    // Engine.IO writes one small frame per packet: without TCP_NODELAY, Nagle + delayed ACK
-    // would hold the second of two back-to-back frames for up to ~40 ms.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "TCP_NODELAY not set");
-        }
-    });
-    let listener = conns::Capped::new(listener, cfg.max_connections, app.metrics.clone());
-    let serve = axum::serve(listener, router).with_graceful_shutdown(drain);
+    let serve = serve(listener, router, &app, tls, drain);
     let mut stop = app.shutdown.clone();
     tokio::select! {
         res = serve => res?,

@@ -27,6 +27,8 @@ pub struct Metrics {
     pub kept_message_bytes: IntGauge,
     pub connections: IntGauge,
     pub connections_rejected: IntCounter,
+    pub auth_refused: IntCounter,
+    pub tls_handshake_failed: IntCounter,
 }
 
 fn reg<T: prometheus::core::Collector + Clone + 'static>(r: &Registry, c: T) -> T {
@@ -116,6 +118,14 @@ impl Metrics {
             connections_rejected: counter(
                 "connections_rejected_total",
                 "Connections refused with a 503 because MAX_CONNECTIONS were open",
+            ),
+            auth_refused: counter(
+                "auth_refused_total",
+                "Requests refused with a 401: AUTH_TOKEN is set and they carried no valid token",
+            ),
+            tls_handshake_failed: counter(
+                "tls_handshake_failed_total",
+                "TLS handshakes that failed or timed out (that connection is closed, no other)",
             ),
             registry: r,
         }

@@ -53,12 +53,17 @@ fn wait_line(
 
 impl Server {
     pub fn start(env: &[(&str, &str)]) -> Server {
+        Self::start_with_stderr(env, Stdio::inherit())
+    }
+
+    /// `start`, with the server's log (stderr) going to `stderr`.
+    pub fn start_with_stderr(env: &[(&str, &str)], stderr: Stdio) -> Server {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_pubsub-server"));
         cmd.env("PORT", "0")
             .env("BIND_ADDRESS", "127.0.0.1")
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+            .stderr(stderr);
         for (k, v) in env {
             cmd.env(k, v);
         }
