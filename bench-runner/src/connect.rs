@@ -112,9 +112,14 @@ fn first_line(e: &anyhow::Error) -> String {
 
 /// Errors that a target coming up or coming back cures: refused, reset, unresolvable name,
 /// unreachable network, a connection closed or timed out during the handshake. A refusal by
-/// the protocol itself (authorisation, a wrong path, a missing stream) is not one.
+/// the protocol itself (authorisation, a wrong path, a missing stream) is not one, nor is a
+/// [`TargetRefused`](crate::refusal::TargetRefused) (credentials, TLS, protocol version),
+/// whatever its text says.
 pub fn is_transient(e: &anyhow::Error) -> bool {
     use std::io::ErrorKind as K;
+    if crate::refusal::refusal_of(e).is_some() {
+        return false;
+    }
     let io_transient = e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>().is_some_and(|io| {
             matches!(
@@ -186,6 +191,14 @@ mod tests {
         ] {
             assert!(is_transient(&anyhow::anyhow!("{text}")), "{text}");
         }
+        // A refusal is never retried, even when its words look like a lost connection.
+        let tls = crate::refusal::TargetRefused::tls(
+            "mqtts://b:8883",
+            "the server closed the connection during the TLS handshake (unexpected eof)",
+        );
+        assert!(!is_transient(
+            &anyhow::Error::new(tls).context("subscriber 0")
+        ));
         for text in [
             "socket.io connect refused: 44{\"message\":\"no\"}",
             "connect to nats://x:4222: handshake: -ERR 'Authorization Violation'",

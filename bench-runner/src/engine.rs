@@ -51,7 +51,8 @@ pub async fn run(w: Workload, target: &str, opts: RunOptions) -> anyhow::Result<
     validate(&w)?;
     let mut target = TargetUrl::parse(target).map_err(|e| anyhow::anyhow!("--target {e}"))?;
     target.auth = opts.credentials.clone();
-    target.ca_file = opts.ca_file.clone();
+    opts.tls.apply(&mut target);
+    target.token_placement = opts.token_placement.clone();
     let w = Arc::new(w);
     let driver = drivers::for_workload(&w, &target, &opts)?;
     let _ = clock::base();

@@ -16,14 +16,17 @@ pub mod fault_agent;
 pub mod fault_net;
 pub mod fault_state;
 pub mod live_metrics;
+pub mod net;
 pub mod options;
 pub mod payload;
 pub mod plan;
 pub mod progress;
 pub mod recorder;
+pub mod refusal;
 pub mod report;
 pub mod stream_sweep;
 pub mod termination;
+pub mod tls;
 
 pub use engine::run;
 pub use options::{ClientPath, RunOptions, SharedSetup, StartGate};

@@ -30,10 +30,14 @@ pub struct RunOptions {
     /// How long connections made before the gate retry a target that is not reachable yet
     /// (see [`crate::connect`]); default 30 s.
     pub connect_timeout: Duration,
-    /// Credentials for the target (NATS token or user/password), from the environment.
+    /// Credentials for the target (see [`runner_api::target::Credentials`]), from the
+    /// environment.
     pub credentials: Option<runner_api::target::Credentials>,
-    /// The CA a `tls://` target is verified with (PEM file).
-    pub ca_file: Option<std::path::PathBuf>,
+    /// The CA a TLS target is verified with, the client certificate presented to it and the
+    /// name its certificate must carry.
+    pub tls: crate::tls::TlsFiles,
+    /// Where a WebSocket or Socket.IO target takes the token (default `Authorization: Bearer`).
+    pub token_placement: Option<runner_api::target::TokenPlacement>,
     /// The agent's live `/metrics` series for this trial (`None`: standalone, nothing served).
     pub live: Option<crate::live_metrics::TrialSeries>,
     /// Which client code sends core NATS and MQTT 3.1.1 QoS 0/1 (see [`ClientPath`]).
@@ -62,7 +66,8 @@ impl Default for RunOptions {
             setup: SharedSetup::default(),
             connect_timeout: connect::DEFAULT_CONNECT_TIMEOUT,
             credentials: None,
-            ca_file: None,
+            tls: Default::default(),
+            token_placement: None,
             live: None,
             client: ClientPath::default(),
         }

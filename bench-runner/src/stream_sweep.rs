@@ -7,12 +7,13 @@
 use crate::connect::ConnectWindow;
 use crate::drivers::nats::connect;
 use crate::termination;
+use crate::tls::{TlsClient, TlsFiles};
 use async_nats::jetstream::{self, context::DeleteStreamErrorKind, ErrorCode};
 use futures::TryStreamExt;
 use runner_api::agent::{is_run_prefix, is_stream_of_run};
 use runner_api::target::{Credentials, TargetUrl};
 use runner_api::termination::{RunnerGaveUp, Termination};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// What one sweep did, in stream name order.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -91,18 +92,15 @@ pub fn parse_run(s: &str) -> Result<String, String> {
     }
 }
 
-/// The NATS server to sweep: `nats://` or `tls://` only, with `run`'s credentials and CA.
-pub fn target(
-    url: &str,
-    auth: Option<Credentials>,
-    ca_file: Option<PathBuf>,
-) -> anyhow::Result<TargetUrl> {
+/// The NATS server to sweep: `nats://` or `tls://` only, with the run's credentials and TLS
+/// files (as a run's own connections use them).
+pub fn target(url: &str, auth: Option<Credentials>, tls: &TlsFiles) -> anyhow::Result<TargetUrl> {
     let mut t = TargetUrl::parse(url).map_err(|e| anyhow::anyhow!("--url {e}"))?;
     if t.scheme != "nats" && t.scheme != "tls" {
         anyhow::bail!("--url {url}: JetStream streams are on a nats:// or tls:// server");
     }
     t.auth = auth;
-    t.ca_file = ca_file;
+    tls.apply(&mut t);
     Ok(t)
 }
 
@@ -131,7 +129,8 @@ pub async fn sweep(target: &TargetUrl, run: &str, window: &ConnectWindow) -> any
 
 /// A JetStream context on `target` and every stream name there (the listing pages), sorted.
 async fn list(target: &TargetUrl) -> anyhow::Result<(jetstream::Context, Vec<String>)> {
-    let js = jetstream::new(connect(target, "msgbench-stream-sweep".into(), None).await?);
+    let tls = TlsClient::for_target(target)?;
+    let js = jetstream::new(connect(target, &tls, "msgbench-stream-sweep".into(), None).await?);
     let mut names: Vec<String> = js
         .stream_names()
         .try_collect()
@@ -195,9 +194,19 @@ mod tests {
         for bad in ["abcdef1", "abcdef123", "abcdefgh", ""] {
             assert!(parse_run(bad).is_err(), "{bad:?}");
         }
-        assert!(target("nats://h:4222", None, None).is_ok());
-        assert!(target("tls://h:4222", None, None).is_ok());
-        let e = target("mqtt://h:1883", None, None).unwrap_err().to_string();
+        let none = TlsFiles::default();
+        assert!(target("nats://h:4222", None, &none).is_ok());
+        let tls = TlsFiles {
+            ca_file: Some("/ca.crt".into()),
+            server_name: Some("js.example".into()),
+            ..TlsFiles::default()
+        };
+        let t = target("tls://h:4222", None, &tls).unwrap();
+        assert_eq!(t.ca_file.as_deref(), Some(std::path::Path::new("/ca.crt")));
+        assert_eq!(t.tls_name(), "js.example");
+        let e = target("mqtt://h:1883", None, &none)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("mqtt://h:1883"), "{e}");
     }
 }

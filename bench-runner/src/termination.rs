@@ -23,7 +23,9 @@ impl std::error::Error for BarrierTimedOut {}
 /// The termination message of a runner error: a structured error anywhere in its chain
 /// decides the reason.
 pub fn of(e: &anyhow::Error) -> Termination {
-    let reason = if e
+    let reason = if let Some(r) = crate::refusal::refusal_of(e) {
+        r.reason()
+    } else if e
         .chain()
         .any(|c| c.is::<crate::connect::TargetUnreachable>())
     {
@@ -34,6 +36,26 @@ pub fn of(e: &anyhow::Error) -> Termination {
         RunnerGaveUp::RunnerFailed
     };
     Termination::new(reason, &format!("{e:#}"))
+}
+
+/// The values of the credential variables in `vars` (`MSGBENCH…_TOKEN`, `_PASSWORD`,
+/// `_NKEY_SEED`, `_PUSHER_SECRET`, and each line of `_CREDS` that is not decoration), to cut
+/// from anything the runner prints when it gives up.
+pub fn env_secrets(vars: impl IntoIterator<Item = (String, String)>) -> Vec<String> {
+    const SECRET: &[&str] = &["_TOKEN", "_PASSWORD", "_NKEY_SEED", "_PUSHER_SECRET"];
+    let mut out = Vec::new();
+    for (k, v) in vars {
+        if !k.starts_with("MSGBENCH") {
+            continue;
+        }
+        if SECRET.iter().any(|s| k.ends_with(s)) {
+            out.push(v);
+        } else if k.ends_with("_CREDS") {
+            let body = |l: &&str| l.len() >= 16 && !l.starts_with("---") && !l.starts_with('*');
+            out.extend(v.lines().map(str::trim).filter(body).map(String::from));
+        }
+    }
+    out
 }
 
 /// Writes `t` to `path`. Best effort: outside a container the file may not be writable, and
@@ -86,6 +108,50 @@ mod tests {
         assert_eq!(
             of(&anyhow::anyhow!("boom")).reason,
             RunnerGaveUp::RunnerFailed
+        );
+        use crate::refusal::TargetRefused;
+        for (r, want) in [
+            (
+                TargetRefused::auth("nats://a:4222", "-ERR 'Authorization Violation'"),
+                RunnerGaveUp::TargetAuthFailed,
+            ),
+            (
+                TargetRefused::tls("tls://a:4222", "invalid peer certificate: UnknownIssuer"),
+                RunnerGaveUp::TargetTLSFailed,
+            ),
+            (
+                TargetRefused::protocol("mqtt://b:1883", "CONNACK return code 1"),
+                RunnerGaveUp::TargetProtocolRefused,
+            ),
+        ] {
+            let t = of(&anyhow::Error::new(r).context("trial 1"));
+            assert_eq!(t.reason, want);
+            assert!(t.message.starts_with("trial 1: "), "{}", t.message);
+        }
+    }
+
+    #[test]
+    fn secrets_come_from_the_credential_variables_only() {
+        let vars = [
+            ("MSGBENCH_TOKEN", "tok-123"),
+            ("MSGBENCH_AUTH_0_PASSWORD", "pw-456"),
+            ("MSGBENCH_USERNAME", "bench"),
+            ("OTHER_TOKEN", "not-ours"),
+            (
+                "MSGBENCH_AUTH_1_CREDS",
+                "-----BEGIN NATS USER JWT-----\neyJ0eXAiOiJKV1QifQ.e30.c2lnbmF0dXJl\n------END NATS USER JWT------\n\nSUAAAAAAAAAAAAAAAAAAAAAA\n",
+            ),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let s = env_secrets(vars);
+        assert_eq!(
+            s,
+            [
+                "tok-123",
+                "pw-456",
+                "eyJ0eXAiOiJKV1QifQ.e30.c2lnbmF0dXJl",
+                "SUAAAAAAAAAAAAAAAAAAAAAA"
+            ]
         );
     }
 

@@ -67,7 +67,10 @@ async fn credentials_for_a_protocol_that_does_not_use_them_are_refused() {
     .await
     .unwrap_err()
     .to_string();
-    assert!(e.contains("only sent to nats and jetstream"), "{e}");
+    assert!(
+        e.contains("only sent to nats, jetstream, websocket and socketio"),
+        "{e}"
+    );
 }
 
 /// A JetStream nats-server whose one user is an NKey, configured as the operator writes it

@@ -1,6 +1,7 @@
-//! NATS over TLS (`tls://`): async-nats (JetStream, and core NATS whichever client path was
-//! asked for) verifies the server's certificate with the CA it is given and sends its
-//! credentials inside TLS; without that CA the run fails before any load, saying why.
+//! NATS over TLS (`tls://`): both core-NATS client paths and JetStream verify the server's
+//! certificate with the CA they are given and send their credentials inside TLS; without that
+//! CA the run fails before any load, saying why (TargetTLSFailed). Client certificates and
+//! server names: `nats_mtls.rs`.
 mod support;
 use bench_runner::{run, RunOptions};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
@@ -48,7 +49,10 @@ fn opts(ca_file: Option<PathBuf>) -> RunOptions {
         runner_id: 4,
         connect_timeout: Duration::from_secs(2),
         credentials: Some(Credentials::Token(TOKEN.into())),
-        ca_file,
+        tls: bench_runner::tls::TlsFiles {
+            ca_file,
+            ..Default::default()
+        },
         ..Default::default()
     }
 }
@@ -60,19 +64,21 @@ async fn a_tls_server_is_benchmarked_with_its_ca_and_refused_without() {
     let r = run(workload(JS), &url, opts(Some(ca))).await.unwrap();
     assert_eq!(r.measured.received, 200);
 
-    // The system's roots do not know this CA: the handshake fails, naming the certificate.
-    let e = format!(
-        "{:#}",
-        run(workload(JS), &url, opts(None)).await.unwrap_err()
-    );
+    // The public roots do not know this CA: the handshake fails, naming the certificate.
+    let err = run(workload(JS), &url, opts(None)).await.unwrap_err();
+    let e = format!("{err:#}");
     assert!(e.to_lowercase().contains("certificate"), "{e}");
     assert!(!e.contains(TOKEN), "the token is never in an error: {e}");
+    assert_eq!(
+        bench_runner::termination::of(&err).reason,
+        runner_api::termination::RunnerGaveUp::TargetTLSFailed
+    );
 }
 
-/// Core NATS over TLS goes through async-nats (the wire path speaks plain TCP only), whichever
-/// client path was asked for: the target is benchmarked, every message delivered.
+/// Core NATS over TLS on either client path (the batched wire path speaks TLS too): the target
+/// is benchmarked, every message delivered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tls_core_nats_target_is_benchmarked_through_the_library() {
+async fn a_tls_core_nats_target_is_benchmarked_on_both_client_paths() {
     for client in [
         bench_runner::ClientPath::Library,
         bench_runner::ClientPath::Wire,

@@ -31,6 +31,18 @@ pub enum RunFailureReason {
     /// `targetReadyTimeoutSeconds`, or a runner could not connect within
     /// `connectTimeoutSeconds` before the start barrier.
     TargetUnreachable,
+    /// A runner's credentials for the target were refused (NATS `Authorization Violation`,
+    /// an MQTT CONNACK refusing the login, HTTP 401/403 on a WebSocket upgrade or Socket.IO
+    /// handshake), or are unusable as given. Retrying cannot mend it, so the run fails at once.
+    TargetAuthFailed,
+    /// TLS with the target failed: its certificate is not trusted by the CA given (or the
+    /// public roots), has expired, or names another host; it does not speak TLS on that port;
+    /// or the CA, client certificate or key given for it cannot be used. The message names
+    /// the certificate the target presented and why it was refused.
+    TargetTLSFailed,
+    /// The target refused the protocol version the runner speaks (MQTT CONNACK 1, or 0x84
+    /// in MQTT 5).
+    TargetProtocolRefused,
     /// Runs whose `baselineRef`s wait for each other's verdict in a cycle; each would wait
     /// until its deadline, so they fail at once.
     BaselineCycle,
@@ -83,6 +95,9 @@ impl RunFailureReason {
         TargetNotReady,
         TargetUnfit,
         TargetUnreachable,
+        TargetAuthFailed,
+        TargetTLSFailed,
+        TargetProtocolRefused,
         BaselineCycle,
         ImagePullFailed,
         BarrierTimeout,
@@ -107,6 +122,9 @@ impl RunFailureReason {
             TargetNotReady => "TargetNotReady",
             TargetUnfit => "TargetUnfit",
             TargetUnreachable => "TargetUnreachable",
+            TargetAuthFailed => "TargetAuthFailed",
+            TargetTLSFailed => "TargetTLSFailed",
+            TargetProtocolRefused => "TargetProtocolRefused",
             BaselineCycle => "BaselineCycle",
             ImagePullFailed => "ImagePullFailed",
             BarrierTimeout => "BarrierTimeout",
@@ -175,13 +193,30 @@ mod tests {
         for r in RunFailureReason::ALL {
             // A new variant makes this match non-exhaustive: add it to ALL, then here.
             match r {
-                InvalidSpec | FaultsNotAllowed | TargetNotFound | TargetNotReady | TargetUnfit
-                | TargetUnreachable | BaselineCycle | ImagePullFailed | BarrierTimeout
-                | RunnersUnschedulable | RunnerFailed | RunnerNodeLost | RunnersStartedApart
-                | DeadlineExceeded | ResultsLost | ResultsTooLarge | FaultsNotInjected
-                | FaultsUnconfirmed | ThresholdsNotMet => {}
+                InvalidSpec
+                | FaultsNotAllowed
+                | TargetNotFound
+                | TargetNotReady
+                | TargetUnfit
+                | TargetUnreachable
+                | TargetAuthFailed
+                | TargetTLSFailed
+                | TargetProtocolRefused
+                | BaselineCycle
+                | ImagePullFailed
+                | BarrierTimeout
+                | RunnersUnschedulable
+                | RunnerFailed
+                | RunnerNodeLost
+                | RunnersStartedApart
+                | DeadlineExceeded
+                | ResultsLost
+                | ResultsTooLarge
+                | FaultsNotInjected
+                | FaultsUnconfirmed
+                | ThresholdsNotMet => {}
             }
         }
-        assert_eq!(RunFailureReason::ALL.len(), 19);
+        assert_eq!(RunFailureReason::ALL.len(), 22);
     }
 }

@@ -3,6 +3,8 @@
 use msgbench_crds::workload::{Protocol, Workload};
 use serde::{Deserialize, Serialize};
 
+pub use crate::target_access::{TargetAuth, TargetTls};
+
 /// Version of the result record envelope.
 pub const LINE_FORMAT: &str = "msgbench.dev/runner-line/v1";
 /// Port of `/ready`, `/start`, `/progress` and `/results`.
@@ -48,12 +50,12 @@ pub struct AgentConfig {
     #[serde(default = "default_hold")]
     pub results_hold_seconds: u32,
     /// Targets that need credentials, and where the runner finds them: environment variables
-    /// `{envPrefix}_TOKEN` or `{envPrefix}_USERNAME`/`_PASSWORD`, which the pod fills from the
-    /// server's Secret. Only names here: a secret never enters this config.
+    /// `{envPrefix}_TOKEN`, `_NKEY_SEED`, `_CREDS`, `_PUSHER_…` or `_USERNAME`/`_PASSWORD`,
+    /// which the pod fills from a Secret. Only names here: a secret never enters this config.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub target_auth: Vec<TargetAuth>,
-    /// Targets spoken to over TLS with a CA of their own, and where the pod mounts it (from
-    /// the server's Secret, key `ca.crt`).
+    /// Targets spoken to over TLS with a CA, client certificate or server name of their own,
+    /// and where the pod mounts the files (from Secrets).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub target_tls: Vec<TargetTls>,
     /// Names and tags that keep this run's traffic apart from every other run's on the same
@@ -172,22 +174,6 @@ impl RunIsolation {
         }
         w.topic_prefix = self.topic_prefix(&w.topic_prefix, trial);
     }
-}
-
-/// The CA a `tls://` target's certificate is verified with.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TargetTls {
-    pub target: String,
-    pub ca_file: String,
-}
-
-/// Where the credentials of one target are.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TargetAuth {
-    pub target: String,
-    pub env_prefix: String,
 }
 
 /// One trial of a variants run.

@@ -13,6 +13,7 @@ pub mod result;
 pub mod result_frames;
 pub mod status_form;
 pub mod target;
+pub mod target_access;
 pub mod termination;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

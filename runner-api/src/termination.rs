@@ -14,6 +14,13 @@ pub const MAX_MESSAGE_CHARS: usize = 2048;
 pub enum RunnerGaveUp {
     /// The target never accepted a connection within `connectTimeoutSeconds`.
     TargetUnreachable,
+    /// The target refused the runner's credentials (or they are unusable as given).
+    TargetAuthFailed,
+    /// TLS with the target failed: its certificate was not trusted, had expired or named
+    /// another host, it did not speak TLS, or the TLS files given for it are unusable.
+    TargetTLSFailed,
+    /// The target refused the protocol version the runner speaks.
+    TargetProtocolRefused,
     /// Connected and ready, but the operator's `/start` never came within `barrierTimeoutSeconds`.
     BarrierTimeout,
     /// Any other failure, and any reason this operator does not know (a newer runner's).
@@ -25,6 +32,9 @@ impl From<RunnerGaveUp> for RunFailureReason {
     fn from(r: RunnerGaveUp) -> Self {
         match r {
             RunnerGaveUp::TargetUnreachable => RunFailureReason::TargetUnreachable,
+            RunnerGaveUp::TargetAuthFailed => RunFailureReason::TargetAuthFailed,
+            RunnerGaveUp::TargetTLSFailed => RunFailureReason::TargetTLSFailed,
+            RunnerGaveUp::TargetProtocolRefused => RunFailureReason::TargetProtocolRefused,
             RunnerGaveUp::BarrierTimeout => RunFailureReason::BarrierTimeout,
             RunnerGaveUp::RunnerFailed => RunFailureReason::RunnerFailed,
         }
@@ -74,12 +84,40 @@ mod tests {
     fn runner_reasons_are_spelt_as_the_run_reasons_they_become() {
         for r in [
             RunnerGaveUp::TargetUnreachable,
+            RunnerGaveUp::TargetAuthFailed,
+            RunnerGaveUp::TargetTLSFailed,
+            RunnerGaveUp::TargetProtocolRefused,
             RunnerGaveUp::BarrierTimeout,
             RunnerGaveUp::RunnerFailed,
         ] {
             let wire = serde_json::to_value(r).unwrap();
             assert_eq!(wire, RunFailureReason::from(r).to_string(), "{r:?}");
+            let back: RunnerGaveUp = serde_json::from_value(wire).unwrap();
+            assert_eq!(back, r);
         }
+        // The wire strings the operator side matches on, spelt out once.
+        let spelt: Vec<String> = [
+            RunnerGaveUp::TargetAuthFailed,
+            RunnerGaveUp::TargetTLSFailed,
+            RunnerGaveUp::TargetProtocolRefused,
+        ]
+        .iter()
+        .map(|r| {
+            serde_json::to_value(r)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+        assert_eq!(
+            spelt,
+            [
+                "TargetAuthFailed",
+                "TargetTLSFailed",
+                "TargetProtocolRefused"
+            ]
+        );
         // A reason from a newer runner is a generic failure, its message kept.
         let t = Termination::parse(r#"{"reason":"Novel","message":"m"}"#).unwrap();
         assert_eq!(

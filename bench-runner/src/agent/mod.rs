@@ -6,6 +6,7 @@
 //! plan after that trial: the agent then holds the records it has, as if that were the plan. Each record also goes to stdout as checksummed frames
 //! ([`runner_api::result_frames`]), the fallback when the endpoint could not be read. Needs no
 //! Kubernetes API access.
+mod access;
 mod http;
 
 pub use http::{router, serve};
@@ -21,7 +22,7 @@ use runner_api::agent::{
     LINE_FORMAT,
 };
 use runner_api::control_auth::ControlVerifier;
-use runner_api::target::Credentials;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -367,12 +368,9 @@ pub async fn run(
             gate: Some(Arc::new(gate)),
             setup,
             connect_timeout: Duration::from_secs(u64::from(cfg.connect_timeout_seconds)),
-            credentials: credentials_for(&cfg, &planned.target)?,
-            ca_file: cfg
-                .target_tls
-                .iter()
-                .find(|t| t.target == planned.target)
-                .map(|t| t.ca_file.clone().into()),
+            credentials: access::credentials_for(&cfg, &planned.target)?,
+            tls: access::tls_for(&cfg, &planned.target),
+            token_placement: access::token_placement_for(&cfg, &planned.target)?,
             live: Some(state.live.trial(trial, &planned.variant, planned.round)),
             client: Default::default(),
         };
@@ -417,48 +415,4 @@ pub async fn run(
     }
     state.finished.store(true, Ordering::SeqCst);
     Ok(())
-}
-
-/// The credentials the pod's environment holds for `target`, when the config says it needs
-/// some (a missing variable is an error naming it, never a connection without auth).
-fn credentials_for(cfg: &AgentConfig, target: &str) -> anyhow::Result<Option<Credentials>> {
-    let Some(a) = cfg.target_auth.iter().find(|a| a.target == target) else {
-        return Ok(None);
-    };
-    Credentials::from_env(&a.env_prefix, |k| std::env::var(k).ok())
-        .map(Some)
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "{target} needs credentials, but neither {0}_TOKEN nor {0}_USERNAME is set",
-                a.env_prefix
-            )
-        })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use runner_api::agent::TargetAuth;
-
-    /// A target that needs credentials the pod does not have fails its trial naming the
-    /// variables, instead of connecting without auth; other targets need none.
-    #[test]
-    fn missing_credentials_name_the_variables() {
-        let cfg: AgentConfig = serde_norway::from_str(
-            "target: nats://a:4222\nworkload: {protocol: nats}\nbarrierTimeoutSeconds: 1\n",
-        )
-        .unwrap();
-        let cfg = AgentConfig {
-            target_auth: vec![TargetAuth {
-                target: "nats://a:4222".into(),
-                env_prefix: "MSGBENCH_TEST_UNSET_7F3A".into(),
-            }],
-            ..cfg
-        };
-        let e = credentials_for(&cfg, "nats://a:4222")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("MSGBENCH_TEST_UNSET_7F3A_TOKEN"), "{e}");
-        assert_eq!(credentials_for(&cfg, "nats://b:4222").unwrap(), None);
-    }
 }

@@ -6,16 +6,18 @@
 //! it the generator, not the server, set the pace. A window bounds the messages in flight per
 //! publisher (open loop: a full window shows up as send lag; closed loop: it is the concurrency).
 use crate::drivers::{record_error, Outgoing, Publisher};
+use crate::net::{ReadHalf, WriteHalf};
 use crate::payload::Header;
 use crate::recorder::{note_sent, record_ack, record_ack_error, Shared};
+use crate::refusal::keep_refusal;
+use crate::tls::TlsClient;
 use bytes::{Buf, BytesMut};
 use futures::future::BoxFuture;
+use runner_api::target::TargetUrl;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
@@ -46,7 +48,7 @@ struct Queue {
 }
 
 struct Conn {
-    wr: OwnedWriteHalf,
+    wr: WriteHalf,
     queue: Arc<Mutex<Queue>>,
     reader: JoinHandle<()>,
 }
@@ -61,15 +63,21 @@ pub struct PipelinedPublisher<E> {
 }
 
 impl<E: RequestEncoder> PipelinedPublisher<E> {
-    pub async fn connect(addr: &str, enc: E, stats: Shared) -> anyhow::Result<Self> {
+    /// [`CONNECTIONS`] keep-alive connections to `target`, over TLS with `tls`.
+    pub async fn connect(
+        target: &TargetUrl,
+        tls: Option<&TlsClient>,
+        enc: E,
+        stats: Shared,
+    ) -> anyhow::Result<Self> {
         let window = Arc::new(Semaphore::new(WINDOW));
         let mut conns = Vec::with_capacity(CONNECTIONS);
         for _ in 0..CONNECTIONS {
-            let s = tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(addr))
+            let s = crate::net::dial(target, tls, Duration::from_secs(10))
                 .await
-                .map_err(|_| anyhow::anyhow!("connect to {addr}: timed out"))?
-                .map_err(|e| anyhow::anyhow!("connect to {addr}: {e}"))?;
-            s.set_nodelay(true)?;
+                .map_err(|e| {
+                    keep_refusal(e, |e| anyhow::anyhow!("connect to {}: {e}", target.raw))
+                })?;
             let (rd, wr) = s.into_split();
             let queue = Arc::new(Mutex::new(Queue::default()));
             let reader = tokio::spawn(read_responses(
@@ -180,7 +188,7 @@ impl<E> Drop for PipelinedPublisher<E> {
 /// Matches responses to pending requests until the connection ends; then fails whatever is
 /// still pending (each failure returns its window slot).
 async fn read_responses(
-    mut rd: OwnedReadHalf,
+    mut rd: ReadHalf,
     queue: Arc<Mutex<Queue>>,
     stats: Shared,
     window: Arc<Semaphore>,
@@ -255,7 +263,11 @@ mod tests {
     use crate::drivers::socketio::PublishRequests;
     use crate::recorder::TaskStats;
     use runner_api::result::Delivery;
-    use tokio::net::TcpListener;
+    use tokio::net::{TcpListener, TcpStream};
+
+    fn target(addr: &str) -> TargetUrl {
+        TargetUrl::parse(&format!("http://{addr}")).unwrap()
+    }
 
     fn msg(seq: u64) -> Outgoing {
         Outgoing {
@@ -319,8 +331,8 @@ mod tests {
             Delivery::FanOut,
             0,
         )));
-        let enc = PublishRequests::new(&addr, &["t \"q\"".into()], "p", 30);
-        let mut p = PipelinedPublisher::connect(&addr, enc, stats.clone())
+        let enc = PublishRequests::new(&addr, &["t \"q\"".into()], "p", 30, &Default::default());
+        let mut p = PipelinedPublisher::connect(&target(&addr), None, enc, stats.clone())
             .await
             .unwrap();
         let batch: Vec<Outgoing> = (0..8).map(msg).collect();
@@ -401,8 +413,8 @@ mod tests {
             Delivery::FanOut,
             0,
         )));
-        let enc = PublishRequests::new(&addr, &["t".into()], "p", 30);
-        let mut p = PipelinedPublisher::connect(&addr, enc, stats.clone())
+        let enc = PublishRequests::new(&addr, &["t".into()], "p", 30, &Default::default());
+        let mut p = PipelinedPublisher::connect(&target(&addr), None, enc, stats.clone())
             .await
             .unwrap();
         let batch: Vec<Outgoing> = (0..(2 * WINDOW as u64 + 7)).map(msg).collect();
@@ -451,7 +463,7 @@ mod tests {
             Delivery::FanOut,
             0,
         )));
-        let mut p = PipelinedPublisher::connect(&addr, Threes, stats.clone())
+        let mut p = PipelinedPublisher::connect(&target(&addr), None, Threes, stats.clone())
             .await
             .unwrap();
         let batch: Vec<Outgoing> = (0..12).map(msg).collect();

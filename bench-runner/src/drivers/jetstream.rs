@@ -9,6 +9,7 @@ use crate::payload::Header;
 use crate::recorder::{
     note_sent, record_ack, record_ack_error, register_subscription, ReceiveRecorder, Shared,
 };
+use crate::tls::TlsClient;
 use async_nats::jetstream::{self, consumer, context::PublishAckFuture, stream};
 use async_nats::Subject;
 use futures::future::BoxFuture;
@@ -27,6 +28,7 @@ pub struct JetStreamDriver {
     w: Arc<Workload>,
     o: JetStreamOptions,
     target: TargetUrl,
+    tls: Arc<TlsClient>,
     subjects: Vec<Subject>,
     setup: SharedSetup,
 }
@@ -35,17 +37,20 @@ pub struct JetStreamDriver {
 const SETUP_TOKEN: &str = "msgbench.dev/setup";
 
 impl JetStreamDriver {
-    pub fn new(w: Arc<Workload>, target: TargetUrl, setup: SharedSetup) -> Self {
-        JetStreamDriver {
+    pub fn new(w: Arc<Workload>, target: TargetUrl, setup: SharedSetup) -> anyhow::Result<Self> {
+        Ok(JetStreamDriver {
             setup,
             o: w.jetstream.clone().unwrap_or_default(),
             subjects: subjects(&w),
+            tls: TlsClient::for_target(&target)?,
             w,
             target,
-        }
+        })
     }
     async fn context(&self, name: String) -> anyhow::Result<jetstream::Context> {
-        Ok(jetstream::new(connect(&self.target, name, None).await?))
+        Ok(jetstream::new(
+            connect(&self.target, &self.tls, name, None).await?,
+        ))
     }
 
     /// Waits until the leader has (re)created the stream for this trial: its metadata carries
@@ -173,7 +178,13 @@ impl Driver for JetStreamDriver {
     ) -> BoxFuture<'_, anyhow::Result<JoinHandle<()>>> {
         Box::pin(async move {
             let counted = Some(rec.stats().clone());
-            let client = connect(&self.target, format!("msgbench-js-sub-{idx}"), counted).await?;
+            let client = connect(
+                &self.target,
+                &self.tls,
+                format!("msgbench-js-sub-{idx}"),
+                counted,
+            )
+            .await?;
             let js = jetstream::new(client.clone());
             let stream = js
                 .get_stream(&self.o.stream)
@@ -260,7 +271,13 @@ impl Driver for JetStreamDriver {
     ) -> BoxFuture<'_, anyhow::Result<Box<dyn Publisher>>> {
         Box::pin(async move {
             let counted = Some(stats.clone());
-            let client = connect(&self.target, format!("msgbench-js-pub-{idx}"), counted).await?;
+            let client = connect(
+                &self.target,
+                &self.tls,
+                format!("msgbench-js-pub-{idx}"),
+                counted,
+            )
+            .await?;
             let (window, batch) = match (self.o.publish, self.o.ack_batch) {
                 (JetStreamPublish::Sync, _) => (1, None),
                 (JetStreamPublish::Async, Some(b)) => (b as usize, Some(b)),
@@ -283,7 +300,13 @@ impl Driver for JetStreamDriver {
 
     fn connect_idle(&self, idx: u32) -> BoxFuture<'_, anyhow::Result<Box<dyn Send>>> {
         Box::pin(async move {
-            let c = connect(&self.target, format!("msgbench-idle-{idx}"), None).await?;
+            let c = connect(
+                &self.target,
+                &self.tls,
+                format!("msgbench-idle-{idx}"),
+                None,
+            )
+            .await?;
             c.flush().await?;
             Ok(Box::new(c) as Box<dyn Send>)
         })

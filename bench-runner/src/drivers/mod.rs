@@ -1,6 +1,5 @@
 //! Protocol drivers behind one trait. The engine schedules and measures; a driver only
 //! connects, sends batches and hands received payloads to a recorder.
-use crate::options::ClientPath;
 use crate::payload::Header;
 use crate::recorder::{ReceiveRecorder, Shared};
 use futures::future::BoxFuture;
@@ -11,12 +10,16 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+mod http_auth;
 mod http_publish;
 pub mod jetstream;
 pub mod mqtt;
 mod mqtt_client;
 mod mqtt_wire;
 pub mod nats;
+mod nats_client;
+mod nats_creds;
+mod nats_handshake;
 pub mod nats_wire;
 pub mod pusher;
 pub mod socketio;
@@ -96,18 +99,12 @@ pub fn for_workload(
     opts: &crate::options::RunOptions,
 ) -> anyhow::Result<Arc<dyn Driver>> {
     let (runner, setup) = (opts.runner_id, &opts.setup);
-    // The batched core-NATS path (nats_wire) speaks plain TCP only: a `tls://` target goes
-    // through async-nats, which speaks TLS (bench/RESULTS.md has what that costs per message).
-    let client = match (w.protocol, target.scheme.as_str()) {
-        (Protocol::Nats, "tls") => ClientPath::Library,
-        _ => opts.client,
-    };
     let want: &[&str] = match w.protocol {
         Protocol::Nats => &["nats", "tls"],
         Protocol::Jetstream => &["nats", "tls"],
-        Protocol::Mqtt => &["mqtt", "tcp"],
-        Protocol::Socketio => &["http"],
-        Protocol::Websocket => &["ws", "http"],
+        Protocol::Mqtt => &["mqtt", "tcp", "mqtts", "ssl"],
+        Protocol::Socketio => &["http", "https"],
+        Protocol::Websocket => &["ws", "http", "wss", "https"],
         Protocol::Pusher => &["ws"],
     };
     check_credentials(w.protocol, target)?;
@@ -120,22 +117,23 @@ pub fn for_workload(
             want[0]
         );
     }
+    let rest = w.socketio.as_ref().is_some_and(|o| o.rest.is_some());
+    if w.protocol == Protocol::Socketio && rest && target.is_tls() {
+        // The REST sampler is a plain hyper client; it has no TLS connector yet.
+        anyhow::bail!(
+            "--target {}: socketio.rest sampling is not supported over https",
+            target.raw
+        );
+    }
+    let tls = crate::tls::for_tls_target(target)?;
+    let (w, t) = (w.clone(), target.clone());
     Ok(match w.protocol {
-        Protocol::Nats => Arc::new(nats::NatsDriver::new(w.clone(), target.clone(), client)),
-        Protocol::Jetstream => Arc::new(jetstream::JetStreamDriver::new(
-            w.clone(),
-            target.clone(),
-            setup.clone(),
-        )),
-        Protocol::Mqtt => Arc::new(mqtt::MqttDriver::new(
-            w.clone(),
-            target.clone(),
-            runner,
-            client,
-        )),
-        Protocol::Socketio => Arc::new(socketio::SocketIoDriver::new(w.clone(), target.clone())),
-        Protocol::Websocket => Arc::new(websocket::WebSocketDriver::new(w.clone(), target.clone())),
-        Protocol::Pusher => Arc::new(pusher::PusherDriver::new(w.clone(), target.clone())?),
+        Protocol::Nats => Arc::new(nats::NatsDriver::new(w, t, opts.client)?),
+        Protocol::Jetstream => Arc::new(jetstream::JetStreamDriver::new(w, t, setup.clone())?),
+        Protocol::Mqtt => Arc::new(mqtt::MqttDriver::new(w, t, runner, opts.client, tls)),
+        Protocol::Socketio => Arc::new(socketio::SocketIoDriver::new(w, t, tls)),
+        Protocol::Websocket => Arc::new(websocket::WebSocketDriver::new(w, t, tls)),
+        Protocol::Pusher => Arc::new(pusher::PusherDriver::new(w, t)?),
     })
 }
 
@@ -154,7 +152,14 @@ fn check_credentials(p: Protocol, target: &TargetUrl) -> anyhow::Result<()> {
             matches!(p, Protocol::Nats | Protocol::Jetstream | Protocol::Mqtt),
             "nats, jetstream and mqtt",
         ),
-        Some(_) => (
+        Some(Credentials::Token(_)) => (
+            matches!(
+                p,
+                Protocol::Nats | Protocol::Jetstream | Protocol::Websocket | Protocol::Socketio
+            ),
+            "nats, jetstream, websocket and socketio",
+        ),
+        Some(Credentials::Nkey { .. } | Credentials::Creds(_)) => (
             matches!(p, Protocol::Nats | Protocol::Jetstream),
             "nats and jetstream",
         ),

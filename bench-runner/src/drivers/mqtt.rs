@@ -1,4 +1,5 @@
-//! MQTT 3.1.1 / 5 (rumqttc): QoS 0/1/2, per-topic or wildcard subscriptions. Publish-ack
+//! MQTT 3.1.1 / 5 (rumqttc): QoS 0/1/2, per-topic or wildcard subscriptions, over TCP or TLS
+//! (`mqtts://`, on both client paths). Publish-ack
 //! latency (PUBACK for QoS 1, PUBCOMP for QoS 2) is recorded apart from end-to-end latency.
 use super::mqtt_client::{self, Client, Ev, Loop};
 use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop};
@@ -8,6 +9,8 @@ use crate::payload::Header;
 use crate::recorder::{
     note_sent, record_ack, record_ack_error, register_subscription, ReceiveRecorder, Shared,
 };
+use crate::refusal::TargetRefused;
+use crate::tls::TlsClient;
 use futures::future::BoxFuture;
 use msgbench_crds::workload::{MqttOptions, MqttVersion, Workload};
 use runner_api::target::TargetUrl;
@@ -20,13 +23,21 @@ pub struct MqttDriver {
     w: Arc<Workload>,
     o: MqttOptions,
     target: TargetUrl,
+    /// `mqtts://`: both client paths speak TLS with it.
+    tls: Option<Arc<TlsClient>>,
     runner: u16,
     topics: Vec<String>,
     client: ClientPath,
 }
 
 impl MqttDriver {
-    pub fn new(w: Arc<Workload>, target: TargetUrl, runner: u16, client: ClientPath) -> Self {
+    pub fn new(
+        w: Arc<Workload>,
+        target: TargetUrl,
+        runner: u16,
+        client: ClientPath,
+        tls: Option<Arc<TlsClient>>,
+    ) -> Self {
         let topics = (0..w.topics)
             .map(|t| format!("{}/{t}", w.topic_prefix))
             .collect();
@@ -34,6 +45,7 @@ impl MqttDriver {
             o: w.mqtt.clone().unwrap_or_default(),
             w,
             target,
+            tls,
             runner,
             topics,
             client,
@@ -46,7 +58,9 @@ impl MqttDriver {
         // other's sessions.
         let id = format!("{}-{}-{role}-{idx}", self.w.topic_prefix, self.runner);
         let login = super::mqtt_wire::login(&self.target);
-        let (c, mut l) = mqtt_client::new(&self.target.host, self.target.port, id, &self.o, login);
+        let tls = self.tls.as_ref().map(|t| t.config());
+        let addr = (self.target.host.as_str(), self.target.port);
+        let (c, mut l) = mqtt_client::new(addr, id, &self.o, login, tls);
         let connected = tokio::time::timeout(Duration::from_secs(10), async {
             loop {
                 match l.poll().await {
@@ -59,7 +73,10 @@ impl MqttDriver {
         .await;
         match connected {
             Ok(Ok(())) => Ok((c, l)),
-            Ok(Err(e)) => anyhow::bail!("connect to {}: {e}", self.target.raw),
+            Ok(Err(e)) => match e.refusal {
+                Some(why) => Err(TargetRefused::new(why, &self.target.raw, e.text).into()),
+                None => anyhow::bail!("connect to {}: {e}", self.target.raw),
+            },
             Err(_) => anyhow::bail!("connect to {}: no CONNACK within 10 s", self.target.raw),
         }
     }
@@ -153,17 +170,17 @@ impl Driver for MqttDriver {
             // library was asked for.
             let wire = self.client == ClientPath::Wire;
             if wire && self.o.version == MqttVersion::V311 && self.o.qos <= 1 {
-                let p = super::mqtt_wire::WirePublisher::connect(
-                    &self.target,
-                    &format!("{}-{}-pub-{idx}", self.w.topic_prefix, self.runner),
-                    self.o.keep_alive_seconds,
-                    self.o.qos,
-                    self.o.max_in_flight,
-                    self.topics.iter().map(|t| t.as_bytes().to_vec()).collect(),
-                    self.w.payload_bytes as usize,
-                    stats,
-                )
-                .await?;
+                let setup = super::mqtt_wire::WireSetup {
+                    client_id: &format!("{}-{}-pub-{idx}", self.w.topic_prefix, self.runner),
+                    keep_alive: self.o.keep_alive_seconds,
+                    qos: self.o.qos,
+                    max_in_flight: self.o.max_in_flight,
+                    topics: self.topics.iter().map(|t| t.as_bytes().to_vec()).collect(),
+                    payload_bytes: self.w.payload_bytes as usize,
+                };
+                let tls = self.tls.as_deref();
+                let p = super::mqtt_wire::WirePublisher::connect(&self.target, tls, setup, stats)
+                    .await?;
                 return Ok(Box::new(p) as Box<dyn Publisher>);
             }
             let (c, mut l) = self.connect("pub", idx).await?;
@@ -313,6 +330,6 @@ impl Drop for MqttPublisher {
     }
 }
 
-fn short(e: &str) -> String {
-    e.chars().take(60).collect()
+fn short(e: &dyn std::fmt::Display) -> String {
+    e.to_string().chars().take(60).collect()
 }

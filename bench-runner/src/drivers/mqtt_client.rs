@@ -1,8 +1,12 @@
 //! One face over rumqttc's MQTT 3.1.1 and MQTT 5 clients: the driver needs only publish,
-//! subscribe and a stream of the events that matter for measurement.
+//! subscribe and a stream of the events that matter for measurement. `mqtts://` runs over
+//! rumqttc's rustls transport with the runner's own config (ring, the target's CA, client
+//! certificate and server name).
+use crate::refusal::{self, Refusal};
 use bytes::Bytes;
 use msgbench_crds::workload::{MqttOptions, MqttVersion};
 use rumqttc::Outgoing;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub enum Ev {
@@ -27,20 +31,26 @@ pub enum Loop {
     V5(Box<rumqttc::v5::EventLoop>),
 }
 
-/// `login`: the user name and password sent in CONNECT, when the broker requires them.
+/// `login`: the user name and password sent in CONNECT, when the broker requires them; `tls`:
+/// the config of an `mqtts://` target.
 pub fn new(
-    host: &str,
-    port: u16,
+    (host, port): (&str, u16),
     id: String,
     o: &MqttOptions,
     login: Option<(&str, &str)>,
+    tls: Option<Arc<rustls::ClientConfig>>,
 ) -> (Client, Loop) {
     let cap = 4096;
+    let transport =
+        tls.map(|c| rumqttc::Transport::tls_with_config(rumqttc::TlsConfiguration::Rustls(c)));
     match o.version {
         MqttVersion::V311 => {
             let mut m = rumqttc::MqttOptions::new(id, host, port);
             if let Some((user, password)) = login {
                 m.set_credentials(user, password);
+            }
+            if let Some(t) = transport {
+                m.set_transport(t);
             }
             m.set_keep_alive(Duration::from_secs(u64::from(o.keep_alive_seconds)))
                 .set_inflight(o.max_in_flight)
@@ -54,6 +64,9 @@ pub fn new(
             let mut m = rumqttc::v5::MqttOptions::new(id, host, port);
             if let Some((user, password)) = login {
                 m.set_credentials(user, password);
+            }
+            if let Some(t) = transport {
+                m.set_transport(t);
             }
             m.set_keep_alive(Duration::from_secs(u64::from(o.keep_alive_seconds)))
                 .set_outgoing_inflight_upper_limit(o.max_in_flight)
@@ -122,30 +135,102 @@ impl Client {
     }
 }
 
-/// rumqttc's error as text; a refused login says so (its own text, "Connection refused", reads
-/// as a target not up yet, which the connect window would retry until it ends).
-fn v4_error(e: rumqttc::ConnectionError) -> String {
-    match e {
-        rumqttc::ConnectionError::ConnectionRefused(code) => {
-            super::mqtt_wire::login_refused(code as u8).unwrap_or_else(|| e.to_string())
-        }
-        e => e.to_string(),
+/// An error of the event loop: its text, and whether the broker refused this client for good
+/// (a refused login or protocol version, a failed TLS handshake). rumqttc's own text for a
+/// refused CONNACK, "Connection refused", reads as a target not up yet, which the connect
+/// window would retry until it ends.
+#[derive(Debug)]
+pub struct PollError {
+    pub text: String,
+    pub refusal: Option<Refusal>,
+}
+
+impl std::fmt::Display for PollError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
     }
 }
 
-fn v5_error(e: rumqttc::v5::ConnectionError) -> String {
+impl PollError {
+    fn plain(e: impl std::fmt::Display) -> Self {
+        PollError {
+            text: e.to_string(),
+            refusal: None,
+        }
+    }
+    fn connack(code: u8, e: impl std::fmt::Display) -> Self {
+        match refusal::mqtt_connack_refusal(code) {
+            Some((r, text)) => PollError {
+                text,
+                refusal: Some(r),
+            },
+            None => Self::plain(e),
+        }
+    }
+    fn tls(text: String) -> Self {
+        PollError {
+            text,
+            refusal: Some(Refusal::Tls),
+        }
+    }
+    /// Any other error; one with a rustls error deep inside (rumqttc reports a TLS alert
+    /// read with CONNACK as a state error) is a TLS failure.
+    fn other(e: &(dyn std::error::Error + 'static)) -> Self {
+        match crate::tls::failure_in_error(e) {
+            Some(why) => Self::tls(why),
+            None if crate::tls::is_failure_text(&e.to_string()) => Self::tls(e.to_string()),
+            None => Self::plain(e),
+        }
+    }
+    /// An I/O error that carries a rustls error: the broker refused this client's TLS after
+    /// the handshake (TLS 1.3 checks the client certificate then).
+    fn io(e: std::io::Error) -> Self {
+        match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+            Some(_) => Self::tls(crate::tls::handshake_failure(&e)),
+            None => Self::plain(format!("I/O: {e}")),
+        }
+    }
+}
+
+fn tls_error(e: rumqttc::TlsError) -> PollError {
+    match e {
+        rumqttc::TlsError::Io(io) => PollError::tls(crate::tls::handshake_failure(&io)),
+        e => PollError::tls(format!("TLS: {e}")),
+    }
+}
+
+fn v4_error(e: rumqttc::ConnectionError) -> PollError {
+    use rumqttc::ConnectionError as E;
+    match e {
+        E::ConnectionRefused(code) => PollError::connack(code as u8, &e),
+        E::Tls(t) => tls_error(t),
+        E::Io(io) => PollError::io(io),
+        e => PollError::other(&e),
+    }
+}
+
+fn v5_error(e: rumqttc::v5::ConnectionError) -> PollError {
     use rumqttc::v5::mqttbytes::v5::ConnectReturnCode as C;
-    let code = match &e {
-        rumqttc::v5::ConnectionError::ConnectionRefused(C::BadUserNamePassword) => Some(0x86),
-        rumqttc::v5::ConnectionError::ConnectionRefused(C::NotAuthorized) => Some(0x87),
-        _ => None,
-    };
-    code.and_then(super::mqtt_wire::login_refused)
-        .unwrap_or_else(|| e.to_string())
+    use rumqttc::v5::ConnectionError as E;
+    match e {
+        E::ConnectionRefused(ref c) => {
+            let code = match c {
+                C::BadUserNamePassword => 0x86,
+                C::NotAuthorized => 0x87,
+                C::BadAuthenticationMethod => 0x8C,
+                C::UnsupportedProtocolVersion | C::RefusedProtocolVersion => 0x84,
+                _ => 0,
+            };
+            PollError::connack(code, &e)
+        }
+        E::Tls(t) => tls_error(t),
+        E::Io(io) => PollError::io(io),
+        e => PollError::other(&e),
+    }
 }
 
 impl Loop {
-    pub async fn poll(&mut self) -> Result<Ev, String> {
+    pub async fn poll(&mut self) -> Result<Ev, PollError> {
         use rumqttc::v5::mqttbytes::v5::Packet as P5;
         use rumqttc::v5::Event as E5;
         use rumqttc::Event as E4;

@@ -4,16 +4,17 @@
 //! message). PUBACK latency is timed per packet id from the message's intended send time.
 //! Subscribers, QoS 2 and MQTT 5 stay on rumqttc.
 use super::{record_error, Outgoing, Publisher};
+use crate::net::{ReadHalf, WriteHalf};
 use crate::payload::{Header, HEADER_BYTES};
 use crate::recorder::{note_sent, record_ack, Shared};
+use crate::refusal::{self, TargetRefused};
+use crate::tls::TlsClient;
 use bytes::{Buf, BytesMut};
 use futures::future::BoxFuture;
 use runner_api::target::{Credentials, TargetUrl};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
@@ -64,20 +65,6 @@ pub fn login(target: &TargetUrl) -> Option<(&str, &str)> {
         Some(Credentials::UserPassword { username, password }) => Some((username, password)),
         _ => None,
     }
-}
-
-/// A CONNACK code that refuses the login (3.1.1: 4 and 5; MQTT 5: 0x86 and 0x87), as an error
-/// that names it. Not transient: connecting again with the same credentials cannot succeed.
-pub fn login_refused(code: u8) -> Option<String> {
-    let why = match code {
-        4 | 0x86 => "bad user name or password",
-        5 | 0x87 => "not authorized",
-        _ => return None,
-    };
-    Some(format!(
-        "the broker refused the login: {why} (CONNACK return code {code}); check the user name \
-         and password"
-    ))
 }
 
 /// Appends PUBLISH (QoS 0 without a packet id, QoS 1 with one).
@@ -174,7 +161,7 @@ struct Acks {
 
 impl Acks {
     /// Reads packets until the connection ends (Ok) or a packet is malformed (Err).
-    async fn read(&self, r: &mut OwnedReadHalf, mut buf: BytesMut) -> Result<(), Malformed> {
+    async fn read(&self, r: &mut ReadHalf, mut buf: BytesMut) -> Result<(), Malformed> {
         loop {
             while let Some((kind, body)) = parse(&mut buf)? {
                 // PUBACK; PINGRESP and anything else need nothing.
@@ -205,7 +192,7 @@ impl Acks {
 }
 
 pub struct WirePublisher {
-    writer: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
+    writer: Arc<tokio::sync::Mutex<WriteHalf>>,
     qos: u8,
     topics: Vec<Vec<u8>>,
     scratch: Vec<u8>,
@@ -219,51 +206,80 @@ pub struct WirePublisher {
     pinger: JoinHandle<()>,
 }
 
+/// What a wire publisher connects with.
+pub struct WireSetup<'a> {
+    pub client_id: &'a str,
+    pub keep_alive: u16,
+    pub qos: u8,
+    pub max_in_flight: u16,
+    pub topics: Vec<Vec<u8>>,
+    pub payload_bytes: usize,
+}
+
+/// TCP (and TLS for `mqtts://`), CONNECT, CONNACK: the halves and the bytes read past it. A
+/// CONNACK refusing the login or the protocol version is a [`TargetRefused`].
+async fn handshake(
+    target: &TargetUrl,
+    tls: Option<&TlsClient>,
+    client_id: &str,
+    keep_alive: u16,
+) -> anyhow::Result<(ReadHalf, WriteHalf, BytesMut)> {
+    let f = async {
+        let (mut r, mut w) = crate::net::dial(target, tls, Duration::from_secs(10))
+            .await?
+            .into_split();
+        w.write_all(&connect_packet(client_id, keep_alive, login(target)))
+            .await?;
+        let mut buf = BytesMut::with_capacity(64 * 1024);
+        let (kind, body) = loop {
+            if let Some(p) = parse(&mut buf)? {
+                break p;
+            }
+            if r.read_buf(&mut buf).await? == 0 {
+                anyhow::bail!("connection closed before CONNACK");
+            }
+        };
+        let code = (kind == 2 && body.len() >= 2).then(|| body[1]);
+        if let Some((why, text)) = code.and_then(refusal::mqtt_connack_refusal) {
+            return Err(TargetRefused::new(why, &target.raw, text).into());
+        }
+        if code != Some(0) {
+            anyhow::bail!("CONNACK refused (packet type {kind}, return code {code:?})");
+        }
+        Ok((r, w, buf))
+    };
+    let e = match tokio::time::timeout(Duration::from_secs(10), f).await {
+        Ok(Ok(conn)) => return Ok(conn),
+        Ok(Err(e)) => e,
+        Err(_) => anyhow::bail!("connect to {}: no CONNACK within 10 s", target.raw),
+    };
+    // A TLS 1.3 broker refusing the client certificate says so on the first read.
+    if refusal::refusal_of(&e).is_none() {
+        if let Some(why) = crate::tls::failure_in(&e) {
+            return Err(TargetRefused::tls(&target.raw, why).into());
+        }
+    }
+    Err(refusal::keep_refusal(e, |e| {
+        anyhow::anyhow!("connect to {}: {e}", target.raw)
+    }))
+}
+
 impl WirePublisher {
-    #[allow(clippy::too_many_arguments)]
     pub async fn connect(
         target: &TargetUrl,
-        client_id: &str,
-        keep_alive: u16,
-        qos: u8,
-        max_in_flight: u16,
-        topics: Vec<Vec<u8>>,
-        payload_bytes: usize,
+        tls: Option<&TlsClient>,
+        setup: WireSetup<'_>,
         stats: Shared,
     ) -> anyhow::Result<Self> {
-        let f = async {
-            let s = TcpStream::connect(target.addr()).await?;
-            s.set_nodelay(true)?;
-            let (mut r, mut w) = s.into_split();
-            w.write_all(&connect_packet(client_id, keep_alive, login(target)))
-                .await?;
-            let mut buf = BytesMut::with_capacity(64 * 1024);
-            let (kind, body) = loop {
-                if let Some(p) = parse(&mut buf)? {
-                    break p;
-                }
-                if r.read_buf(&mut buf).await? == 0 {
-                    anyhow::bail!("connection closed before CONNACK");
-                }
-            };
-            if let Some(refused) = (kind == 2 && body.len() >= 2)
-                .then(|| login_refused(body[1]))
-                .flatten()
-            {
-                anyhow::bail!(refused);
-            }
-            if kind != 2 || body.len() < 2 || body[1] != 0 {
-                anyhow::bail!(
-                    "CONNACK refused (packet type {kind}, return code {:?})",
-                    body.get(1)
-                );
-            }
-            Ok((r, w, buf))
-        };
-        let (mut r, writer, buf) = tokio::time::timeout(Duration::from_secs(10), f)
-            .await
-            .map_err(|_| anyhow::anyhow!("connect to {}: no CONNACK within 10 s", target.raw))?
-            .map_err(|e: anyhow::Error| anyhow::anyhow!("connect to {}: {e}", target.raw))?;
+        let WireSetup {
+            client_id,
+            keep_alive,
+            qos,
+            max_in_flight,
+            topics,
+            payload_bytes,
+        } = setup;
+        let (mut r, writer, buf) = handshake(target, tls, client_id, keep_alive).await?;
         let window = Arc::new(Semaphore::new(usize::from(max_in_flight)));
         let in_flight: Arc<Mutex<InFlight>> = Arc::new(Mutex::new(vec![None; 65_536]));
         let writer = Arc::new(tokio::sync::Mutex::new(writer));
@@ -512,7 +528,15 @@ mod tests {
             let target = broker_sending(junk).await;
             let stats = test_stats();
             let topics = vec![b"t".to_vec()];
-            let mut p = WirePublisher::connect(&target, "t", 30, 1, 1, topics, 16, stats.clone())
+            let setup = WireSetup {
+                client_id: "t",
+                keep_alive: 30,
+                qos: 1,
+                max_in_flight: 1,
+                topics,
+                payload_bytes: 16,
+            };
+            let mut p = WirePublisher::connect(&target, None, setup, stats.clone())
                 .await
                 .unwrap();
             let header = crate::payload::Header {

@@ -7,12 +7,13 @@ use crate::clock;
 use crate::options::ClientPath;
 use crate::payload::Header;
 use crate::recorder::{register_subscription, ReceiveRecorder, Shared};
+use crate::tls::TlsClient;
 use async_nats::Subject;
 use futures::future::BoxFuture;
 use futures::StreamExt;
 use msgbench_crds::workload::Workload;
 use runner_api::result::Delivery;
-use runner_api::target::{Credentials, TargetUrl};
+use runner_api::target::TargetUrl;
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Notify;
@@ -21,19 +22,22 @@ use tokio::task::JoinHandle;
 pub struct NatsDriver {
     w: Arc<Workload>,
     target: TargetUrl,
+    /// Also for `nats://` URLs: a server may require TLS in its INFO.
+    tls: Arc<TlsClient>,
     subjects: Vec<Subject>,
     client: ClientPath,
 }
 
 impl NatsDriver {
-    pub fn new(w: Arc<Workload>, target: TargetUrl, client: ClientPath) -> Self {
+    pub fn new(w: Arc<Workload>, target: TargetUrl, client: ClientPath) -> anyhow::Result<Self> {
         let subjects = subjects(&w);
-        NatsDriver {
+        Ok(NatsDriver {
+            tls: TlsClient::for_target(&target)?,
             w,
             target,
             subjects,
             client,
-        }
+        })
     }
     fn request_reply(&self) -> bool {
         self.w.nats.as_ref().is_some_and(|n| n.request_reply)
@@ -50,52 +54,7 @@ pub fn subjects(w: &Workload) -> Vec<Subject> {
         .collect()
 }
 
-/// Connects with settings fit for benchmarking. async-nats reconnects by itself after a
-/// disconnect; with `counted`, every disconnect is recorded there as error `disconnected`, so a
-/// reconnect inside the measured window is reported, never silent.
-pub async fn connect(
-    target: &TargetUrl,
-    name: String,
-    counted: Option<Shared>,
-) -> anyhow::Result<async_nats::Client> {
-    let tls = target.scheme == "tls";
-    let url = format!("{}://{}", if tls { "tls" } else { "nats" }, target.addr());
-    let mut o = match &target.auth {
-        None => async_nats::ConnectOptions::new(),
-        Some(Credentials::Token(t)) => async_nats::ConnectOptions::with_token(t.clone()),
-        Some(Credentials::UserPassword { username, password }) => {
-            async_nats::ConnectOptions::with_user_and_password(username.clone(), password.clone())
-        }
-        Some(Credentials::Nkey { seed }) => async_nats::ConnectOptions::with_nkey(seed.clone()),
-        Some(Credentials::PusherApp { .. }) => {
-            anyhow::bail!("Pusher app credentials do not apply to NATS")
-        }
-    };
-    if let Some(stats) = counted {
-        o = o.event_callback(move |ev| {
-            let stats = stats.clone();
-            async move {
-                if matches!(ev, async_nats::Event::Disconnected) {
-                    record_error(&stats, u8::MAX, DISCONNECTED);
-                }
-            }
-        });
-    }
-    if tls {
-        // Servers announce peers by pod IP, which their certificate does not name: stay on
-        // the URL given.
-        o = o.require_tls(true).ignore_discovered_servers();
-        if let Some(ca) = &target.ca_file {
-            o = o.add_root_certificates(ca.clone());
-        }
-    }
-    o.name(name)
-        .client_capacity(65_536)
-        .subscription_capacity(1 << 20)
-        .connect(url.as_str())
-        .await
-        .map_err(|e| anyhow::anyhow!("connect to {}: {e}", target.raw))
-}
+pub use super::nats_client::connect;
 
 impl Driver for NatsDriver {
     fn closed_loop_batch(&self) -> u64 {
@@ -126,7 +85,13 @@ impl Driver for NatsDriver {
                 return self.wire_subscribe(idx, topics, rec, stop).await;
             }
             let counted = Some(rec.stats().clone());
-            let client = connect(&self.target, format!("msgbench-sub-{idx}"), counted).await?;
+            let client = connect(
+                &self.target,
+                &self.tls,
+                format!("msgbench-sub-{idx}"),
+                counted,
+            )
+            .await?;
             let rr = self.request_reply();
             let mut subs = Vec::new();
             for &t in &topics {
@@ -181,7 +146,13 @@ impl Driver for NatsDriver {
                 return self.wire_publisher(idx, stats).await;
             }
             let counted = Some(stats.clone());
-            let client = connect(&self.target, format!("msgbench-pub-{idx}"), counted).await?;
+            let client = connect(
+                &self.target,
+                &self.tls,
+                format!("msgbench-pub-{idx}"),
+                counted,
+            )
+            .await?;
             Ok(Box::new(NatsPublisher {
                 client,
                 subjects: self.subjects.clone(),
@@ -195,7 +166,13 @@ impl Driver for NatsDriver {
 
     fn connect_idle(&self, idx: u32) -> BoxFuture<'_, anyhow::Result<Box<dyn Send>>> {
         Box::pin(async move {
-            let c = connect(&self.target, format!("msgbench-idle-{idx}"), None).await?;
+            let c = connect(
+                &self.target,
+                &self.tls,
+                format!("msgbench-idle-{idx}"),
+                None,
+            )
+            .await?;
             c.flush().await?;
             Ok(Box::new(c) as Box<dyn Send>)
         })
@@ -210,7 +187,7 @@ impl NatsDriver {
         mut rec: ReceiveRecorder,
         mut stop: Stop,
     ) -> anyhow::Result<JoinHandle<()>> {
-        let c = wire::connect(&self.target, &format!("msgbench-sub-{idx}")).await?;
+        let c = wire::connect(&self.target, &self.tls, &format!("msgbench-sub-{idx}")).await?;
         let mut cmd = String::new();
         for (sid, &t) in topics.iter().enumerate() {
             cmd.push_str(&format!(
@@ -257,7 +234,7 @@ impl NatsDriver {
     }
 
     async fn wire_publisher(&self, idx: u32, stats: Shared) -> anyhow::Result<Box<dyn Publisher>> {
-        let c = wire::connect(&self.target, &format!("msgbench-pub-{idx}")).await?;
+        let c = wire::connect(&self.target, &self.tls, &format!("msgbench-pub-{idx}")).await?;
         let payload = vec![b'x'; self.w.payload_bytes as usize];
         let pong = Arc::new(Notify::new());
         let (writer, p, errs) = (c.writer.clone(), pong.clone(), stats.clone());
@@ -299,7 +276,7 @@ impl NatsDriver {
 
 /// Core publisher on the wire path: one buffer and one write per batch.
 struct WirePublisher {
-    writer: Arc<tokio::sync::Mutex<tokio::net::tcp::OwnedWriteHalf>>,
+    writer: Arc<tokio::sync::Mutex<crate::net::WriteHalf>>,
     /// Per topic: its `PUB` frame and where the payload (header first) starts in it.
     frames: Vec<(Vec<u8>, usize)>,
     out: Vec<u8>,
@@ -473,7 +450,7 @@ mod tests {
     async fn an_oversized_msg_ends_the_connection_with_the_reason() {
         let target = server_sending(b"MSG t.0 1 18446744073709551615\r\n").await;
         let w: Workload = serde_norway::from_str("protocol: nats\ndurationSeconds: 1").unwrap();
-        let driver = NatsDriver::new(Arc::new(w), target, ClientPath::Wire);
+        let driver = NatsDriver::new(Arc::new(w), target, ClientPath::Wire).unwrap();
         let names = ["warmup".to_string(), "measured".to_string()];
         let stats: Shared = Arc::new(std::sync::Mutex::new(crate::recorder::TaskStats::new(
             &names,

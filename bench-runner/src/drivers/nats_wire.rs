@@ -2,13 +2,11 @@
 //! batch goes into one buffer and one write (async-nats routes each publish through a channel,
 //! which caps one publisher near 1.7 M msg/s; the server takes far more when writes are
 //! batched). Only PUB/SUB/MSG/PING/PONG are needed; request/reply and JetStream use async-nats.
+//! Plain TCP or TLS (see [`crate::net`]), with every kind of NATS credentials.
+use crate::net::{ReadHalf, WriteHalf};
 use bytes::{Buf, BytesMut};
-use runner_api::target::{Credentials, TargetUrl};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
 use tokio::sync::{Mutex, Notify};
 
 /// Largest MSG payload accepted when the server's INFO names no `max_payload`: the most a
@@ -17,17 +15,6 @@ pub const DEFAULT_MAX_PAYLOAD: usize = 64 * 1024 * 1024;
 /// Longest protocol line (INFO, MSG, -ERR ...) accepted: well above the server's own 4 KiB
 /// control line and the INFO of a large cluster, so a stream without CRLF cannot grow forever.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
-
-/// One NATS connection after the CONNECT handshake.
-pub struct Conn {
-    pub reader: OwnedReadHalf,
-    pub writer: Arc<Mutex<OwnedWriteHalf>>,
-    /// Bytes read past the handshake.
-    pub buf: BytesMut,
-    /// Largest MSG payload the server may send: its INFO `max_payload`, capped at
-    /// [`DEFAULT_MAX_PAYLOAD`].
-    pub max_payload: usize,
-}
 
 /// Why the server's bytes are not the NATS protocol; the stream cannot be read past them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,110 +46,14 @@ impl std::fmt::Display for ProtocolError {
 
 impl std::error::Error for ProtocolError {}
 
-/// `max_payload` from an INFO line, capped at [`DEFAULT_MAX_PAYLOAD`] (which it is without).
-pub fn info_max_payload(info: &str) -> usize {
-    let json = info.strip_prefix("INFO ").unwrap_or(info);
-    serde_json::from_str::<serde_json::Value>(json)
-        .ok()
-        .and_then(|v| v.get("max_payload")?.as_u64())
-        .and_then(|n| usize::try_from(n).ok())
-        .map_or(DEFAULT_MAX_PAYLOAD, |n| n.min(DEFAULT_MAX_PAYLOAD))
-}
-
-pub async fn connect(target: &TargetUrl, name: &str) -> anyhow::Result<Conn> {
-    let f = async {
-        let s = TcpStream::connect(target.addr()).await?;
-        s.set_nodelay(true)?;
-        let (mut r, mut w) = s.into_split();
-        let mut buf = BytesMut::with_capacity(64 * 1024);
-        let info = read_line(&mut r, &mut buf).await?;
-        if !info.starts_with("INFO ") {
-            anyhow::bail!("expected INFO, got {info:?}");
-        }
-        let max_payload = info_max_payload(&info);
-        w.write_all(connect_line(name, target.auth.as_ref(), &info)?.as_bytes())
-            .await?;
-        loop {
-            let l = read_line(&mut r, &mut buf).await?;
-            match l.as_str() {
-                "PONG" => break,
-                "+OK" => {}
-                l if l.starts_with("INFO ") => {}
-                l => anyhow::bail!("handshake: {l}"),
-            }
-        }
-        Ok(Conn {
-            reader: r,
-            writer: Arc::new(Mutex::new(w)),
-            buf,
-            max_payload,
-        })
-    };
-    tokio::time::timeout(Duration::from_secs(10), f)
-        .await
-        .map_err(|_| anyhow::anyhow!("connect to {}: no PONG within 10 s", target.raw))?
-        .map_err(|e: anyhow::Error| anyhow::anyhow!("connect to {}: {e}", target.raw))
-}
-
-/// The CONNECT line (then a PING), with the credentials when there are any (JSON-escaped); an
-/// NKey signs the nonce of the server's `info` line.
-fn connect_line(name: &str, auth: Option<&Credentials>, info: &str) -> anyhow::Result<String> {
-    let mut o = serde_json::json!({
-        "verbose": false, "pedantic": false, "name": name, "lang": "rust-msgbench",
-        "version": "0.1.0", "protocol": 1, "echo": true,
-    });
-    match auth {
-        None => {}
-        Some(Credentials::Token(t)) => o["auth_token"] = t.as_str().into(),
-        Some(Credentials::UserPassword { username, password }) => {
-            o["user"] = username.as_str().into();
-            o["pass"] = password.as_str().into();
-        }
-        Some(Credentials::Nkey { seed }) => {
-            use base64::Engine;
-            // The error of a bad seed could quote it: say only what is wrong.
-            let key = nkeys::KeyPair::from_seed(seed)
-                .map_err(|_| anyhow::anyhow!("the NKey seed is not a valid user seed"))?;
-            let nonce = serde_json::from_str::<serde_json::Value>(
-                info.strip_prefix("INFO ").unwrap_or(info),
-            )
-            .ok()
-            .and_then(|v| Some(v.get("nonce")?.as_str()?.to_string()))
-            .ok_or_else(|| anyhow::anyhow!("the server sent no nonce to sign (NKey auth off?)"))?;
-            let sig = key
-                .sign(nonce.as_bytes())
-                .map_err(|_| anyhow::anyhow!("signing the server's nonce failed"))?;
-            o["nkey"] = key.public_key().into();
-            o["sig"] = base64::engine::general_purpose::URL_SAFE_NO_PAD
-                .encode(sig)
-                .into();
-        }
-        Some(Credentials::PusherApp { .. }) => {
-            anyhow::bail!("Pusher app credentials do not apply to NATS")
-        }
-    }
-    Ok(format!("CONNECT {o}\r\nPING\r\n"))
-}
-
-async fn read_line(r: &mut OwnedReadHalf, buf: &mut BytesMut) -> anyhow::Result<String> {
-    loop {
-        if let Some(i) = line_end(buf)? {
-            let line = String::from_utf8_lossy(&buf[..i]).into_owned();
-            buf.advance(i + 2);
-            return Ok(line);
-        }
-        if r.read_buf(buf).await? == 0 {
-            anyhow::bail!("connection closed");
-        }
-    }
-}
+pub use super::nats_handshake::{connect, info_max_payload, Conn};
 
 fn find_crlf(b: &[u8]) -> Option<usize> {
     b.windows(2).position(|w| w == b"\r\n")
 }
 
 /// Where the first line ends (its CRLF), None while more bytes may complete it.
-fn line_end(b: &[u8]) -> Result<Option<usize>, ProtocolError> {
+pub(super) fn line_end(b: &[u8]) -> Result<Option<usize>, ProtocolError> {
     match find_crlf(&b[..b.len().min(MAX_LINE_BYTES + 2)]) {
         Some(i) => Ok(Some(i)),
         None if b.len() >= MAX_LINE_BYTES + 2 => Err(ProtocolError::LineTooLong),
@@ -295,10 +186,10 @@ fn msg_len(line: &[u8], max_payload: usize) -> Result<usize, ProtocolError> {
 /// that are not the protocol end the connection: the write half is shut, so publishes fail as
 /// errors, and the error says why.
 pub async fn read_frames(
-    mut conn_reader: OwnedReadHalf,
+    mut conn_reader: ReadHalf,
     mut buf: BytesMut,
     max_payload: usize,
-    writer: Arc<Mutex<OwnedWriteHalf>>,
+    writer: Arc<Mutex<WriteHalf>>,
     pong: Arc<Notify>,
     mut on_msg: impl FnMut(&[u8]),
     mut on_err: impl FnMut(String),

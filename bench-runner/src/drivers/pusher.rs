@@ -17,7 +17,6 @@ use runner_api::target::{Credentials, TargetUrl};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 
 pub use api::{sign, signed_query, App, BATCH_LIMIT, EVENT};
@@ -28,8 +27,10 @@ const EVENT_KEY: &str = r#""event":"msgbench""#;
 
 pub struct PusherDriver {
     w: Arc<Workload>,
+    target: TargetUrl,
     addr: String,
-    url: String,
+    /// The WebSocket path and query (`/app/{key}?…`).
+    path: String,
     app: App,
     channels: Vec<String>,
 }
@@ -58,7 +59,7 @@ impl PusherDriver {
             anyhow::bail!("pusher app id and key must be non-empty and use only A-Z a-z 0-9 - _ .");
         }
         let addr = target.addr();
-        let url = format!("ws://{addr}/app/{key}?protocol=7&client=msgbench&version=0.1");
+        let path = format!("/app/{key}?protocol=7&client=msgbench&version=0.1");
         let channels = (0..w.topics)
             .map(|t| format!("{}-{t}", w.topic_prefix))
             .collect();
@@ -69,8 +70,9 @@ impl PusherDriver {
         };
         Ok(PusherDriver {
             w,
+            target,
             addr,
-            url,
+            path,
             app,
             channels,
         })
@@ -78,15 +80,8 @@ impl PusherDriver {
 
     /// Opens a WebSocket and waits for `pusher:connection_established`.
     async fn connect(&self) -> anyhow::Result<Ws> {
-        // Deliveries are small frames; tungstenite zero-fills its whole read buffer per read.
-        let config = WebSocketConfig::default().read_buffer_size(16 * 1024);
-        let (mut ws, _) = tokio::time::timeout(
-            Duration::from_secs(10),
-            tokio_tungstenite::connect_async_with_config(self.url.as_str(), Some(config), true),
-        )
-        .await
-        .map_err(|_| anyhow::anyhow!("connect to {}: timed out", self.addr))?
-        .map_err(|e| anyhow::anyhow!("connect to {}: {e}", self.addr))?;
+        // Plain ws:// only: the signed HTTP API publishes have no TLS client yet.
+        let mut ws = super::websocket::open(&self.target, None, &self.path).await?;
         expect_event(&mut ws, "pusher:connection_established", None).await?;
         Ok(ws)
     }

@@ -1,14 +1,18 @@
 //! Socket.IO pub/sub (the msgbench wire protocol): publish by HTTP `POST /publish`, receive
 //! `message` events over Engine.IO v4 / WebSocket. HTTP publish latency (response from the
-//! intended send time) is recorded apart from delivery latency.
+//! intended send time) is recorded apart from delivery latency. `https://` targets: both over
+//! TLS, and a token on the handshake and the publishes alike.
 pub mod rest_probe;
 
+use super::http_auth::TokenAuth;
 use super::http_publish::{PipelinedPublisher, RequestEncoder};
 use super::websocket::Idle;
 use super::{Driver, Outgoing, Publisher, Stop};
 use crate::clock;
 use crate::payload::Header;
 use crate::recorder::{register_subscription, ReceiveRecorder, Shared};
+use crate::refusal::TargetRefused;
+use crate::tls::TlsClient;
 use futures::future::BoxFuture;
 use futures::{SinkExt, StreamExt};
 use msgbench_crds::workload::Workload;
@@ -17,7 +21,6 @@ use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 
 pub const ALL_ROOM: &str = "__all__";
@@ -25,43 +28,65 @@ pub const ALL_ROOM: &str = "__all__";
 pub struct SocketIoDriver {
     w: Arc<Workload>,
     target: TargetUrl,
+    /// `https://`: the handshake and the publishes go over TLS.
+    tls: Option<Arc<TlsClient>>,
     rooms: Vec<String>,
 }
 
 impl SocketIoDriver {
-    pub fn new(w: Arc<Workload>, target: TargetUrl) -> Self {
+    pub fn new(w: Arc<Workload>, target: TargetUrl, tls: Option<Arc<TlsClient>>) -> Self {
         let rooms = (0..w.topics)
             .map(|t| format!("{}-{t}", w.topic_prefix))
             .collect();
-        SocketIoDriver { w, target, rooms }
+        SocketIoDriver {
+            w,
+            target,
+            tls,
+            rooms,
+        }
     }
 
     fn all_room(&self) -> bool {
         self.w.socketio.as_ref().is_some_and(|s| s.all_room)
     }
 
-    /// Opens an Engine.IO v4 WebSocket and connects to namespace `/`.
+    /// Opens an Engine.IO v4 WebSocket and connects to namespace `/`. A server that refuses
+    /// the connect (`44`) after a token was sent refused the token.
     async fn connect(&self) -> anyhow::Result<super::websocket::Ws> {
-        let url = format!(
-            "ws://{}/socket.io/?EIO=4&transport=websocket",
-            self.target.addr()
-        );
-        // tungstenite zero-fills its whole read buffer before every read: 128 KiB by default,
-        // most of a small frame's receive cost. Deliveries are ~150-byte frames.
-        let config = WebSocketConfig::default().read_buffer_size(16 * 1024);
-        let (mut ws, _) = tokio::time::timeout(
-            Duration::from_secs(10),
-            tokio_tungstenite::connect_async_with_config(url.as_str(), Some(config), true),
-        )
-        .await
-        .map_err(|_| anyhow::anyhow!("connect to {url}: timed out"))?
-        .map_err(|e| anyhow::anyhow!("connect to {url}: {e}"))?;
-        expect_packet(&mut ws, "0").await?; // Engine.IO open
-        ws.send(Message::text("40")).await?; // Socket.IO connect to "/"
-        expect_packet(&mut ws, "40").await?;
-        Ok(ws)
+        let path = "/socket.io/?EIO=4&transport=websocket";
+        let mut ws = super::websocket::open(&self.target, self.tls.as_deref(), path).await?;
+        let joined = async {
+            expect_packet(&mut ws, "0").await?; // Engine.IO open
+            ws.send(Message::text("40")).await?; // Socket.IO connect to "/"
+            expect_packet(&mut ws, "40").await
+        };
+        match joined.await {
+            Ok(_) => Ok(ws),
+            Err(e) => {
+                let auth = TokenAuth::for_target(&self.target)?;
+                match e.downcast_ref::<ConnectRefused>() {
+                    Some(ConnectRefused(said)) if auth.has_token() => {
+                        let why = format!("socket.io connect refused: {}", auth.scrub(said));
+                        Err(TargetRefused::auth(&self.target.raw, why).into())
+                    }
+                    _ => Err(e),
+                }
+            }
+        }
     }
 }
+
+/// The server's `44` (CONNECT_ERROR) packet.
+#[derive(Debug)]
+struct ConnectRefused(String);
+
+impl std::fmt::Display for ConnectRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "socket.io connect refused: {}", self.0)
+    }
+}
+
+impl std::error::Error for ConnectRefused {}
 
 /// Reads until a text packet starting with `prefix` (answering pings), bounded in time.
 async fn expect_packet(ws: &mut super::websocket::Ws, prefix: &str) -> anyhow::Result<String> {
@@ -74,7 +99,7 @@ async fn expect_packet(ws: &mut super::websocket::Ws, prefix: &str) -> anyhow::R
                 } else if t.starts_with(prefix) {
                     return Ok(t.to_string());
                 } else if t.starts_with("44") {
-                    anyhow::bail!("socket.io connect refused: {t}");
+                    return Err(ConnectRefused(t.to_string()).into());
                 }
             }
         }
@@ -118,9 +143,19 @@ pub struct PublishRequests {
 }
 
 impl PublishRequests {
-    pub fn new(addr: &str, topics: &[String], publisher: &str, len: usize) -> Self {
+    /// `auth`: the token, as the handshake carries it (a server that checks it there will
+    /// check it on publishes too).
+    pub fn new(
+        addr: &str,
+        topics: &[String],
+        publisher: &str,
+        len: usize,
+        auth: &TokenAuth,
+    ) -> Self {
         let head = format!(
-            "POST /publish HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: "
+            "POST {} HTTP/1.1\r\nhost: {addr}\r\n{}content-type: application/json\r\ncontent-length: ",
+            auth.path("/publish"),
+            auth.header_line()
         )
         .into_bytes();
         let prefixes = topics
@@ -226,14 +261,15 @@ impl Driver for SocketIoDriver {
         _stop: Stop,
     ) -> BoxFuture<'_, anyhow::Result<Box<dyn Publisher>>> {
         Box::pin(async move {
-            let addr = self.target.addr();
             let enc = PublishRequests::new(
-                &addr,
+                &self.target.addr(),
                 &self.rooms,
                 &format!("msgbench-{idx}"),
                 self.w.payload_bytes as usize,
+                &TokenAuth::for_target(&self.target)?,
             );
-            let p = PipelinedPublisher::connect(&addr, enc, stats).await?;
+            let tls = self.tls.as_deref();
+            let p = PipelinedPublisher::connect(&self.target, tls, enc, stats).await?;
             Ok(Box::new(p) as Box<dyn Publisher>)
         })
     }

@@ -1,9 +1,14 @@
 //! Plain WebSocket: echo round trips on each publisher connection, or broadcast fan-out from
-//! publishers to subscribers. Binary frames carry the header; text frames are read too.
+//! publishers to subscribers. Binary frames carry the header; text frames are read too. Over
+//! TLS for `wss://` and `https://`, with a token where the target takes it; the Socket.IO and
+//! Pusher drivers open their WebSockets here too.
+use super::http_auth::TokenAuth;
 use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop};
 use crate::clock;
 use crate::payload::Header;
 use crate::recorder::{register_subscription, ReceiveRecorder, Shared};
+use crate::refusal::keep_refusal;
+use crate::tls::TlsClient;
 use futures::future::BoxFuture;
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
@@ -12,42 +17,73 @@ use runner_api::result::Delivery;
 use runner_api::target::TargetUrl;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_tungstenite::WebSocketStream;
 
-pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+pub type Ws = WebSocketStream<crate::net::Stream>;
 
 pub struct WebSocketDriver {
     w: Arc<Workload>,
     o: WebSocketOptions,
-    url: String,
+    target: TargetUrl,
+    tls: Option<Arc<TlsClient>>,
 }
 
 impl WebSocketDriver {
-    pub fn new(w: Arc<Workload>, target: TargetUrl) -> Self {
+    pub fn new(w: Arc<Workload>, target: TargetUrl, tls: Option<Arc<TlsClient>>) -> Self {
         let o = w.websocket.clone().unwrap_or_default();
-        let url = format!("ws://{}{}", target.addr(), o.path);
-        WebSocketDriver { w, o, url }
+        WebSocketDriver { w, o, target, tls }
     }
     async fn connect(&self) -> anyhow::Result<Ws> {
-        // As the pusher driver: tungstenite zero-fills its whole read buffer per read, and the
-        // default 128 KiB made that memset the generator's main cost under fan-out.
-        let config = WebSocketConfig::default().read_buffer_size(16 * 1024);
-        let (ws, _) = tokio::time::timeout(
-            Duration::from_secs(10),
-            tokio_tungstenite::connect_async_with_config(self.url.as_str(), Some(config), true),
-        )
-        .await
-        .map_err(|_| anyhow::anyhow!("connect to {}: timed out", self.url))?
-        .map_err(|e| anyhow::anyhow!("connect to {}: {e}", self.url))?;
-        Ok(ws)
+        open(&self.target, self.tls.as_deref(), &self.o.path).await
     }
     fn echo(&self) -> bool {
         self.o.mode == WebSocketMode::Echo
     }
+}
+
+/// Opens a WebSocket to `path` (and query) on `target`: TCP, TLS with `tls`, the token where
+/// the target takes it, the upgrade, within 10 s. A 401 or 403 answer is a refused login.
+pub async fn open(target: &TargetUrl, tls: Option<&TlsClient>, path: &str) -> anyhow::Result<Ws> {
+    let auth = TokenAuth::for_target(target)?;
+    let scheme = if tls.is_some() { "wss" } else { "ws" };
+    // Holds the token when it goes in the query: never printed, errors name target.raw.
+    let url = format!("{scheme}://{}{}", target.addr(), auth.path(path));
+    let mut req = url
+        .into_client_request()
+        .map_err(|e| anyhow::anyhow!("{}: not a WebSocket URL: {e}", target.raw))?;
+    if let Some((name, value)) = &auth.header {
+        let name = HeaderName::from_bytes(name.as_bytes())?;
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| anyhow::anyhow!("the token cannot be an HTTP header value"))?;
+        req.headers_mut().insert(name, value);
+    }
+    // tungstenite zero-fills its whole read buffer per read: 16 KiB, not the default 128 KiB,
+    // which made that memset the generator's main cost under fan-out.
+    let config = WebSocketConfig::default().read_buffer_size(16 * 1024);
+    let f = async {
+        let stream = crate::net::dial(target, tls, Duration::from_secs(10)).await?;
+        match tokio_tungstenite::client_async_with_config(req, stream, Some(config)).await {
+            Ok((ws, _)) => Ok(ws),
+            Err(tungstenite::Error::Http(resp)) => {
+                let body = resp.body().as_deref().unwrap_or_default();
+                let status = resp.status().as_u16();
+                match auth.refusal(target, "the WebSocket upgrade", status, body) {
+                    Some(r) => Err(r.into()),
+                    None => Err(anyhow::anyhow!("HTTP error: {}", resp.status())),
+                }
+            }
+            Err(e) => Err(e.into()),
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), f)
+        .await
+        .map_err(|_| anyhow::anyhow!("connect to {}: timed out", target.raw))?
+        .map_err(|e| keep_refusal(e, |e| anyhow::anyhow!("connect to {}: {e}", target.raw)))
 }
 
 /// Header of a received frame, binary or text.

@@ -178,7 +178,7 @@ proptest! {
     fn nats_reader_always_ends(bytes in proptest::collection::vec(any::<u8>(), 0..2000), c in cuts()) {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
-            let (r, w) = stream_of(split(&bytes, &c)).await.into_split();
+            let (r, w) = crate::net::Stream::Plain(stream_of(split(&bytes, &c)).await).into_split();
             let writer = std::sync::Arc::new(tokio::sync::Mutex::new(w));
             let pong = std::sync::Arc::default();
             let read = nats::read_frames(r, BytesMut::new(), 1024, writer, pong, |_| {}, |_| {});

@@ -1,6 +1,9 @@
 //! Real servers on loopback for integration tests: started on free ports, waited on until they
 //! accept connections, killed (by their own pid) on drop.
 #![allow(dead_code)]
+pub mod gateway;
+pub mod nats_jwt;
+pub mod pki;
 use runner_api::control_auth::{Claim, ControlSigner, ControlVerifier, NONCE_BYTES};
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;

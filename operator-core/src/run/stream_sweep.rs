@@ -133,7 +133,12 @@ pub fn job(
     let containers = (targets.iter().enumerate())
         .map(|(i, t)| {
             let ca = tls.0.iter().find(|c| c.target == t.url);
-            sweep_container(i, t, &id.owner_ref.uid, ca.map(|c| c.ca_file.as_str()))
+            sweep_container(
+                i,
+                t,
+                &id.owner_ref.uid,
+                ca.and_then(|c| c.ca_file.as_deref()),
+            )
         })
         .map(|mut c| {
             c.image = Some(image.clone());

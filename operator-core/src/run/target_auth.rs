@@ -38,7 +38,8 @@ pub fn runner_tls<'a>(
         mounts.push(mount(&name, &dir, true));
         config.push(TargetTls {
             target: url.into(),
-            ca_file: format!("{dir}/ca.crt"),
+            ca_file: Some(format!("{dir}/ca.crt")),
+            ..TargetTls::default()
         });
     }
     (config, volumes, mounts)
@@ -101,6 +102,7 @@ pub fn runner_auth<'a>(
         config.push(TargetAuth {
             target: url.to_string(),
             env_prefix: prefix,
+            ..TargetAuth::default()
         });
     }
     (config, env)
@@ -152,7 +154,7 @@ mod tests {
         ]);
         let files: Vec<(&str, &str)> = config
             .iter()
-            .map(|c| (c.target.as_str(), c.ca_file.as_str()))
+            .map(|c| (c.target.as_str(), c.ca_file.as_deref().unwrap_or_default()))
             .collect();
         assert_eq!(
             files,

@@ -18,9 +18,10 @@
 --      someone has to look at, not a transient state. The reasons (RunFailureReason in
 --      crds/src/run_failure_reason.rs):
 --      InvalidSpec, FaultsNotAllowed, TargetNotFound, TargetNotReady, TargetUnfit,
---      TargetUnreachable, BaselineCycle, ImagePullFailed, BarrierTimeout, RunnersUnschedulable,
---      RunnerFailed, RunnerNodeLost, RunnersStartedApart, DeadlineExceeded, ResultsLost,
---      ResultsTooLarge, FaultsNotInjected, FaultsUnconfirmed, ThresholdsNotMet.
+--      TargetUnreachable, TargetAuthFailed, TargetTLSFailed, TargetProtocolRefused, BaselineCycle,
+--      ImagePullFailed, BarrierTimeout, RunnersUnschedulable, RunnerFailed, RunnerNodeLost,
+--      RunnersStartedApart, DeadlineExceeded, ResultsLost, ResultsTooLarge, FaultsNotInjected,
+--      FaultsUnconfirmed, ThresholdsNotMet.
 -- 4. Anything else (Pending, WaitingForTarget, Starting, Running, Merging): Progressing, with
 --    the phase and where it is: the first of TargetReady and RunnersReady that is not True
 --    (unless it only says Pending), or the trial and seconds while running. A run that waits
