@@ -174,12 +174,19 @@ impl RunIsolation {
     }
 }
 
-/// The CA a `tls://` target's certificate is verified with.
+/// How a TLS target is verified, and the client certificate it may ask for.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetTls {
     pub target: String,
-    pub ca_file: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert_file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_name: Option<String>,
 }
 
 /// Where the credentials of one target are.
@@ -188,6 +195,10 @@ pub struct TargetTls {
 pub struct TargetAuth {
     pub target: String,
     pub env_prefix: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
 }
 
 /// One trial of a variants run.

@@ -372,7 +372,7 @@ pub async fn run(
                 .target_tls
                 .iter()
                 .find(|t| t.target == planned.target)
-                .map(|t| t.ca_file.clone().into()),
+                .and_then(|t| t.ca_file.clone().map(Into::into)),
             live: Some(state.live.trial(trial, &planned.variant, planned.round)),
             client: Default::default(),
         };
@@ -452,6 +452,8 @@ mod tests {
             target_auth: vec![TargetAuth {
                 target: "nats://a:4222".into(),
                 env_prefix: "MSGBENCH_TEST_UNSET_7F3A".into(),
+                header: None,
+                query: None,
             }],
             ..cfg
         };

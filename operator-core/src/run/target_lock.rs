@@ -294,6 +294,9 @@ mod tests {
             endpoint: Some(Endpoint {
                 protocol: Protocol::Nats,
                 url: url.into(),
+                auth: None,
+                tls: None,
+                monitoring_url: None,
             }),
             ..Target::default()
         };
