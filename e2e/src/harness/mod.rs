@@ -10,6 +10,7 @@ pub mod diagnostics;
 pub mod history;
 pub mod kinds;
 pub mod manifests;
+pub mod nats_auth;
 pub mod runs;
 pub mod secrets;
 pub mod servers;

@@ -6,12 +6,11 @@
 //! never appears in the run, an Event, a runner's log or the operator's log.
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DynamicObject, PostParams};
 use msgbench_e2e::certs::{service_names, TestCa};
 use msgbench_e2e::kinds;
 use msgbench_e2e::manifests::{create_all, wait_ready};
-use msgbench_e2e::runs::{field as s, finished};
+use msgbench_e2e::runs::{ended_within, field as s, finished};
 use msgbench_e2e::secrets::never_shown;
 use msgbench_e2e::{run, TestContext};
 use serde_json::json;
@@ -194,10 +193,6 @@ async fn refused(ctx: &TestContext, name: &str, secret: &str, ca: &str) -> Resul
     kinds::create(&ctx.client, &ctx.ns, &manifest).await?;
     let br = finished(ctx, name, Duration::from_secs(120)).await?;
     ensure!(s(&br, "/status/phase") == "Failed", "{name} should fail");
-    let done: Time = serde_json::from_value(s(&br, "/status/completionTime").clone())
-        .with_context(|| format!("{name}: completionTime"))?;
-    let created = (br.metadata.creation_timestamp.as_ref()).context("creationTimestamp")?;
-    let secs = done.0.as_second() - created.0.as_second();
-    ensure!(secs < 30, "{name} took {secs} s to fail (bound: 30 s)");
+    ended_within(&br, 30)?;
     Ok(br)
 }

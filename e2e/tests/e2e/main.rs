@@ -11,6 +11,7 @@ mod canonical_quantities;
 mod ci_gate;
 mod crash_fault;
 mod endpoint_mqtts;
+mod endpoint_nats_creds;
 mod faults;
 mod faults_disabled;
 mod finished_runs;
