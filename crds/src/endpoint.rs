@@ -40,9 +40,6 @@ use crate::workload::Protocol;
 #[x_kube(validation = Rule::new(
     "!has(self.auth) || (!has(self.auth.header) && !has(self.auth.query)) || (self.auth.mode == 'token' && self.protocol in ['websocket', 'socketio'])"
 ).message("endpoint.auth: header and query place a token on a WebSocket or Socket.IO connection (mode token, protocol websocket or socketio)").field_path(".auth"))]
-#[x_kube(validation = Rule::new(
-    "!has(self.monitoringUrl) || self.protocol in ['nats', 'jetstream']"
-).message("endpoint.monitoringUrl: only NATS servers have one (their /varz and /jsz)").field_path(".monitoringUrl"))]
 pub struct Endpoint {
     /// Protocol the server speaks; must equal `workload.protocol`.
     pub protocol: Protocol,
@@ -57,12 +54,6 @@ pub struct Endpoint {
     /// whose certificate a private CA signed; unset on a TLS URL: the public web PKI roots.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<EndpointTls>,
-    /// A NATS server's monitoring URL (e.g. `http://nats.nats.svc:8222`): its version, CPU and
-    /// memory are read from `/varz` into `status.environment` and `status.serverUsage`, as for
-    /// a JetStreamCluster. Unset: those figures are unavailable, and the status says why.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 8, max = 512), regex(pattern = r"^https?://[^\s]+$"))]
-    pub monitoring_url: Option<String>,
 }
 
 /// Client credentials of an endpoint target.

@@ -296,7 +296,6 @@ mod tests {
                 url: url.into(),
                 auth: None,
                 tls: None,
-                monitoring_url: None,
             }),
             ..Target::default()
         };
