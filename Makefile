@@ -112,7 +112,7 @@ e2e: cluster-up images e2e-check
 	@# ... and the CPU request of an operator installed with other values (by hand, or by a
 	@# demo from before it used the suite's values): install the suite's values (only those,
 	@# not the old ones), as its own install does anyway.
-	e2e/tools/ensure helm apt:chromium  # chromium: the variants test screenshots a real report
+	e2e/tools/ensure helm nats apt:chromium  # chromium: the variants test screenshots a real report; nats: `nats auth` for endpoint_nats_creds
 	. e2e/contract.env && \
 	if [ -n "$$(kubectl -n "$$CHART_NAMESPACE" get deployment "$$OPERATOR_DEPLOYMENT" --ignore-not-found \
 	      -o jsonpath='{.spec.template.spec.containers[*].resources.requests.cpu}')" ]; then \

@@ -7,11 +7,12 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::benchmark_run_status::*;
 use crate::common::{Placement, Resources};
+pub use crate::endpoint::{CaSource, Endpoint, EndpointAuth, EndpointAuthMode, EndpointTls};
 pub use crate::fault::*;
 pub use crate::run_failure_reason::{RunFailureReason, UnknownFailureReason};
 pub use crate::stop_when::*;
 pub use crate::variant::*;
-use crate::workload::{Protocol, Workload};
+use crate::workload::Workload;
 
 /// A benchmark: `runners.count` bench-runner pods start together behind a barrier, run the
 /// workload `trials` times against the target, and the operator merges their histograms into
@@ -343,30 +344,6 @@ pub enum ServerKind {
     MqttBroker,
     /// A PubSubServer (protocols socketio, websocket, pusher).
     PubSubServer,
-}
-
-/// A server addressed by URL.
-#[derive(Clone, Debug, KubeSchema, Deserialize, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-// Exactly the schemes the runner speaks (bench-runner drivers::for_workload): TLS schemes
-// (https://, wss://, mqtts://, tls://) and MQTT over WebSocket would be admitted and then fail in
-// the runner pods, so they are refused here until they work end to end.
-#[x_kube(validation = Rule::new(
-    "(self.protocol in ['nats', 'jetstream'] && self.url.startsWith('nats://')) || \
-     (self.protocol == 'mqtt' && (self.url.startsWith('mqtt://') || self.url.startsWith('tcp://'))) || \
-     (self.protocol == 'socketio' && self.url.startsWith('http://')) || \
-     (self.protocol == 'websocket' && (self.url.startsWith('ws://') || self.url.startsWith('http://'))) || \
-     (self.protocol == 'pusher' && self.url.startsWith('ws://'))"
-).message("endpoint.url: scheme must fit endpoint.protocol (nats|jetstream: nats://, mqtt: mqtt:// or tcp://, socketio: http://, websocket: ws:// or http://, pusher: ws://); TLS and MQTT-over-WebSocket endpoint targets are not supported yet (NATS over TLS is: a JetStreamCluster with spec.tls, by serverRef)").field_path(".url"))]
-// An endpoint carries no credentials, and a Pusher app's are required: a run against one
-// would always fail in the runner pods.
-#[x_kube(validation = Rule::new("self.protocol != 'pusher'").message("endpoint.protocol: pusher needs the app's credentials, which only a PubSubServer serverRef supplies (spec.pusher.secretName): target the PubSubServer instead").field_path(".protocol"))]
-pub struct Endpoint {
-    /// Protocol the server speaks; must equal `workload.protocol`.
-    pub protocol: Protocol,
-    /// Server URL, e.g. `nats://nats.default.svc:4222` or `http://pubsub:8080`.
-    #[schemars(length(min = 8, max = 512), regex(pattern = r"^[a-z]+://[^\s]+$"))]
-    pub url: String,
 }
 
 /// The bench-runner pods.

@@ -8,6 +8,7 @@ pub mod benchmark_run;
 mod benchmark_run_status;
 pub mod common;
 pub mod conditions;
+pub mod endpoint;
 mod fault;
 pub mod generate;
 pub mod jetstream_cluster;

@@ -20,7 +20,9 @@ pub mod probes;
 // the folders cost the tests (and branches changing them) no import churn.
 pub use cluster::{chart, node, nodes, operator_lease, registry};
 pub use fixtures::scenarios;
-pub use harness::{diagnostics, history, kinds, runs, secrets, servers, wait};
+pub use harness::{
+    certs, diagnostics, history, kinds, manifests, nats_auth, runs, secrets, servers, wait,
+};
 pub use probes::{cpu_hog, fault_watch, natsprobe, partition, probe, procfs, toolbox};
 
 pub use harness::{run, TestContext};

@@ -5,9 +5,12 @@
 //! diagnostics under `$MSGBENCH_CACHE/e2e-artifacts`; never the host.
 mod context;
 
+pub mod certs;
 pub mod diagnostics;
 pub mod history;
 pub mod kinds;
+pub mod manifests;
+pub mod nats_auth;
 pub mod runs;
 pub mod secrets;
 pub mod servers;

@@ -31,3 +31,20 @@ pub fn condition_status<'a>(o: &'a DynamicObject, type_: &str) -> &'a str {
         .and_then(|c| c["status"].as_str())
         .unwrap_or("")
 }
+
+/// A run that ended within `bound_s` seconds of its creation (completionTime −
+/// creationTimestamp): a failure found at the first connect, not at the end of a window.
+pub fn ended_within(br: &DynamicObject, bound_s: i64) -> Result<()> {
+    use anyhow::Context;
+    let done: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time =
+        serde_json::from_value(field(br, "/status/completionTime").clone())
+            .context("completionTime")?;
+    let created = (br.metadata.creation_timestamp.as_ref()).context("creationTimestamp")?;
+    let secs = done.0.as_second() - created.0.as_second();
+    anyhow::ensure!(
+        secs < bound_s,
+        "{} ended {secs} s after its creation (bound: {bound_s} s)",
+        br.metadata.name.as_deref().unwrap_or("?")
+    );
+    Ok(())
+}

@@ -10,6 +10,8 @@ mod benchmark_run_transients;
 mod canonical_quantities;
 mod ci_gate;
 mod crash_fault;
+mod endpoint_mqtts;
+mod endpoint_nats_creds;
 mod faults;
 mod faults_disabled;
 mod finished_runs;

@@ -4,7 +4,7 @@ use super::fault_restart::FaultRestartSeen;
 use super::fault_unknown::FaultEvidenceSeen;
 use super::faults::{FaultLeaderSeen, FaultPodSeen};
 use super::server_usage::UsageRead;
-use super::target_auth::TargetSecret;
+use super::target_auth::{TargetSecret, TlsSource};
 use super::target_lock::RunOnTarget;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -141,8 +141,8 @@ pub struct Resolved {
     /// The Secret clients authenticate with (a JetStreamCluster's or an MqttBroker's
     /// `spec.auth`, a pusher PubSubServer's app).
     pub auth: Option<TargetSecret>,
-    /// The Secret whose `ca.crt` verifies a TLS target (a JetStreamCluster's `spec.tls`).
-    pub tls_ca_secret: Option<String>,
+    /// How a TLS target is verified (a JetStreamCluster's `spec.tls`, an endpoint's `tls`).
+    pub tls: Option<TlsSource>,
     /// Why the server, as specified, cannot serve this run's protocol (e.g. a pusher server
     /// for protocol websocket): not something waiting fixes, so the run fails at once with
     /// reason TargetUnfit.

@@ -15,7 +15,7 @@
 use super::build::{mesh_opt_out, runner_security_context};
 use super::identity::{RunIdentity, KIND_LABEL};
 use super::model::TargetSeen;
-use super::target_auth::{runner_tls, TargetSecret};
+use super::target_auth::{runner_tls, TargetSecret, TlsSource};
 use crate::meta::{
     LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, MANAGED_BY,
 };
@@ -27,6 +27,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunSpec};
 use msgbench_crds::workload::{Protocol, Workload};
+use runner_api::agent::TargetTls;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -91,7 +92,7 @@ pub fn run_id(uid: &str) -> String {
 pub struct SweepTarget {
     pub url: String,
     pub auth: Option<TargetSecret>,
-    pub tls_ca_secret: Option<String>,
+    pub tls: Option<TlsSource>,
 }
 
 /// The resolved targets that speak JetStream (`nats://`, `tls://`), each once.
@@ -103,7 +104,7 @@ pub fn targets(seen: &[TargetSeen]) -> Vec<SweepTarget> {
             out.push(SweepTarget {
                 url: r.url.clone(),
                 auth: r.auth.clone(),
-                tls_ca_secret: r.tls_ca_secret.clone(),
+                tls: r.tls.clone(),
             });
         }
     }
@@ -125,20 +126,13 @@ pub fn job(
         (LABEL_PART_OF.into(), "msgbench".into()),
         (LABEL_RUN_UID.into(), id.owner_ref.uid.clone()),
     ]);
-    let tls = runner_tls(
-        (targets.iter()).filter_map(|t| Some((t.url.as_str(), t.tls_ca_secret.as_deref()?))),
-    );
+    let tls = runner_tls((targets.iter()).filter_map(|t| Some((t.url.as_str(), t.tls.as_ref()?))));
     let image =
         (br.spec.runners.image.clone()).unwrap_or_else(|| operands.images.bench_runner.clone());
     let containers = (targets.iter().enumerate())
         .map(|(i, t)| {
-            let ca = tls.0.iter().find(|c| c.target == t.url);
-            sweep_container(
-                i,
-                t,
-                &id.owner_ref.uid,
-                ca.and_then(|c| c.ca_file.as_deref()),
-            )
+            let files = tls.0.iter().find(|c| c.target == t.url);
+            sweep_container(i, t, &id.owner_ref.uid, files)
         })
         .map(|mut c| {
             c.image = Some(image.clone());
@@ -183,12 +177,21 @@ pub fn job(
     }
 }
 
-fn sweep_container(i: usize, t: &SweepTarget, uid: &str, ca_file: Option<&str>) -> Container {
+fn sweep_container(i: usize, t: &SweepTarget, uid: &str, tls: Option<&TargetTls>) -> Container {
     let mut args: Vec<String> = ["delete-streams", "--url", &t.url, "--run", &run_id(uid)]
         .map(String::from)
         .into();
-    if let Some(ca) = ca_file {
-        args.extend(["--ca-file".into(), ca.into()]);
+    if let Some(tls) = tls {
+        for (flag, value) in [
+            ("--ca-file", &tls.ca_file),
+            ("--tls-cert-file", &tls.cert_file),
+            ("--tls-key-file", &tls.key_file),
+            ("--tls-server-name", &tls.server_name),
+        ] {
+            if let Some(v) = value {
+                args.extend([flag.into(), v.clone()]);
+            }
+        }
     }
     // What `delete-streams` reads by default, as `run` does: MSGBENCH_TOKEN, ...
     let env = (t.auth.as_ref())

@@ -37,7 +37,7 @@ fn seen(url: &str, auth: Option<TargetSecret>, tls: Option<&str>) -> TargetSeen 
             server_labels: None,
             environment: None,
             auth,
-            tls_ca_secret: tls.map(String::from),
+            tls: tls.map(TlsSource::server_secret),
             unfit: None,
             fault_agent: None,
             fault_agent_refused: None,
@@ -137,10 +137,8 @@ fn the_sweep_job_deletes_by_run_id_with_credentials_by_reference_only() {
     assert_eq!(sc.read_only_root_filesystem, Some(true));
     assert_eq!(sc.allow_privilege_escalation, Some(false));
     let ca = &pod.volumes.as_ref().unwrap()[0];
-    assert_eq!(
-        ca.secret.as_ref().unwrap().secret_name.as_deref(),
-        Some("js3-tls")
-    );
+    let sources = ca.projected.as_ref().unwrap().sources.as_ref().unwrap();
+    assert_eq!(sources[0].secret.as_ref().unwrap().name, "js3-tls");
 }
 
 #[test]

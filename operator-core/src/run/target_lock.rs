@@ -294,6 +294,8 @@ mod tests {
             endpoint: Some(Endpoint {
                 protocol: Protocol::Nats,
                 url: url.into(),
+                auth: None,
+                tls: None,
             }),
             ..Target::default()
         };

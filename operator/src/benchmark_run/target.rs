@@ -12,7 +12,7 @@ use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
 use msgbench_operator_core::fault_policy::FaultPolicy;
 use msgbench_operator_core::run::build::server_selector;
 use msgbench_operator_core::run::model::{FaultAgentSeen, Resolved};
-use msgbench_operator_core::run::target_auth::TargetSecret;
+use msgbench_operator_core::run::target_auth::{TargetSecret, TlsSource};
 
 /// `Err(message)` when the referenced server does not exist.
 pub async fn resolve(
@@ -37,8 +37,8 @@ pub async fn resolve_target(
             not_ready: None,
             server_labels: None,
             environment: None,
-            auth: None,
-            tls_ca_secret: None,
+            auth: e.auth.clone().map(TargetSecret::Endpoint),
+            tls: e.tls.as_ref().map(TlsSource::of_endpoint),
             unfit: None,
             fault_agent: None,
             fault_agent_refused: None,
@@ -49,7 +49,7 @@ pub async fn resolve_target(
     };
     let c = ctx.client.clone();
     let mut auth = None;
-    let mut tls_ca_secret = None;
+    let mut tls = None;
     let mut unfit = None;
     let (mut fault_agent, policy) = ((None, None), &ctx.operands.faults);
     let status: Option<Option<ServerStatus>> = match r.kind {
@@ -58,7 +58,7 @@ pub async fn resolve_target(
             .await?
             .map(|s| {
                 auth = s.spec.auth.map(TargetSecret::Nats);
-                tls_ca_secret = s.spec.tls.map(|t| t.secret_name);
+                tls = (s.spec.tls).map(|t| TlsSource::server_secret(&t.secret_name));
                 fault_agent = agent_of(policy, s.spec.fault_injection.as_ref(), true);
                 s.status
             }),
@@ -121,7 +121,7 @@ pub async fn resolve_target(
         server_labels: Some(server_selector(r.kind, &r.name)),
         environment,
         auth,
-        tls_ca_secret,
+        tls,
         unfit,
         fault_agent: fault_agent.0,
         fault_agent_refused: fault_agent.1,

@@ -445,7 +445,7 @@ fn create_runners(
     let (target_tls, volumes, mounts) =
         target_auth::runner_tls(obs.targets.iter().filter_map(|t| {
             let r = t.resolved.as_ref().ok()?;
-            Some((r.url.as_str(), r.tls_ca_secret.as_deref()?))
+            Some((r.url.as_str(), r.tls.as_ref()?))
         }));
     cfg.target_tls = target_tls;
     let control = runner_access::control_env(&obs.operands.control_public_key, &id.owner_ref.uid);

@@ -5,6 +5,7 @@ use crate::run::model::Gathered;
 use crate::run::model::{AgentSeen, BaselineSeen, BaselineState, TargetSeen};
 use crate::run::model::{FaultAgentSeen, Resolved};
 use crate::run::results::tests::runner as record;
+use crate::run::target_auth::TlsSource;
 use crate::run::{build, compare};
 use k8s_openapi::api::batch::v1::JobStatus;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
@@ -71,7 +72,7 @@ fn ready_target() -> TargetSeen {
             server_labels: None,
             environment: None,
             auth: None,
-            tls_ca_secret: None,
+            tls: None,
             unfit: None,
             fault_agent: None,
             fault_agent_refused: None,
@@ -699,7 +700,7 @@ fn a_tls_target_gives_the_runners_its_ca_only() {
     let mut t = ready_target();
     if let Ok(r) = &mut t.resolved {
         r.url = "tls://js3.bench.svc:4222".into();
-        r.tls_ca_secret = Some("js3-tls".into());
+        r.tls = Some(TlsSource::server_secret("js3-tls"));
     }
     let mut obs = Observed::at(at(T0 + 3));
     obs.targets = vec![t];
@@ -720,18 +721,19 @@ fn a_tls_target_gives_the_runners_its_ca_only() {
         .as_ref()
         .unwrap()
         .iter()
-        .find(|v| v.name == "tls-ca-0")
+        .find(|v| v.name == "tls-0")
         .unwrap();
-    let s = v.secret.as_ref().unwrap();
+    let sources = v.projected.as_ref().unwrap().sources.as_ref().unwrap();
+    let [source] = sources.as_slice() else {
+        panic!("one source, the CA: {sources:?}")
+    };
+    let s = source.secret.as_ref().unwrap();
     let keys: Vec<&str> = s.items.iter().flatten().map(|i| i.key.as_str()).collect();
-    assert_eq!(
-        (s.secret_name.as_deref(), keys),
-        (Some("js3-tls"), vec!["ca.crt"])
-    );
+    assert_eq!((s.name.as_str(), keys), ("js3-tls", vec!["ca.crt"]));
     let mounts = pod.containers[0].volume_mounts.as_ref().unwrap();
     assert!(mounts
         .iter()
-        .any(|m| m.name == "tls-ca-0" && m.mount_path == "/etc/msgbench/tls/0"));
+        .any(|m| m.name == "tls-0" && m.mount_path == "/etc/msgbench/tls/0"));
 }
 
 // --- the baseline -------------------------------------------------------------------------

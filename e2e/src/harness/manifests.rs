@@ -1,0 +1,55 @@
+//! Plain Kubernetes manifests (the servers a team runs without msgbench: Deployments,
+//! StatefulSets, Services, ConfigMaps), created as they are, whatever their kind.
+use anyhow::{Context, Result};
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::discovery::pinned_kind;
+use kube::{Client, ResourceExt};
+use serde::Deserialize;
+use std::time::Duration;
+
+/// Creates every document of `yaml` in `ns` (a document's own namespace is replaced).
+pub async fn create_all(client: &Client, ns: &str, yaml: &str) -> Result<()> {
+    for doc in serde_norway::Deserializer::from_str(yaml) {
+        let mut obj = DynamicObject::deserialize(doc).context("parsing a manifest")?;
+        let gvk = obj
+            .types
+            .as_ref()
+            .context("a manifest without apiVersion/kind")?
+            .try_into()
+            .context("apiVersion/kind")?;
+        let (resource, _) = pinned_kind(client, &gvk).await?;
+        obj.metadata.namespace = Some(ns.into());
+        let name = obj.name_any();
+        Api::<DynamicObject>::namespaced_with(client.clone(), ns, &resource)
+            .create(&PostParams::default(), &obj)
+            .await
+            .with_context(|| format!("creating {} {name}", resource.kind))?;
+    }
+    Ok(())
+}
+
+/// Waits until a Deployment's or StatefulSet's `replicas` pods are all ready.
+pub async fn wait_ready(client: &Client, ns: &str, kind: &str, name: &str) -> Result<()> {
+    let timeout = Duration::from_secs(240);
+    let what = format!("{kind} {name} ready");
+    match kind {
+        "Deployment" => {
+            let api: Api<Deployment> = Api::namespaced(client.clone(), ns);
+            crate::wait::until(&api, name, timeout, &what, |d| {
+                let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+                d.status.as_ref().and_then(|s| s.ready_replicas) == Some(want)
+            })
+            .await?;
+        }
+        _ => {
+            let api: Api<StatefulSet> = Api::namespaced(client.clone(), ns);
+            crate::wait::until(&api, name, timeout, &what, |d| {
+                let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+                d.status.as_ref().and_then(|s| s.ready_replicas) == Some(want)
+            })
+            .await?;
+        }
+    }
+    Ok(())
+}

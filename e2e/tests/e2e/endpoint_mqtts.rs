@@ -1,0 +1,198 @@
+//! A broker a team runs without msgbench — mosquitto from plain manifests, with a password file
+//! and only a TLS listener — is benchmarked by `endpoint`: `mqtts://`, the CA from a ConfigMap,
+//! the login from a Secret. QoS 0 and QoS 1 deliver every message. A wrong password ends
+//! `TargetAuthFailed` and an untrusted CA `TargetTLSFailed` (naming the issuer the runner saw),
+//! each within 30 s of the run's creation, not at the end of its connect window; the password
+//! never appears in the run, an Event, a runner's log or the operator's log.
+use anyhow::{ensure, Context, Result};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{Api, DynamicObject, PostParams};
+use msgbench_e2e::certs::{service_names, TestCa};
+use msgbench_e2e::kinds;
+use msgbench_e2e::manifests::{create_all, wait_ready};
+use msgbench_e2e::runs::{ended_within, field as s, finished};
+use msgbench_e2e::secrets::never_shown;
+use msgbench_e2e::{run, TestContext};
+use serde_json::json;
+use std::time::Duration;
+
+/// The team's broker: nothing msgbench made. The init container hashes the Secret's user into
+/// the password file (the password reaches only that container).
+const BROKER: &str = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: team-mqtt-config}
+data:
+  mosquitto.conf: |
+    per_listener_settings false
+    allow_anonymous false
+    password_file /work/passwd
+    persistence false
+    listener 8883
+    certfile /certs/tls.crt
+    keyfile /certs/tls.key
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: team-mqtt}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: team-mqtt}}
+  template:
+    metadata: {labels: {app: team-mqtt}}
+    spec:
+      automountServiceAccountToken: false
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 1883
+        runAsGroup: 1883
+        fsGroup: 1883
+        seccompProfile: {type: RuntimeDefault}
+      initContainers:
+        - name: password-file
+          image: docker.io/library/eclipse-mosquitto:2.0.11
+          command: [/usr/bin/mosquitto_passwd, -b, -c, /work/passwd, $(MQTT_USERNAME), $(MQTT_PASSWORD)]
+          env:
+            - {name: MQTT_USERNAME, valueFrom: {secretKeyRef: {name: team-mqtt-user, key: username}}}
+            - {name: MQTT_PASSWORD, valueFrom: {secretKeyRef: {name: team-mqtt-user, key: password}}}
+          volumeMounts: [{name: work, mountPath: /work}]
+          securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+      containers:
+        - name: mosquitto
+          image: docker.io/library/eclipse-mosquitto:2.0.11
+          args: [-c, /config/mosquitto.conf]
+          ports: [{name: mqtts, containerPort: 8883}]
+          readinessProbe: {tcpSocket: {port: 8883}, periodSeconds: 1}
+          resources:
+            requests: {cpu: 10m, memory: 16Mi}
+            limits: {memory: 64Mi}
+          volumeMounts:
+            - {name: config, mountPath: /config, readOnly: true}
+            - {name: certs, mountPath: /certs, readOnly: true}
+            - {name: work, mountPath: /work}
+          securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+      volumes:
+        - {name: config, configMap: {name: team-mqtt-config}}
+        - {name: certs, secret: {secretName: team-mqtt-tls}}
+        - {name: work, emptyDir: {}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: team-mqtt}
+spec:
+  selector: {app: team-mqtt}
+  ports: [{name: mqtts, port: 8883, targetPort: 8883}]
+"#;
+
+/// A run at the broker: `NAME`, `QOS`, `SECRET` and `CA` (a ConfigMap) filled in per case.
+fn run_at_broker(ns: &str, name: &str, qos: u8, secret: &str, ca: &str) -> String {
+    format!(
+        r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {{name: {name}}}
+spec:
+  target:
+    endpoint:
+      protocol: mqtt
+      url: "mqtts://team-mqtt.{ns}.svc:8883"
+      auth: {{secretName: {secret}, mode: userPassword}}
+      tls: {{ca: {{configMapName: {ca}, key: ca.pem}}}}
+  connectTimeoutSeconds: 120
+  workload:
+    protocol: mqtt
+    ratePerPublisher: 200
+    durationSeconds: 3
+    warmupSeconds: 0
+    drainSeconds: 2
+    mqtt: {{qos: {qos}}}
+  runners:
+    resources:
+      requests: {{cpu: 20m, memory: 32Mi}}
+      limits: {{memory: 128Mi}}
+"#
+    )
+}
+
+#[tokio::test]
+async fn a_broker_the_team_runs_with_passwords_and_tls_is_benchmarked_by_endpoint() {
+    run("endpoint-mqtts", body).await;
+}
+
+async fn body(ctx: TestContext) -> Result<()> {
+    let password = format!("msgbench-e2e-mqtts-{:x}", rand::random::<u64>());
+    let (ca, other_ca) = (TestCa::new("team-ca")?, TestCa::new("someone-else")?);
+    let server = ca.issue(&service_names("team-mqtt", &ctx.ns))?;
+    let secrets = Api::<Secret>::namespaced(ctx.client.clone(), &ctx.ns);
+    for s in [
+        json!({"metadata": {"name": "team-mqtt-user"},
+               "stringData": {"username": "bench", "password": password}}),
+        json!({"metadata": {"name": "wrong-user"},
+               "stringData": {"username": "bench", "password": "not-the-password"}}),
+        json!({"metadata": {"name": "team-mqtt-tls"}, "type": "kubernetes.io/tls",
+               "stringData": {"tls.crt": server.cert, "tls.key": server.key}}),
+    ] {
+        secrets
+            .create(&PostParams::default(), &serde_json::from_value(s)?)
+            .await?;
+    }
+    let maps = Api::<ConfigMap>::namespaced(ctx.client.clone(), &ctx.ns);
+    for (name, pem) in [("team-ca", &ca.pem), ("other-ca", &other_ca.pem)] {
+        let cm = json!({"metadata": {"name": name}, "data": {"ca.pem": pem}});
+        maps.create(&PostParams::default(), &serde_json::from_value(cm)?)
+            .await?;
+    }
+    create_all(&ctx.client, &ctx.ns, BROKER).await?;
+    wait_ready(&ctx.client, &ctx.ns, "Deployment", "team-mqtt").await?;
+
+    for (name, qos) in [("mqtts-qos0", 0), ("mqtts-qos1", 1)] {
+        let manifest = run_at_broker(&ctx.ns, name, qos, "team-mqtt-user", "team-ca");
+        kinds::create(&ctx.client, &ctx.ns, &manifest).await?;
+        let br = finished(&ctx, name, Duration::from_secs(300)).await?;
+        exact_delivery(&br, name)?;
+        never_shown(&ctx, &password, name, &serde_json::to_string(&br)?).await?;
+    }
+    let auth = refused(&ctx, "mqtts-wrong-password", "wrong-user", "team-ca").await?;
+    ensure!(
+        s(&auth, "/status/verdict/reason") == "TargetAuthFailed",
+        "a wrong password: {}",
+        s(&auth, "/status/verdict")
+    );
+    let tls = refused(&ctx, "mqtts-wrong-ca", "team-mqtt-user", "other-ca").await?;
+    let verdict = s(&tls, "/status/verdict").to_string();
+    ensure!(
+        s(&tls, "/status/verdict/reason") == "TargetTLSFailed" && verdict.contains("team-ca"),
+        "an untrusted CA should fail TargetTLSFailed naming the issuer the runner saw: {verdict}"
+    );
+    Ok(())
+}
+
+/// QoS 0 and 1 on a quiet broker: every message published arrives, 600 of them.
+fn exact_delivery(br: &DynamicObject, name: &str) -> Result<()> {
+    ensure!(
+        s(br, "/status/phase") == "Succeeded",
+        "{name}: verdict {}, conditions {}",
+        s(br, "/status/verdict"),
+        kinds::conditions_summary(br)
+    );
+    let count = |p: &str| s(br, p).as_u64().with_context(|| format!("{name}: {p}"));
+    let (published, received) = (
+        count("/status/result/published")?,
+        count("/status/result/received")?,
+    );
+    ensure!(
+        published == 600 && received == published,
+        "{name}: published {published}, received {received}"
+    );
+    Ok(())
+}
+
+/// A run that must fail fast: ended within 30 s of its creation (its connect window is 120 s).
+async fn refused(ctx: &TestContext, name: &str, secret: &str, ca: &str) -> Result<DynamicObject> {
+    let manifest = run_at_broker(&ctx.ns, name, 1, secret, ca);
+    kinds::create(&ctx.client, &ctx.ns, &manifest).await?;
+    let br = finished(ctx, name, Duration::from_secs(120)).await?;
+    ensure!(s(&br, "/status/phase") == "Failed", "{name} should fail");
+    ended_within(&br, 30)?;
+    Ok(br)
+}

@@ -1,0 +1,207 @@
+//! A NATS cluster a team runs without msgbench — 3 nats-servers from plain manifests, in
+//! operator mode (accounts and the user made by the official CLI's `nats auth`), TLS from a
+//! throwaway CA, JetStream on — is benchmarked by `endpoint`: `tls://`, the user's credentials
+//! file from a Secret, the CA from a Secret. An R3 JetStream run and a core NATS run deliver
+//! every message; the run's streams are deleted with the same credentials. A user of another
+//! operator ends `TargetAuthFailed` within 30 s of the run's creation. The user's seed never
+//! appears in the run, an Event, a runner's log or the operator's log.
+use anyhow::{ensure, Context, Result};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{Api, DynamicObject, PostParams};
+use msgbench_e2e::certs::{service_names, TestCa};
+use msgbench_e2e::kinds;
+use msgbench_e2e::manifests::{create_all, wait_ready};
+use msgbench_e2e::nats_auth::NatsOperator;
+use msgbench_e2e::runs::{ended_within, field as s, finished};
+use msgbench_e2e::secrets::never_shown;
+use msgbench_e2e::{run, TestContext};
+use serde_json::json;
+use std::time::Duration;
+
+/// The team's cluster: three servers with routes between them, client TLS, JetStream in memory.
+const CLUSTER: &str = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: team-nats-headless}
+spec:
+  clusterIP: None
+  publishNotReadyAddresses: true
+  selector: {app: team-nats}
+  ports: [{name: routes, port: 6222}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: team-nats}
+spec:
+  selector: {app: team-nats}
+  ports: [{name: client, port: 4222}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: team-nats}
+spec:
+  replicas: 3
+  serviceName: team-nats-headless
+  podManagementPolicy: Parallel
+  selector: {matchLabels: {app: team-nats}}
+  template:
+    metadata: {labels: {app: team-nats}}
+    spec:
+      automountServiceAccountToken: false
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+        fsGroup: 65532
+        seccompProfile: {type: RuntimeDefault}
+      containers:
+        - name: nats
+          image: docker.io/library/nats:2.15.2
+          args: [--config, /config/nats.conf]
+          env: [{name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
+          ports: [{containerPort: 4222}, {containerPort: 6222}, {containerPort: 8222}]
+          readinessProbe: {httpGet: {path: /healthz, port: 8222}, periodSeconds: 2}
+          resources:
+            requests: {cpu: 10m, memory: 32Mi}
+            limits: {memory: 256Mi}
+          volumeMounts:
+            - {name: config, mountPath: /config, readOnly: true}
+            - {name: certs, mountPath: /certs, readOnly: true}
+            - {name: data, mountPath: /data}
+          securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+      volumes:
+        - {name: config, configMap: {name: team-nats-config}}
+        - {name: certs, secret: {secretName: team-nats-tls}}
+        - {name: data, emptyDir: {}}
+"#;
+
+/// The server config around the auth settings `nats auth` made.
+fn server_config(ns: &str, auth: &str) -> String {
+    let route = |i: u8| format!("nats://team-nats-{i}.team-nats-headless.{ns}.svc:6222");
+    format!(
+        "port: 4222\nhttp_port: 8222\nserver_name: $POD_NAME\n{auth}\
+         tls {{\n  cert_file: /certs/tls.crt\n  key_file: /certs/tls.key\n}}\n\
+         jetstream {{\n  store_dir: /data\n  max_memory_store: 256MB\n  max_file_store: 1GB\n}}\n\
+         cluster {{\n  name: team\n  port: 6222\n  routes: [{}, {}, {}]\n}}\n",
+        route(0),
+        route(1),
+        route(2)
+    )
+}
+
+fn run_at_cluster(ns: &str, name: &str, protocol: &str, creds: &str) -> String {
+    let workload = match protocol {
+        "jetstream" => format!(
+            "jetstream: {{stream: {name}, replicas: 3, storage: memory, publish: async, maxInFlight: 100}}"
+        ),
+        _ => String::new(),
+    };
+    format!(
+        r#"
+apiVersion: msgbench.dev/v1alpha1
+kind: BenchmarkRun
+metadata: {{name: {name}}}
+spec:
+  target:
+    endpoint:
+      protocol: {protocol}
+      url: "tls://team-nats.{ns}.svc:4222"
+      auth: {{secretName: {creds}, mode: creds}}
+      tls: {{ca: {{secretName: team-nats-ca}}}}
+  connectTimeoutSeconds: 120
+  workload:
+    protocol: {protocol}
+    ratePerPublisher: 200
+    durationSeconds: 3
+    warmupSeconds: 0
+    drainSeconds: 2
+    {workload}
+  runners:
+    resources:
+      requests: {{cpu: 20m, memory: 32Mi}}
+      limits: {{memory: 128Mi}}
+"#
+    )
+}
+
+#[tokio::test]
+async fn a_nats_cluster_the_team_runs_in_operator_mode_with_tls_is_benchmarked_by_endpoint() {
+    run("endpoint-nats-creds", body).await;
+}
+
+async fn body(ctx: TestContext) -> Result<()> {
+    let store = std::env::temp_dir().join(format!("msgbench-e2e-nats-auth-{}", ctx.ns));
+    std::fs::create_dir_all(&store)?;
+    let team = NatsOperator::create(&store, "team")?;
+    let other = NatsOperator::create(&store, "other")?;
+    let ca = TestCa::new("team-nats-ca")?;
+    let server = ca.issue(&service_names("team-nats", &ctx.ns))?;
+    let secrets = Api::<Secret>::namespaced(ctx.client.clone(), &ctx.ns);
+    for s in [
+        json!({"metadata": {"name": "bench-creds"}, "stringData": {"creds": team.creds}}),
+        json!({"metadata": {"name": "other-creds"}, "stringData": {"creds": other.creds}}),
+        json!({"metadata": {"name": "team-nats-tls"}, "type": "kubernetes.io/tls",
+               "stringData": {"tls.crt": server.cert, "tls.key": server.key}}),
+        json!({"metadata": {"name": "team-nats-ca"}, "stringData": {"ca.crt": ca.pem}}),
+    ] {
+        secrets
+            .create(&PostParams::default(), &serde_json::from_value(s)?)
+            .await?;
+    }
+    let config = server_config(&ctx.ns, &team.server_config());
+    let cm = json!({"metadata": {"name": "team-nats-config"}, "data": {"nats.conf": config}});
+    Api::<ConfigMap>::namespaced(ctx.client.clone(), &ctx.ns)
+        .create(&PostParams::default(), &serde_json::from_value(cm)?)
+        .await?;
+    create_all(&ctx.client, &ctx.ns, CLUSTER).await?;
+    wait_ready(&ctx.client, &ctx.ns, "StatefulSet", "team-nats").await?;
+    // The seed's line of the credentials file stands for the whole secret.
+    let seed = (team.creds.lines())
+        .find(|l| l.starts_with("SU"))
+        .context("a seed in the creds file")?
+        .to_string();
+
+    for (name, protocol) in [("nats-creds-js", "jetstream"), ("nats-creds-core", "nats")] {
+        let manifest = run_at_cluster(&ctx.ns, name, protocol, "bench-creds");
+        kinds::create(&ctx.client, &ctx.ns, &manifest).await?;
+        let br = finished(&ctx, name, Duration::from_secs(300)).await?;
+        exact_delivery(&br, name)?;
+        never_shown(&ctx, &seed, name, &serde_json::to_string(&br)?).await?;
+    }
+    let manifest = run_at_cluster(&ctx.ns, "nats-other-operator", "nats", "other-creds");
+    kinds::create(&ctx.client, &ctx.ns, &manifest).await?;
+    let refused = finished(&ctx, "nats-other-operator", Duration::from_secs(120)).await?;
+    ensure!(
+        s(&refused, "/status/verdict/reason") == "TargetAuthFailed",
+        "a user of another operator: {}",
+        s(&refused, "/status/verdict")
+    );
+    ended_within(&refused, 30)?;
+    std::fs::remove_dir_all(&store)?;
+    Ok(())
+}
+
+/// 600 published (200/s for 3 s), every one received; a JetStream run's streams are gone.
+fn exact_delivery(br: &DynamicObject, name: &str) -> Result<()> {
+    ensure!(
+        s(br, "/status/phase") == "Succeeded",
+        "{name}: verdict {}, conditions {}",
+        s(br, "/status/verdict"),
+        kinds::conditions_summary(br)
+    );
+    let count = |p: &str| s(br, p).as_u64().with_context(|| format!("{name}: {p}"));
+    let (published, received) = (
+        count("/status/result/published")?,
+        count("/status/result/received")?,
+    );
+    ensure!(
+        published == 600 && received == published,
+        "{name}: published {published}, received {received}"
+    );
+    let streams = kinds::condition(br, "StreamsDeleted").map(|c| c["status"].clone());
+    ensure!(
+        s(br, "/spec/workload/protocol") != "jetstream" || streams == Some(json!("True")),
+        "{name}: the run's streams were not deleted: {}",
+        kinds::conditions_summary(br)
+    );
+    Ok(())
+}
