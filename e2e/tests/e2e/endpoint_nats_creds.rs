@@ -8,13 +8,14 @@
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DynamicObject, PostParams};
+use msgbench_crds::conditions::STREAMS_DELETED;
 use msgbench_e2e::certs::{service_names, TestCa};
-use msgbench_e2e::kinds;
+use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::manifests::{create_all, wait_ready};
 use msgbench_e2e::nats_auth::NatsOperator;
 use msgbench_e2e::runs::{ended_within, field as s, finished};
 use msgbench_e2e::secrets::never_shown;
-use msgbench_e2e::{run, TestContext};
+use msgbench_e2e::{probe, run, wait, TestContext};
 use serde_json::json;
 use std::time::Duration;
 
@@ -166,6 +167,9 @@ async fn body(ctx: TestContext) -> Result<()> {
         let br = finished(&ctx, name, Duration::from_secs(300)).await?;
         exact_delivery(&br, name)?;
         never_shown(&ctx, &seed, name, &serde_json::to_string(&br)?).await?;
+        if protocol == "jetstream" {
+            streams_deleted(&ctx, name).await?;
+        }
     }
     let manifest = run_at_cluster(&ctx.ns, "nats-other-operator", "nats", "other-creds");
     kinds::create(&ctx.client, &ctx.ns, &manifest).await?;
@@ -197,11 +201,39 @@ fn exact_delivery(br: &DynamicObject, name: &str) -> Result<()> {
         published == 600 && received == published,
         "{name}: published {published}, received {received}"
     );
-    let streams = kinds::condition(br, "StreamsDeleted").map(|c| c["status"].clone());
-    ensure!(
-        s(br, "/spec/workload/protocol") != "jetstream" || streams == Some(json!("True")),
-        "{name}: the run's streams were not deleted: {}",
-        kinds::conditions_summary(br)
-    );
+    Ok(())
+}
+
+/// The run's streams were deleted with its credentials (`StreamsDeleted=True`), and no server
+/// of the cluster lists a stream carrying the run's id (`/jsz`, every account).
+async fn streams_deleted(ctx: &TestContext, name: &str) -> Result<()> {
+    let api = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
+    let br = wait::until(
+        &api,
+        name,
+        Duration::from_secs(120),
+        "StreamsDeleted=True",
+        |o| kinds::condition(o, STREAMS_DELETED).is_some_and(|c| c["status"] == "True"),
+    )
+    .await?;
+    let uid = br.metadata.uid.as_deref().context("run uid")?;
+    let id: String = (uid.chars())
+        .filter(char::is_ascii_hexdigit)
+        .take(8)
+        .collect();
+    let mark = format!("_{}G", id.to_uppercase());
+    for pod in ["team-nats-0", "team-nats-1", "team-nats-2"] {
+        let path = "/jsz?accounts=true&streams=true";
+        let body = probe::pod_get(&ctx.client, &ctx.ns, pod, 8222, path).await?;
+        ensure!(
+            !body.contains(&mark),
+            "{pod} still lists a stream of run {name} ({mark}): {}",
+            wait::truncate(&body, 2000)
+        );
+        ensure!(
+            body.contains("account_details"),
+            "{pod} /jsz lists no account: {body}"
+        );
+    }
     Ok(())
 }
