@@ -48,3 +48,29 @@ pub fn ended_within(br: &DynamicObject, bound_s: i64) -> Result<()> {
     );
     Ok(())
 }
+
+/// A run that Succeeded with exactly `want` messages published and every one received.
+pub fn delivered_exactly(br: &DynamicObject, want: u64) -> Result<()> {
+    use anyhow::{ensure, Context};
+    let name = br.metadata.name.as_deref().unwrap_or("?");
+    ensure!(
+        field(br, "/status/phase") == "Succeeded",
+        "{name}: verdict {}, conditions {}",
+        field(br, "/status/verdict"),
+        crate::kinds::conditions_summary(br)
+    );
+    let count = |p: &str| {
+        field(br, p)
+            .as_u64()
+            .with_context(|| format!("{name}: {p}"))
+    };
+    let (published, received) = (
+        count("/status/result/published")?,
+        count("/status/result/received")?,
+    );
+    ensure!(
+        published == want && received == published,
+        "{name}: published {published}, received {received}"
+    );
+    Ok(())
+}

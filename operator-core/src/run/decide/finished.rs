@@ -68,6 +68,7 @@ fn streams(
         obs.stream_sweep.as_ref(),
         &obs.operands,
     );
+    let released = matches!(step, StreamsStep::Release(..));
     let (status, reason, message) = match step {
         StreamsStep::Nothing => return false,
         // A finished run's runners are not stopped for the sweep (`after_finish` waits).
@@ -101,7 +102,7 @@ fn streams(
         g,
         &obs.now,
     );
-    d.effects.contains(&Effect::ReleaseStreams)
+    released
 }
 
 /// A baseline that was still running when this run finished: compare once it has a verdict;
