@@ -151,9 +151,8 @@ async fn run_messaging(
         .as_ref()
         .and_then(|o| o.rest.as_ref())
         .filter(|_| w.protocol == Protocol::Socketio)
-        .map(|o| {
-            drivers::socketio::rest_probe::RestProbe::start(&target.addr(), o, measured_origin)
-        });
+        .map(|o| drivers::socketio::rest_probe::RestProbe::start(target, o, measured_origin))
+        .transpose()?;
 
     // Stages past a broken threshold are not started (index of the last allowed phase).
     let allowed = Arc::new(AtomicUsize::new(usize::MAX));

@@ -3,7 +3,7 @@
 //! in-test WebSocket echo server and the Node Socket.IO harness. The token goes in the header
 //! or query parameter the target names (default `Authorization: Bearer`); a 401 fails at once
 //! as TargetAuthFailed and a certificate from another CA as TargetTLSFailed, the token in no
-//! error.
+//! error. Socket.IO's REST reads (`socketio.rest`) go the same way.
 mod support;
 use bench_runner::termination;
 use bench_runner::tls::TlsFiles;
@@ -141,13 +141,20 @@ async fn socketio_over_https_with_a_token_delivers_exactly() {
     let gw = tls_token_gateway(port, &cert, expect).await;
     let url = format!("https://127.0.0.1:{gw}");
     let placement = Some(TokenPlacement::Query("token".into()));
-    let yaml = "protocol: socketio\npublishers: 2\nsubscribers: 2\ntopics: 2\nratePerPublisher: 100\nmessagesPerPublisher: 100\n";
+    // `rest`: the REST reads go over the same TLS with the same token (the gateway refuses
+    // any request without it, so an error here means the probe left it out).
+    let yaml = "protocol: socketio\npublishers: 2\nsubscribers: 2\ntopics: 2\nratePerPublisher: 100\nmessagesPerPublisher: 100\nsocketio: {rest: {paths: [/health], ratePerSecond: 20}}\n";
     let r = run(workload(yaml), &url, opts(TOKEN, placement, &ca.file))
         .await
         .unwrap_or_else(|e| panic!("{e:#}"));
     let m = &r.measured;
     assert_eq!((m.published, m.received), (200, 200), "{:?}", m.errors);
     assert_eq!(m.ack_latency.len(), 200, "every HTTPS publish answered");
+    let rest = &r.rest;
+    assert!(
+        rest.len() == 1 && rest[0].requests > 0 && rest[0].errors == 0,
+        "REST reads over TLS with the token: {rest:?}"
+    );
     let e = run(workload(yaml), &url, opts("nope", None, &ca.file))
         .await
         .expect_err("refused");

@@ -117,14 +117,6 @@ pub fn for_workload(
             want[0]
         );
     }
-    let rest = w.socketio.as_ref().is_some_and(|o| o.rest.is_some());
-    if w.protocol == Protocol::Socketio && rest && target.is_tls() {
-        // The REST sampler is a plain hyper client; it has no TLS connector yet.
-        anyhow::bail!(
-            "--target {}: socketio.rest sampling is not supported over https",
-            target.raw
-        );
-    }
     let tls = crate::tls::for_tls_target(target)?;
     let (w, t) = (w.clone(), target.clone());
     Ok(match w.protocol {

@@ -1,14 +1,20 @@
 //! Optional REST latency during a socketio run (`socketio.rest`): every path is fetched with
-//! GET at a low fixed rate over its own keep-alive connection, open loop (latency from the
-//! intended send time, so a stalled endpoint counts its stall), into its own histogram; the
-//! result reports it apart from delivery and publish latency (issue 4: the seed's breakdown).
+//! GET at a low fixed rate over its own keep-alive connection — TLS and the target's token as
+//! the run's Socket.IO clients use them — open loop (latency from the intended send time, so a
+//! stalled endpoint counts its stall), into its own histogram; the result reports it apart from
+//! delivery and publish latency (issue 4: the seed's breakdown).
 use crate::clock;
+use crate::drivers::http_auth::TokenAuth;
+use crate::tls::TlsClient;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
-use hyper_util::client::legacy::Client;
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
 use msgbench_crds::workload::RestSampling;
 use runner_api::histo::Histo;
 use runner_api::result::RestLatency;
+use runner_api::target::TargetUrl;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -22,18 +28,26 @@ pub struct RestProbe {
 }
 
 impl RestProbe {
-    /// Starts sampling `addr` (host:port) at `start_us` (process clock) until `finish`.
-    pub fn start(addr: &str, o: &RestSampling, start_us: u64) -> RestProbe {
+    /// Starts sampling `target` at `start_us` (process clock) until `finish`. Errors: the
+    /// target's TLS files or token cannot be used (the run's clients would have failed first).
+    pub fn start(target: &TargetUrl, o: &RestSampling, start_us: u64) -> anyhow::Result<RestProbe> {
         let (stop, rx) = watch::channel(false);
-        let http = Client::builder(hyper_util::rt::TokioExecutor::new()).build_http();
+        let (tls, auth) = (
+            crate::tls::for_tls_target(target)?,
+            TokenAuth::for_target(target)?,
+        );
         let tasks = o
             .paths
             .iter()
             .map(|path| {
-                let url = format!("http://{addr}{path}");
+                let conn = Connection {
+                    target: target.clone(),
+                    tls: tls.clone(),
+                    auth: auth.clone(),
+                    sender: None,
+                };
                 tokio::spawn(sample(
-                    http.clone(),
-                    url,
+                    conn,
                     path.clone(),
                     o.rate_per_second.max(1),
                     start_us,
@@ -41,7 +55,7 @@ impl RestProbe {
                 ))
             })
             .collect();
-        RestProbe { stop, tasks }
+        Ok(RestProbe { stop, tasks })
     }
 
     /// Stops sampling and returns one latency section per path.
@@ -57,9 +71,44 @@ impl RestProbe {
     }
 }
 
+/// One keep-alive HTTP/1.1 connection to the target, opened again after it fails.
+struct Connection {
+    target: TargetUrl,
+    tls: Option<Arc<TlsClient>>,
+    auth: TokenAuth,
+    sender: Option<SendRequest<Empty<Bytes>>>,
+}
+
+impl Connection {
+    /// GET `path`: whether the answer was a success (any failure drops the connection).
+    async fn get(&mut self, path: &str) -> anyhow::Result<bool> {
+        let mut sender = match self.sender.take() {
+            Some(s) if !s.is_closed() => s,
+            _ => self.open().await?,
+        };
+        let mut req = hyper::Request::get(self.auth.path(path))
+            .header(hyper::header::HOST, self.target.addr());
+        if let Some((name, value)) = &self.auth.header {
+            req = req.header(name.as_str(), value.as_str());
+        }
+        sender.ready().await?;
+        let resp = sender.send_request(req.body(Empty::new())?).await?;
+        let ok = resp.status().is_success();
+        resp.into_body().collect().await?;
+        self.sender = Some(sender);
+        Ok(ok)
+    }
+
+    async fn open(&self) -> anyhow::Result<SendRequest<Empty<Bytes>>> {
+        let stream = crate::net::dial(&self.target, self.tls.as_deref(), REQUEST_TIMEOUT).await?;
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(conn);
+        Ok(sender)
+    }
+}
+
 async fn sample(
-    http: Client<hyper_util::client::legacy::connect::HttpConnector, Empty<Bytes>>,
-    url: String,
+    mut conn: Connection,
     path: String,
     rate: u32,
     start_us: u64,
@@ -72,13 +121,6 @@ async fn sample(
         latency: Histo::default(),
         summary: None,
     };
-    let uri: hyper::Uri = match url.parse() {
-        Ok(u) => u,
-        Err(_) => {
-            r.errors += 1;
-            return r;
-        }
-    };
     for i in 0u64.. {
         let intended = start_us + i * 1_000_000 / u64::from(rate);
         tokio::select! {
@@ -88,17 +130,11 @@ async fn sample(
         if *stop.borrow() {
             break;
         }
-        let ok = tokio::time::timeout(REQUEST_TIMEOUT, async {
-            let resp = http.get(uri.clone()).await.ok()?;
-            let status = resp.status();
-            resp.into_body().collect().await.ok()?;
-            status.is_success().then_some(())
-        })
-        .await;
+        let ok = tokio::time::timeout(REQUEST_TIMEOUT, conn.get(&r.path)).await;
         r.latency
             .record(clock::now_us().saturating_sub(intended).max(1));
         r.requests += 1;
-        if !matches!(ok, Ok(Some(()))) {
+        if !matches!(ok, Ok(Ok(true))) {
             r.errors += 1;
         }
     }
@@ -129,7 +165,8 @@ mod tests {
             paths: vec!["/health".into(), "/broken".into()],
             rate_per_second: 50,
         };
-        let probe = RestProbe::start(&addr, &o, clock::now_us());
+        let target = TargetUrl::parse(&format!("http://{addr}")).unwrap();
+        let probe = RestProbe::start(&target, &o, clock::now_us()).unwrap();
         // 50/s: wait until some requests went out (bounded), then stop.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         let until = clock::now_us() + 300_000;
