@@ -211,6 +211,7 @@ fn every_run_sample_is_a_listed_scenario_whose_servers_exist() {
                 "{at}: {want:?} is created by none of {created:?}"
             );
         }
+        endpoint_has_its_server_and_secrets(e, spec, &at);
         listed.push(sample.to_string());
     }
     // The README's scenario table names every one.
@@ -229,5 +230,51 @@ fn every_run_sample_is_a_listed_scenario_whose_servers_exist() {
                 "{name}: not in config/scenarios.yaml"
             );
         }
+    }
+}
+
+/// An `endpoint` sample's entry lists the plain manifests that create the Service its URL names,
+/// and every Secret the run names (credentials, CA) among its `secrets`.
+fn endpoint_has_its_server_and_secrets(entry: &Value, spec: &Value, at: &str) {
+    let endpoint = &spec["target"]["endpoint"];
+    if !endpoint.is_object() {
+        return;
+    }
+    let url = endpoint["url"].as_str().expect("url");
+    let host = url
+        .split("://")
+        .nth(1)
+        .unwrap()
+        .split([':', '/'])
+        .next()
+        .unwrap();
+    let service = host.split('.').next().unwrap();
+    let samples = repo_root().join("config/samples");
+    let mut services = Vec::new();
+    for m in entry["manifests"].as_array().expect("manifests").iter() {
+        let text = std::fs::read_to_string(samples.join(m.as_str().unwrap())).expect("manifest");
+        for doc in serde_norway::Deserializer::from_str(&text) {
+            let doc: Value = serde::Deserialize::deserialize(doc).expect("manifest document");
+            if doc["kind"] == "Service" {
+                services.push(doc["metadata"]["name"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    assert!(
+        services.iter().any(|s| s == service),
+        "{at}: Service {service} is created by none of its manifests ({services:?})"
+    );
+    let made: Vec<&str> = (entry["secrets"].as_array().expect("secrets").iter())
+        .map(|s| s["name"].as_str().expect("secret name"))
+        .collect();
+    let named = [
+        &endpoint["auth"]["secretName"],
+        &endpoint["tls"]["ca"]["secretName"],
+    ];
+    for name in named.into_iter().filter_map(Value::as_str) {
+        assert!(
+            made.contains(&name),
+            "{at}: Secret {name} is not among its secrets {made:?}"
+        );
     }
 }

@@ -53,3 +53,37 @@ pub async fn wait_ready(client: &Client, ns: &str, kind: &str, name: &str) -> Re
     }
     Ok(())
 }
+
+/// The Deployments and StatefulSets of `yaml`, as (kind, name): what [`wait_ready`] waits for.
+pub fn workloads(yaml: &str) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for doc in serde_norway::Deserializer::from_str(yaml) {
+        let obj = DynamicObject::deserialize(doc).context("parsing a manifest")?;
+        let kind = obj
+            .types
+            .as_ref()
+            .map(|t| t.kind.clone())
+            .unwrap_or_default();
+        if kind == "Deployment" || kind == "StatefulSet" {
+            out.push((kind, obj.name_any()));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn workloads_are_the_deployments_and_statefulsets() {
+        let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n\
+                    apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n---\n\
+                    apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\n";
+        assert_eq!(
+            super::workloads(yaml).unwrap(),
+            [
+                ("Deployment".into(), "d".into()),
+                ("StatefulSet".into(), "s".into())
+            ]
+        );
+    }
+}

@@ -1,16 +1,19 @@
 //! Every scenario of `config/scenarios.yaml` on the local cluster: its server samples (fitted to
-//! the one CPU), then its BenchmarkRun sample scaled down by `SCENARIO_SCALE` (see
+//! the one CPU) or, for an `endpoint` sample, its plain manifests and their Secrets, then its BenchmarkRun sample scaled down by `SCENARIO_SCALE` (see
 //! `msgbench_e2e::scenarios`), applied in catalogue order (a run that compares itself with an
 //! earlier one comes after it), up to 12 at a time (runs on one server queue behind each
 //! other) but those with faults, which run alone; each
 //! must end Succeeded with every figure the catalogue names present in its status. All runs are tried; the failures are reported together.
 use anyhow::{Context, Result};
 use futures::StreamExt;
+use msgbench_e2e::certs::{service_names, TestCa};
 use msgbench_e2e::cluster::repo_root;
 use msgbench_e2e::kinds::{self, Kind};
+use msgbench_e2e::manifests;
 use msgbench_e2e::runs::{field, finished};
 use msgbench_e2e::scenarios::{
-    catalogue, fit_server, scale_from_env, scale_run, select, selection_from_env, Scenario,
+    catalogue, fit_server, scale_from_env, scale_run, select, selection_from_env, SampleSecret,
+    Scenario,
 };
 use msgbench_e2e::{run, servers, TestContext};
 use serde_json::Value;
@@ -37,6 +40,7 @@ async fn body(ctx: TestContext) -> Result<()> {
         eprintln!("scenario {}: not run: {why}", sc.sample);
     }
     anyhow::ensure!(!scenarios.is_empty(), "no scenario selected");
+    let team = team_servers(&ctx, &scenarios).await?;
     let files: BTreeSet<&String> = scenarios.iter().flat_map(|s| &s.servers).collect();
     let mut ready = Vec::new();
     for f in files {
@@ -58,6 +62,9 @@ async fn body(ctx: TestContext) -> Result<()> {
     }
     for (kind, name) in &ready {
         servers::wait_ready(&ctx, *kind, name, Duration::from_secs(300)).await?;
+    }
+    for (kind, name) in &team {
+        manifests::wait_ready(&ctx.client, &ctx.ns, kind, name).await?;
     }
     // Runs without faults a few at once, applied strictly in catalogue order (the operator
     // queues runs that share a server in the order they were applied, and a run comparing
@@ -93,6 +100,57 @@ async fn body(ctx: TestContext) -> Result<()> {
         failures.join("\n")
     );
     Ok(())
+}
+
+/// The servers a team runs without msgbench that the selected `endpoint` samples target: their
+/// Secrets (as each sample's header tells its user to make them), then their plain manifests.
+/// Returns their Deployments and StatefulSets, to wait for.
+async fn team_servers(ctx: &TestContext, scenarios: &[Scenario]) -> Result<Vec<(String, String)>> {
+    use k8s_openapi::api::core::v1::Secret;
+    let secrets: Vec<&SampleSecret> = scenarios.iter().flat_map(|s| &s.secrets).collect();
+    let mut made = BTreeSet::new();
+    for want in secrets {
+        if made.insert(&want.name) {
+            let secret: Secret = serde_json::from_value(sample_secret(want, &ctx.ns)?)?;
+            kube::Api::<Secret>::namespaced(ctx.client.clone(), &ctx.ns)
+                .create(&Default::default(), &secret)
+                .await
+                .with_context(|| format!("creating Secret {}", want.name))?;
+        }
+    }
+    let files: BTreeSet<&String> = scenarios.iter().flat_map(|s| &s.manifests).collect();
+    let mut workloads = Vec::new();
+    for f in files {
+        let path = repo_root().join("config/samples").join(f);
+        let yaml = std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
+        manifests::create_all(&ctx.client, &ctx.ns, &yaml).await?;
+        workloads.extend(manifests::workloads(&yaml)?);
+    }
+    Ok(workloads)
+}
+
+/// A sample's Secret with fresh values: a certificate from a CA of its own for `tlsFor`, random
+/// strings for `drawn` keys.
+fn sample_secret(want: &SampleSecret, ns: &str) -> Result<Value> {
+    use rand::distr::{Alphanumeric, SampleString};
+    let mut data = serde_json::Map::new();
+    for key in &want.drawn {
+        let value = Alphanumeric.sample_string(&mut rand::rng(), 24);
+        data.insert(key.clone(), value.into());
+    }
+    let mut secret = serde_json::json!({"metadata": {"name": want.name}});
+    if let Some(svc) = &want.tls_for {
+        let ca = TestCa::new(&format!("{svc}-ca"))?;
+        let mut names = service_names(svc, ns);
+        names.push(svc.clone());
+        let issued = ca.issue(&names)?;
+        data.insert("tls.crt".into(), issued.cert.into());
+        data.insert("tls.key".into(), issued.key.into());
+        data.insert("ca.crt".into(), ca.pem.into());
+        secret["type"] = "kubernetes.io/tls".into();
+    }
+    secret["stringData"] = data.into();
+    Ok(secret)
 }
 
 /// The Secret a pusher PubSubServer sample names (the sample asks its user to create it),
