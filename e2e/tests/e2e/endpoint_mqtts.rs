@@ -1,6 +1,7 @@
-//! A broker a team runs without msgbench — mosquitto from plain manifests, with a password file
-//! and only a TLS listener — is benchmarked by `endpoint`: `mqtts://`, the CA from a ConfigMap,
-//! the login from a Secret. QoS 0 and QoS 1 deliver every message. A wrong password ends
+//! A broker a team runs without msgbench — mosquitto from plain manifests (the endpoint
+//! sample's, `config/samples/endpoint-servers/mosquitto.yaml`), with a password file and only a
+//! TLS listener — is benchmarked by `endpoint`: `mqtts://`, the CA from a ConfigMap, the login
+//! from a Secret. QoS 0 and QoS 1 deliver every message. A wrong password ends
 //! `TargetAuthFailed` and an untrusted CA `TargetTLSFailed` (naming the issuer the runner saw),
 //! each within 30 s of the run's creation, not at the end of its connect window; the password
 //! never appears in the run, an Event, a runner's log or the operator's log.
@@ -8,6 +9,7 @@ use anyhow::{ensure, Result};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DynamicObject, PostParams};
 use msgbench_e2e::certs::{service_names, TestCa};
+use msgbench_e2e::cluster::repo_root;
 use msgbench_e2e::kinds;
 use msgbench_e2e::manifests::{create_all, wait_ready};
 use msgbench_e2e::runs::{delivered_exactly, ended_within, field as s, finished};
@@ -15,74 +17,6 @@ use msgbench_e2e::secrets::never_shown;
 use msgbench_e2e::{run, TestContext};
 use serde_json::json;
 use std::time::Duration;
-
-/// The team's broker: nothing msgbench made. The init container hashes the Secret's user into
-/// the password file (the password reaches only that container).
-const BROKER: &str = r#"
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: team-mqtt-config}
-data:
-  mosquitto.conf: |
-    per_listener_settings false
-    allow_anonymous false
-    password_file /work/passwd
-    persistence false
-    listener 8883
-    certfile /certs/tls.crt
-    keyfile /certs/tls.key
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: team-mqtt}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: team-mqtt}}
-  template:
-    metadata: {labels: {app: team-mqtt}}
-    spec:
-      automountServiceAccountToken: false
-      securityContext:
-        runAsNonRoot: true
-        runAsUser: 1883
-        runAsGroup: 1883
-        fsGroup: 1883
-        seccompProfile: {type: RuntimeDefault}
-      initContainers:
-        - name: password-file
-          image: docker.io/library/eclipse-mosquitto:2.0.11
-          command: [/usr/bin/mosquitto_passwd, -b, -c, /work/passwd, $(MQTT_USERNAME), $(MQTT_PASSWORD)]
-          env:
-            - {name: MQTT_USERNAME, valueFrom: {secretKeyRef: {name: team-mqtt-user, key: username}}}
-            - {name: MQTT_PASSWORD, valueFrom: {secretKeyRef: {name: team-mqtt-user, key: password}}}
-          volumeMounts: [{name: work, mountPath: /work}]
-          securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
-      containers:
-        - name: mosquitto
-          image: docker.io/library/eclipse-mosquitto:2.0.11
-          args: [-c, /config/mosquitto.conf]
-          ports: [{name: mqtts, containerPort: 8883}]
-          readinessProbe: {tcpSocket: {port: 8883}, periodSeconds: 1}
-          resources:
-            requests: {cpu: 10m, memory: 16Mi}
-            limits: {memory: 64Mi}
-          volumeMounts:
-            - {name: config, mountPath: /config, readOnly: true}
-            - {name: certs, mountPath: /certs, readOnly: true}
-            - {name: work, mountPath: /work}
-          securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
-      volumes:
-        - {name: config, configMap: {name: team-mqtt-config}}
-        - {name: certs, secret: {secretName: team-mqtt-tls}}
-        - {name: work, emptyDir: {}}
----
-apiVersion: v1
-kind: Service
-metadata: {name: team-mqtt}
-spec:
-  selector: {app: team-mqtt}
-  ports: [{name: mqtts, port: 8883, targetPort: 8883}]
-"#;
 
 /// A run at the broker: `NAME`, `QOS`, `SECRET` and `CA` (a ConfigMap) filled in per case.
 fn run_at_broker(ns: &str, name: &str, qos: u8, secret: &str, ca: &str) -> String {
@@ -142,7 +76,10 @@ async fn body(ctx: TestContext) -> Result<()> {
         maps.create(&PostParams::default(), &serde_json::from_value(cm)?)
             .await?;
     }
-    create_all(&ctx.client, &ctx.ns, BROKER).await?;
+    // The team's server, nothing msgbench made: the endpoint samples' own (its header says
+    // how a team makes the Secrets created above).
+    let manifest = repo_root().join("config/samples/endpoint-servers/mosquitto.yaml");
+    create_all(&ctx.client, &ctx.ns, &std::fs::read_to_string(manifest)?).await?;
     wait_ready(&ctx.client, &ctx.ns, "Deployment", "team-mqtt").await?;
 
     for (name, qos) in [("mqtts-qos0", 0), ("mqtts-qos1", 1)] {

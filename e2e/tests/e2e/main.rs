@@ -12,6 +12,7 @@ mod ci_gate;
 mod crash_fault;
 mod endpoint_mqtts;
 mod endpoint_nats_creds;
+mod endpoint_wss;
 mod faults;
 mod faults_disabled;
 mod finished_runs;
