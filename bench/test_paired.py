@@ -5,7 +5,7 @@ import unittest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paired import Ratio, t975  # noqa: E402
+from paired import Diff, Ratio, t975  # noqa: E402
 
 
 class RatioTest(unittest.TestCase):
@@ -48,6 +48,22 @@ class RatioTest(unittest.TestCase):
         self.assertEqual(t975(4), 2.776)
         self.assertEqual(t975(11), 2.228)
         self.assertEqual(t975(0), math.inf)
+
+
+class DiffTest(unittest.TestCase):
+    def test_mean_difference_and_interval(self):
+        # Differences 1, 2, 3: mean 2, sd 1, half = 4.303 / sqrt(3).
+        d = Diff([2, 4, 6], [1, 2, 3])
+        self.assertAlmostEqual(d.est, 2.0)
+        self.assertAlmostEqual(d.hi - d.est, 4.303 / math.sqrt(3))
+        self.assertEqual((d.min, d.max), (1, 3))
+        self.assertEqual(d.cell(), "+2.00 [-0.48–+4.48] (+1.00–+3.00)")
+
+    def test_small_differences_keep_two_significant_digits(self):
+        d = Diff([0.062, 0.064, None], [0.050, 0.050, 0.050])
+        self.assertEqual(d.n, 2, "a repeat without a value is not paired")
+        self.assertTrue(d.cell().startswith("+0.013 ["), d.cell())
+        self.assertEqual(Diff([None], [1]).cell(), "–")
 
 
 if __name__ == "__main__":
