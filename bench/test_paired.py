@@ -6,6 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paired import Diff, Ratio, t975  # noqa: E402
+from results_md import Row, variant_table  # noqa: E402
 
 
 class RatioTest(unittest.TestCase):
@@ -64,6 +65,32 @@ class DiffTest(unittest.TestCase):
         self.assertEqual(d.n, 2, "a repeat without a value is not paired")
         self.assertTrue(d.cell().startswith("+0.013 ["), d.cell())
         self.assertEqual(Diff([None], [1]).cell(), "–")
+
+
+def _runs(wire_cpu, peer_cpu):
+    return {"wire": [{"cpu_per_m": c, "deliv": 100.0} for c in wire_cpu],
+            "library": [{"cpu_per_m": 1.0, "deliv": 100.0} for _ in wire_cpu],
+            "peer": [{"cpu_per_m": c, "deliv": 50.0} for c in peer_cpu]}
+
+
+class VariantTableTest(unittest.TestCase):
+    def test_a_variant_is_divided_by_its_plain_row_repeat_by_repeat(self):
+        plain = Row("plain", 10, "peer", True, _runs([1.0, 2.0], [4.0, 4.0]))
+        tls = Row("over TLS", 10, "peer", True, _runs([1.5, 3.0], [6.0, 6.0]), base="plain")
+        table = variant_table([plain, tls])
+        self.assertEqual(len(table), 3, "one row: the plain case has no base")
+        cells = [c.strip() for c in table[2].split("|")[1:-1]]
+        self.assertEqual(cells[:2], ["over TLS", "plain"])
+        self.assertTrue(cells[2].startswith("1.50× [1.50–1.50]"), cells[2])  # wire CPU ratio per repeat
+        self.assertTrue(cells[3].startswith("+0.75 ["), cells[3])  # wire: +0.5 and +1.0 µs
+        self.assertTrue(cells[4].startswith("1.00×"), cells[4])  # wire throughput
+        self.assertTrue(cells[6].startswith("1.50×"), cells[6])  # peer CPU ratio
+        self.assertTrue(cells[7].startswith("+2.00 [+2.00–+2.00]"), cells[7])
+
+    def test_no_table_without_a_variant_or_its_plain_row(self):
+        self.assertEqual(variant_table([Row("plain", 10, "peer", True, _runs([1.0], [1.0]))]), [])
+        orphan = Row("over TLS", 10, "peer", True, _runs([1.0], [1.0]), base="plain")
+        self.assertEqual(variant_table([orphan]), [])
 
 
 if __name__ == "__main__":
