@@ -70,3 +70,30 @@ class Ratio:
         f = lambda x: f"{x:.{_decimals(x, digits) if significant else digits}f}"
         ci = f" [{f(self.lo)}–{f(self.hi)}]" if self.lo is not None else ""
         return f"{f(self.est)}×{ci} ({f(self.min)}–{f(self.max)})"
+
+
+class Diff:
+    """ours − theirs over paired repeats (e.g. the extra µs of CPU a message costs over TLS):
+    arithmetic mean of the per-repeat differences, its 95 % Student-t interval, min and max."""
+
+    def __init__(self, ours, theirs):
+        ds = [a - b for a, b in zip(ours, theirs) if a is not None and b is not None]
+        self.n = len(ds)
+        self.est = statistics.fmean(ds) if ds else None
+        self.min = min(ds) if ds else None
+        self.max = max(ds) if ds else None
+        self.lo = self.hi = None
+        if len(ds) >= 2:
+            half = t975(len(ds) - 1) * statistics.stdev(ds) / math.sqrt(len(ds))
+            self.lo, self.hi = self.est - half, self.est + half
+
+    def cell(self, digits=2):
+        """'+0.62 [+0.55–+0.70] (+0.51–+0.80)': at least `digits` decimals, more for two
+        significant digits of the largest number's magnitude below 0.1."""
+        if self.est is None:
+            return "–"
+        nums = [x for x in (self.est, self.lo, self.hi, self.min, self.max) if x is not None]
+        d = _decimals(max(abs(x) for x in nums), digits)
+        f = lambda x: f"{x:+.{d}f}"
+        ci = f" [{f(self.lo)}–{f(self.hi)}]" if self.lo is not None else ""
+        return f"{f(self.est)}{ci} ({f(self.min)}–{f(self.max)})"

@@ -9,8 +9,13 @@ import re
 import statistics
 import subprocess
 import time
+from collections import namedtuple
 
-from paired import Ratio
+from paired import Diff, Ratio
+
+# One case's measurements: runs = {tool: [result per repeat]}; base = the name of the plain case a
+# TLS or creds variant ran beside (in the same repeats), else None.
+Row = namedtuple("Row", "name n peer subs runs base", defaults=(None,))
 
 CPU_GOAL = 0.33  # runner CPU per message at most 1/3 of the peer's
 LIBRARY_SLACK = 1.10  # "where a library comes within 10 %, use the library"
@@ -84,7 +89,7 @@ def _library_verdict(tput, cpu):
 def goal_table(rows):
     out = ["| case | peer | CPU/msg wire ÷ peer | CPU goal (wire) | CPU/msg library ÷ peer | CPU goal (library) "
            "| throughput wire ÷ peer | throughput library ÷ peer |", "|---|---|---|---|---|---|---|---|"]
-    for name, _, peer, subs, runs in rows:
+    for name, _, peer, subs, runs, _ in rows:
         k = _throughput_key(subs)
         cw = Ratio(_vals(runs, "wire", "cpu_per_m"), _vals(runs, "peer", "cpu_per_m"))
         cl = Ratio(_vals(runs, "library", "cpu_per_m"), _vals(runs, "peer", "cpu_per_m"))
@@ -97,7 +102,7 @@ def goal_table(rows):
 
 def library_table(rows):
     out = ["| case | throughput wire ÷ library | CPU/msg wire ÷ library | library |", "|---|---|---|---|"]
-    for name, _, _, subs, runs in rows:
+    for name, _, _, subs, runs, _ in rows:
         k = _throughput_key(subs)
         t = Ratio(_vals(runs, "wire", k), _vals(runs, "library", k))
         c = Ratio(_vals(runs, "wire", "cpu_per_m"), _vals(runs, "library", "cpu_per_m"))
@@ -108,13 +113,32 @@ def library_table(rows):
 def medians_table(rows):
     out = ["| case | tool | pub msg/s | delivered msg/s | delivered share | CPU s/M msgs | p99 µs |",
            "|---|---|---|---|---|---|---|"]
-    for name, _, peer, _, runs in rows:
+    for name, _, peer, _, runs, _ in rows:
         for tool in ("wire", "library", "peer"):
             label = peer if tool == "peer" else f"bench-runner --client {tool}"
             m = {k: _median(_vals(runs, tool, k)) for k in ("pub", "deliv", "delivered", "cpu_per_m", "p99")}
             out.append(f"| {name} | {label} | {_fmt(m['pub'])} | {_fmt(m['deliv'])} | {_fmt(m['delivered'], 4)} "
                        f"| {_fmt(m['cpu_per_m'], 2)} | {_fmt(m['p99'])} |")
     return out
+
+
+def variant_table(rows):
+    """Each TLS or creds row ÷ its plain row, repeat by repeat (they ran in the same repeats):
+    what the variant costs each tool per message, as a ratio and as extra µs of CPU."""
+    by_name = {r.name: r for r in rows}
+    out = ["| case | vs | CPU/msg wire: variant ÷ plain | extra CPU µs/msg (wire) | throughput wire: variant ÷ plain "
+           "| CPU/msg library: variant ÷ plain | CPU/msg peer: variant ÷ plain | extra CPU µs/msg (peer) "
+           "| throughput peer: variant ÷ plain |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        base = by_name.get(r.base)
+        if base is None:
+            continue
+        k = _throughput_key(r.subs)
+        ratio = lambda tool, key: Ratio(_vals(r.runs, tool, key), _vals(base.runs, tool, key)).cell()
+        diff = lambda tool: Diff(_vals(r.runs, tool, "cpu_per_m"), _vals(base.runs, tool, "cpu_per_m")).cell()
+        out.append(f"| {r.name} | {base.name} | {ratio('wire', 'cpu_per_m')} | {diff('wire')} | {ratio('wire', k)} | "
+                   f"{ratio('library', 'cpu_per_m')} | {ratio('peer', 'cpu_per_m')} | {diff('peer')} | {ratio('peer', k)} |")
+    return out if len(out) > 2 else []
 
 
 def render(rows, repeats, took_s, env):
@@ -131,7 +155,9 @@ def render(rows, repeats, took_s, env):
         "(`--client library`: async-nats, rumqttc) back to back against the same server, the order rotating per "
         "repeat. Each repeat gives one ratio per figure; the tables show the geometric mean, its 95 % Student-t "
         "interval over the repeats' log ratios [low–high] and the min–max (bench/paired.py, the method of "
-        f"operator-core/src/run/paired.rs). bench/run's own cases took {took_s / 60:.1f} min.",
+        "operator-core/src/run/paired.rs). A case over TLS or with a creds user runs in the same repeats as its "
+        "plain case, each tool's plain and variant runs next to each other (their order rotating too). "
+        f"bench/run's own cases took {took_s / 60:.1f} min.",
         "",
         "CPU/msg = the tool's own user+system CPU seconds (its whole process, from wait4) per message it handled "
         "(sent + received). Throughput = delivered msg/s (first publish → last delivery) where a subscriber "
@@ -144,6 +170,14 @@ def render(rows, repeats, took_s, env):
         "",
     ]
     lines += goal_table(rows)
+    variants = variant_table(rows)
+    if variants:
+        lines += ["", "## Over TLS and with creds ÷ plain (same repeats)", "",
+                  "Each variant ÷ its plain case, repeat by repeat: what TLS (or a creds user) costs each tool per "
+                  "message. Extra CPU µs/msg = the variant's CPU per message minus the plain case's, per repeat, as "
+                  "the mean difference with its 95 % t interval [low–high] and min–max (µs of the tool's CPU per "
+                  "message it handled, sent or received; a 1 pub → 1 sub message is handled twice).", ""]
+        lines += variants
     lines += ["", "## Hand-written wire path ÷ library (same workload, same run)", "",
               "Throughput above 1 and CPU below 1 favour the wire path. The library is **within 10 %** where the "
               f"whole interval has throughput wire ÷ library ≤ {LIBRARY_SLACK:.2f} and CPU wire ÷ library ≥ "
@@ -158,7 +192,18 @@ def render(rows, repeats, took_s, env):
               "the end of its input with messages still queued, so its pub msg/s counts only PUBLISHes the broker "
               "acknowledged (PUBACKs in its -d log) and its delivered share shows what reached the subscriber; "
               "mosquitto_sub waits for the rest until nothing has arrived for 3 s (at most 60 s).",
-              "- The MQTT library path changes only the publisher: subscribers are rumqttc on both paths.", ""]
+              "- The MQTT library path changes only the publisher: subscribers are rumqttc on both paths.",
+              "- Over TLS: the servers' certificate (ECDSA P-256, for 127.0.0.1) comes from a throwaway CA made by "
+              "openssl for this run; every client verifies it against that CA (bench-runner `--tls-ca-file`, "
+              "mosquitto_pub/sub `--cafile`, nats-bench `-tls` with the CA as Go's SSL_CERT_FILE) and negotiates "
+              "with its own defaults (TLS 1.3). bench-runner uses rustls (ring) on every path: its wire paths and "
+              "rumqttc alike. The MQTT TLS rows use a second listener of the same mosquitto, the NATS one a "
+              "nats-server taking TLS beside plain TCP (`allow_non_tls`), the same version as the plain one.",
+              "- With creds: a nats-server in operator mode (operator, account and user made by natscli's "
+              "`nats auth`, account JWTs preloaded with `resolver: MEMORY`); bench-runner gets the .creds file's "
+              "content in MSGBENCH_CREDS, nats-bench its path (`-creds`). Both sign the server's nonce once per "
+              "connection: the row shows what that server costs per message once connected, not the "
+              "authentication itself.", ""]
     root_notes = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), NOTES)
     if os.path.exists(root_notes):
         lines += [open(root_notes).read().strip(), ""]

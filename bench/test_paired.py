@@ -5,7 +5,8 @@ import unittest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paired import Ratio, t975  # noqa: E402
+from paired import Diff, Ratio, t975  # noqa: E402
+from results_md import Row, variant_table  # noqa: E402
 
 
 class RatioTest(unittest.TestCase):
@@ -48,6 +49,48 @@ class RatioTest(unittest.TestCase):
         self.assertEqual(t975(4), 2.776)
         self.assertEqual(t975(11), 2.228)
         self.assertEqual(t975(0), math.inf)
+
+
+class DiffTest(unittest.TestCase):
+    def test_mean_difference_and_interval(self):
+        # Differences 1, 2, 3: mean 2, sd 1, half = 4.303 / sqrt(3).
+        d = Diff([2, 4, 6], [1, 2, 3])
+        self.assertAlmostEqual(d.est, 2.0)
+        self.assertAlmostEqual(d.hi - d.est, 4.303 / math.sqrt(3))
+        self.assertEqual((d.min, d.max), (1, 3))
+        self.assertEqual(d.cell(), "+2.00 [-0.48–+4.48] (+1.00–+3.00)")
+
+    def test_small_differences_keep_two_significant_digits(self):
+        d = Diff([0.062, 0.064, None], [0.050, 0.050, 0.050])
+        self.assertEqual(d.n, 2, "a repeat without a value is not paired")
+        self.assertTrue(d.cell().startswith("+0.013 ["), d.cell())
+        self.assertEqual(Diff([None], [1]).cell(), "–")
+
+
+def _runs(wire_cpu, peer_cpu):
+    return {"wire": [{"cpu_per_m": c, "deliv": 100.0} for c in wire_cpu],
+            "library": [{"cpu_per_m": 1.0, "deliv": 100.0} for _ in wire_cpu],
+            "peer": [{"cpu_per_m": c, "deliv": 50.0} for c in peer_cpu]}
+
+
+class VariantTableTest(unittest.TestCase):
+    def test_a_variant_is_divided_by_its_plain_row_repeat_by_repeat(self):
+        plain = Row("plain", 10, "peer", True, _runs([1.0, 2.0], [4.0, 4.0]))
+        tls = Row("over TLS", 10, "peer", True, _runs([1.5, 3.0], [6.0, 6.0]), base="plain")
+        table = variant_table([plain, tls])
+        self.assertEqual(len(table), 3, "one row: the plain case has no base")
+        cells = [c.strip() for c in table[2].split("|")[1:-1]]
+        self.assertEqual(cells[:2], ["over TLS", "plain"])
+        self.assertTrue(cells[2].startswith("1.50× [1.50–1.50]"), cells[2])  # wire CPU ratio per repeat
+        self.assertTrue(cells[3].startswith("+0.75 ["), cells[3])  # wire: +0.5 and +1.0 µs
+        self.assertTrue(cells[4].startswith("1.00×"), cells[4])  # wire throughput
+        self.assertTrue(cells[6].startswith("1.50×"), cells[6])  # peer CPU ratio
+        self.assertTrue(cells[7].startswith("+2.00 [+2.00–+2.00]"), cells[7])
+
+    def test_no_table_without_a_variant_or_its_plain_row(self):
+        self.assertEqual(variant_table([Row("plain", 10, "peer", True, _runs([1.0], [1.0]))]), [])
+        orphan = Row("over TLS", 10, "peer", True, _runs([1.0], [1.0]), base="plain")
+        self.assertEqual(variant_table([orphan]), [])
 
 
 if __name__ == "__main__":
