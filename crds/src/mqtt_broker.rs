@@ -44,6 +44,7 @@ use crate::common::{
 #[x_kube(validation = Rule::new("self.engine != 'custom' || has(self.image)").message("image: engine custom needs an image").field_path(".image"))]
 #[x_kube(validation = Rule::new("self.engine == 'custom' || !has(self.custom)").message("custom: only valid with engine custom").field_path(".custom"))]
 #[x_kube(validation = Rule::new("self.engine == 'mosquitto' || !has(self.auth)").message("auth: only valid with engine mosquitto (the operator writes only mosquitto's password file)").field_path(".auth"))]
+#[x_kube(validation = Rule::new("self.engine == 'mosquitto' || !has(self.tls)").message("tls: only valid with engine mosquitto (the operator configures TLS only for mosquitto's listeners)").field_path(".tls"))]
 #[x_kube(validation = pinning_rules()[0].clone())]
 #[x_kube(validation = pinning_rules()[1].clone())]
 #[x_kube(validation = pinning_rules()[2].clone())]
@@ -86,6 +87,11 @@ pub struct MqttBrokerSpec {
     /// only). Unset: anonymous clients are allowed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<MqttAuth>,
+    /// TLS for clients (engine mosquitto only): every listener (MQTT, and WebSocket if set)
+    /// serves TLS only, with the broker's certificate from a Secret. The status URL becomes
+    /// `mqtts://<name>.<namespace>.svc:<mqttPort>`. Unset: plain MQTT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<MqttTls>,
     /// CPU and memory per broker pod.
     #[serde(default)]
     pub resources: Resources,
@@ -129,6 +135,20 @@ pub struct MqttAuth {
     /// Secret with keys `username` and `password`. The broker pod hashes them into mosquitto's
     /// password file when it starts, and the benchmark runners read them by reference; the
     /// operator never reads the Secret. A changed Secret takes effect when the pod restarts.
+    #[schemars(
+        length(min = 1, max = 253),
+        regex(pattern = crate::names::DNS_SUBDOMAIN_PATTERN)
+    )]
+    pub secret_name: String,
+}
+
+/// The broker's TLS certificate, taken from a Secret in the same namespace.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MqttTls {
+    /// Secret in cert-manager's layout (type `kubernetes.io/tls`): `tls.crt` and `tls.key`
+    /// for the broker, `ca.crt` for the clients to verify it (benchmark runners mount only
+    /// `ca.crt`). The certificate must name the client URL's host, `<name>.<namespace>.svc`.
     #[schemars(
         length(min = 1, max = 253),
         regex(pattern = crate::names::DNS_SUBDOMAIN_PATTERN)

@@ -10,7 +10,10 @@ mod sample;
 
 use msgbench_crds::benchmark_run::BenchmarkRunStatus;
 use msgbench_crds::server_usage::{MemoryPoint, PodUsage, ServerUsage, MAX_SERVER_PODS};
-pub use sample::{Cpu, Sample, MOSQUITTO_NEEDS_CREDENTIALS, MOSQUITTO_NO_CPU};
+pub use sample::{
+    mosquitto_sys_closed, Cpu, Sample, MOSQUITTO_NEEDS_CA, MOSQUITTO_NEEDS_CREDENTIALS,
+    MOSQUITTO_NO_CPU,
+};
 
 /// How often the servers are sampled. Every sample is a status write (the accumulators live
 /// in status so a restarted operator continues them), so this is also how often a running

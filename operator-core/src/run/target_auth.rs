@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::{
 };
 use msgbench_crds::benchmark_run::{EndpointAuth, EndpointAuthMode, EndpointTls};
 use msgbench_crds::jetstream_cluster::{NatsAuth, NatsAuthMode};
+use msgbench_crds::mqtt_broker::MqttBrokerSpec;
 use runner_api::agent::{TargetAuth, TargetTls};
 
 /// What the runner pods take from the targets' Secrets: environment variables (credentials)
@@ -168,6 +169,19 @@ pub enum TargetSecret {
     MqttUser { secret_name: String },
     /// An endpoint's `auth`.
     Endpoint(EndpointAuth),
+}
+
+/// What the runners take from an MqttBroker `serverRef`, by name: the Secret of its user
+/// (`spec.auth`) and, when it serves TLS (`server::mqtt::serves_tls`), the `ca.crt` of its TLS
+/// Secret, so they verify `mqtts://<name>.<namespace>.svc` against it.
+pub fn of_mqtt_broker(spec: &MqttBrokerSpec) -> (Option<TargetSecret>, Option<TlsSource>) {
+    let auth = (spec.auth.as_ref()).map(|a| TargetSecret::MqttUser {
+        secret_name: a.secret_name.clone(),
+    });
+    let tls = (spec.tls.as_ref())
+        .filter(|_| crate::server::mqtt::serves_tls(spec))
+        .map(|t| TlsSource::server_secret(&t.secret_name));
+    (auth, tls)
 }
 
 impl TargetSecret {
@@ -438,5 +452,34 @@ mod tests {
                 row("MSGBENCH_AUTH_3_PASSWORD", "mqtt-user", "password"),
             ]
         );
+    }
+
+    /// A TLS MqttBroker gives its runners the CA of its Secret and its user's Secret; the same
+    /// broker without TLS, or a `tls` on an engine the operator cannot configure (refused at
+    /// admission), gives no CA.
+    #[test]
+    fn an_mqtt_broker_gives_its_ca_with_tls_and_its_user_with_auth() {
+        let spec = |s: &str| -> MqttBrokerSpec { serde_norway::from_str(s).unwrap() };
+        let (auth, tls) = of_mqtt_broker(&spec(
+            "{auth: {secretName: mq-user}, tls: {secretName: mq-tls}}",
+        ));
+        assert_eq!(
+            auth,
+            Some(TargetSecret::MqttUser {
+                secret_name: "mq-user".into()
+            })
+        );
+        let tls = tls.expect("the broker's CA");
+        assert_eq!(
+            tls.ca,
+            Some(CaRef::Secret {
+                name: "mq-tls".into(),
+                key: "ca.crt".into()
+            })
+        );
+        assert_eq!((tls.client_secret, tls.server_name), (None, None));
+        assert_eq!(of_mqtt_broker(&spec("{}")), (None, None));
+        let rumqttd = spec("{engine: rumqttd, tls: {secretName: mq-tls}}");
+        assert_eq!(of_mqtt_broker(&rumqttd), (None, None));
     }
 }

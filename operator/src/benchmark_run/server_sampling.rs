@@ -11,7 +11,7 @@ use monitoring::{endpoint, read_pods};
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, ServerKind};
 use msgbench_crds::MqttBroker;
 use msgbench_operator_core::run::server_usage::{
-    sample_due, UsageRead, MOSQUITTO_NEEDS_CREDENTIALS,
+    mosquitto_sys_closed, sample_due, UsageRead, MOSQUITTO_NEEDS_CA, MOSQUITTO_NEEDS_CREDENTIALS,
 };
 
 /// Reads the target's server pods when a sample is due (`None`: not due). Best effort: an
@@ -43,11 +43,14 @@ pub async fn read(
         );
     }
     if r.kind == ServerKind::MqttBroker {
-        if recorded_unavailable(st, MOSQUITTO_NEEDS_CREDENTIALS) {
+        if [MOSQUITTO_NEEDS_CREDENTIALS, MOSQUITTO_NEEDS_CA]
+            .iter()
+            .any(|why| recorded_unavailable(st, why))
+        {
             return None; // the status keeps it: no need to look again
         }
-        if requires_credentials(ctx, ns, &r.name).await {
-            return unavailable(source, MOSQUITTO_NEEDS_CREDENTIALS.into());
+        if let Some(why) = sys_closed(ctx, ns, &r.name).await {
+            return unavailable(source, why.into());
         }
     }
     if !sample_due(st, now_ms) {
@@ -63,17 +66,18 @@ pub async fn read(
     })
 }
 
-/// Whether the broker has `spec.auth`: its `$SYS` tree is then closed to the operator, which
-/// never reads the Secret. Best effort: a failed read lets the sample try (and drop out).
-async fn requires_credentials(ctx: &Context, ns: &str, name: &str) -> bool {
+/// Why the broker's `$SYS` tree is closed to the operator, if it is (`mosquitto_sys_closed`:
+/// a login, or TLS whose CA is in a Secret; the operator never reads Secrets). Best effort: a
+/// failed read lets the sample try (and drop out).
+async fn sys_closed(ctx: &Context, ns: &str, name: &str) -> Option<&'static str> {
     let got = Api::<MqttBroker>::namespaced(ctx.client.clone(), ns)
         .get_opt(name)
         .await;
     match got {
-        Ok(b) => b.is_some_and(|b| b.spec.auth.is_some()),
+        Ok(b) => b.and_then(|b| mosquitto_sys_closed(&b.spec)),
         Err(e) => {
             tracing::debug!(error = %e, "reading the MqttBroker for usage");
-            false
+            None
         }
     }
 }

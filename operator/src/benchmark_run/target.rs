@@ -12,7 +12,7 @@ use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
 use msgbench_operator_core::fault_policy::FaultPolicy;
 use msgbench_operator_core::run::build::server_selector;
 use msgbench_operator_core::run::model::{FaultAgentSeen, Resolved};
-use msgbench_operator_core::run::target_auth::{TargetSecret, TlsSource};
+use msgbench_operator_core::run::target_auth::{of_mqtt_broker, TargetSecret, TlsSource};
 
 /// `Err(message)` when the referenced server does not exist.
 pub async fn resolve(
@@ -66,9 +66,7 @@ pub async fn resolve_target(
             .get_opt(&r.name)
             .await?
             .map(|s| {
-                auth = (s.spec.auth).map(|a| TargetSecret::MqttUser {
-                    secret_name: a.secret_name,
-                });
+                (auth, tls) = of_mqtt_broker(&s.spec);
                 fault_agent = agent_of(policy, s.spec.fault_injection.as_ref(), false);
                 s.status
             }),

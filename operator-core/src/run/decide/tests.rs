@@ -736,6 +736,71 @@ fn a_tls_target_gives_the_runners_its_ca_only() {
         .any(|m| m.name == "tls-0" && m.mount_path == "/etc/msgbench/tls/0"));
 }
 
+/// A TLS MqttBroker with a login, by `serverRef`: the runners connect to its `mqtts://` URL,
+/// verify it with the `ca.crt` of the broker's TLS Secret (mounted, nothing else of it), and
+/// log in with its user's Secret through references.
+#[test]
+fn a_tls_mqtt_broker_with_a_login_gives_the_runners_its_ca_and_user() {
+    use crate::run::target_auth::of_mqtt_broker;
+    use msgbench_crds::benchmark_run::ServerKind;
+    use msgbench_crds::mqtt_broker::MqttBrokerSpec;
+    use msgbench_crds::workload::Protocol;
+    let mut br = run(1, "");
+    br.spec.target.server_ref.as_mut().unwrap().kind = ServerKind::MqttBroker;
+    br.spec.workload.protocol = Protocol::Mqtt;
+    let spec: MqttBrokerSpec =
+        serde_norway::from_str("{auth: {secretName: mq-user}, tls: {secretName: mq-tls}}").unwrap();
+    let mut t = ready_target();
+    if let Ok(r) = &mut t.resolved {
+        r.url = "mqtts://mq.bench.svc:1883".into();
+        (r.auth, r.tls) = of_mqtt_broker(&spec);
+    }
+    let mut obs = Observed::at(at(T0 + 3));
+    obs.targets = vec![t];
+    let d = decide_at(&br, &status(Phase::WaitingForTarget), &obs);
+    let [Effect::CreateRunners { config_map, job }] = d.effects.as_slice() else {
+        panic!("{:?}", d.effects)
+    };
+    let cfg = &config_map.data.as_ref().unwrap()[build::CONFIG_FILE];
+    assert!(
+        cfg.contains(
+            "targetTls:\n- target: mqtts://mq.bench.svc:1883\n  caFile: /etc/msgbench/tls/0/ca.crt"
+        ),
+        "{cfg}"
+    );
+    assert!(cfg.contains("envPrefix: MSGBENCH_AUTH_0"), "{cfg}");
+    assert!(!cfg.contains("mq-user") && !cfg.contains("mq-tls"), "{cfg}");
+    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    let v = (pod.volumes.iter().flatten()).find(|v| v.name == "tls-0");
+    let sources = v.unwrap().projected.as_ref().unwrap().sources.clone();
+    let [source] = sources.as_deref().unwrap() else {
+        panic!("one source, the CA: {sources:?}")
+    };
+    let s = source.secret.as_ref().unwrap();
+    let keys: Vec<&str> = s.items.iter().flatten().map(|i| i.key.as_str()).collect();
+    assert_eq!((s.name.as_str(), keys), ("mq-tls", vec!["ca.crt"]));
+    let c = &pod.containers[0];
+    let m = (c.volume_mounts.iter().flatten()).find(|m| m.name == "tls-0");
+    let m = m.expect("the CA mounted");
+    assert_eq!(
+        (m.mount_path.as_str(), m.read_only),
+        ("/etc/msgbench/tls/0", Some(true))
+    );
+    let refs: Vec<(&str, &str, &str)> = (c.env.iter().flatten())
+        .filter_map(|e| {
+            let r = e.value_from.as_ref()?.secret_key_ref.as_ref()?;
+            Some((e.name.as_str(), r.name.as_str(), r.key.as_str()))
+        })
+        .collect();
+    assert_eq!(
+        refs,
+        [
+            ("MSGBENCH_AUTH_0_USERNAME", "mq-user", "username"),
+            ("MSGBENCH_AUTH_0_PASSWORD", "mq-user", "password")
+        ]
+    );
+}
+
 // --- the baseline -------------------------------------------------------------------------
 
 fn with_baseline(waiting_chain: &[&str]) -> BaselineSeen {

@@ -1,25 +1,27 @@
 //! MqttBroker children: ConfigMap, Service, and a StatefulSet (persistent) or Deployment.
 
-use super::broker_conf::{self, MOSQUITTO_AUTH_DIR, MOSQUITTO_DATA_DIR, MOSQUITTO_PASSWORD_FILE};
+use super::broker_conf::{
+    self, MOSQUITTO_AUTH_DIR, MOSQUITTO_DATA_DIR, MOSQUITTO_PASSWORD_FILE, MOSQUITTO_TLS_DIR,
+};
 use crate::fault_agent_pod::AgentNetwork;
 use crate::meta::Owner;
 use crate::operands::{merged, OperandDefaults};
 use crate::run::target_auth::secret_env;
 use crate::server::children::Children;
 use crate::server::fence::{self, Fence, PeerPorts};
-use crate::server::jetstream::build::value_env;
-use crate::server_pod::{empty_dir, mount, pod_template, ServerPod};
+use crate::server::jetstream::build::{tls_env, value_env};
+use crate::server_pod::{empty_dir, mount, optional_secret_volume, pod_template, ServerPod};
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, StatefulSet, StatefulSetSpec,
 };
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, PersistentVolumeClaim,
+    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, PersistentVolumeClaim,
     PersistentVolumeClaimSpec, Probe, Service, ServicePort, ServiceSpec, TCPSocketAction, Volume,
     VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use msgbench_crds::mqtt_broker::{MqttBroker, MqttEngine};
+use msgbench_crds::mqtt_broker::{MqttBroker, MqttBrokerSpec, MqttEngine};
 use std::collections::BTreeMap;
 
 pub const MOSQUITTO_UID: i64 = 1883;
@@ -148,15 +150,7 @@ pub fn build(
             )
         }
     };
-    let init_containers = match spec.auth.as_ref() {
-        Some(a) if spec.engine == MqttEngine::Mosquitto => {
-            volumes.push(empty_dir(AUTH_VOLUME, true));
-            mounts.push(mount(AUTH_VOLUME, MOSQUITTO_AUTH_DIR, true));
-            vec![password_file(&image, &a.secret_name)]
-        }
-        _ => Vec::new(),
-    };
-    let mut env = Vec::new();
+    let (init_containers, mut env) = secret_material(spec, &image, &mut volumes, &mut mounts);
     if let Some(t) = mqb.spec.tuning.threads {
         env.push(value_env("THREADS", t.to_string()));
     }
@@ -269,6 +263,35 @@ pub fn build(
 }
 
 const AUTH_VOLUME: &str = "auth";
+const TLS_VOLUME: &str = "tls";
+
+/// What the broker pod takes from its Secrets, by reference only (the operator never reads
+/// them): with `auth`, the init container that hashes the user into the password file, and its
+/// in-memory volume; with `tls` (`super::serves_tls`), `tls.crt` and `tls.key` mounted
+/// read-only (never `ca.crt`: clients present no certificate) and environment references to
+/// the public parts, through which the kubelet names a missing Secret or key in the container
+/// status (`jetstream::build::tls_env`). Returns the init containers and the environment.
+fn secret_material(
+    spec: &MqttBrokerSpec,
+    image: &str,
+    volumes: &mut Vec<Volume>,
+    mounts: &mut Vec<VolumeMount>,
+) -> (Vec<Container>, Vec<EnvVar>) {
+    let mut init = Vec::new();
+    if let Some(a) = (spec.auth.as_ref()).filter(|_| spec.engine == MqttEngine::Mosquitto) {
+        volumes.push(empty_dir(AUTH_VOLUME, true));
+        mounts.push(mount(AUTH_VOLUME, MOSQUITTO_AUTH_DIR, true));
+        init.push(password_file(image, &a.secret_name));
+    }
+    let mut env = Vec::new();
+    if let Some(t) = (spec.tls.as_ref()).filter(|_| super::serves_tls(spec)) {
+        let keys = ["tls.crt", "tls.key"];
+        volumes.push(optional_secret_volume(TLS_VOLUME, &t.secret_name, &keys));
+        mounts.push(mount(TLS_VOLUME, MOSQUITTO_TLS_DIR, true));
+        env.extend(tls_env(&t.secret_name));
+    }
+    (init, env)
+}
 /// mosquitto_passwd where both the official image (Alpine) and Debian's package put it.
 pub const MOSQUITTO_PASSWD: &str = "/usr/bin/mosquitto_passwd";
 
@@ -422,5 +445,142 @@ mod tests {
         assert!(v.iter().any(|v| v.field == "spec.auth"), "{v:?}");
         let pod = c.template().unwrap().spec.clone().unwrap();
         assert!(pod.init_containers.is_none());
+    }
+
+    /// With `tls`: the MQTT listener serves TLS with the certificate and key of the Secret,
+    /// mounted read-only (never `ca.crt`, never the Secret's name in the ConfigMap), the kubelet
+    /// checks the Secret through references to its public parts, the probes stay TCP on the
+    /// same port, and the client URL says `mqtts://`.
+    #[test]
+    fn tls_serves_the_secrets_certificate_on_the_mqtt_listener() {
+        let (mqb, c) = built("{tls: {secretName: mq-tls}}");
+        assert!(mqb.validate().is_empty(), "{:?}", mqb.validate());
+        let conf = &c.config_maps[0].data.as_ref().unwrap()[CONFIG_KEY];
+        assert!(
+            conf.contains(
+                "listener 1883 0.0.0.0\nprotocol mqtt\n\
+                 certfile /mosquitto/tls/tls.crt\nkeyfile /mosquitto/tls/tls.key\n"
+            ),
+            "{conf}"
+        );
+        assert!(
+            !conf.contains("mq-tls") && !conf.contains("cafile"),
+            "{conf}"
+        );
+        let pod = c.template().unwrap().spec.clone().unwrap();
+        let vol = pod.volumes.iter().flatten().find(|v| v.name == "tls");
+        let secret = vol.and_then(|v| v.secret.clone()).expect("a Secret volume");
+        let keys: Vec<String> = secret
+            .items
+            .iter()
+            .flatten()
+            .map(|i| i.key.clone())
+            .collect();
+        assert_eq!(secret.secret_name.as_deref(), Some("mq-tls"));
+        assert_eq!(keys, ["tls.crt", "tls.key"], "the key and certificate only");
+        assert_eq!(secret.default_mode, Some(0o440), "the pod's group only");
+        let broker = &pod.containers[0];
+        let m = broker
+            .volume_mounts
+            .iter()
+            .flatten()
+            .find(|m| m.name == "tls");
+        let m = m.expect("mounted in the broker");
+        assert_eq!(m.mount_path, MOSQUITTO_TLS_DIR);
+        assert_eq!(m.read_only, Some(true));
+        let refs: Vec<(&str, &str)> = (broker.env.iter().flatten())
+            .filter_map(|e| {
+                let r = e.value_from.as_ref()?.secret_key_ref.as_ref()?;
+                (r.name == "mq-tls").then_some((e.name.as_str(), r.key.as_str()))
+            })
+            .collect();
+        assert_eq!(
+            refs,
+            [
+                ("MSGBENCH_TLS_CERT", "tls.crt"),
+                ("MSGBENCH_TLS_CA", "ca.crt")
+            ]
+        );
+        let tcp = |p: &Option<Probe>| p.as_ref()?.tcp_socket.as_ref().map(|t| t.port.clone());
+        for p in [
+            &broker.startup_probe,
+            &broker.readiness_probe,
+            &broker.liveness_probe,
+        ] {
+            assert_eq!(tcp(p), Some(IntOrString::String("mqtt".into())));
+        }
+        let owner = Owner::of(&mqb, MqttBroker::KIND_LABEL).unwrap();
+        assert_eq!(mqb.client_url(&owner), "mqtts://mq.bench.svc:1883");
+    }
+
+    /// A WebSocket listener serves TLS too: no plain way into a broker that requires TLS.
+    #[test]
+    fn tls_covers_the_websocket_listener_too() {
+        let (_, c) = built("{tls: {secretName: mq-tls}, listeners: {websocket: {port: 8083}}}");
+        let conf = &c.config_maps[0].data.as_ref().unwrap()[CONFIG_KEY];
+        assert!(
+            conf.contains(
+                "listener 8083 0.0.0.0\nprotocol websockets\n\
+                 certfile /mosquitto/tls/tls.crt\nkeyfile /mosquitto/tls/tls.key\n"
+            ),
+            "{conf}"
+        );
+        assert_eq!(conf.matches("certfile ").count(), 2, "{conf}");
+    }
+
+    /// TLS and a login together: the password file's init container as without TLS (it needs
+    /// no certificate), the TLS listener, and still no anonymous clients.
+    #[test]
+    fn tls_and_auth_together() {
+        let (mqb, c) = built("{auth: {secretName: mq-user}, tls: {secretName: mq-tls}}");
+        assert!(mqb.validate().is_empty(), "{:?}", mqb.validate());
+        let conf = &c.config_maps[0].data.as_ref().unwrap()[CONFIG_KEY];
+        assert!(conf.contains("keyfile /mosquitto/tls/tls.key\n"), "{conf}");
+        assert!(
+            conf.contains("allow_anonymous false\npassword_file "),
+            "{conf}"
+        );
+        let pod = c.template().unwrap().spec.clone().unwrap();
+        let [init] = pod.init_containers.as_deref().unwrap() else {
+            panic!("one init container")
+        };
+        let mounts: Vec<&str> = (init.volume_mounts.iter().flatten())
+            .map(|m| m.name.as_str())
+            .collect();
+        assert_eq!(mounts, ["auth"]);
+        let broker_mounts: Vec<&str> = (pod.containers[0].volume_mounts.iter().flatten())
+            .map(|m| m.name.as_str())
+            .collect();
+        assert!(broker_mounts.contains(&"auth") && broker_mounts.contains(&"tls"));
+    }
+
+    /// Without `tls` nothing of it appears, and the URL stays `mqtt://`.
+    #[test]
+    fn without_tls_the_broker_is_plain() {
+        let (mqb, c) = built("{listeners: {websocket: {port: 8083}}}");
+        let conf = &c.config_maps[0].data.as_ref().unwrap()[CONFIG_KEY];
+        assert!(
+            !conf.contains("certfile") && !conf.contains("keyfile"),
+            "{conf}"
+        );
+        let pod = c.template().unwrap().spec.clone().unwrap();
+        assert!(!pod.volumes.iter().flatten().any(|v| v.name == "tls"));
+        assert!(pod.containers[0].env.is_none());
+        let owner = Owner::of(&mqb, MqttBroker::KIND_LABEL).unwrap();
+        assert_eq!(mqb.client_url(&owner), "mqtt://mq.bench.svc:1883");
+    }
+
+    /// Only mosquitto's listeners are configured: another engine with `tls` is refused (the
+    /// CRD's rule says the same) and built without it, advertising no `mqtts://` it would not
+    /// serve.
+    #[test]
+    fn tls_on_another_engine_is_refused() {
+        let (mqb, c) = built("{engine: rumqttd, tls: {secretName: mq-tls}}");
+        let v = mqb.validate();
+        assert!(v.iter().any(|v| v.field == "spec.tls"), "{v:?}");
+        let pod = c.template().unwrap().spec.clone().unwrap();
+        assert!(!pod.volumes.iter().flatten().any(|v| v.name == "tls"));
+        let owner = Owner::of(&mqb, MqttBroker::KIND_LABEL).unwrap();
+        assert_eq!(mqb.client_url(&owner), "mqtt://mq.bench.svc:1883");
     }
 }

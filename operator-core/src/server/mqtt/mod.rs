@@ -11,7 +11,7 @@ use crate::server::children::Children;
 use crate::server::kind::ManagedServerKind;
 use crate::server::validate::{check_tuning, SpecViolation};
 use msgbench_crds::common::{Resources, ServerStatus, Tuning};
-use msgbench_crds::mqtt_broker::{MqttBroker, MqttEngine};
+use msgbench_crds::mqtt_broker::{MqttBroker, MqttBrokerSpec, MqttEngine};
 
 impl ManagedServerKind for MqttBroker {
     const KIND_LABEL: &'static str = "mqttbroker";
@@ -38,8 +38,13 @@ impl ManagedServerKind for MqttBroker {
         self.spec.fault_injection.as_ref()
     }
     fn client_url(&self, owner: &Owner) -> String {
+        let scheme = if serves_tls(&self.spec) {
+            "mqtts"
+        } else {
+            "mqtt"
+        };
         format!(
-            "mqtt://{}.{}.svc:{}",
+            "{scheme}://{}.{}.svc:{}",
             owner.name, owner.namespace, self.spec.listeners.mqtt_port
         )
     }
@@ -50,6 +55,13 @@ impl ManagedServerKind for MqttBroker {
             MqttEngine::Rumqttd | MqttEngine::Custom => self.spec.tuning.threads,
         }
     }
+}
+
+/// Whether the broker serves TLS: `spec.tls` on mosquitto, the one engine whose listeners the
+/// operator configures (the CRD and `validate` refuse it on the others). Its clients then need
+/// `mqtts://` and the CA of the Secret (`TlsSource::server_secret`).
+pub fn serves_tls(spec: &MqttBrokerSpec) -> bool {
+    spec.tls.is_some() && spec.engine == MqttEngine::Mosquitto
 }
 
 /// The broker process a fault agent signals (its `/proc/<pid>/comm`); a custom engine's is
@@ -100,6 +112,12 @@ pub fn validate(mqb: &MqttBroker) -> Vec<SpecViolation> {
         v.push(SpecViolation::invalid(
             "spec.auth",
             "only valid with engine mosquitto (the operator writes only mosquitto's password file)",
+        ));
+    }
+    if spec.tls.is_some() && spec.engine != MqttEngine::Mosquitto {
+        v.push(SpecViolation::invalid(
+            "spec.tls",
+            "only valid with engine mosquitto (the operator configures TLS only for mosquitto's listeners)",
         ));
     }
     if spec
