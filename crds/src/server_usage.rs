@@ -85,9 +85,12 @@ pub struct ServerReadError {
     pub pod: String,
     /// Samples it did not answer.
     pub failures: u32,
-    /// The latest error, e.g. `no answer within 2s` or `404 Not Found` (an endpoint's server
-    /// was read at `http://<pod>/varz`).
+    /// The latest error, e.g. `no answer within 2s` or `answered 404 Not Found` (an
+    /// endpoint's server was read at `http://<pod>/varz`).
     pub error: String,
+    /// Time of the latest failure, ms since the epoch (the sampling schedule counts it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_failed_ms: Option<i64>,
 }
 
 /// One server pod's resource use; the last three fields are the sampler's running state.

@@ -190,6 +190,7 @@ pub(super) fn server_usage(pods: usize) -> ServerUsage {
                 pod: server_name(i),
                 failures: u32::MAX,
                 error: "e".repeat(MAX_READ_ERROR + 3),
+                last_failed_ms: Some(i64::MAX),
             })
             .collect(),
     }
