@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::benchmark_run_status::*;
 use crate::common::{Placement, Resources};
-pub use crate::endpoint::{CaSource, Endpoint, EndpointAuth, EndpointAuthMode, EndpointTls};
+pub use crate::endpoint::{
+    CaSource, Endpoint, EndpointAuth, EndpointAuthMode, EndpointMonitoring, EndpointTls,
+};
 pub use crate::fault::*;
 pub use crate::run_failure_reason::{RunFailureReason, UnknownFailureReason};
 pub use crate::stop_when::*;
@@ -63,6 +65,8 @@ use crate::workload::Workload;
 #[x_kube(validation = variant_kind_rule())]
 #[x_kube(validation = Rule::new("!has(self.variants) || self.variants.all(v, !has(v.workload) || !has(v.workload.protocol) || v.workload.protocol == self.workload.protocol || has(v.target))").message("variants[].workload.protocol: a variant that changes protocol needs its own target (variants[].target), resolved for that protocol").field_path(".variants"))]
 #[x_kube(validation = variant_endpoint_rule())]
+// Server usage is sampled from spec.target only: a variant's monitoring would be ignored.
+#[x_kube(validation = Rule::new("!has(self.variants) || self.variants.all(v, !has(v.target) || !has(v.target.endpoint) || !has(v.target.endpoint.monitoring))").message("variants[].target.endpoint.monitoring: server usage is sampled from spec.target only; set monitoring on spec.target.endpoint").field_path(".variants"))]
 #[x_kube(validation = variant_sections_rule())]
 #[x_kube(validation = Rule::new(
     "!has(self.faults) || (has(self.target.serverRef) && self.target.serverRef.kind != 'PubSubServer' && \

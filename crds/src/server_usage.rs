@@ -57,18 +57,51 @@ pub struct ServerUsage {
     /// Why there are no figures (e.g. mosquitto has no HTTP monitoring endpoint).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<String>,
-    /// One row per server pod.
+    /// One row per server pod (an endpoint target: per monitoring URL, named by its host and
+    /// port).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 16))]
     pub pods: Vec<PodUsage>,
+    /// Servers that did not answer a sample, with the latest error (the first 4 servers to
+    /// fail): their figures leave out those samples, and a server that never answered has no
+    /// row in `pods`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 4))]
+    pub read_errors: Vec<ServerReadError>,
+}
+
+/// Most servers listed in `readErrors`.
+pub const MAX_READ_ERRORS: usize = 4;
+/// Longest error kept in a [`ServerReadError`], bytes.
+pub const MAX_READ_ERROR: usize = 128;
+/// Longest server version kept, bytes (nats reports e.g. `2.10.22`).
+pub const MAX_SERVER_VERSION: usize = 32;
+
+/// A server whose monitoring endpoint did not answer one or more samples.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerReadError {
+    /// Pod name, or an endpoint's monitoring host and port.
+    pub pod: String,
+    /// Samples it did not answer.
+    pub failures: u32,
+    /// The latest error, e.g. `no answer within 2s` or `answered 404 Not Found` (an
+    /// endpoint's server was read at `http://<pod>/varz`).
+    pub error: String,
+    /// Time of the latest failure, ms since the epoch (the sampling schedule counts it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_failed_ms: Option<i64>,
 }
 
 /// One server pod's resource use; the last three fields are the sampler's running state.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct PodUsage {
-    /// Pod name.
+    /// Pod name, or an endpoint's monitoring host and port.
     pub pod: String,
+    /// The server's version as it reports it (nats `/varz` `version`), at its latest sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
     /// Samples taken while the load ran.
     pub samples: u32,
     /// Time-weighted mean CPU cores (absent when the server reports no CPU).

@@ -2,12 +2,15 @@
 //! operator mode (accounts and the user made by the official CLI's `nats auth`), TLS from a
 //! throwaway CA, JetStream on — is benchmarked by `endpoint`: `tls://`, the user's credentials
 //! file from a Secret, the CA from a Secret. An R3 JetStream run and a core NATS run deliver
-//! every message; the run's streams are deleted with the same credentials. A user of another
-//! operator ends `TargetAuthFailed` within 30 s of the run's creation. The user's seed never
-//! appears in the run, an Event, a runner's log or the operator's log.
+//! every message; the run's streams are deleted with the same credentials. The R3 run names
+//! each server's monitoring port (`endpoint.monitoring.urls`, the pods' names under the
+//! headless Service) and ends with a row per server in `serverUsage`, its memory and version;
+//! the core run, without them, says `serverUsage` is unavailable and what to set. A user of
+//! another operator ends `TargetAuthFailed` within 30 s of the run's creation. The user's seed
+//! never appears in the run, an Event, a runner's log or the operator's log.
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DynamicObject, PostParams};
 use msgbench_crds::conditions::STREAMS_DELETED;
 use msgbench_e2e::certs::{service_names, TestCa};
 use msgbench_e2e::kinds::{self, Kind};
@@ -19,7 +22,11 @@ use msgbench_e2e::{probe, run, wait, TestContext};
 use serde_json::json;
 use std::time::Duration;
 
-/// The team's cluster: three servers with routes between them, client TLS, JetStream in memory.
+/// The version the cluster's image runs, as its `/varz` reports it.
+const NATS_VERSION: &str = "2.15.2";
+
+/// The team's cluster: three servers with routes between them, client TLS, JetStream in memory,
+/// monitoring (plain HTTP) on 8222.
 const CLUSTER: &str = r#"
 apiVersion: v1
 kind: Service
@@ -89,12 +96,30 @@ fn server_config(ns: &str, auth: &str) -> String {
     )
 }
 
-fn run_at_cluster(ns: &str, name: &str, protocol: &str, creds: &str) -> String {
+/// Each server's monitoring base URL: its pod's name under the headless Service.
+fn monitoring_urls(ns: &str) -> Vec<String> {
+    (0..3)
+        .map(|i| format!("http://team-nats-{i}.team-nats-headless.{ns}.svc:8222"))
+        .collect()
+}
+
+/// A run at the cluster; `monitored` names every server's monitoring URL and runs long enough
+/// for samples under load (one every 5 s).
+fn run_at_cluster(ns: &str, name: &str, protocol: &str, creds: &str, monitored: bool) -> String {
     let workload = match protocol {
         "jetstream" => format!(
             "jetstream: {{stream: {name}, replicas: 3, storage: memory, publish: async, maxInFlight: 100}}"
         ),
         _ => String::new(),
+    };
+    let (monitoring, seconds) = if monitored {
+        let quoted: Vec<String> = (monitoring_urls(ns).iter())
+            .map(|u| format!("\"{u}\""))
+            .collect();
+        let urls = quoted.join(", ");
+        (format!("monitoring: {{urls: [{urls}]}}"), MONITORED_SECONDS)
+    } else {
+        (String::new(), 3)
     };
     format!(
         r#"
@@ -108,11 +133,12 @@ spec:
       url: "tls://team-nats.{ns}.svc:4222"
       auth: {{secretName: {creds}, mode: creds}}
       tls: {{ca: {{secretName: team-nats-ca}}}}
+      {monitoring}
   connectTimeoutSeconds: 120
   workload:
     protocol: {protocol}
     ratePerPublisher: 200
-    durationSeconds: 3
+    durationSeconds: {seconds}
     warmupSeconds: 0
     drainSeconds: 2
     {workload}
@@ -162,16 +188,23 @@ async fn body(ctx: TestContext) -> Result<()> {
         .to_string();
 
     for (name, protocol) in [("nats-creds-js", "jetstream"), ("nats-creds-core", "nats")] {
-        let manifest = run_at_cluster(&ctx.ns, name, protocol, "bench-creds");
+        let monitored = protocol == "jetstream";
+        let manifest = run_at_cluster(&ctx.ns, name, protocol, "bench-creds", monitored);
         kinds::create(&ctx.client, &ctx.ns, &manifest).await?;
         let br = finished(&ctx, name, Duration::from_secs(300)).await?;
-        delivered_exactly(&br, 600)?; // 200/s for 3 s
+        if monitored {
+            delivered_exactly(&br, 200 * MONITORED_SECONDS)?; // 200/s
+            servers_sampled(&br, &ctx.ns)?;
+        } else {
+            delivered_exactly(&br, 600)?; // 200/s for 3 s
+            usage_unavailable_without_monitoring(&br)?;
+        }
         never_shown(&ctx, &seed, name, &serde_json::to_string(&br)?).await?;
         if protocol == "jetstream" {
             streams_deleted(&ctx, name).await?;
         }
     }
-    let manifest = run_at_cluster(&ctx.ns, "nats-other-operator", "nats", "other-creds");
+    let manifest = run_at_cluster(&ctx.ns, "nats-other-operator", "nats", "other-creds", false);
     kinds::create(&ctx.client, &ctx.ns, &manifest).await?;
     let refused = finished(&ctx, "nats-other-operator", Duration::from_secs(120)).await?;
     ensure!(
@@ -215,5 +248,51 @@ async fn streams_deleted(ctx: &TestContext, name: &str) -> Result<()> {
             "{pod} /jsz lists no account: {body}"
         );
     }
+    Ok(())
+}
+
+/// The monitored run's length: the barrier's baseline sample and at least one sample under
+/// load (the operator samples every 5 s).
+const MONITORED_SECONDS: u64 = 10;
+
+/// The monitored run: `serverUsage` from the servers' own `/varz`, one row per monitoring URL
+/// (named by its host and port) with memory above 0 and the version the image runs, every
+/// server read (no `readErrors`).
+fn servers_sampled(br: &DynamicObject, ns: &str) -> Result<()> {
+    ensure!(
+        CLUSTER.contains(&format!("nats:{NATS_VERSION}")),
+        "the manifest runs another version than {NATS_VERSION}"
+    );
+    let u = s(br, "/status/result/serverUsage");
+    ensure!(u["source"] == "nats /varz (endpoint monitoring)", "{u}");
+    ensure!(u["unavailable"].is_null(), "{u}");
+    ensure!(u["readErrors"].is_null(), "every server answered: {u}");
+    ensure!(u["memoryBytesMax"].as_u64() > Some(0), "{u}");
+    let rows = u["pods"].as_array().cloned().unwrap_or_default();
+    let mut names: Vec<&str> = rows.iter().filter_map(|p| p["pod"].as_str()).collect();
+    names.sort();
+    let urls = monitoring_urls(ns);
+    let want: Vec<&str> = (urls.iter())
+        .filter_map(|u| u.strip_prefix("http://"))
+        .collect();
+    ensure!(names == want, "one row per monitoring URL, {want:?}: {u}");
+    for p in &rows {
+        ensure!(p["memoryBytesMax"].as_u64() > Some(0), "memory: {p}");
+        ensure!(p["samples"].as_u64() >= Some(1), "sampled under load: {p}");
+        ensure!(p["version"] == NATS_VERSION, "version: {p}");
+    }
+    println!("endpoint serverUsage: {u}");
+    Ok(())
+}
+
+/// Without `endpoint.monitoring`: no figures, never zeros, and the reason says what to set.
+fn usage_unavailable_without_monitoring(br: &DynamicObject) -> Result<()> {
+    let u = s(br, "/status/result/serverUsage");
+    let why = u["unavailable"].as_str().unwrap_or_default();
+    ensure!(why.contains("endpoint.monitoring.urls"), "{u}");
+    ensure!(
+        u["pods"].is_null() && u["cpuCoresMean"].is_null() && u["samples"] == 0,
+        "{u}"
+    );
     Ok(())
 }

@@ -4,12 +4,18 @@
 //! client count over MQTT (no CPU: the status says so instead of a zero). No kubelet or
 //! metrics-server access is needed, so no RBAC beyond listing pods. Accumulators live in status (see
 //! `msgbench_crds::server_usage`), so an operator restart continues the same sums.
-//! Memory per connection is a fit over (connections, memory) points: see `memory_fit`.
+//! Memory per connection is a fit over (connections, memory) points: see `memory_fit`. An
+//! endpoint target's servers are read at the URLs its `monitoring` names: see `endpoint`.
+pub mod endpoint;
 mod memory_fit;
+mod read_errors;
 mod sample;
 
+use crate::status_text::plain_bounded;
 use msgbench_crds::benchmark_run::BenchmarkRunStatus;
-use msgbench_crds::server_usage::{MemoryPoint, PodUsage, ServerUsage, MAX_SERVER_PODS};
+use msgbench_crds::server_usage::{
+    MemoryPoint, PodUsage, ServerUsage, MAX_SERVER_PODS, MAX_SERVER_VERSION,
+};
 pub use sample::{
     mosquitto_sys_closed, Cpu, Sample, MOSQUITTO_NEEDS_CA, MOSQUITTO_NEEDS_CREDENTIALS,
     MOSQUITTO_NO_CPU,
@@ -21,12 +27,16 @@ pub use sample::{
 pub const SAMPLE_EVERY_MS: i64 = 5_000;
 
 /// Whether the servers are due for a sample at `now_ms`: the schedule is kept in status (each
-/// pod's last sample time), so a restarted operator keeps it.
+/// pod's last sample time, and each failed server's last failure, so servers that do not
+/// answer are not asked at every pass), so a restarted operator keeps it.
 pub fn sample_due(st: &BenchmarkRunStatus, now_ms: i64) -> bool {
     let last = st
         .server_usage
         .iter()
-        .flat_map(|u| u.pods.iter().filter_map(|p| p.last_sample_ms))
+        .flat_map(|u| {
+            let answered = u.pods.iter().filter_map(|p| p.last_sample_ms);
+            answered.chain(u.read_errors.iter().filter_map(|e| e.last_failed_ms))
+        })
         .max();
     last.is_none_or(|t| now_ms - t >= SAMPLE_EVERY_MS)
 }
@@ -84,10 +94,18 @@ pub fn record_point(
     }
 }
 
+/// The server's own version at its latest sample, when it reports one.
+fn record_version(p: &mut PodUsage, s: &Sample) {
+    if let Some(v) = &s.version {
+        p.version = Some(plain_bounded(v, MAX_SERVER_VERSION));
+    }
+}
+
 /// Before the barrier release: memory and connections at rest (the latest reading wins).
 pub fn record_baseline(u: &mut ServerUsage, readings: &[(String, Sample)], now_ms: i64) {
     for (pod, s) in readings {
         let Some(p) = pod_entry(u, pod) else { continue };
+        record_version(p, s);
         p.memory_bytes_baseline = Some(s.rss_bytes);
         p.connections_baseline = s.connections;
         p.last_sample_ms = Some(now_ms);
@@ -129,6 +147,7 @@ pub fn record(u: &mut ServerUsage, readings: &[(String, Sample)], now_ms: i64) {
         if let Cpu::Seconds(x) = s.cpu {
             p.last_cpu_seconds = Some(x);
         }
+        record_version(p, s);
         p.last_sample_ms = Some(now_ms);
         p.samples += 1;
         p.memory_bytes_max = p.memory_bytes_max.max(s.rss_bytes);
@@ -160,8 +179,11 @@ pub fn summarize(u: &mut ServerUsage, connection_workload: bool) {
         p.cpu_cores_mean =
             (p.sampled_seconds > 0.0).then(|| p.cpu_core_seconds / p.sampled_seconds);
     }
-    // A pod without a CPU figure makes the sum unknown, not smaller.
-    u.cpu_cores_mean = u.pods.iter().map(|p| p.cpu_cores_mean).sum();
+    // A pod without a CPU figure makes the sum unknown, not smaller; no pod at all, too (an
+    // empty sum would be 0).
+    u.cpu_cores_mean = (!u.pods.is_empty())
+        .then(|| u.pods.iter().map(|p| p.cpu_cores_mean).sum())
+        .flatten();
     let baselines: Option<Vec<u64>> = u.pods.iter().map(|p| p.memory_bytes_baseline).collect();
     u.memory_bytes_baseline = baselines.filter(|b| !b.is_empty()).map(|b| b.iter().sum());
     (u.memory_bytes_per_connection, u.memory_per_connection_fit) = if connection_workload {
@@ -185,13 +207,14 @@ fn unavailable(source: &str, why: String) -> ServerUsage {
 pub enum UsageRead {
     /// Figures cannot be had for this target: the source and why.
     Unavailable { source: String, why: String },
-    /// One sampling instant: how many server pods were listed and the readings of those that
-    /// answered (`path` for the message when none did).
+    /// One sampling instant: how many server pods were listed, the readings of those that
+    /// answered and the errors of those that did not (`path` for the message when none did).
     Readings {
         source: String,
         path: String,
         listed: usize,
         readings: Vec<(String, Sample)>,
+        failed: Vec<(String, String)>,
         now_ms: i64,
     },
 }
@@ -204,7 +227,7 @@ pub fn apply(
     released: bool,
     connection_workload: bool,
 ) {
-    let (source, path, listed, readings, now_ms) = match read {
+    let (source, path, listed, readings, failed, now_ms) = match read {
         UsageRead::Unavailable { source, why } => {
             st.server_usage
                 .get_or_insert_with(|| unavailable(source, why.clone()));
@@ -215,8 +238,9 @@ pub fn apply(
             path,
             listed,
             readings,
+            failed,
             now_ms,
-        } => (source, path, *listed, readings, *now_ms),
+        } => (source, path, *listed, readings, failed, *now_ms),
     };
     let u = st.server_usage.get_or_insert_with(|| ServerUsage {
         source: source.clone(),
@@ -231,8 +255,9 @@ pub fn apply(
         let all_answered = listed > 0 && readings.len() == listed;
         record_point(u, readings, all_answered, released);
     }
+    read_errors::record(&mut u.read_errors, failed, now_ms);
     u.unavailable = (u.samples == 0 && released && readings.is_empty())
-        .then(|| format!("no server pod answered {path} yet"));
+        .then(|| read_errors::none_answered(path, &u.read_errors));
     summarize(u, connection_workload);
 }
 
@@ -270,6 +295,7 @@ mod tests {
             cpu: Cpu::Cores(cores),
             rss_bytes: rss,
             connections: Some(conns),
+            version: None,
         }
     }
 
@@ -329,6 +355,7 @@ mod tests {
             cpu: Cpu::Seconds(x),
             rss_bytes: 1_000,
             connections: None,
+            version: None,
         };
         let mut u = ServerUsage::default();
         record_baseline(&mut u, &[("p".into(), secs(10.0))], 0);
@@ -350,6 +377,7 @@ mod tests {
             cpu: Cpu::Unreported(MOSQUITTO_NO_CPU),
             rss_bytes: rss,
             connections: Some(c),
+            version: None,
         };
         let mut u = ServerUsage::default();
         record_baseline(&mut u, &[("m".into(), heap(50_000, 0))], 0);
@@ -419,6 +447,66 @@ mod tests {
         assert_eq!(u.memory_bytes_per_connection, None);
         let why = u.memory_per_connection_fit.unwrap().unavailable.unwrap();
         assert!(why.contains("connections.steps"), "{why}");
+    }
+
+    /// An endpoint's three servers: the version each reports lands on its row; one that
+    /// cannot be read is listed with its error and has no row (never a row of zeros); when
+    /// none answers, `unavailable` names a server and its error.
+    #[test]
+    fn servers_report_their_version_and_one_that_fails_says_why() {
+        let varz = |rss| Sample {
+            version: Some("2.15.2".into()),
+            ..nats(0.2, rss, 1)
+        };
+        let read = |readings: Vec<(String, Sample)>, failed: Vec<(String, String)>, t| {
+            UsageRead::Readings {
+                source: endpoint::SOURCE.into(),
+                path: "/varz".into(),
+                listed: 3,
+                readings,
+                failed,
+                now_ms: t,
+            }
+        };
+        let refused = || vec![("n2:8222".to_string(), "connection refused".to_string())];
+        let mut st = BenchmarkRunStatus::default();
+        let up = |rss| vec![("n0:8222".into(), varz(rss)), ("n1:8222".into(), varz(rss))];
+        apply(&mut st, &read(up(100), refused(), 0), false, false);
+        apply(&mut st, &read(up(300), refused(), 5_000), true, false);
+        let u = st.server_usage.clone().unwrap();
+        assert_eq!(u.source, "nats /varz (endpoint monitoring)");
+        assert_eq!(u.unavailable, None);
+        let rows: Vec<(&str, Option<&str>, u64)> = (u.pods.iter())
+            .map(|p| (p.pod.as_str(), p.version.as_deref(), p.memory_bytes_max))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("n0:8222", Some("2.15.2"), 300),
+                ("n1:8222", Some("2.15.2"), 300)
+            ]
+        );
+        assert_eq!(u.read_errors.len(), 1);
+        assert_eq!(
+            (u.read_errors[0].pod.as_str(), u.read_errors[0].failures),
+            ("n2:8222", 2)
+        );
+        assert_eq!(u.read_errors[0].error, "connection refused");
+
+        let mut st = BenchmarkRunStatus::default();
+        apply(&mut st, &read(vec![], refused(), 0), false, false);
+        // Servers that do not answer are asked on the schedule, not at every pass.
+        assert!(!sample_due(&st, SAMPLE_EVERY_MS - 1));
+        assert!(sample_due(&st, SAMPLE_EVERY_MS));
+        apply(&mut st, &read(vec![], refused(), 5_000), true, false);
+        let u = st.server_usage.unwrap();
+        assert!(u.pods.is_empty(), "no row of zeros: {:?}", u.pods);
+        assert_eq!(
+            u.unavailable.as_deref(),
+            Some("no server answered /varz yet: n2:8222: connection refused")
+        );
+        let json = serde_json::to_value(&u).unwrap();
+        assert!(json.get("cpuCoresMean").is_none(), "{json}");
     }
 
     #[test]

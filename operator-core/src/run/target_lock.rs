@@ -296,6 +296,7 @@ mod tests {
                 url: url.into(),
                 auth: None,
                 tls: None,
+                monitoring: None,
             }),
             ..Target::default()
         };

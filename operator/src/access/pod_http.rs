@@ -131,7 +131,19 @@ impl Error {
 
 /// `GET http://{addr}{path}`.
 pub async fn get(addr: SocketAddr, path: &str, opts: Options<'_>) -> Result<Reply, Error> {
-    send(Method::GET, addr, path, None, opts).await
+    send(Method::GET, &addr.to_string(), path, None, opts).await
+}
+
+/// `GET http://{host}:{port}{path}`, the host resolved by the cluster's DNS: a Service or a
+/// pod behind a headless Service. Callers check the host first (it is not a pod IP the
+/// operator listed).
+pub async fn get_host(
+    host: &str,
+    port: u16,
+    path: &str,
+    opts: Options<'_>,
+) -> Result<Reply, Error> {
+    send(Method::GET, &format!("{host}:{port}"), path, None, opts).await
 }
 
 /// `GET http://{addr}{path}` whose body is counted in `held`: reserved before it is read (by
@@ -215,21 +227,22 @@ pub async fn post_json<B: Serialize + ?Sized>(
         url: url(addr, path),
         kind: ErrorKind::Request(e.to_string()),
     })?;
-    send(Method::POST, addr, path, Some(json), opts).await
+    send(Method::POST, &addr.to_string(), path, Some(json), opts).await
 }
 
-fn url(addr: SocketAddr, path: &str) -> String {
-    format!("http://{addr}{path}")
+fn url(authority: impl fmt::Display, path: &str) -> String {
+    format!("http://{authority}{path}")
 }
 
+/// `authority`: `ip:port` (`[ip6]:port`) or `host:port`.
 async fn send(
     method: Method,
-    addr: SocketAddr,
+    authority: &str,
     path: &str,
     json: Option<Vec<u8>>,
     opts: Options<'_>,
 ) -> Result<Reply, Error> {
-    let url = url(addr, path);
+    let url = url(authority, path);
     let exchange = async {
         let req = request(&method, path, &url, json, opts.control)?;
         let resp = CLIENT

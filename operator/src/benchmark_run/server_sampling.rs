@@ -1,18 +1,23 @@
 //! Samples the target's server pods over their own monitoring endpoints (nats `/varz`,
-//! pubsub-server `/health`, mosquitto's `$SYS` over MQTT): the client half of
-//! `msgbench_operator_core::run::server_usage`, which says when a sample is due and turns
-//! readings into status.
+//! pubsub-server `/health`, mosquitto's `$SYS` over MQTT), and an endpoint target's NATS
+//! servers at the monitoring URLs it names: the client half of
+//! `msgbench_operator_core::run::server_usage`, which says when a sample is due, which URLs
+//! are read, and turns readings into status.
 mod monitoring;
 mod mosquitto_sys;
 
 use crate::runtime::context::Context;
 use kube::Api;
-use monitoring::{endpoint, read_pods};
-use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, ServerKind};
+use monitoring::{endpoint, read_pods, read_servers};
+use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Endpoint, ServerKind};
 use msgbench_crds::MqttBroker;
+use msgbench_operator_core::run::server_usage::endpoint::{self as monitored, Plan};
 use msgbench_operator_core::run::server_usage::{
     mosquitto_sys_closed, sample_due, UsageRead, MOSQUITTO_NEEDS_CA, MOSQUITTO_NEEDS_CREDENTIALS,
 };
+
+/// Why no server is read when the operator runs with `--no-varz`.
+const NO_VARZ: &str = "the operator runs with --no-varz (pod IPs not reachable)";
 
 /// Reads the target's server pods when a sample is due (`None`: not due). Best effort: an
 /// unreachable pod only drops out of this sample.
@@ -30,17 +35,12 @@ pub async fn read(
         })
     };
     let Some(r) = &br.spec.target.server_ref else {
-        return unavailable(
-            "none",
-            "the target is an endpoint: its servers are not managed here".into(),
-        );
+        let ep = br.spec.target.endpoint.as_ref()?;
+        return read_endpoint(ctx, ep, st, now_ms).await;
     };
     let (source, port_name, reader) = endpoint(r.kind, br.spec.workload.protocol);
     if !ctx.observe_varz {
-        return unavailable(
-            source,
-            "the operator runs with --no-varz (pod IPs not reachable)".into(),
-        );
+        return unavailable(source, NO_VARZ.into());
     }
     if r.kind == ServerKind::MqttBroker {
         if [MOSQUITTO_NEEDS_CREDENTIALS, MOSQUITTO_NEEDS_CA]
@@ -56,12 +56,52 @@ pub async fn read(
     if !sample_due(st, now_ms) {
         return None;
     }
-    let (listed, readings) = read_pods(ctx, ns, r.kind, &r.name, port_name, reader).await;
+    let (listed, (readings, failed)) = read_pods(ctx, ns, r.kind, &r.name, port_name, reader).await;
     Some(UsageRead::Readings {
         source: source.into(),
         path: reader.what().into(),
         listed,
         readings,
+        failed,
+        now_ms,
+    })
+}
+
+/// An endpoint target: its servers' `/varz` at the monitoring URLs it names (checked again
+/// here, never read otherwise), or why there are no figures.
+async fn read_endpoint(
+    ctx: &Context,
+    ep: &Endpoint,
+    st: &BenchmarkRunStatus,
+    now_ms: i64,
+) -> Option<UsageRead> {
+    let (servers, refused) = match monitored::plan(ep) {
+        Plan::Unavailable(why) => {
+            return Some(UsageRead::Unavailable {
+                source: "none".into(),
+                why,
+            })
+        }
+        Plan::Read { servers, refused } => (servers, refused),
+    };
+    if !ctx.observe_varz {
+        return Some(UsageRead::Unavailable {
+            source: monitored::SOURCE.into(),
+            why: NO_VARZ.into(),
+        });
+    }
+    if !sample_due(st, now_ms) {
+        return None;
+    }
+    let listed = servers.len() + refused.len();
+    let (readings, mut failed) = read_servers(&servers).await;
+    failed.extend(refused);
+    Some(UsageRead::Readings {
+        source: monitored::SOURCE.into(),
+        path: "/varz".into(),
+        listed,
+        readings,
+        failed,
         now_ms,
     })
 }

@@ -7,6 +7,8 @@ pub struct Sample {
     pub cpu: Cpu,
     pub rss_bytes: u64,
     pub connections: Option<u64>,
+    /// The server's own report of its version (nats `/varz` `version`).
+    pub version: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -121,6 +121,13 @@ pub(super) fn timeline_sample(second: u32) -> TimelineSample {
     }
 }
 
+/// A server usage row's name at its longest: an endpoint's monitoring URL (at most 128
+/// characters) without `http://`.
+fn server_name(i: usize) -> String {
+    let tail = format!("-{i}.h.n.svc.cluster.local:65535");
+    format!("{}{tail}", "p".repeat(121 - tail.len()))
+}
+
 pub(super) fn pod_name(i: usize) -> String {
     format!("{}-{i}", "p".repeat(58))
 }
@@ -162,7 +169,8 @@ pub(super) fn server_usage(pods: usize) -> ServerUsage {
         unavailable: None,
         pods: (0..pods)
             .map(|i| PodUsage {
-                pod: pod_name(i),
+                pod: server_name(i),
+                version: Some("v".repeat(MAX_SERVER_VERSION + 3)),
                 samples: 100_000,
                 cpu_cores_mean: Some(long(1.0)),
                 cpu_cores_max: Some(long(1.0)),
@@ -174,6 +182,15 @@ pub(super) fn server_usage(pods: usize) -> ServerUsage {
                 sampled_seconds: long(1e5),
                 last_sample_ms: Some(i64::MAX),
                 last_cpu_seconds: Some(long(1e5)),
+            })
+            .collect(),
+        // The longest an error is kept (`read_errors::record` bounds it).
+        read_errors: (0..pods.min(MAX_READ_ERRORS))
+            .map(|i| ServerReadError {
+                pod: server_name(i),
+                failures: u32::MAX,
+                error: "e".repeat(MAX_READ_ERROR + 3),
+                last_failed_ms: Some(i64::MAX),
             })
             .collect(),
     }

@@ -16,7 +16,10 @@ use crate::run::{timing, variant_results};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, MicroTime, Time};
 use msgbench_crds::benchmark_run::*;
 use msgbench_crds::common::Sysctl;
-use msgbench_crds::server_usage::{MemoryFit, MemoryPoint, MAX_MEMORY_POINTS, MAX_SERVER_PODS};
+use msgbench_crds::server_usage::{
+    MemoryFit, MemoryPoint, ServerReadError, MAX_MEMORY_POINTS, MAX_READ_ERROR, MAX_READ_ERRORS,
+    MAX_SERVER_PODS, MAX_SERVER_VERSION,
+};
 use msgbench_crds::workload::MAX_STAGES;
 use runner_api::agent::RawResultLine;
 use runner_api::coarse::CoarseLatency;

@@ -49,6 +49,7 @@ pub async fn read(addr: SocketAddr, timeout: Duration) -> anyhow::Result<Sample>
         cpu: Cpu::Unreported(NO_CPU),
         rss_bytes: heap.unwrap_or_default(),
         connections: clients,
+        version: None,
     })
 }
 
