@@ -95,6 +95,22 @@ pub fn finish(
     }
 }
 
+/// Failure reasons that say the target was not there, not ready, unfit or refused the runners:
+/// a run failed with one also ends with TargetReady False, that reason and message.
+pub fn is_about_the_target(reason: msgbench_crds::RunFailureReason) -> bool {
+    use msgbench_crds::RunFailureReason::*;
+    matches!(
+        reason,
+        TargetNotFound
+            | TargetNotReady
+            | TargetUnfit
+            | TargetUnreachable
+            | TargetAuthFailed
+            | TargetTLSFailed
+            | TargetProtocolRefused
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -306,6 +306,23 @@ pub fn fail(
         generation,
         now,
     );
+    // A target the runners found unreachable or that refused them was not ready after all:
+    // TargetReady must not stay True beside that verdict (kstatus readers and `kubectl wait`
+    // look at the condition, not the verdict).
+    if cond::is_about_the_target(reason) {
+        let message = crate::status_text::plain(message);
+        let gen = Some(generation);
+        let status = cond::Status::False;
+        cond::set(
+            &mut st.conditions,
+            cond::TARGET_READY,
+            status,
+            reason.as_str(),
+            &message,
+            gen,
+            now,
+        );
+    }
 }
 
 /// Ends the run as Passed.

@@ -928,6 +928,52 @@ fn a_failed_runner_pod_fails_the_run_with_its_own_reason() {
     }
 }
 
+/// A target that refused the runners (or that none reached) was not ready after all: the run
+/// fails with the runner's reason and TargetReady ends False with it, not True beside it.
+#[test]
+fn a_target_that_refused_the_runners_ends_target_ready_false() {
+    use runner_api::termination::{RunnerGaveUp, Termination};
+    let br = run(1, "");
+    let mut failed = pod(0, "Failed", false);
+    let said = Termination::new(
+        RunnerGaveUp::TargetAuthFailed,
+        "nats: Authorization Violation",
+    );
+    let state: k8s_openapi::api::core::v1::ContainerStatus = serde_json::from_value(json!({
+        "name": "runner", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+        "state": {"terminated": {"exitCode": 2, "reason": "Error", "message": said.to_json()}},
+    }))
+    .unwrap();
+    failed.status.as_mut().unwrap().container_statuses = Some(vec![state]);
+    let mut obs = Observed::at(at(T0 + 20));
+    obs.job = Some(job(T0 + 10));
+    obs.runner_pods = vec![failed];
+    let mut st = status(Phase::Running);
+    cond::set(
+        &mut st.conditions,
+        cond::TARGET_READY,
+        cond::Status::True,
+        "Ready",
+        "",
+        Some(1),
+        &at(T0),
+    );
+    let d = decide_at(&br, &st, &obs);
+    let reason = RunFailureReason::TargetAuthFailed.to_string();
+    assert_eq!(verdict(&d), (Some(Phase::Failed), reason.clone()));
+    assert_eq!(condition(&d, cond::TARGET_READY), ("False".into(), reason));
+    // A failure that is not the target's leaves TargetReady as it was.
+    let mut evicted = pod(0, "Failed", false);
+    evicted.status.as_mut().unwrap().reason = Some("Evicted".into());
+    obs.runner_pods = vec![evicted];
+    let d = decide_at(&br, &st, &obs);
+    assert_eq!(verdict(&d).1, RunFailureReason::RunnerFailed.to_string());
+    assert_eq!(
+        condition(&d, cond::TARGET_READY),
+        ("True".into(), "Ready".into())
+    );
+}
+
 #[test]
 fn a_runner_whose_node_went_silent_fails_the_run_naming_the_node() {
     let br = run(2, "");
