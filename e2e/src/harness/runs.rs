@@ -74,3 +74,21 @@ pub fn delivered_exactly(br: &DynamicObject, want: u64) -> Result<()> {
     );
     Ok(())
 }
+
+/// `br` failed with `reason`, a failure of the target's (refused login, TLS, unreachable), and
+/// its TargetReady condition says so too: False with that reason, not True beside the verdict.
+pub fn target_refused(br: &DynamicObject, reason: &str) -> Result<()> {
+    use anyhow::ensure;
+    let name = br.metadata.name.as_deref().unwrap_or("?");
+    ensure!(
+        field(br, "/status/verdict/reason") == reason,
+        "{name}: want {reason}, verdict {}",
+        field(br, "/status/verdict")
+    );
+    let ready = crate::kinds::condition(br, msgbench_crds::conditions::TARGET_READY);
+    ensure!(
+        ready.is_some_and(|c| c["status"] == "False" && c["reason"] == reason),
+        "{name}: TargetReady should be False with {reason}: {ready:?}"
+    );
+    Ok(())
+}
