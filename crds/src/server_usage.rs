@@ -27,8 +27,10 @@ pub struct ServerUsage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_unavailable: Option<String>,
     /// Peak resident memory of all server pods together at one sampling instant, bytes
-    /// (mosquitto: heap bytes in use, from `$SYS/broker/heap/current`).
-    pub memory_bytes_max: u64,
+    /// (mosquitto: heap bytes in use, from `$SYS/broker/heap/current`). Absent when no server
+    /// was sampled (`unavailable` says why): never a 0 standing for "unknown".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes_max: Option<u64>,
     /// Resident memory of all server pods before the barrier released the runners, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes_baseline: Option<u64>,

@@ -168,7 +168,7 @@ pub fn record(u: &mut ServerUsage, readings: &[(String, Sample)], now_ms: i64) {
         if let Some(why) = no_cpu {
             u.cpu_unavailable = Some(why.into());
         }
-        u.memory_bytes_max = u.memory_bytes_max.max(rss_now);
+        u.memory_bytes_max = Some(u.memory_bytes_max.unwrap_or(0).max(rss_now));
     }
 }
 
@@ -341,7 +341,7 @@ mod tests {
             u.cpu_cores_max
         );
         // Peak of the sum at one instant (400 + 210), not the sum of peaks (400 + 260).
-        assert_eq!(u.memory_bytes_max, 610);
+        assert_eq!(u.memory_bytes_max, Some(610));
         assert_eq!(u.memory_bytes_baseline, Some(300));
         assert!(
             u.memory_bytes_per_connection.is_none(),
@@ -389,9 +389,26 @@ mod tests {
             (u.pods[0].cpu_cores_mean, u.pods[0].cpu_cores_max),
             (None, None)
         );
-        assert_eq!(u.memory_bytes_max, 900_000);
+        assert_eq!(u.memory_bytes_max, Some(900_000));
         let json = serde_json::to_value(&u).unwrap();
         assert!(json.get("cpuCoresMean").is_none(), "{json}");
+    }
+
+    /// Servers nobody could read have no memory figure at all, not a 0 that reads as "none used".
+    #[test]
+    fn unavailable_usage_has_no_memory_figure_never_zero() {
+        let mut st = BenchmarkRunStatus::default();
+        let read = UsageRead::Unavailable {
+            source: "none".into(),
+            why: "the target is an endpoint without monitoring.urls".into(),
+        };
+        apply(&mut st, &read, true, false);
+        let json = serde_json::to_value(st.server_usage.as_ref().unwrap()).unwrap();
+        assert!(json.get("memoryBytesMax").is_none(), "{json}");
+        assert!(json["unavailable"]
+            .as_str()
+            .unwrap()
+            .contains("monitoring.urls"));
     }
 
     #[test]

@@ -141,7 +141,7 @@ pub(super) fn server_usage(pods: usize) -> ServerUsage {
         cpu_cores_mean: Some(long(1.0)),
         cpu_cores_max: Some(long(1.0)),
         cpu_unavailable: None,
-        memory_bytes_max: BIGGEST,
+        memory_bytes_max: Some(BIGGEST),
         memory_bytes_baseline: Some(BIGGEST),
         memory_bytes_per_connection: Some(long(1.0)),
         memory_per_connection_fit: Some(MemoryFit {
