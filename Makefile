@@ -13,13 +13,13 @@ export NODES ?= 1
 
 .PHONY: test tools lint fmt-check clippy core-purity unit crds crds-check chart-test gitops-test cluster-up \
         cluster-down cluster-status images e2e e2e-check e2e-sockudo demo demo-faults bench bench-operator bench-operator-history \
-        plugin-release push chart-push registry-up registry-down workflow-lint
+        plugin-release push chart-push registry-up registry-down workflow-lint machete
 
 ## test: everything CI runs — lint, unit tests, CRD freshness, chart checks, GitOps checks, e2e on
 ## a real cluster.
 test: lint unit crds-check chart-test gitops-test e2e
 
-lint: fmt-check clippy core-purity workflow-lint
+lint: fmt-check clippy core-purity workflow-lint machete
 ## core-purity: the operator's core (operator-core/) links no Kubernetes client, async runtime or
 ## HTTP stack, so `decide` is pure by construction.
 core-purity:
@@ -31,6 +31,12 @@ clippy:
 ## workflow-lint: actionlint + shellcheck over .github/workflows; a workflow a doc shows equals its file.
 workflow-lint:
 	e2e/tools/workflow-lint
+## machete: no crate of the workspace declares a dependency it never uses (cargo-machete, pinned
+## in e2e/tools/ensure; a false positive is listed, with its reason, under
+## [package.metadata.cargo-machete] ignored in that crate's Cargo.toml).
+machete:
+	e2e/tools/ensure cargo-machete
+	cargo machete
 
 ## tools: the real peers the integration tests talk to (cached; apt and the Go module proxy), and
 ## the headless Chromium that renders kubectl msgbench's report in its test, natsprobe (the fault
