@@ -54,6 +54,18 @@ pub async fn wait_ready(client: &Client, ns: &str, kind: &str, name: &str) -> Re
     Ok(())
 }
 
+/// Creates the plain manifests of sample file `file` (under `config/samples`, e.g.
+/// `endpoint-servers/mosquitto.yaml`) in `ns`; returns their Deployments and StatefulSets, to
+/// [`wait_ready`] for.
+pub async fn create_sample(client: &Client, ns: &str, file: &str) -> Result<Vec<(String, String)>> {
+    let path = crate::cluster::repo_root()
+        .join("config/samples")
+        .join(file);
+    let yaml = std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
+    create_all(client, ns, &yaml).await?;
+    workloads(&yaml)
+}
+
 /// The Deployments and StatefulSets of `yaml`, as (kind, name): what [`wait_ready`] waits for.
 pub fn workloads(yaml: &str) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();

@@ -92,3 +92,29 @@ pub fn target_refused(br: &DynamicObject, reason: &str) -> Result<()> {
     );
     Ok(())
 }
+
+/// Creates the run `manifest` (named `name`) and waits for it to fail fast: Failed, and ended
+/// within 30 s of its creation (a refusal found at the first connect, not at the end of a
+/// connect window).
+pub async fn refused_fast(ctx: &TestContext, name: &str, manifest: &str) -> Result<DynamicObject> {
+    kinds::create(&ctx.client, &ctx.ns, manifest).await?;
+    let br = finished(ctx, name, Duration::from_secs(120)).await?;
+    anyhow::ensure!(
+        field(&br, "/status/phase") == "Failed",
+        "{name} should fail"
+    );
+    ended_within(&br, 30)?;
+    Ok(br)
+}
+
+/// `br` failed `TargetTLSFailed` (and TargetReady says so) naming `issuer`: the issuer of the
+/// certificate the runner saw and could not trust.
+pub fn untrusted_ca_named(br: &DynamicObject, issuer: &str) -> Result<()> {
+    let verdict = field(br, "/status/verdict").to_string();
+    target_refused(br, "TargetTLSFailed")?;
+    anyhow::ensure!(
+        verdict.contains(issuer),
+        "an untrusted CA should fail TargetTLSFailed naming the issuer the runner saw: {verdict}"
+    );
+    Ok(())
+}

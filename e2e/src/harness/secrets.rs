@@ -1,10 +1,27 @@
-//! Checks that a secret value never shows where people and tools look.
+//! Secrets a test makes, and checks that a secret value never shows where people and tools look.
 use crate::chart::NAMESPACE as OPERATOR_NS;
 use crate::TestContext;
 use anyhow::{ensure, Result};
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
-use kube::api::{Api, ListParams, LogParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Secret};
+use kube::api::{Api, ListParams, LogParams, PostParams};
 use kube::ResourceExt;
+
+/// Creates Secrets in the test namespace, each given as its JSON (`metadata.name`, `type`,
+/// `stringData`): the Secrets a test's servers and runs name.
+pub async fn create(
+    ctx: &TestContext,
+    secrets: impl IntoIterator<Item = serde_json::Value>,
+) -> Result<()> {
+    use anyhow::Context;
+    let api = Api::<Secret>::namespaced(ctx.client.clone(), &ctx.ns);
+    for s in secrets {
+        let secret: Secret = serde_json::from_value(s)?;
+        let name = secret.name_any();
+        (api.create(&PostParams::default(), &secret).await)
+            .with_context(|| format!("creating Secret {name}"))?;
+    }
+    Ok(())
+}
 
 /// Fails naming the place where `token` (a secret value) shows up: the BenchmarkRun
 /// (`run_json`), any ConfigMap or Event of the test namespace, the logs of run `run`'s runner

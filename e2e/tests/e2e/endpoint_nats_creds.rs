@@ -9,7 +9,7 @@
 //! another operator ends `TargetAuthFailed` within 30 s of the run's creation. The user's seed
 //! never appears in the run, an Event, a runner's log or the operator's log.
 use anyhow::{ensure, Context, Result};
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, PostParams};
 use msgbench_crds::conditions::STREAMS_DELETED;
 use msgbench_e2e::certs::{service_names, TestCa};
@@ -17,7 +17,7 @@ use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::manifests::{create_all, wait_ready};
 use msgbench_e2e::nats_auth::NatsOperator;
 use msgbench_e2e::runs::{delivered_exactly, ended_within, field as s, finished};
-use msgbench_e2e::secrets::never_shown;
+use msgbench_e2e::secrets::{self, never_shown};
 use msgbench_e2e::{probe, run, wait, TestContext};
 use serde_json::json;
 use std::time::Duration;
@@ -162,18 +162,17 @@ async fn body(ctx: TestContext) -> Result<()> {
     let other = NatsOperator::create(&store, "other")?;
     let ca = TestCa::new("team-nats-ca")?;
     let server = ca.issue(&service_names("team-nats", &ctx.ns))?;
-    let secrets = Api::<Secret>::namespaced(ctx.client.clone(), &ctx.ns);
-    for s in [
-        json!({"metadata": {"name": "bench-creds"}, "stringData": {"creds": team.creds}}),
-        json!({"metadata": {"name": "other-creds"}, "stringData": {"creds": other.creds}}),
-        json!({"metadata": {"name": "team-nats-tls"}, "type": "kubernetes.io/tls",
-               "stringData": {"tls.crt": server.cert, "tls.key": server.key}}),
-        json!({"metadata": {"name": "team-nats-ca"}, "stringData": {"ca.crt": ca.pem}}),
-    ] {
-        secrets
-            .create(&PostParams::default(), &serde_json::from_value(s)?)
-            .await?;
-    }
+    secrets::create(
+        &ctx,
+        [
+            json!({"metadata": {"name": "bench-creds"}, "stringData": {"creds": team.creds}}),
+            json!({"metadata": {"name": "other-creds"}, "stringData": {"creds": other.creds}}),
+            json!({"metadata": {"name": "team-nats-tls"}, "type": "kubernetes.io/tls",
+                   "stringData": {"tls.crt": server.cert, "tls.key": server.key}}),
+            json!({"metadata": {"name": "team-nats-ca"}, "stringData": {"ca.crt": ca.pem}}),
+        ],
+    )
+    .await?;
     let config = server_config(&ctx.ns, &team.server_config());
     let cm = json!({"metadata": {"name": "team-nats-config"}, "data": {"nats.conf": config}});
     Api::<ConfigMap>::namespaced(ctx.client.clone(), &ctx.ns)

@@ -106,25 +106,17 @@ async fn body(ctx: TestContext) -> Result<()> {
 /// Secrets (as each sample's header tells its user to make them), then their plain manifests.
 /// Returns their Deployments and StatefulSets, to wait for.
 async fn team_servers(ctx: &TestContext, scenarios: &[Scenario]) -> Result<Vec<(String, String)>> {
-    use k8s_openapi::api::core::v1::Secret;
-    let secrets: Vec<&SampleSecret> = scenarios.iter().flat_map(|s| &s.secrets).collect();
-    let mut made = BTreeSet::new();
-    for want in secrets {
-        if made.insert(&want.name) {
-            let secret: Secret = serde_json::from_value(sample_secret(want, &ctx.ns)?)?;
-            kube::Api::<Secret>::namespaced(ctx.client.clone(), &ctx.ns)
-                .create(&Default::default(), &secret)
-                .await
-                .with_context(|| format!("creating Secret {}", want.name))?;
-        }
-    }
+    // Entries sharing a server list its Secrets and manifests again: each is made once.
+    let mut wanted = BTreeSet::new();
+    let secrets: Vec<Value> = (scenarios.iter().flat_map(|s| &s.secrets))
+        .filter(|want| wanted.insert(&want.name))
+        .map(|want| sample_secret(want, &ctx.ns))
+        .collect::<Result<_>>()?;
+    msgbench_e2e::secrets::create(ctx, secrets).await?;
     let files: BTreeSet<&String> = scenarios.iter().flat_map(|s| &s.manifests).collect();
     let mut workloads = Vec::new();
     for f in files {
-        let path = repo_root().join("config/samples").join(f);
-        let yaml = std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
-        manifests::create_all(&ctx.client, &ctx.ns, &yaml).await?;
-        workloads.extend(manifests::workloads(&yaml)?);
+        workloads.extend(manifests::create_sample(&ctx.client, &ctx.ns, f).await?);
     }
     Ok(workloads)
 }

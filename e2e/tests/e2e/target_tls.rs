@@ -7,11 +7,9 @@
 //! the token nor the private key appears in a ConfigMap, the BenchmarkRun, an Event, a runner's
 //! log or the operator's log.
 use anyhow::{ensure, Context, Result};
-use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, PostParams};
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::runs::{field as s, finished};
-use msgbench_e2e::secrets::never_shown;
+use msgbench_e2e::secrets::{self, never_shown};
 use msgbench_e2e::{run, servers, TestContext};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
 use serde_json::json;
@@ -111,16 +109,15 @@ fn certificates(ns: &str) -> Result<(String, String, String)> {
 async fn body(ctx: TestContext) -> Result<()> {
     let token = format!("msgbench-e2e-tls-token-{:x}", rand::random::<u64>());
     let (ca, cert, key) = certificates(&ctx.ns)?;
-    let secrets = Api::<Secret>::namespaced(ctx.client.clone(), &ctx.ns);
-    for s in [
-        json!({"metadata": {"name": "js-tls-token"}, "stringData": {"token": token}}),
-        json!({"metadata": {"name": "js-tls-cert"}, "type": "kubernetes.io/tls",
-               "stringData": {"tls.crt": cert, "tls.key": key, "ca.crt": ca}}),
-    ] {
-        secrets
-            .create(&PostParams::default(), &serde_json::from_value(s)?)
-            .await?;
-    }
+    secrets::create(
+        &ctx,
+        [
+            json!({"metadata": {"name": "js-tls-token"}, "stringData": {"token": token}}),
+            json!({"metadata": {"name": "js-tls-cert"}, "type": "kubernetes.io/tls",
+                   "stringData": {"tls.crt": cert, "tls.key": key, "ca.crt": ca}}),
+        ],
+    )
+    .await?;
     kinds::create(&ctx.client, &ctx.ns, JS_TLS).await?;
     servers::wait_ready(
         &ctx,
