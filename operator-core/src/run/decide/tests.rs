@@ -654,6 +654,31 @@ fn a_target_in_use_by_another_run_is_waited_for_then_the_run_starts_isolated() {
     assert!(cond::get(&d.status.conditions, cond::NAMES_SHARED).is_none());
 }
 
+/// The agent config and the runner pod of a decision whose one effect creates the runners.
+fn runners_created(d: &Decision) -> (&str, &k8s_openapi::api::core::v1::PodSpec) {
+    let [Effect::CreateRunners { config_map, job }] = d.effects.as_slice() else {
+        panic!("{:?}", d.effects)
+    };
+    let cfg = &config_map.data.as_ref().unwrap()[build::CONFIG_FILE];
+    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    (cfg, pod)
+}
+
+/// The Secret and keys projected into runner volume `volume`, which must have that one source.
+fn projected_secret<'a>(
+    pod: &'a k8s_openapi::api::core::v1::PodSpec,
+    volume: &str,
+) -> (&'a str, Vec<&'a str>) {
+    let v = (pod.volumes.iter().flatten()).find(|v| v.name == volume);
+    let sources = v.unwrap().projected.as_ref().unwrap().sources.as_deref();
+    let [source] = sources.unwrap() else {
+        panic!("one source, the CA: {sources:?}")
+    };
+    let s = source.secret.as_ref().unwrap();
+    let keys = s.items.iter().flatten().map(|i| i.key.as_str()).collect();
+    (s.name.as_str(), keys)
+}
+
 /// A target with `spec.auth`: the runner container reads the server's Secret through
 /// `secretKeyRef`, and the agent config names only where (no credential passes the operator).
 #[test]
@@ -671,12 +696,8 @@ fn a_target_with_auth_gives_the_runners_secret_references_and_the_config_names_o
     let mut obs = Observed::at(at(T0 + 3));
     obs.targets = vec![t];
     let d = decide_at(&br, &status(Phase::WaitingForTarget), &obs);
-    let [Effect::CreateRunners { config_map, job }] = d.effects.as_slice() else {
-        panic!("{:?}", d.effects)
-    };
-    let cfg = &config_map.data.as_ref().unwrap()[build::CONFIG_FILE];
+    let (cfg, pod) = runners_created(&d);
     assert!(cfg.contains("envPrefix: MSGBENCH_AUTH_0"), "{cfg}");
-    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
     let env = pod.containers[0].env.as_ref().unwrap();
     let token = env
         .iter()
@@ -705,31 +726,14 @@ fn a_tls_target_gives_the_runners_its_ca_only() {
     let mut obs = Observed::at(at(T0 + 3));
     obs.targets = vec![t];
     let d = decide_at(&br, &status(Phase::WaitingForTarget), &obs);
-    let [Effect::CreateRunners { config_map, job }] = d.effects.as_slice() else {
-        panic!("{:?}", d.effects)
-    };
-    let cfg = &config_map.data.as_ref().unwrap()[build::CONFIG_FILE];
+    let (cfg, pod) = runners_created(&d);
     assert!(
         cfg.contains(
             "targetTls:\n- target: tls://js3.bench.svc:4222\n  caFile: /etc/msgbench/tls/0/ca.crt"
         ),
         "{cfg}"
     );
-    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
-    let v = pod
-        .volumes
-        .as_ref()
-        .unwrap()
-        .iter()
-        .find(|v| v.name == "tls-0")
-        .unwrap();
-    let sources = v.projected.as_ref().unwrap().sources.as_ref().unwrap();
-    let [source] = sources.as_slice() else {
-        panic!("one source, the CA: {sources:?}")
-    };
-    let s = source.secret.as_ref().unwrap();
-    let keys: Vec<&str> = s.items.iter().flatten().map(|i| i.key.as_str()).collect();
-    assert_eq!((s.name.as_str(), keys), ("js3-tls", vec!["ca.crt"]));
+    assert_eq!(projected_secret(pod, "tls-0"), ("js3-tls", vec!["ca.crt"]));
     let mounts = pod.containers[0].volume_mounts.as_ref().unwrap();
     assert!(mounts
         .iter()
@@ -758,10 +762,7 @@ fn a_tls_mqtt_broker_with_a_login_gives_the_runners_its_ca_and_user() {
     let mut obs = Observed::at(at(T0 + 3));
     obs.targets = vec![t];
     let d = decide_at(&br, &status(Phase::WaitingForTarget), &obs);
-    let [Effect::CreateRunners { config_map, job }] = d.effects.as_slice() else {
-        panic!("{:?}", d.effects)
-    };
-    let cfg = &config_map.data.as_ref().unwrap()[build::CONFIG_FILE];
+    let (cfg, pod) = runners_created(&d);
     assert!(
         cfg.contains(
             "targetTls:\n- target: mqtts://mq.bench.svc:1883\n  caFile: /etc/msgbench/tls/0/ca.crt"
@@ -770,15 +771,7 @@ fn a_tls_mqtt_broker_with_a_login_gives_the_runners_its_ca_and_user() {
     );
     assert!(cfg.contains("envPrefix: MSGBENCH_AUTH_0"), "{cfg}");
     assert!(!cfg.contains("mq-user") && !cfg.contains("mq-tls"), "{cfg}");
-    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
-    let v = (pod.volumes.iter().flatten()).find(|v| v.name == "tls-0");
-    let sources = v.unwrap().projected.as_ref().unwrap().sources.clone();
-    let [source] = sources.as_deref().unwrap() else {
-        panic!("one source, the CA: {sources:?}")
-    };
-    let s = source.secret.as_ref().unwrap();
-    let keys: Vec<&str> = s.items.iter().flatten().map(|i| i.key.as_str()).collect();
-    assert_eq!((s.name.as_str(), keys), ("mq-tls", vec!["ca.crt"]));
+    assert_eq!(projected_secret(pod, "tls-0"), ("mq-tls", vec!["ca.crt"]));
     let c = &pod.containers[0];
     let m = (c.volume_mounts.iter().flatten()).find(|m| m.name == "tls-0");
     let m = m.expect("the CA mounted");
