@@ -65,7 +65,8 @@ pub struct Endpoint {
 
 /// Host names an endpoint's monitoring URL may have: a Service or a pod behind a headless
 /// Service (`<name>.<namespace>.svc`, optionally `.cluster.local`), with an optional port and
-/// no path. RE2 syntax (CEL `matches`); the operator repeats the check before every read.
+/// no path. RE2 syntax (CEL `matches`); the operator repeats the check before every read
+/// (operator-core `server_usage::endpoint::monitoring_addr`).
 pub const MONITORING_URL_PATTERN: &str = r"^http://[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+\.svc(\.cluster\.local)?(:[1-9][0-9]{0,4})?$";
 
 /// The monitoring ports of an endpoint's NATS servers.
@@ -101,55 +102,6 @@ fn monitoring_url_rule() -> Rule {
          in-cluster names",
     )
     .field_path(".urls")
-}
-
-/// Where a monitoring URL points: its host and port (80 when the URL names none).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MonitoringAddr {
-    pub host: String,
-    pub port: u16,
-}
-
-/// The host and port of a monitoring URL, or which rule it breaks: the check of
-/// [`MONITORING_URL_PATTERN`] (plus the port's range), repeated by the operator before every
-/// read for objects stored before the rule existed, or admitted without it.
-pub fn monitoring_addr(url: &str) -> Result<MonitoringAddr, &'static str> {
-    const FORM: &str = "not http://<pod or Service>.<namespace>.svc[.cluster.local][:port] \
-                        without a path";
-    if url.starts_with("https://") {
-        return Err("https:// is not supported (plain http:// only)");
-    }
-    let rest = url.strip_prefix("http://").ok_or(FORM)?;
-    let (host, port) = match rest.split_once(':') {
-        Some((h, p)) => {
-            let digits = !p.is_empty() && p.len() <= 5 && p.bytes().all(|c| c.is_ascii_digit());
-            if !digits || p.starts_with('0') {
-                return Err(FORM);
-            }
-            let port = p.parse::<u32>().map_err(|_| FORM)?;
-            (h, u16::try_from(port).map_err(|_| "port over 65535")?)
-        }
-        None => (rest, 80),
-    };
-    let names = host
-        .strip_suffix(".svc.cluster.local")
-        .or_else(|| host.strip_suffix(".svc"))
-        .ok_or(FORM)?;
-    let label = |l: &str| {
-        let b = l.as_bytes();
-        let edge = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-        b.first().is_some_and(edge)
-            && b.last().is_some_and(edge)
-            && b.iter().all(|c| edge(c) || *c == b'-')
-    };
-    let labels: Vec<&str> = names.split('.').collect();
-    if labels.len() < 2 || !labels.iter().all(|l| label(l)) {
-        return Err(FORM);
-    }
-    Ok(MonitoringAddr {
-        host: host.to_string(),
-        port,
-    })
 }
 
 /// Client credentials of an endpoint target.
@@ -248,65 +200,4 @@ pub struct CaSource {
 
 fn default_ca_key() -> String {
     "ca.crt".into()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The operator's check and the admission rule agree, URL by URL (the port's range is the
-    /// operator's alone: RE2 cannot count).
-    #[test]
-    fn the_operator_checks_monitoring_urls_as_admission_does() {
-        let rule = regex::Regex::new(MONITORING_URL_PATTERN).unwrap();
-        let cases = [
-            (
-                "http://nats-0.nats-headless.team.svc:8222",
-                Some(("nats-0.nats-headless.team.svc", 8222)),
-            ),
-            (
-                "http://nats.team.svc.cluster.local:8222",
-                Some(("nats.team.svc.cluster.local", 8222)),
-            ),
-            ("http://nats.team.svc", Some(("nats.team.svc", 80))),
-            ("http://nats.svc:8222", None),
-            ("http://nats.team.svc:8222/", None),
-            ("http://nats.team.svc:8222/varz", None),
-            ("http://nats.team.svc:8222?x=1", None),
-            ("http://user@nats.team.svc:8222", None),
-            ("http://10.0.0.7:8222", None),
-            ("http://metadata.google.internal", None),
-            ("http://nats.team.svc.evil.com", None),
-            ("http://Nats.team.svc", None),
-            ("http://-nats.team.svc", None),
-            ("http://nats..team.svc", None),
-            ("http://nats.team.svc:", None),
-            ("http://nats.team.svc:0", None),
-            ("http://nats.team.svc:08222", None),
-            ("nats://nats.team.svc:8222", None),
-            ("https://nats.team.svc:8222", None),
-        ];
-        for (url, want) in cases {
-            let got = monitoring_addr(url).ok();
-            let want = want.map(|(host, port)| MonitoringAddr {
-                host: host.into(),
-                port,
-            });
-            assert_eq!(got, want, "{url}");
-            assert_eq!(
-                rule.is_match(url),
-                want.is_some(),
-                "{url}: the rule disagrees"
-            );
-        }
-        // Beyond the rule: a port past 65535 is refused by the operator.
-        assert!(rule.is_match("http://nats.team.svc:70000"));
-        assert_eq!(
-            monitoring_addr("http://nats.team.svc:70000"),
-            Err("port over 65535")
-        );
-        assert!(monitoring_addr("https://nats.team.svc")
-            .unwrap_err()
-            .contains("https"));
-    }
 }

@@ -3,8 +3,10 @@
 //! server, each read at `<url>/varz`. Which URLs are read, and why there are no figures when
 //! none can be: decided here.
 use msgbench_crds::benchmark_run::Endpoint;
-use msgbench_crds::endpoint::monitoring_addr;
+use msgbench_crds::endpoint::MONITORING_URL_PATTERN;
 use msgbench_crds::workload::Protocol;
+use regex::Regex;
+use std::sync::LazyLock;
 
 /// `serverUsage.source` of an endpoint's figures.
 pub const SOURCE: &str = "nats /varz (endpoint monitoring)";
@@ -65,6 +67,43 @@ pub fn plan(ep: &Endpoint) -> Plan {
     Plan::Read { servers, refused }
 }
 
+/// Where a monitoring URL points: its host and port (80 when the URL names none).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MonitoringAddr {
+    pub host: String,
+    pub port: u16,
+}
+
+/// The admission rule's own pattern: the operator's check is the same one, not a copy.
+static MONITORING_URL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(MONITORING_URL_PATTERN).expect("the admission pattern compiles"));
+
+/// The host and port of a monitoring URL, or which rule it breaks: admission's check
+/// ([`MONITORING_URL_PATTERN`], plus the port's range, which RE2 cannot count), repeated
+/// before every read for objects stored before the rule existed, or admitted without it.
+pub fn monitoring_addr(url: &str) -> Result<MonitoringAddr, &'static str> {
+    if url.starts_with("https://") {
+        return Err("https:// is not supported (plain http:// only)");
+    }
+    if !MONITORING_URL.is_match(url) {
+        return Err(
+            "not http://<pod or Service>.<namespace>.svc[.cluster.local][:port] \
+                    without a path",
+        );
+    }
+    let rest = &url["http://".len()..];
+    let (host, port) = match rest.split_once(':') {
+        // The pattern allows 1-5 digits, no leading zero.
+        Some((h, p)) => (h, p.parse::<u32>().expect("digits, by the pattern")),
+        None => (rest, 80),
+    };
+    let port = u16::try_from(port).map_err(|_| "port over 65535")?;
+    Ok(MonitoringAddr {
+        host: host.to_string(),
+        port,
+    })
+}
+
 fn protocol_name(p: Protocol) -> String {
     serde_json::to_value(p)
         .ok()
@@ -75,6 +114,62 @@ fn protocol_name(p: Protocol) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The operator's check and the admission rule agree, URL by URL (the port's range is the
+    /// operator's alone: RE2 cannot count).
+    #[test]
+    fn the_operator_checks_monitoring_urls_as_admission_does() {
+        let rule = Regex::new(MONITORING_URL_PATTERN).unwrap();
+        let cases = [
+            (
+                "http://nats-0.nats-headless.team.svc:8222",
+                Some(("nats-0.nats-headless.team.svc", 8222)),
+            ),
+            (
+                "http://nats.team.svc.cluster.local:8222",
+                Some(("nats.team.svc.cluster.local", 8222)),
+            ),
+            ("http://nats.team.svc", Some(("nats.team.svc", 80))),
+            ("http://nats.svc:8222", None),
+            ("http://nats.team.svc:8222/", None),
+            ("http://nats.team.svc:8222/varz", None),
+            ("http://nats.team.svc:8222?x=1", None),
+            ("http://user@nats.team.svc:8222", None),
+            ("http://10.0.0.7:8222", None),
+            ("http://metadata.google.internal", None),
+            ("http://nats.team.svc.evil.com", None),
+            ("http://Nats.team.svc", None),
+            ("http://-nats.team.svc", None),
+            ("http://nats..team.svc", None),
+            ("http://nats.team.svc:", None),
+            ("http://nats.team.svc:0", None),
+            ("http://nats.team.svc:08222", None),
+            ("nats://nats.team.svc:8222", None),
+            ("https://nats.team.svc:8222", None),
+        ];
+        for (url, want) in cases {
+            let got = monitoring_addr(url).ok();
+            let want = want.map(|(host, port)| MonitoringAddr {
+                host: host.into(),
+                port,
+            });
+            assert_eq!(got, want, "{url}");
+            assert_eq!(
+                rule.is_match(url),
+                want.is_some(),
+                "{url}: the rule disagrees"
+            );
+        }
+        // Beyond the rule: a port past 65535 is refused by the operator.
+        assert!(rule.is_match("http://nats.team.svc:70000"));
+        assert_eq!(
+            monitoring_addr("http://nats.team.svc:70000"),
+            Err("port over 65535")
+        );
+        assert!(monitoring_addr("https://nats.team.svc")
+            .unwrap_err()
+            .contains("https"));
+    }
     use msgbench_crds::benchmark_run::EndpointMonitoring;
 
     fn nats(urls: Option<&[&str]>) -> Endpoint {
