@@ -9,8 +9,8 @@ use crate::placement::pod_placement;
 use crate::security::{container_security_context, pod_security_context};
 use crate::tuning::{container_resources, pod_sysctls};
 use k8s_openapi::api::core::v1::{
-    Container, EmptyDirVolumeSource, KeyToPath, PodSpec, PodTemplateSpec, SecretVolumeSource,
-    Volume, VolumeMount,
+    Container, EmptyDirVolumeSource, EnvVar, KeyToPath, PodSpec, PodTemplateSpec,
+    SecretVolumeSource, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -164,6 +164,21 @@ pub fn optional_secret_volume(name: &str, secret: &str, keys: &[&str]) -> Volume
         s.optional = Some(true);
     }
     v
+}
+
+/// References to the public parts of the TLS Secret: the certificate and the CA the runners
+/// verify it with. A missing Secret or key of a volume shows only in Events, which the operator
+/// cannot read (it may read neither Secrets nor Events); of an environment reference it shows in
+/// the container status (CreateContainerConfigError: `secret "x" not found`, `couldn't find key
+/// ca.crt in Secret ns/x`), which the operator reports. The servers ignore these variables.
+pub fn tls_env(secret: &str) -> Vec<EnvVar> {
+    [
+        ("MSGBENCH_TLS_CERT", "tls.crt"),
+        ("MSGBENCH_TLS_CA", "ca.crt"),
+    ]
+    .into_iter()
+    .map(|(var, key)| crate::run::target_auth::secret_env(var, secret, key))
+    .collect()
 }
 
 /// Volume `name` with only `keys` of Secret `secret` (each a file of its own name), readable by

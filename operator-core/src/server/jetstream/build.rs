@@ -6,7 +6,9 @@ use crate::meta::Owner;
 use crate::operands::{merged, OperandDefaults};
 use crate::server::children::{Children, GeneratedSecret};
 use crate::server::fence::{self, Fence, PeerPorts};
-use crate::server_pod::{empty_dir, mount, optional_secret_volume, pod_template, ServerPod};
+use crate::server_pod::{
+    empty_dir, mount, optional_secret_volume, pod_template, tls_env, ServerPod,
+};
 use crate::tuning::{bytes, threads};
 use k8s_openapi::api::apps::v1::{
     StatefulSet, StatefulSetPersistentVolumeClaimRetentionPolicy, StatefulSetSpec,
@@ -346,21 +348,6 @@ fn env(jsc: &JetStreamCluster, headless: &str, namespace: &str) -> Vec<EnvVar> {
         }
     }
     env
-}
-
-/// References to the public parts of the TLS Secret: the certificate and the CA the runners
-/// verify it with. A missing Secret or key of a volume shows only in Events, which the operator
-/// cannot read (it may read neither Secrets nor Events); of an environment reference it shows in
-/// the container status (CreateContainerConfigError: `secret "x" not found`, `couldn't find key
-/// ca.crt in Secret ns/x`), which the operator reports. nats-server ignores these variables.
-pub fn tls_env(secret: &str) -> Vec<EnvVar> {
-    [
-        ("MSGBENCH_TLS_CERT", "tls.crt"),
-        ("MSGBENCH_TLS_CA", "ca.crt"),
-    ]
-    .into_iter()
-    .map(|(var, key)| crate::run::target_auth::secret_env(var, secret, key))
-    .collect()
 }
 
 pub(crate) fn value_env(name: &str, value: String) -> EnvVar {

@@ -9,8 +9,10 @@ use crate::operands::{merged, OperandDefaults};
 use crate::run::target_auth::secret_env;
 use crate::server::children::Children;
 use crate::server::fence::{self, Fence, PeerPorts};
-use crate::server::jetstream::build::{tls_env, value_env};
-use crate::server_pod::{empty_dir, mount, optional_secret_volume, pod_template, ServerPod};
+use crate::server::jetstream::build::value_env;
+use crate::server_pod::{
+    empty_dir, mount, optional_secret_volume, pod_template, tls_env, ServerPod,
+};
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, StatefulSet, StatefulSetSpec,
 };
@@ -270,7 +272,7 @@ const TLS_VOLUME: &str = "tls";
 /// in-memory volume; with `tls` (`super::serves_tls`), `tls.crt` and `tls.key` mounted
 /// read-only (never `ca.crt`: clients present no certificate) and environment references to
 /// the public parts, through which the kubelet names a missing Secret or key in the container
-/// status (`jetstream::build::tls_env`). Returns the init containers and the environment.
+/// status (`server_pod::tls_env`). Returns the init containers and the environment.
 fn secret_material(
     spec: &MqttBrokerSpec,
     image: &str,
