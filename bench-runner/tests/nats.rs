@@ -303,15 +303,17 @@ async fn ramped_stages_send_the_integral_of_their_linear_load() {
 /// breaks, nothing after it is reported.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_when_finds_the_stage_where_a_server_stalls() {
-    let s = nats_server(false);
+    let monitor = free_port();
+    let s = nats_server_with(free_port(), false, &["-m", &monitor.to_string()]);
     for shape in ["step", "ramp"] {
         let yaml = format!(
             "protocol: nats\nstages: {{dimension: rate, shape: {shape}, start: 200, step: 100, count: 5, stageSeconds: 1, stopWhen: {{p99MicrosAbove: 150000}}}}\n"
         );
         let pid = s.pid();
-        // Stages start ~20 ms after the runner's connections are up (a few ms here): stage 3
-        // spans 2.0–3.0 s; the stall covers 2.3–2.8 s.
+        let before = in_msgs_when_up(monitor);
+        // Stage 3 spans 2.0–3.0 s after the first message; the stall covers 2.3–2.8 s.
         let staller = std::thread::spawn(move || {
+            wait_for_traffic(monitor, before, Duration::from_secs(30));
             std::thread::sleep(Duration::from_millis(2300));
             signal(pid, "STOP");
             std::thread::sleep(Duration::from_millis(500));

@@ -137,6 +137,37 @@ pub fn nats_server_with(port: u16, jetstream: bool, extra: &[&str]) -> Server {
     }
 }
 
+/// Messages the server has taken in so far (`in_msgs` of `/varz` on monitoring port `monitor`).
+pub fn in_msgs(monitor: u16) -> Option<u64> {
+    let body = http_body(monitor, "/varz")?;
+    let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+    v["in_msgs"].as_u64()
+}
+
+/// `in_msgs` once the monitoring port answers (it may open after the client port).
+pub fn in_msgs_when_up(monitor: u16) -> u64 {
+    for _ in 0..1000 {
+        match in_msgs(monitor) {
+            Some(n) => return n,
+            None => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    panic!("no /varz on monitoring port {monitor} within 10 s")
+}
+
+/// Waits until the server has taken in more than `before` messages: the run's first stage has
+/// begun. A timer started here does not depend on how long the runner took to connect.
+pub fn wait_for_traffic(monitor: u16, before: u64, limit: Duration) {
+    let deadline = std::time::Instant::now() + limit;
+    while in_msgs(monitor).unwrap_or(0) <= before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no message reached the server within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// Three JetStream servers clustered over loopback routes; returns once every server's
 /// `/healthz` answers 200 (JetStream up with a meta leader), so streams with replicas 3 can be
 /// created at once.
