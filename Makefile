@@ -44,10 +44,11 @@ machete:
 ## python3-yaml (e2e/kind/ci-gate reads workflows with it), capsh and jq (e2e/kind/test-runc-bounded). Not sockudo: its
 ## first build takes 15-50 min on 2 cores, too long for every fresh machine; `make e2e-sockudo`.
 tools:
-	e2e/tools/ensure nats-server natsprobe mosquitto helm apt:chromium apt:nftables apt:python3-yaml apt:libcap2-bin apt:jq
+	e2e/tools/ensure nats-server natsprobe mosquitto helm cargo-nextest apt:chromium apt:nftables apt:python3-yaml apt:libcap2-bin apt:jq
 
 unit: tools
-	cargo test --workspace --exclude msgbench-e2e
+	cargo nextest run --workspace --exclude msgbench-e2e
+	cargo test --doc --workspace --exclude msgbench-e2e
 	python3 bench/test_paired.py
 	python3 bench/test_psreport.py
 	python3 e2e/tools/test_prune_target.py
@@ -104,10 +105,11 @@ registry-up:
 registry-down:
 	e2e/registry/down
 
-## e2e: the cluster's own smoke checks (pinning, sysctls, DNS, Services, volumes), then the suite:
-## with NODES=1 every single-node test; with NODES>1 the multi-node tests only (they are ignored
-## on one node, and the single-node ones assume one). One test binary, run module by module
-## (a module = a former tests/<name>.rs) by e2e/tools/suite, stopping at the first that fails.
+## e2e: the cluster's own smoke checks (pinning, sysctls, DNS, Services, volumes), then the suite
+## through cargo-nextest (.config/nextest.toml, profile e2e): with NODES=1 the tests that share
+## the cluster several at a time, then the whole-cluster group one by one, then the harness's doc
+## tests; with NODES>1 the multi-node tests only (ignored on one node: the single-node ones
+## assume one). JUnit files: $$MSGBENCH_CACHE/e2e-artifacts/junit-<lane>.xml.
 e2e: cluster-up images e2e-check
 	@# The node has one allocatable CPU and the pinning checks need all of it: free what
 	@# `make demo` left running (its results are printed and re-made by the next demo) ...
@@ -118,7 +120,7 @@ e2e: cluster-up images e2e-check
 	@# ... and the CPU request of an operator installed with other values (by hand, or by a
 	@# demo from before it used the suite's values): install the suite's values (only those,
 	@# not the old ones), as its own install does anyway.
-	e2e/tools/ensure helm nats apt:chromium  # chromium: the variants test screenshots a real report; nats: `nats auth` for endpoint_nats_creds
+	e2e/tools/ensure helm nats cargo-nextest apt:chromium  # chromium: the variants test screenshots a real report; nats: `nats auth` for endpoint_nats_creds
 	. e2e/contract.env && \
 	if [ -n "$$(kubectl -n "$$CHART_NAMESPACE" get deployment "$$OPERATOR_DEPLOYMENT" --ignore-not-found \
 	      -o jsonpath='{.spec.template.spec.containers[*].resources.requests.cpu}')" ]; then \
@@ -126,11 +128,26 @@ e2e: cluster-up images e2e-check
 	    --values "$$CHART_E2E_VALUES" --wait --timeout 3m; \
 	fi
 	e2e/cluster/smoke
-	if [ "$(NODES)" = 1 ]; then e2e/tools/suite single; else e2e/tools/suite multi; fi
+	if [ "$(NODES)" = 1 ]; then \
+	  $(call e2e_lane,shared,-E 'not group(whole-cluster)') && \
+	  $(call e2e_lane,whole-cluster,-E 'group(whole-cluster)') && \
+	  cargo test -p msgbench-e2e --doc; \
+	else $(call e2e_lane,multi-node,--run-ignored only); fi
 
-## e2e-check: no cluster needed: the single- and multi-node runs select every e2e test exactly once.
+# $(call e2e_lane,NAME,ARGS): one nextest run of the e2e tests; its JUnit file is kept as
+# junit-NAME.xml among the artifacts, pass or fail (the next run overwrites nextest's own, which
+# is under the workspace's target/nextest/ whatever CARGO_TARGET_DIR says).
+e2e_lane = { cargo nextest run -p msgbench-e2e --profile e2e $(2); rc=$$?; \
+	. e2e/contract.env && mkdir -p "$$E2E_ARTIFACTS" && \
+	cp target/nextest/e2e/junit.xml "$$E2E_ARTIFACTS/junit-$(1).xml"; \
+	[ $$rc = 0 ]; }
+
+## e2e-check: no cluster needed: every test the whole-cluster group names exists (a renamed one
+## would quietly run beside the tests it disturbs); the lanes it makes.
 e2e-check:
-	e2e/tools/suite check
+	e2e/tools/ensure cargo-nextest
+	cargo nextest run -p msgbench-e2e --lib -E 'test(/^cluster::lanes::/)'
+	cargo nextest list -p msgbench-e2e --profile e2e -E 'group(whole-cluster)'
 
 ## e2e-sockudo: sockudo (built once from crates.io, cached), the runner's pusher tests against the
 ## real binary, its image, and the scenarios that need it (reference vs sockudo) on the cluster.
@@ -138,7 +155,9 @@ e2e-sockudo: cluster-up images
 	e2e/tools/ensure sockudo
 	cargo test -p bench-runner --test pusher -- --include-ignored
 	e2e/images/build sockudo
-	SCENARIO_IMAGES=sockudo SCENARIO_ONLY=sockudo e2e/tools/suite only scenarios -- --nocapture
+	e2e/tools/ensure cargo-nextest
+	SCENARIO_IMAGES=sockudo SCENARIO_ONLY=sockudo cargo nextest run -p msgbench-e2e --profile e2e \
+	  -E 'test(/^scenarios::/)' --no-capture
 
 demo: cluster-up images
 	e2e/demo

@@ -1,9 +1,9 @@
 //! End-to-end harness for msgbench: a kube client from the contract kubeconfig, the chart installed
-//! once per test module, one fresh namespace per test, condition waits with timeouts, and a diagnostics dump
+//! before the tests (`cluster::chart`), one fresh namespace per test, condition waits with timeouts, and a diagnostics dump
 //! (events, pod descriptions, logs — also the operator's) whenever a test fails.
 //!
-//! Run with `make e2e` (cluster up, images, then `e2e/tools/suite`: the one test binary,
-//! `tests/e2e`, a module at a time with `--test-threads=1`).
+//! Run with `make e2e` (cluster up, images, then the one test binary, `tests/e2e`, through
+//! cargo-nextest: e2e/README.md, "The suite").
 //! Environment: `KUBECONFIG` (else `${MSGBENCH_CACHE:-~/.cache/msgbench}/kubeconfig-${CLUSTER:-local}`,
 //! as `e2e/contract.env` writes it for the cluster scripts and this harness alike);
 //! `MSGBENCH_E2E_SKIP_INSTALL=1` tests an operator that is already running (e.g. `cargo run` on the

@@ -1,13 +1,16 @@
-//! Installs the msgbench chart once per test module with `helm upgrade --install --wait`.
+//! Installs the msgbench chart with `helm upgrade --install --wait` before a test runs.
 //!
-//! Once per module, not per process: each module was its own test binary, so each began with a
-//! fresh install, and a test that leaves another release behind (registry_install installs the
-//! chart from a registry) relies on it. `make e2e` runs one module per process anyway; this keeps
-//! a whole-binary `cargo test` run the same.
+//! Under nextest (`make e2e`: one process per test, several at once) the tests of one run share
+//! one install, made by whichever test comes first, under a lock file every process of the run
+//! takes; a test of the `whole-cluster` group (.config/nextest.toml) always installs afresh and
+//! leaves the next shared test to install again: those tests change the install (other values,
+//! replicas, a release from a registry). Under plain `cargo test`, once per test module in the
+//! process, as when each module was a binary of its own.
 use crate::cluster::flavour::Flavour;
 use crate::cluster::{contract, kubeconfig_path, repo_root};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
+use std::fs::{self, File};
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -22,10 +25,17 @@ pub const OPERATOR_SELECTOR: &str =
 /// The install's outcome per test module. Held while installing: two modules never run helm at once.
 static INSTALLED: Mutex<BTreeMap<String, Result<(), String>>> = Mutex::new(BTreeMap::new());
 
+/// nextest's test group of the tests that need the cluster to themselves.
+pub const WHOLE_CLUSTER_GROUP: &str = "whole-cluster";
+
 /// Install or upgrade the release (idempotent) for the tests of `module`; its later tests reuse
 /// the outcome. Set `MSGBENCH_E2E_SKIP_INSTALL=1` to test an operator that is already installed,
 /// and `MSGBENCH_E2E_OPERATOR_TAG=<tag>` to install another tag of the operator image.
 pub fn ensure_installed(module: &str) -> Result<()> {
+    if let Ok(run_id) = std::env::var("NEXTEST_RUN_ID") {
+        let group = std::env::var("NEXTEST_TEST_GROUP").unwrap_or_default();
+        return install_for_run(module, &run_id, group == WHOLE_CLUSTER_GROUP);
+    }
     let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
     let outcome = (installed.entry(module.to_string()))
         .or_insert_with(|| install(module).map_err(|e| format!("{e:#}")));
@@ -33,6 +43,27 @@ pub fn ensure_installed(module: &str) -> Result<()> {
         Ok(()) => Ok(()),
         Err(e) => bail!("installing the chart (once per test module, {module:?}) failed: {e}"),
     }
+}
+
+/// One install per nextest run (`run_id`) and set of values, shared by its processes through a
+/// marker file written under a lock; `fresh`: install whatever the marker says, and clear it.
+fn install_for_run(module: &str, run_id: &str, fresh: bool) -> Result<()> {
+    let dir = contract::cache_dir();
+    fs::create_dir_all(&dir)?;
+    let lock = File::create(dir.join("e2e-chart.lock"))?;
+    lock.lock().context("locking e2e-chart.lock")?; // released when `lock` drops
+    let marker = dir.join("e2e-chart.installed");
+    let wanted = format!("{run_id} {}", module_values(module).join(","));
+    if !fresh && fs::read_to_string(&marker).is_ok_and(|m| m == wanted) {
+        return Ok(());
+    }
+    // Cleared first: a failed install must not be taken for a good one.
+    let _ = fs::remove_file(&marker);
+    install(module).with_context(|| format!("installing the chart for {module}"))?;
+    if !fresh {
+        fs::write(&marker, wanted)?;
+    }
+    Ok(())
 }
 
 /// The module of the running test: libtest runs each test on a thread named after it
@@ -46,14 +77,23 @@ fn module_of(test: &str) -> &str {
     test.rsplit_once("::").map_or("", |(module, _)| module)
 }
 
-/// Values a module installs on top of the e2e values; the next module's install puts the e2e
-/// values back (every module process installs before its first test).
+/// Values a module installs on top of the e2e values (its tests must be in the whole-cluster
+/// group: `lanes` checks); the next test's install puts the e2e values back.
+pub(crate) const MODULE_VALUES: &[(&str, &[&str])] = &[
+    // The install a cautious cluster admin makes: no fault agents at all.
+    (
+        "faults_disabled",
+        &["faults.enabled=false", "faults.network=false"],
+    ),
+    // Half the suite's memory limit: half the history (and time) proves the same bound.
+    ("finished_runs", &["resources.limits.memory=64Mi"]),
+];
+
 fn module_values(module: &str) -> &'static [&'static str] {
-    match module {
-        // The install a cautious cluster admin makes: no fault agents at all.
-        "faults_disabled" => &["faults.enabled=false", "faults.network=false"],
-        _ => &[],
-    }
+    MODULE_VALUES
+        .iter()
+        .find(|(m, _)| *m == module)
+        .map_or(&[], |(_, values)| values)
 }
 
 fn install(module: &str) -> Result<()> {

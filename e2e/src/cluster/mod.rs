@@ -14,6 +14,7 @@ pub mod command;
 pub mod contract;
 pub mod flavour;
 pub mod kind_engine;
+mod lanes;
 pub mod node;
 pub mod nodes;
 pub mod operator_lease;

@@ -198,3 +198,24 @@ pub async fn scale_operator(client: &Client, replicas: i32, timeout: Duration) -
     .await?;
     Ok(())
 }
+
+/// The operator container's memory limit, in bytes, as the installed Deployment sets it.
+pub async fn operator_memory_limit(client: &Client) -> Result<i64> {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let d = Api::<Deployment>::namespaced(client.clone(), chart::NAMESPACE)
+        .get(chart::OPERATOR_DEPLOYMENT)
+        .await
+        .context("reading the operator Deployment")?;
+    let q = d
+        .spec
+        .and_then(|s| s.template.spec)
+        .and_then(|s| s.containers.into_iter().next())
+        .and_then(|c| c.resources?.limits?.get("memory").cloned())
+        .context("the operator has no memory limit")?;
+    // The chart writes Mi.
+    let mib: i64 =
+        q.0.strip_suffix("Mi")
+            .context("memory limit not in Mi")?
+            .parse()?;
+    Ok(mib * 1048576)
+}

@@ -1,5 +1,6 @@
 //! Months of history do not grow the operator: finished runs whose statuses add up to well past
-//! the operator's memory limit (128 Mi in the suite's values) are reconciled, the operator is
+//! the operator's memory limit (64 Mi: this module installs the chart with half the suite's
+//! 128 Mi, `chart::module_values`) are reconciled, the operator is
 //! restarted so it lists them all again from scratch (the relist that crash-looped it before),
 //! and it keeps running without a restart while a new run still Succeeds. Before the cache kept
 //! only a summary of each run, this operator was OOMKilled at 1,250 demo-size runs.
@@ -7,20 +8,21 @@ use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams};
 use msgbench_e2e::chart::{NAMESPACE, OPERATOR_SELECTOR};
+use msgbench_e2e::harness::operator_memory_limit;
 use msgbench_e2e::history::{fill, Mix};
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::runs::{field as s, finished};
 use msgbench_e2e::{operator_lease, probe, run, servers, wait, TestContext};
 use std::time::Duration;
 
-/// 8 runs at the largest status admission allows (1.34 MiB) and 800 soak-size runs (234 KiB):
-/// about 198 MB of status, 1.5 times the operator's 128 Mi limit.
+/// 4 runs at the largest status admission allows (1.37 MiB) and 420 soak-size runs (234 KiB):
+/// about 106 MB of status, 1.58 times the operator's 64 Mi limit.
 const HISTORY: Mix = Mix {
-    largest: 8,
-    soak: 800,
+    largest: 4,
+    soak: 420,
     demo: 0,
 };
-const LIMIT_BYTES: u64 = 128 << 20;
+const LIMIT_BYTES: u64 = 64 << 20;
 
 const NEW_RUN: &str = r#"
 apiVersion: msgbench.dev/v1alpha1
@@ -52,6 +54,11 @@ async fn history_past_the_memory_limit_neither_restarts_the_operator_nor_stops_n
 
 async fn body(ctx: TestContext) -> Result<()> {
     let runs = HISTORY.largest + HISTORY.soak + HISTORY.demo;
+    let limit = operator_memory_limit(&ctx.client).await?;
+    ensure!(
+        limit as u64 == LIMIT_BYTES,
+        "the operator's memory limit is {limit} B, not this module's {LIMIT_BYTES} B"
+    );
     let reconciled_before = reconciles(&ctx).await?;
     let bytes = fill(&ctx.client, &ctx.ns, HISTORY).await?;
     println!(

@@ -1,8 +1,7 @@
 //! The whole e2e suite as one test binary: each module is one former `tests/<name>.rs`, so a
 //! test is `module::test_name` (`cargo test -p msgbench-e2e --test e2e -- faults::`). One
-//! binary links kube and the workspace once instead of 31 times. `make e2e` runs it one module
-//! per process, in this order, stopping at the first that fails (`e2e/tools/suite`), as cargo
-//! ran the 31 binaries.
+//! binary links kube and the workspace once instead of 31 times. `make e2e` runs it through
+//! cargo-nextest, one process per test (.config/nextest.toml; e2e/README.md, "The suite").
 mod benchmark_run;
 mod benchmark_run_failures;
 mod benchmark_run_server_usage;

@@ -12,7 +12,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use msgbench_e2e::chart::{NAMESPACE, OPERATOR_DEPLOYMENT, OPERATOR_SELECTOR};
-use msgbench_e2e::harness::scale_operator;
+use msgbench_e2e::harness::{operator_memory_limit, scale_operator};
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::{probe, run, runs, servers, TestContext};
 use std::time::Duration;
@@ -59,7 +59,7 @@ async fn the_largest_admitted_results_merge_under_the_operator_memory_limit() {
 async fn body(ctx: TestContext) -> Result<()> {
     // 15 x 5 records x (measured + warm-up + 32 stages) = 2550 of the 2560 admission allows.
     ensure!(RUNNERS * TRIALS * (2 + STAGES) <= 2560 && RUNNERS * TRIALS * (2 + STAGES) > 2500);
-    let limit = operator_memory_limit(&ctx).await?;
+    let limit = operator_memory_limit(&ctx.client).await?;
     let replicas = operator_replicas(&ctx).await?;
     scale_operator(&ctx.client, 0, Duration::from_secs(180)).await?;
     scale_operator(&ctx.client, replicas, Duration::from_secs(180)).await?;
@@ -142,22 +142,6 @@ async fn operator_replicas(ctx: &TestContext) -> Result<i32> {
         .and_then(|s| s.replicas)
         .unwrap_or(1)
         .max(1))
-}
-
-async fn operator_memory_limit(ctx: &TestContext) -> Result<i64> {
-    let d = operator(ctx).await?;
-    let q = d
-        .spec
-        .and_then(|s| s.template.spec)
-        .and_then(|s| s.containers.into_iter().next())
-        .and_then(|c| c.resources?.limits?.get("memory").cloned())
-        .context("the operator has no memory limit")?;
-    // The chart writes Mi.
-    let mib: i64 =
-        q.0.strip_suffix("Mi")
-            .context("memory limit not in Mi")?
-            .parse()?;
-    Ok(mib * 1048576)
 }
 
 async fn operator_pods(ctx: &TestContext) -> Result<Vec<Pod>> {
