@@ -77,7 +77,8 @@ def vals(runs, key):
 
 def ratios(per, ours, theirs):
     """{figure: Ratio ours ÷ theirs} for server CPU per million deliveries, delivered msg/s and p99."""
-    return {k: Ratio(vals(per[ours], k), vals(per[theirs], k)) for k in ("cpu_per_m", "delivered", "p99")}
+    keys = ("cpu_per_m", "delivered", "p99")
+    return dict(zip(keys, Ratio.many([(vals(per[ours], k), vals(per[theirs], k)) for k in keys])))
 
 
 def goal(closed, per, node, rs):
