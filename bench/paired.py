@@ -10,6 +10,7 @@ import json
 import math
 import os
 import shutil
+import statistics
 import subprocess
 from pathlib import Path
 
@@ -52,6 +53,13 @@ def paired_batch(kind, pairs):
         raise RuntimeError(f"{stats_bin()} stats paired failed ({r.returncode}): {r.stderr.strip()} "
                            f"(an old build? `{BUILD}`)")
     return [json.loads(line) for line in r.stdout.splitlines()]
+
+
+def median(xs):
+    """Median of the values present (None where a repeat lacks one); None without any. The tables'
+    absolute figures: context beside the paired ratios."""
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
 
 
 class _Paired:

@@ -7,12 +7,11 @@ repeats.
 import os
 import platform
 import re
-import statistics
 import subprocess
 import time
 from collections import namedtuple
 
-from paired import Diff, Ratio
+from paired import Diff, Ratio, median
 
 # One case's measurements: runs = {tool: [result per repeat]}; base = the name of the plain case a
 # TLS or creds variant ran beside (in the same repeats), else None.
@@ -67,11 +66,6 @@ def _throughput_key(subs):
     return "deliv" if subs else "pub"
 
 
-def _median(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
-
-
 def _fmt(x, digits=0):
     return "–" if x is None else f"{x:,.{digits}f}"
 
@@ -114,7 +108,7 @@ def medians_table(rows):
     for name, _, peer, _, runs, _ in rows:
         for tool in ("wire", "library", "peer"):
             label = peer if tool == "peer" else f"bench-runner --client {tool}"
-            m = {k: _median(_vals(runs, tool, k)) for k in ("pub", "deliv", "delivered", "cpu_per_m", "p99")}
+            m = {k: median(_vals(runs, tool, k)) for k in ("pub", "deliv", "delivered", "cpu_per_m", "p99")}
             out.append(f"| {name} | {label} | {_fmt(m['pub'])} | {_fmt(m['deliv'])} | {_fmt(m['delivered'], 4)} "
                        f"| {_fmt(m['cpu_per_m'], 2)} | {_fmt(m['p99'])} |")
     return out

@@ -5,17 +5,10 @@
 case are aligned by repeat (repeat k ran every server back to back), which is what pairs them.
 A run is the dict bench/pubsub/run's run_case returns.
 """
-import statistics
-
-from paired import Ratio
+from paired import Ratio, median
 
 DELIVERED_GOAL = 3.0  # closed loop: pubsub-server delivers ≥ 3× Node's msg/s at each one's ceiling
 P99_GOAL = 1 / 3  # open loop beyond Node's ceiling: pubsub-server's p99 ≤ 1/3 of Node's
-
-
-def median(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
 
 
 def fmt(x, d=0):

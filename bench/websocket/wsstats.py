@@ -2,12 +2,12 @@
 taken within that pair (so slow and fast moments of a noisy machine cancel), and the repeats'
 log ratios give a geometric mean with a 95 % Student-t interval, computed by the operator's own
 code through bench/paired.py."""
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from paired import paired_batch  # noqa: E402
+# median: re-exported for wsreport and run.
+from paired import median, paired_batch  # noqa: E402,F401
 
 
 def ratio_intervals(ratio_lists):
@@ -32,11 +32,6 @@ def paired(a_runs, b_runs, key):
         x, y = a.get(key), b.get(key)
         out.append(x / y if x is not None and y else None)
     return out
-
-
-def median(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
 
 
 def spread(xs):
