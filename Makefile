@@ -49,6 +49,8 @@ tools:
 unit: tools
 	cargo nextest run --workspace --exclude msgbench-e2e
 	cargo test --doc --workspace --exclude msgbench-e2e
+# bench/paired.py's statistics are the operator's, run through kubectl-msgbench.
+	cargo build -q -p kubectl-msgbench
 	python3 bench/test_paired.py
 	python3 bench/test_psreport.py
 	python3 e2e/tools/test_prune_target.py

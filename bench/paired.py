@@ -1,22 +1,87 @@
-"""Paired ratios for bench/run, the way operator-core/src/run/paired.rs compares variants.
+"""Paired ratios and differences for the bench tables, computed by the operator's own code
+(operator-core/src/run/paired.rs, through `kubectl msgbench stats paired`); this module formats.
 
 Every repeat runs every tool back to back, so a repeat's drift (the machine's other work)
 hits them alike and cancels in that repeat's ratio. The estimate is the geometric mean of
 the per-repeat ratios with a 95 % Student-t interval on their logarithms.
 """
+import functools
+import json
 import math
+import os
+import shutil
 import statistics
+import subprocess
+from pathlib import Path
 
-# Two-sided 95 % Student-t quantiles by degrees of freedom (no scipy on every machine).
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-        9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = "cargo build -p kubectl-msgbench"
 
 
-def t975(df):
-    """The quantile for df, rounded down to a tabulated df (a wider, safe interval)."""
-    if df < 1:
-        return math.inf
-    return T975[max(k for k in T975 if k <= df)] if df <= 30 else 1.96
+@functools.cache
+def stats_bin():
+    """MSGBENCH_STATS_BIN, else the newest kubectl-msgbench build in $CARGO_TARGET_DIR, else in
+    target/, else kubectl-msgbench on PATH."""
+    if os.environ.get("MSGBENCH_STATS_BIN"):
+        return os.environ["MSGBENCH_STATS_BIN"]
+    dirs = [Path(os.environ["CARGO_TARGET_DIR"])] if os.environ.get("CARGO_TARGET_DIR") else []
+    for target in dirs + [ROOT / "target"]:
+        builds = [b for b in (target / "debug/kubectl-msgbench", target / "release/kubectl-msgbench") if b.is_file()]
+        if builds:
+            return str(max(builds, key=lambda b: b.stat().st_mtime))
+    on_path = shutil.which("kubectl-msgbench")
+    if on_path:
+        return on_path
+    raise RuntimeError(f"bench/paired.py: no kubectl-msgbench binary for the statistics: build it with `{BUILD}` "
+                       "(or set MSGBENCH_STATS_BIN)")
+
+
+def build_stats_bin():
+    """For the bench scripts, before they measure: a debug build, as stats_bin() finds it."""
+    subprocess.run(BUILD.split() + ["-q"], cwd=ROOT, check=True)
+
+
+def paired_batch(kind, pairs):
+    """One `kubectl msgbench stats paired` call for many comparisons: kind 'ratio' or 'difference',
+    pairs [(ours, theirs)] lists aligned by repeat (None where a repeat lacks the value). Returns a
+    dict per pair: n, estimate, low, high, min, max (None where undefined)."""
+    if not pairs:
+        return []
+    body = json.dumps([{"ours": list(o), "theirs": list(t)} for o, t in pairs])
+    r = subprocess.run([stats_bin(), "stats", "paired", "--kind", kind], input=body, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{stats_bin()} stats paired failed ({r.returncode}): {r.stderr.strip()} "
+                           f"(an old build? `{BUILD}`)")
+    return [json.loads(line) for line in r.stdout.splitlines()]
+
+
+def median(xs):
+    """Median of the values present (None where a repeat lacks one); None without any. The tables'
+    absolute figures: context beside the paired ratios."""
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+class _Paired:
+    """n, est, lo, hi, min, max of one comparison (None where undefined)."""
+    KIND = None
+
+    def __init__(self, ours, theirs):
+        self._take(paired_batch(self.KIND, [(ours, theirs)])[0])
+
+    @classmethod
+    def many(cls, pairs):
+        """One per (ours, theirs), from a single process call."""
+        out = []
+        for s in paired_batch(cls.KIND, pairs):
+            p = cls.__new__(cls)
+            p._take(s)
+            out.append(p)
+        return out
+
+    def _take(self, s):
+        self.n, self.est, self.lo, self.hi = s["n"], s["estimate"], s["low"], s["high"]
+        self.min, self.max = s["min"], s["max"]
 
 
 def _decimals(x, digits):
@@ -24,22 +89,10 @@ def _decimals(x, digits):
     return digits if x <= 0 else min(8, max(digits, 1 - math.floor(math.log10(x))))
 
 
-class Ratio:
-    """ours ÷ theirs over paired repeats: geometric mean, 95 % interval, min and max."""
-
-    def __init__(self, ours, theirs):
-        pairs = [(a, b) for a, b in zip(ours, theirs) if a and b and a > 0 and b > 0]
-        self.n = len(pairs)
-        ratios = [a / b for a, b in pairs]
-        logs = [math.log(r) for r in ratios]
-        self.est = math.exp(statistics.fmean(logs)) if logs else None
-        self.min = min(ratios) if ratios else None
-        self.max = max(ratios) if ratios else None
-        self.lo = self.hi = None
-        if len(logs) >= 2:
-            half = t975(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
-            m = statistics.fmean(logs)
-            self.lo, self.hi = math.exp(m - half), math.exp(m + half)
+class Ratio(_Paired):
+    """ours ÷ theirs over paired repeats: geometric mean, 95 % interval, min and max. A repeat
+    where either value is None or ≤ 0 is skipped (no ratio exists)."""
+    KIND = "ratio"
 
     def at_most(self, goal):
         """'met' when the whole interval is ≤ goal, 'not met' when it is all above, else
@@ -72,20 +125,11 @@ class Ratio:
         return f"{f(self.est)}×{ci} ({f(self.min)}–{f(self.max)})"
 
 
-class Diff:
+class Diff(_Paired):
     """ours − theirs over paired repeats (e.g. the extra µs of CPU a message costs over TLS):
-    arithmetic mean of the per-repeat differences, its 95 % Student-t interval, min and max."""
-
-    def __init__(self, ours, theirs):
-        ds = [a - b for a, b in zip(ours, theirs) if a is not None and b is not None]
-        self.n = len(ds)
-        self.est = statistics.fmean(ds) if ds else None
-        self.min = min(ds) if ds else None
-        self.max = max(ds) if ds else None
-        self.lo = self.hi = None
-        if len(ds) >= 2:
-            half = t975(len(ds) - 1) * statistics.stdev(ds) / math.sqrt(len(ds))
-            self.lo, self.hi = self.est - half, self.est + half
+    arithmetic mean of the per-repeat differences, its 95 % Student-t interval, min and max. A
+    repeat where either value is None is skipped."""
+    KIND = "difference"
 
     def cell(self, digits=2):
         """'+0.62 [+0.55–+0.70] (+0.51–+0.80)': at least `digits` decimals, more for two

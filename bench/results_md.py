@@ -1,17 +1,17 @@
 """Renders bench/run's measurements as the bench-runner part of bench/RESULTS.md.
 
-Judging columns are paired ratios with intervals (bench/paired.py); absolute medians are
-context only, since the machine's other work moves them up to 2x between repeats.
+Judging columns are paired ratios with intervals (bench/paired.py: the operator's statistics);
+absolute medians are context only, since the machine's other work moves them up to 2x between
+repeats.
 """
 import os
 import platform
 import re
-import statistics
 import subprocess
 import time
 from collections import namedtuple
 
-from paired import Diff, Ratio
+from paired import Diff, Ratio, median
 
 # One case's measurements: runs = {tool: [result per repeat]}; base = the name of the plain case a
 # TLS or creds variant ran beside (in the same repeats), else None.
@@ -66,11 +66,6 @@ def _throughput_key(subs):
     return "deliv" if subs else "pub"
 
 
-def _median(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
-
-
 def _fmt(x, digits=0):
     return "–" if x is None else f"{x:,.{digits}f}"
 
@@ -91,10 +86,8 @@ def goal_table(rows):
            "| throughput wire ÷ peer | throughput library ÷ peer |", "|---|---|---|---|---|---|---|---|"]
     for name, _, peer, subs, runs, _ in rows:
         k = _throughput_key(subs)
-        cw = Ratio(_vals(runs, "wire", "cpu_per_m"), _vals(runs, "peer", "cpu_per_m"))
-        cl = Ratio(_vals(runs, "library", "cpu_per_m"), _vals(runs, "peer", "cpu_per_m"))
-        tw = Ratio(_vals(runs, "wire", k), _vals(runs, "peer", k))
-        tl = Ratio(_vals(runs, "library", k), _vals(runs, "peer", k))
+        cw, cl, tw, tl = Ratio.many([(_vals(runs, tool, key), _vals(runs, "peer", key))
+                                     for key in ("cpu_per_m", k) for tool in ("wire", "library")])
         out.append(f"| {name} | {peer} | {cw.cell()} | **{cw.at_most(CPU_GOAL)}** | {cl.cell()} | "
                    f"{cl.at_most(CPU_GOAL)} | {tw.cell()} | {tl.cell()} |")
     return out
@@ -104,8 +97,7 @@ def library_table(rows):
     out = ["| case | throughput wire ÷ library | CPU/msg wire ÷ library | library |", "|---|---|---|---|"]
     for name, _, _, subs, runs, _ in rows:
         k = _throughput_key(subs)
-        t = Ratio(_vals(runs, "wire", k), _vals(runs, "library", k))
-        c = Ratio(_vals(runs, "wire", "cpu_per_m"), _vals(runs, "library", "cpu_per_m"))
+        t, c = Ratio.many([(_vals(runs, "wire", key), _vals(runs, "library", key)) for key in (k, "cpu_per_m")])
         out.append(f"| {name} | {t.cell()} | {c.cell()} | **{_library_verdict(t, c)}** |")
     return out
 
@@ -116,7 +108,7 @@ def medians_table(rows):
     for name, _, peer, _, runs, _ in rows:
         for tool in ("wire", "library", "peer"):
             label = peer if tool == "peer" else f"bench-runner --client {tool}"
-            m = {k: _median(_vals(runs, tool, k)) for k in ("pub", "deliv", "delivered", "cpu_per_m", "p99")}
+            m = {k: median(_vals(runs, tool, k)) for k in ("pub", "deliv", "delivered", "cpu_per_m", "p99")}
             out.append(f"| {name} | {label} | {_fmt(m['pub'])} | {_fmt(m['deliv'])} | {_fmt(m['delivered'], 4)} "
                        f"| {_fmt(m['cpu_per_m'], 2)} | {_fmt(m['p99'])} |")
     return out
@@ -134,10 +126,12 @@ def variant_table(rows):
         if base is None:
             continue
         k = _throughput_key(r.subs)
-        ratio = lambda tool, key: Ratio(_vals(r.runs, tool, key), _vals(base.runs, tool, key)).cell()
-        diff = lambda tool: Diff(_vals(r.runs, tool, "cpu_per_m"), _vals(base.runs, tool, "cpu_per_m")).cell()
-        out.append(f"| {r.name} | {base.name} | {ratio('wire', 'cpu_per_m')} | {diff('wire')} | {ratio('wire', k)} | "
-                   f"{ratio('library', 'cpu_per_m')} | {ratio('peer', 'cpu_per_m')} | {diff('peer')} | {ratio('peer', k)} |")
+        pair = lambda tool, key: (_vals(r.runs, tool, key), _vals(base.runs, tool, key))
+        rw_cpu, rw_tput, rl_cpu, rp_cpu, rp_tput = (x.cell() for x in Ratio.many(
+            [pair("wire", "cpu_per_m"), pair("wire", k), pair("library", "cpu_per_m"), pair("peer", "cpu_per_m"),
+             pair("peer", k)]))
+        dw, dp = (x.cell() for x in Diff.many([pair("wire", "cpu_per_m"), pair("peer", "cpu_per_m")]))
+        out.append(f"| {r.name} | {base.name} | {rw_cpu} | {dw} | {rw_tput} | {rl_cpu} | {rp_cpu} | {dp} | {rp_tput} |")
     return out if len(out) > 2 else []
 
 
@@ -154,8 +148,8 @@ def render(rows, repeats, took_s, env):
         "hand-written wire path (`--client wire`), the peer tool and bench-runner through the libraries "
         "(`--client library`: async-nats, rumqttc) back to back against the same server, the order rotating per "
         "repeat. Each repeat gives one ratio per figure; the tables show the geometric mean, its 95 % Student-t "
-        "interval over the repeats' log ratios [low–high] and the min–max (bench/paired.py, the method of "
-        "operator-core/src/run/paired.rs). A case over TLS or with a creds user runs in the same repeats as its "
+        "interval over the repeats' log ratios [low–high] and the min–max (computed by "
+        "operator-core/src/run/paired.rs, through bench/paired.py). A case over TLS or with a creds user runs in the same repeats as its "
         "plain case, each tool's plain and variant runs next to each other (their order rotating too). "
         f"bench/run's own cases took {took_s / 60:.1f} min.",
         "",

@@ -1,20 +1,26 @@
-"""python3 bench/test_paired.py: checks bench/paired.py against values worked by hand."""
+"""python3 bench/test_paired.py: checks bench/paired.py (the operator's statistics, through
+`kubectl msgbench stats paired`: build it first, `cargo build -p kubectl-msgbench`) against values
+worked by hand."""
 import math
 import sys
 import unittest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paired import Diff, Ratio, t975  # noqa: E402
+from paired import Diff, Ratio  # noqa: E402
 from results_md import Row, variant_table  # noqa: E402
+
+
+# t(0.975, df): the exact Student-t quantiles (statrs), which the old hand-written table rounded.
+T2, T11 = 4.302652729749464, 2.200985160082949
 
 
 class RatioTest(unittest.TestCase):
     def test_geometric_mean_and_interval_on_logs(self):
-        # Ratios 0.5, 2, 1: logs -ln2, ln2, 0 -> mean 0, sd ln2, half = 4.303 * ln2 / sqrt(3).
+        # Ratios 0.5, 2, 1: logs -ln2, ln2, 0 -> mean 0, sd ln2, half = t(2) * ln2 / sqrt(3).
         r = Ratio([1, 4, 3], [2, 2, 3])
         self.assertAlmostEqual(r.est, 1.0)
-        half = 4.303 * math.log(2) / math.sqrt(3)
+        half = T2 * math.log(2) / math.sqrt(3)
         self.assertAlmostEqual(r.lo, math.exp(-half))
         self.assertAlmostEqual(r.hi, math.exp(half))
         self.assertEqual((r.min, r.max), (0.5, 2.0))
@@ -43,22 +49,31 @@ class RatioTest(unittest.TestCase):
         self.assertTrue(tiny.cell().startswith("0.00× ["))
         self.assertTrue(tiny.cell(significant=True).startswith("0.0022× ["))
         # Each number on its own: a wide interval's tiny low end does not stretch the others.
-        self.assertEqual(Ratio([0.5, 2.0], [1, 1]).cell(significant=True), "1.00× [0.00015–6681.70] (0.50–2.00)")
+        # df 1: half = t(1) ln 2 = 12.7062 ln 2 (the old table's 12.706 gave 6681.70).
+        self.assertEqual(Ratio([0.5, 2.0], [1, 1]).cell(significant=True), "1.00× [0.00015–6682.65] (0.50–2.00)")
 
-    def test_t_quantiles_round_down_to_a_wider_interval(self):
-        self.assertEqual(t975(4), 2.776)
-        self.assertEqual(t975(11), 2.228)
-        self.assertEqual(t975(0), math.inf)
+    def test_one_call_for_many(self):
+        rs = Ratio.many([([1, 4, 3], [2, 2, 3]), ([None], [1]), ([2], [1])])
+        self.assertEqual([r.n for r in rs], [3, 0, 1])
+        self.assertAlmostEqual(rs[0].hi, Ratio([1, 4, 3], [2, 2, 3]).hi, places=12)
+        self.assertEqual((rs[2].est, rs[2].lo), (2.0, None), "one repeat: no interval")
+        self.assertEqual(Ratio.many([]), [])
 
 
 class DiffTest(unittest.TestCase):
     def test_mean_difference_and_interval(self):
-        # Differences 1, 2, 3: mean 2, sd 1, half = 4.303 / sqrt(3).
+        # Differences 1, 2, 3: mean 2, sd 1, half = t(2) / sqrt(3).
         d = Diff([2, 4, 6], [1, 2, 3])
         self.assertAlmostEqual(d.est, 2.0)
-        self.assertAlmostEqual(d.hi - d.est, 4.303 / math.sqrt(3))
+        self.assertAlmostEqual(d.hi - d.est, T2 / math.sqrt(3))
         self.assertEqual((d.min, d.max), (1, 3))
         self.assertEqual(d.cell(), "+2.00 [-0.48–+4.48] (+1.00–+3.00)")
+
+    def test_the_quantile_is_exact_between_old_table_rows(self):
+        # 12 repeats, df 11: t = 2.2010 (the old table used its df 10 row, 2.228). Differences
+        # alternate 1, 3: mean 2, sd sqrt(12/11).
+        d = Diff([1, 3] * 6, [0] * 12)
+        self.assertAlmostEqual(d.hi - d.est, T11 * math.sqrt(12 / 11) / math.sqrt(12))
 
     def test_small_differences_keep_two_significant_digits(self):
         d = Diff([0.062, 0.064, None], [0.050, 0.050, 0.050])

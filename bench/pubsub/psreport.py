@@ -5,17 +5,10 @@
 case are aligned by repeat (repeat k ran every server back to back), which is what pairs them.
 A run is the dict bench/pubsub/run's run_case returns.
 """
-import statistics
-
-from paired import Ratio
+from paired import Ratio, median
 
 DELIVERED_GOAL = 3.0  # closed loop: pubsub-server delivers ≥ 3× Node's msg/s at each one's ceiling
 P99_GOAL = 1 / 3  # open loop beyond Node's ceiling: pubsub-server's p99 ≤ 1/3 of Node's
-
-
-def median(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
 
 
 def fmt(x, d=0):
@@ -77,7 +70,8 @@ def vals(runs, key):
 
 def ratios(per, ours, theirs):
     """{figure: Ratio ours ÷ theirs} for server CPU per million deliveries, delivered msg/s and p99."""
-    return {k: Ratio(vals(per[ours], k), vals(per[theirs], k)) for k in ("cpu_per_m", "delivered", "p99")}
+    keys = ("cpu_per_m", "delivered", "p99")
+    return dict(zip(keys, Ratio.many([(vals(per[ours], k), vals(per[theirs], k)) for k in keys])))
 
 
 def goal(closed, per, node, rs):

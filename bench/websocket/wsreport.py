@@ -1,6 +1,6 @@
 """Markdown for bench/websocket/run: per-rate medians with their spread, paired reference ÷ sockudo
 ratios with 95 % intervals, and the ceiling searches."""
-from wsstats import median, paired, ratio_interval, spread, verdict
+from wsstats import median, paired, ratio_intervals, spread, verdict
 
 
 def fmt(x, d=0):
@@ -49,9 +49,7 @@ def ratio_table(results, ref, sck):
     for rate, runs in results.items():
         a, b = runs[ref.name], runs[sck.name]
         cpu = paired(a, b, "cpu_per_m")
-        iv = ratio_interval(cpu)
-        p99 = ratio_interval(paired(a, b, "p99"))
-        dl = ratio_interval(paired(a, b, "delivered"))
+        iv, p99, dl = ratio_intervals([cpu, paired(a, b, "p99"), paired(a, b, "delivered")])
         lines.append(f"| {rate:,} | {' '.join(fmt(x, 2) for x in cpu)} | {iv_text(iv)} | {verdict(iv, 1.0)} | "
                      f"{iv_text(p99)} | {'–' if dl is None else f'{dl[0]:.3f}×'} |")
     return lines

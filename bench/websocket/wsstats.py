@@ -1,30 +1,28 @@
 """Paired ratios for bench/websocket/run: each repeat runs both servers back to back, the ratio is
 taken within that pair (so slow and fast moments of a noisy machine cancel), and the repeats'
-log ratios give a geometric mean with a 95 % Student-t interval. Standard library only."""
-import math
-import statistics
+log ratios give a geometric mean with a 95 % Student-t interval, computed by the operator's own
+code through bench/paired.py."""
+import sys
+from pathlib import Path
 
-# Two-sided 95 % Student-t quantiles t(0.975, df), df = 1..30; beyond that 1.96 is close enough.
-T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042]
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# median: re-exported for wsreport and run.
+from paired import median, paired_batch  # noqa: E402,F401
 
 
-def t975(df):
-    return T975[df - 1] if df <= len(T975) else 1.96
+def ratio_intervals(ratio_lists):
+    """(geometric mean, low, high) of each list's positive ratios (one process call for all): a
+    95 % t interval on their logs; with one ratio the interval is that ratio. None when no ratio
+    is usable."""
+    out = []
+    for s in paired_batch("ratio", [(rs, [1] * len(rs)) for rs in ratio_lists]):
+        est = s["estimate"]
+        out.append(None if est is None else (est, s["low"], s["high"]) if s["low"] is not None else (est,) * 3)
+    return out
 
 
 def ratio_interval(ratios):
-    """(geometric mean, low, high) of positive ratios: a 95 % t interval on their logs; with one
-    ratio the interval is that ratio. None when no ratio is usable."""
-    logs = [math.log(r) for r in ratios if r is not None and r > 0]
-    if not logs:
-        return None
-    mean = statistics.fmean(logs)
-    if len(logs) < 2:
-        return (math.exp(mean),) * 3
-    half = t975(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+    return ratio_intervals([ratios])[0]
 
 
 def paired(a_runs, b_runs, key):
@@ -34,11 +32,6 @@ def paired(a_runs, b_runs, key):
         x, y = a.get(key), b.get(key)
         out.append(x / y if x is not None and y else None)
     return out
-
-
-def median(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
 
 
 def spread(xs):

@@ -1,5 +1,6 @@
 //! `kubectl msgbench`: reports, exports, comparisons and CI gates of msgbench BenchmarkRuns,
-//! read from the cluster or from files. A library so the tests drive exactly what the binary runs.
+//! read from the cluster or from files, and the paired statistics the bench scripts use. A
+//! library so the tests drive exactly what the binary runs.
 #![forbid(unsafe_code)]
 
 pub mod browser;
@@ -19,6 +20,7 @@ pub mod plots;
 pub mod report;
 mod segment_tables;
 pub mod source;
+pub mod stats;
 pub mod summary;
 mod tables;
 pub mod tagging;

@@ -5,7 +5,8 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kubectl_msgbench::cluster::ClusterAccess;
 use kubectl_msgbench::gate_cmd::{self, GateArgs};
-use kubectl_msgbench::{browser, compare, export, gate, report, source};
+use kubectl_msgbench::{browser, compare, export, gate, report, source, stats};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -73,6 +74,22 @@ enum Command {
     /// Waits until every named run has finished, then exits 0 when all passed, 1 when a run's
     /// verdict failed, 2 when a run is missing, unfinished at --timeout, or unreadable.
     Gate(GateArgs),
+    /// The operator's statistics on numbers from standard input, as JSON (for bench/paired.py).
+    Stats {
+        #[command(subcommand)]
+        what: Stats,
+    },
+}
+
+#[derive(Subcommand)]
+enum Stats {
+    /// Paired comparisons: reads a JSON list of {"ours": [..], "theirs": [..]} (aligned by
+    /// repeat; numbers or null), prints one line per comparison: {"n", "estimate", "low",
+    /// "high", "min", "max"} (the 95 % Student-t interval; null where undefined).
+    Paired {
+        #[arg(long, value_enum)]
+        kind: stats::Kind,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -140,6 +157,15 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             print!("{}", compare::render(&a, &b)?);
         }
         Command::Gate(args) => return Ok(ExitCode::from(gate_cmd::run(&args, access).await?)),
+        Command::Stats {
+            what: Stats::Paired { kind },
+        } => {
+            let mut input = String::new();
+            std::io::stdin()
+                .read_to_string(&mut input)
+                .context("reading stdin")?;
+            print!("{}", stats::run(kind, &input)?);
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -38,28 +38,90 @@ fn interval(xs: &[f64]) -> (f64, Option<(f64, f64)>) {
     (m, Some((m - half, m + half)))
 }
 
-/// ln(variant ÷ baseline) of each round where both are above 0 (elsewhere no ratio exists).
-fn log_ratios(base: &[f64], var: &[f64]) -> Vec<f64> {
+/// variant ÷ baseline of each round where both are above 0 (elsewhere no ratio exists).
+fn round_ratios(base: &[f64], var: &[f64]) -> Vec<f64> {
     base.iter()
         .zip(var)
         .filter(|(b, v)| **b > 0.0 && **v > 0.0)
-        .map(|(b, v)| (v / b).ln())
+        .map(|(b, v)| v / b)
         .collect()
 }
 
+/// ln of each round's ratio: the scale the interval is taken on.
+fn log_ratios(base: &[f64], var: &[f64]) -> Vec<f64> {
+    round_ratios(base, var).iter().map(|r| r.ln()).collect()
+}
+
+/// A paired estimate at full precision, before `ratio`/`difference` round it to 3 decimals
+/// for the status: `kubectl msgbench stats` prints it whole, as the bench tables show small
+/// values to two significant digits (0.0021). `min`, `max`: of the per-round values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unrounded {
+    /// Rounds that gave a value.
+    pub n: usize,
+    pub estimate: f64,
+    /// None below 2 rounds.
+    pub ci95: Option<(f64, f64)>,
+    pub min: f64,
+    pub max: f64,
+}
+
+fn min_max(xs: &[f64]) -> (f64, f64) {
+    let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    (min, xs.iter().copied().fold(f64::NEG_INFINITY, f64::max))
+}
+
 /// variant ÷ baseline per round, on the log scale (rounds where either side is 0 are skipped:
-/// no ratio exists).
-pub fn ratio(base: &[f64], var: &[f64]) -> PairedEstimate {
-    let logs = log_ratios(base, var);
-    if logs.is_empty() {
-        return PairedEstimate::default();
+/// no ratio exists). None without a round.
+pub fn ratio_unrounded(base: &[f64], var: &[f64]) -> Option<Unrounded> {
+    let ratios = round_ratios(base, var);
+    if ratios.is_empty() {
+        return None;
     }
+    let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
     let (m, ci) = interval(&logs);
-    PairedEstimate {
-        estimate: round3(m.exp()),
-        ci95_low: ci.map(|c| round3(c.0.exp())),
-        ci95_high: ci.map(|c| round3(c.1.exp())),
+    let (min, max) = min_max(&ratios);
+    Some(Unrounded {
+        n: ratios.len(),
+        estimate: m.exp(),
+        ci95: ci.map(|c| (c.0.exp(), c.1.exp())),
+        min,
+        max,
+    })
+}
+
+/// variant − baseline per round. None without a round.
+pub fn difference_unrounded(base: &[f64], var: &[f64]) -> Option<Unrounded> {
+    let d: Vec<f64> = base.iter().zip(var).map(|(b, v)| v - b).collect();
+    if d.is_empty() {
+        return None;
     }
+    let (m, ci) = interval(&d);
+    let (min, max) = min_max(&d);
+    Some(Unrounded {
+        n: d.len(),
+        estimate: m,
+        ci95: ci,
+        min,
+        max,
+    })
+}
+
+/// The status's form: 3 decimals, no interval below 2 rounds, all 0 without a round.
+fn rounded(u: Option<Unrounded>) -> PairedEstimate {
+    let Some(u) = u else {
+        return PairedEstimate::default();
+    };
+    PairedEstimate {
+        estimate: round3(u.estimate),
+        ci95_low: u.ci95.map(|c| round3(c.0)),
+        ci95_high: u.ci95.map(|c| round3(c.1)),
+    }
+}
+
+/// variant ÷ baseline per round, rounded for the status (see `ratio_unrounded`).
+pub fn ratio(base: &[f64], var: &[f64]) -> PairedEstimate {
+    rounded(ratio_unrounded(base, var))
 }
 
 /// How far the ratio's 95 % interval reaches from its estimate, in percent of it (the larger
@@ -70,18 +132,9 @@ pub fn ratio_spread_percent(base: &[f64], var: &[f64]) -> Option<f64> {
     ci.map(|(lo, _)| ((m - lo).exp() - 1.0) * 100.0)
 }
 
-/// variant − baseline per round.
+/// variant − baseline per round, rounded for the status.
 pub fn difference(base: &[f64], var: &[f64]) -> PairedEstimate {
-    let d: Vec<f64> = base.iter().zip(var).map(|(b, v)| v - b).collect();
-    if d.is_empty() {
-        return PairedEstimate::default();
-    }
-    let (m, ci) = interval(&d);
-    PairedEstimate {
-        estimate: round3(m),
-        ci95_low: ci.map(|c| round3(c.0)),
-        ci95_high: ci.map(|c| round3(c.1)),
-    }
+    rounded(difference_unrounded(base, var))
 }
 
 /// Better/Worse when the interval excludes `none` (no change), else no significant difference.
@@ -280,6 +333,28 @@ mod tests {
                 && f.ratio.ci95_low.is_none()));
         assert_eq!(summary(&one, true), "b/a 1.01× ±?");
         assert_eq!(summary(&one, false), "b-a p99 +0.1ms ±?");
+    }
+
+    #[test]
+    fn unrounded_keeps_the_digits_the_status_rounds_away() {
+        // Ratios 0.0021 and 0.0023: geometric mean sqrt(0.0021 × 0.0023) = 0.0021977…
+        let u = ratio_unrounded(&[1.0, 1.0], &[0.0021, 0.0023]).unwrap();
+        assert_eq!(u.n, 2);
+        assert!((u.estimate - (0.0021f64 * 0.0023).sqrt()).abs() < 1e-15);
+        assert_eq!((u.min, u.max), (0.0021, 0.0023));
+        assert_eq!(ratio(&[1.0, 1.0], &[0.0021, 0.0023]).estimate, 0.002);
+        // Differences 1, 2, 3: mean 2, half width t(0.975, 2) / sqrt(3) = 4.303 / sqrt(3).
+        let d = difference_unrounded(&[1.0, 2.0, 3.0], &[2.0, 4.0, 6.0]).unwrap();
+        let (lo, hi) = d.ci95.unwrap();
+        assert!(
+            (hi - 2.0 - 4.302_653 / 3f64.sqrt()).abs() < 1e-6
+                && (2.0 - lo - (hi - 2.0)).abs() < 1e-12
+        );
+        assert_eq!((d.n, d.estimate, d.min, d.max), (3, 2.0, 1.0, 3.0));
+        // One round: no interval; no round (or only zeros for a ratio): nothing.
+        assert_eq!(ratio_unrounded(&[2.0], &[1.0]).unwrap().ci95, None);
+        assert_eq!(ratio_unrounded(&[0.0, 1.0], &[1.0, 0.0]), None);
+        assert_eq!(difference_unrounded(&[], &[]), None);
     }
 
     #[test]
