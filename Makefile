@@ -40,11 +40,11 @@ machete:
 
 ## tools: the real peers the integration tests talk to (cached; apt and the Go module proxy), and
 ## the headless Chromium that renders kubectl msgbench's report in its test, natsprobe (the fault
-## test's independent nats.go client), nft (which sees a partition from outside the pod) and
-## python3-yaml (e2e/kind/ci-gate reads workflows with it), capsh and jq (e2e/kind/test-runc-bounded). Not sockudo: its
-## first build takes 15-50 min on 2 cores, too long for every fresh machine; `make e2e-sockudo`.
+## test's independent nats.go client), nft (which sees a partition from outside the pod), capsh
+## and jq (e2e/kind/test-runc-bounded). Not sockudo: its first build takes 15-50 min on 2 cores,
+## too long for every fresh machine; `make e2e-sockudo`.
 tools:
-	e2e/tools/ensure nats-server natsprobe mosquitto helm cargo-nextest apt:chromium apt:nftables apt:python3-yaml apt:libcap2-bin apt:jq
+	e2e/tools/ensure nats-server natsprobe mosquitto helm cargo-nextest apt:chromium apt:nftables apt:libcap2-bin apt:jq
 
 unit: tools
 	cargo nextest run --workspace --exclude msgbench-e2e
@@ -54,7 +54,6 @@ unit: tools
 	python3 bench/test_paired.py
 	python3 bench/test_psreport.py
 	python3 e2e/tools/test_prune_target.py
-	python3 e2e/kind/test_ci_gate.py
 	e2e/kind/test-runc-bounded
 
 ## crds: regenerate what the Rust types define: the CRD YAML (crds/yaml, the chart, the kustomize
