@@ -45,23 +45,23 @@ pub fn ensure_installed(module: &str) -> Result<()> {
     }
 }
 
-/// One install per nextest run (`run_id`) and set of values, shared by its processes through a
-/// marker file written under a lock; `fresh`: install whatever the marker says, and clear it.
+/// One install per nextest run (`run_id`), shared by its processes through a marker file written
+/// under a lock; `fresh` (a whole-cluster test, the only ones with values of their own): install
+/// whatever the marker says, and clear it.
 fn install_for_run(module: &str, run_id: &str, fresh: bool) -> Result<()> {
     let dir = contract::cache_dir();
     fs::create_dir_all(&dir)?;
     let lock = File::create(dir.join("e2e-chart.lock"))?;
     lock.lock().context("locking e2e-chart.lock")?; // released when `lock` drops
     let marker = dir.join("e2e-chart.installed");
-    let wanted = format!("{run_id} {}", module_values(module).join(","));
-    if !fresh && fs::read_to_string(&marker).is_ok_and(|m| m == wanted) {
+    if !fresh && fs::read_to_string(&marker).is_ok_and(|m| m == run_id) {
         return Ok(());
     }
     // Cleared first: a failed install must not be taken for a good one.
     let _ = fs::remove_file(&marker);
     install(module).with_context(|| format!("installing the chart for {module}"))?;
     if !fresh {
-        fs::write(&marker, wanted)?;
+        fs::write(&marker, run_id)?;
     }
     Ok(())
 }
