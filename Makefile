@@ -60,11 +60,11 @@ unit: tools
 ## base) and the Argo CD health scripts (from config/gitops/argocd/templates, with the failure
 ## reasons of RunFailureReason) with their argocd-cm patch.
 crds:
-	cargo run -q -p msgbench-crds --bin crdgen -- --write
+	cargo run -q -p msgbench-crdgen --bin crdgen -- --write
 	config/gitops/kustomize/generate  # the kustomize base carries the chart's CRDs
 	config/gitops/argocd/generate-cm.py  # the argocd-cm patch carries the health scripts
 crds-check:
-	cargo run -q -p msgbench-crds --bin crdgen -- --check
+	cargo run -q -p msgbench-crdgen --bin crdgen -- --check
 
 chart-test:
 	e2e/tools/ensure helm

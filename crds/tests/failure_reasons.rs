@@ -4,7 +4,6 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use msgbench_crds::generate::repo_root;
 use msgbench_crds::RunFailureReason;
 
 /// Source trees that set or read run failure reasons.
@@ -165,4 +164,12 @@ fn a_reason_table_is_read_row_by_row() {
         vec![vec!["A".to_string(), "B".to_string()]]
     );
     assert!(reason_tables("| reason | when |\n|---|---|\n| `A` | x |\n").is_empty());
+}
+
+/// The repository root: the parent of this crate's directory.
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("crds/ has a parent")
+        .to_path_buf()
 }

@@ -1,7 +1,6 @@
 //! Every sample and fixture manifest parses into the typed API with no field dropped on the way.
 use std::path::{Path, PathBuf};
 
-use msgbench_crds::generate::repo_root;
 use msgbench_crds::{BenchmarkRun, JetStreamCluster, MqttBroker, PubSubServer};
 use serde_json::Value;
 
@@ -277,4 +276,12 @@ fn endpoint_has_its_server_and_secrets(entry: &Value, spec: &Value, at: &str) {
             "{at}: Secret {name} is not among its secrets {made:?}"
         );
     }
+}
+
+/// The repository root: the parent of this crate's directory.
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("crds/ has a parent")
+        .to_path_buf()
 }
