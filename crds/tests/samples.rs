@@ -4,6 +4,9 @@ use std::path::{Path, PathBuf};
 use msgbench_crds::{BenchmarkRun, JetStreamCluster, MqttBroker, PubSubServer};
 use serde_json::Value;
 
+/// The user guide's page with the scenario table.
+const SCENARIO_TABLE: &str = "docs/src/guide/scenarios.md";
+
 fn yaml_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -213,12 +216,12 @@ fn every_run_sample_is_a_listed_scenario_whose_servers_exist() {
         endpoint_has_its_server_and_secrets(e, spec, &at);
         listed.push(sample.to_string());
     }
-    // The README's scenario table names every one.
-    let readme = std::fs::read_to_string(root.join("README.md")).expect("README");
+    // The scenario table of the user guide names every one.
+    let table = std::fs::read_to_string(root.join(SCENARIO_TABLE)).expect(SCENARIO_TABLE);
     for l in &listed {
         assert!(
-            readme.contains(&format!("`{l}`")),
-            "README's scenario table lacks {l}"
+            table.contains(&format!("`{l}`")),
+            "{SCENARIO_TABLE}'s scenario table lacks {l}"
         );
     }
     for p in yaml_files(&samples) {
