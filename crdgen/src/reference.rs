@@ -303,12 +303,17 @@ fn code(s: &str) -> String {
 }
 
 /// A table cell of prose: pipes escaped, `<` and `>` outside code spans as entities (else
-/// mdBook would read `<name>` as an HTML tag), paragraphs as line breaks.
+/// mdBook would read `<name>` as an HTML tag), brackets escaped (`conditions[x]` is no link),
+/// paragraphs as line breaks.
 fn text(s: &str) -> String {
     s.split('`')
         .enumerate()
         .map(|(i, part)| match i % 2 {
-            0 => part.replace('<', "&lt;").replace('>', "&gt;"),
+            0 => part
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+                .replace('[', "\\[")
+                .replace(']', "\\]"),
             _ => part.to_string(),
         })
         .collect::<Vec<_>>()
@@ -321,6 +326,8 @@ fn text(s: &str) -> String {
 /// The cell text back as the schema has it (for tests that look a message up on a page).
 pub fn unescape(cell: &str) -> String {
     cell.replace("\\|", "|")
+        .replace("\\[", "[")
+        .replace("\\]", "]")
         .replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("<br><br>", "\n\n")
