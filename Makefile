@@ -32,9 +32,9 @@ clippy:
 workflow-lint:
 	e2e/tools/workflow-lint
 ## docs: the user guide (docs/, mdBook) builds into docs/book (git-ignored); mdbook-linkcheck
-## finds no link to a missing page or file (web links are not fetched), and docs-anchors no
-## #anchor its target page lacks (mdbook-linkcheck 0.7.7 does not check fragments). Both tools
-## pinned in e2e/tools/ensure.
+## finds no link to a missing page or file (web links are not fetched), and docs-anchors, on the
+## built HTML, no missing file or #anchor (mdbook-linkcheck 0.7.7 does not check fragments).
+## mdbook and mdbook-linkcheck are pinned in e2e/tools/ensure.
 docs:
 	e2e/tools/ensure mdbook mdbook-linkcheck
 	mdbook build docs
