@@ -11,7 +11,7 @@ export KUBECONFIG := $(CACHE)/kubeconfig-$(CLUSTER)
 # the multi-node suite, placement and node failure, on nodes that share this machine's CPUs).
 export NODES ?= 1
 
-.PHONY: test tools lint fmt-check clippy core-purity unit crds crds-check chart-test gitops-test cluster-up \
+.PHONY: test tools lint fmt-check clippy core-purity docs unit crds crds-check chart-test gitops-test cluster-up \
         cluster-down cluster-status images e2e e2e-check e2e-sockudo demo demo-faults bench bench-operator bench-operator-history \
         plugin-release push chart-push registry-up registry-down workflow-lint machete
 
@@ -19,7 +19,7 @@ export NODES ?= 1
 ## a real cluster.
 test: lint unit crds-check chart-test gitops-test e2e
 
-lint: fmt-check clippy core-purity workflow-lint machete
+lint: fmt-check clippy core-purity workflow-lint machete docs
 ## core-purity: the operator's core (operator-core/) links no Kubernetes client, async runtime or
 ## HTTP stack, so `decide` is pure by construction.
 core-purity:
@@ -31,6 +31,14 @@ clippy:
 ## workflow-lint: actionlint + shellcheck over .github/workflows; a workflow a doc shows equals its file.
 workflow-lint:
 	e2e/tools/workflow-lint
+## docs: the user guide (docs/, mdBook) builds into docs/book (git-ignored); mdbook-linkcheck
+## finds no link to a missing page or file (web links are not fetched), and docs-anchors, on the
+## built HTML, no missing file or #anchor (mdbook-linkcheck 0.7.7 does not check fragments).
+## mdbook and mdbook-linkcheck are pinned in e2e/tools/ensure.
+docs:
+	e2e/tools/ensure mdbook mdbook-linkcheck
+	mdbook build docs
+	e2e/tools/docs-anchors docs/book/html
 ## machete: no crate of the workspace declares a dependency it never uses (cargo-machete, pinned
 ## in e2e/tools/ensure; a false positive is listed, with its reason, under
 ## [package.metadata.cargo-machete] ignored in that crate's Cargo.toml).
@@ -56,15 +64,17 @@ unit: tools
 	python3 e2e/tools/test_prune_target.py
 	e2e/kind/test-runc-bounded
 
-## crds: regenerate what the Rust types define: the CRD YAML (crds/yaml, the chart, the kustomize
-## base) and the Argo CD health scripts (from config/gitops/argocd/templates, with the failure
-## reasons of RunFailureReason) with their argocd-cm patch.
+## crds: regenerate what the Rust types define (crdgen, crate msgbench-crdgen): the CRD YAML
+## (crds/yaml, the chart, the kustomize base), the user guide's CRD reference
+## (docs/src/reference/<kind>.md, from the schemas) and the Argo CD health scripts (from
+## config/gitops/argocd/templates, with the failure reasons of RunFailureReason) with their
+## argocd-cm patch.
 crds:
-	cargo run -q -p msgbench-crds --bin crdgen -- --write
+	cargo run -q -p msgbench-crdgen --bin crdgen -- --write
 	config/gitops/kustomize/generate  # the kustomize base carries the chart's CRDs
 	config/gitops/argocd/generate-cm.py  # the argocd-cm patch carries the health scripts
 crds-check:
-	cargo run -q -p msgbench-crds --bin crdgen -- --check
+	cargo run -q -p msgbench-crdgen --bin crdgen -- --check
 
 chart-test:
 	e2e/tools/ensure helm

@@ -3,14 +3,12 @@
 // kube's `printcolumn(type_ = ...)` repeats keys across columns by design; clippy reads them as duplicates.
 #![allow(clippy::duplicated_attributes)]
 
-pub mod argocd_health;
 pub mod benchmark_run;
 mod benchmark_run_status;
 pub mod common;
 pub mod conditions;
 pub mod endpoint;
 mod fault;
-pub mod generate;
 pub mod jetstream_cluster;
 pub mod mqtt_broker;
 pub mod names;

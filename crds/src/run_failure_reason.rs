@@ -1,8 +1,8 @@
 //! Why a BenchmarkRun failed: the one vocabulary of `status.verdict.reason` (and the reason of
 //! the Complete, Succeeded and Stalled conditions) when the outcome is Failed. The operator sets
 //! a reason only through this type; the Argo CD health script's list is generated from
-//! [`RunFailureReason::ALL`] and the README's table is checked against it. The wire strings
-//! never change: CI gates, alerts and dashboards match on them.
+//! [`RunFailureReason::ALL`], and the user guide's table and troubleshooting page are checked
+//! against it. The wire strings never change: CI gates, alerts and dashboards match on them.
 use std::fmt;
 use std::str::FromStr;
 

@@ -1,10 +1,10 @@
 //! `RunFailureReason` is the one place a run's failure reasons are spelt: the operator and the
-//! plugin name them only through it, and the documentation's table lists exactly its values.
-//! (The Argo CD script's list is generated from it: `crd_yaml_fresh`.)
+//! plugin name them only through it, the documentation's table lists exactly its values, and
+//! the troubleshooting page has an entry for each. (The Argo CD script's list is generated from
+//! it: `crdgen/tests/crd_yaml_fresh.rs`.)
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use msgbench_crds::generate::repo_root;
 use msgbench_crds::RunFailureReason;
 
 /// Source trees that set or read run failure reasons.
@@ -117,22 +117,33 @@ fn reason_tables(markdown: &str) -> Vec<Vec<String>> {
     tables
 }
 
+/// Every Markdown file of the book (docs/src, recursively) and the README.
+fn doc_files(root: &Path) -> Vec<PathBuf> {
+    fn markdown(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.expect("directory entry").path();
+            if path.is_dir() {
+                markdown(&path, out);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                out.push(path);
+            }
+        }
+    }
+    let mut docs = vec![root.join("README.md")];
+    markdown(&root.join("docs/src"), &mut docs);
+    docs.sort();
+    docs
+}
+
 #[test]
 fn the_docs_tables_list_exactly_the_failure_reasons() {
     let root = repo_root();
-    let mut docs = vec![root.join("README.md")];
-    for entry in std::fs::read_dir(root.join("docs")).expect("docs/") {
-        let path = entry.expect("directory entry").path();
-        if path.extension().is_some_and(|e| e == "md") {
-            docs.push(path);
-        }
-    }
     let want: BTreeSet<String> = RunFailureReason::ALL
         .iter()
         .map(|r| r.to_string())
         .collect();
     let mut tables = 0;
-    for path in docs {
+    for path in doc_files(&root) {
         let text = std::fs::read_to_string(&path).expect("read doc");
         for rows in reason_tables(&text) {
             tables += 1;
@@ -153,7 +164,54 @@ fn the_docs_tables_list_exactly_the_failure_reasons() {
     }
     assert!(
         tables > 0,
-        "no `| failure reason |` table in README.md or docs/*.md"
+        "no `| failure reason |` table in README.md or docs/src/"
+    );
+}
+
+/// The troubleshooting page: one `## Reason` section per failure reason, each saying what it
+/// means, what to check and how to fix it; no section for a reason that does not exist.
+const TROUBLESHOOTING: &str = "docs/src/troubleshooting.md";
+
+/// `## ` headings of `markdown`, with the text of the section under each.
+fn sections(markdown: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in markdown.lines() {
+        if let Some(heading) = line.strip_prefix("## ") {
+            out.push((heading.trim().to_string(), String::new()));
+        } else if let Some((_, body)) = out.last_mut() {
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    out
+}
+
+#[test]
+fn every_failure_reason_has_a_troubleshooting_entry() {
+    let text = std::fs::read_to_string(repo_root().join(TROUBLESHOOTING)).expect(TROUBLESHOOTING);
+    let sections = sections(&text);
+    let mut problems = Vec::new();
+    for reason in RunFailureReason::ALL {
+        match sections.iter().find(|(h, _)| h == reason.as_str()) {
+            None => problems.push(format!("no `## {reason}` section")),
+            Some((_, body)) => {
+                for part in ["**Means:**", "**Check:**", "**Fix:**"] {
+                    if !body.contains(part) {
+                        problems.push(format!("`## {reason}` has no {part}"));
+                    }
+                }
+            }
+        }
+    }
+    for (heading, _) in &sections {
+        if heading.parse::<RunFailureReason>().is_err() {
+            problems.push(format!("`## {heading}` is no RunFailureReason"));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{TROUBLESHOOTING}:\n{}",
+        problems.join("\n")
     );
 }
 
@@ -165,4 +223,12 @@ fn a_reason_table_is_read_row_by_row() {
         vec![vec!["A".to_string(), "B".to_string()]]
     );
     assert!(reason_tables("| reason | when |\n|---|---|\n| `A` | x |\n").is_empty());
+}
+
+/// The repository root: the parent of this crate's directory.
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("crds/ has a parent")
+        .to_path_buf()
 }

@@ -1,9 +1,11 @@
 //! Every sample and fixture manifest parses into the typed API with no field dropped on the way.
 use std::path::{Path, PathBuf};
 
-use msgbench_crds::generate::repo_root;
 use msgbench_crds::{BenchmarkRun, JetStreamCluster, MqttBroker, PubSubServer};
 use serde_json::Value;
+
+/// The user guide's page with the scenario table.
+const SCENARIO_TABLE: &str = "docs/src/guide/scenarios.md";
 
 fn yaml_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -214,12 +216,12 @@ fn every_run_sample_is_a_listed_scenario_whose_servers_exist() {
         endpoint_has_its_server_and_secrets(e, spec, &at);
         listed.push(sample.to_string());
     }
-    // The README's scenario table names every one.
-    let readme = std::fs::read_to_string(root.join("README.md")).expect("README");
+    // The scenario table of the user guide names every one.
+    let table = std::fs::read_to_string(root.join(SCENARIO_TABLE)).expect(SCENARIO_TABLE);
     for l in &listed {
         assert!(
-            readme.contains(&format!("`{l}`")),
-            "README's scenario table lacks {l}"
+            table.contains(&format!("`{l}`")),
+            "{SCENARIO_TABLE}'s scenario table lacks {l}"
         );
     }
     for p in yaml_files(&samples) {
@@ -277,4 +279,12 @@ fn endpoint_has_its_server_and_secrets(entry: &Value, spec: &Value, at: &str) {
             "{at}: Secret {name} is not among its secrets {made:?}"
         );
     }
+}
+
+/// The repository root: the parent of this crate's directory.
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("crds/ has a parent")
+        .to_path_buf()
 }

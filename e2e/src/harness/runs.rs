@@ -12,7 +12,7 @@ pub fn field<'a>(o: &'a DynamicObject, ptr: &str) -> &'a Value {
 }
 
 /// Waits until BenchmarkRun `name` ended, passed or failed: `Complete=True` for its current
-/// generation (what the README's CI gate waits for).
+/// generation (what the user guide's CI gate waits for).
 pub async fn finished(ctx: &TestContext, name: &str, timeout: Duration) -> Result<DynamicObject> {
     let api = Kind::BenchmarkRun.api(&ctx.client, &ctx.ns);
     wait::until(

@@ -1,5 +1,5 @@
-//! The README's CI gate, exactly as the README writes it, run as a shell process against the
-//! cluster: for a run that fails (a missing target, `targetReadyTimeoutSeconds: 3`) it exits
+//! The user guide's CI gate, exactly as it is written there (`GATE_DOC`), run as a shell process
+//! against the cluster: for a run that fails (a missing target, `targetReadyTimeoutSeconds: 3`) it exits
 //! non-zero within 10 s of the run's completionTime — instead of hanging until its timeout — and
 //! for a run that passes it exits 0.
 use anyhow::{bail, ensure, Context, Result};
@@ -12,8 +12,11 @@ use msgbench_e2e::{run, servers, TestContext};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-/// The name the README's gate uses; replaced by the test's run name.
-const README_RUN: &str = "benchmarkrun/js-r2";
+/// The page of the user guide that shows the gate.
+const GATE_DOC: &str = "docs/src/guide/reports-and-gate.md";
+
+/// The name the documented gate uses; replaced by the test's run name.
+const DOC_RUN: &str = "benchmarkrun/js-r2";
 
 const FAILING_RUN: &str = r#"
 apiVersion: msgbench.dev/v1alpha1
@@ -47,22 +50,22 @@ spec:
 "#;
 
 #[tokio::test]
-async fn the_readme_ci_gate_fails_fast_on_a_failed_run_and_passes_a_passed_one() {
+async fn the_documented_ci_gate_fails_fast_on_a_failed_run_and_passes_a_passed_one() {
     run("ci-gate", body).await;
 }
 
-/// The gate's command lines from the README's CI-gate block (`kubectl wait benchmarkrun/js-r2 …`),
+/// The gate's command lines from the user guide's CI-gate block (`kubectl wait benchmarkrun/js-r2 …`),
 /// comments removed.
 fn readme_gate() -> Result<Vec<String>> {
-    let readme = std::fs::read_to_string(repo_root().join("README.md"))?;
-    let lines: Vec<String> = readme
+    let doc = std::fs::read_to_string(repo_root().join(GATE_DOC))?;
+    let lines: Vec<String> = doc
         .lines()
-        .filter(|l| l.starts_with(&format!("kubectl wait {README_RUN} ")))
+        .filter(|l| l.starts_with(&format!("kubectl wait {DOC_RUN} ")))
         .map(|l| l.split(" #").next().unwrap_or(l).trim().to_string())
         .collect();
     ensure!(
         (1..=2).contains(&lines.len()),
-        "README: expected the CI gate as 1 or 2 `kubectl wait {README_RUN}` lines, found {lines:?}"
+        "{GATE_DOC}: expected the CI gate as 1 or 2 `kubectl wait {DOC_RUN}` lines, found {lines:?}"
     );
     Ok(lines)
 }
@@ -79,7 +82,7 @@ async fn gate(
         .map(|l| {
             format!(
                 "{} -n {}",
-                l.replace(README_RUN, &format!("benchmarkrun/{name}")),
+                l.replace(DOC_RUN, &format!("benchmarkrun/{name}")),
                 ctx.ns
             )
         })

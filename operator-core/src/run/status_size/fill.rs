@@ -711,7 +711,7 @@ pub(super) fn parts(st: &BenchmarkRunStatus) -> Vec<(String, usize)> {
 }
 
 /// `st` without what a child object owned by the run would take (not implemented; see
-/// docs/status-size.md): every result's histogram, timeline and stage and session rows.
+/// docs/src/measurements/status-size.md): every result's histogram, timeline and stage and session rows.
 pub(super) fn without_bulk(mut st: BenchmarkRunStatus) -> BenchmarkRunStatus {
     let results = (st.variants.iter_mut())
         .filter_map(|v| v.result.as_mut())

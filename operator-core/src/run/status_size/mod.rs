@@ -10,7 +10,7 @@
 //! [`MAX_STATUS_HISTOGRAM_CHARS`]); the rest (fault records, stage rows, environment,
 //! thresholds) is about 400 KiB. A realistic large run and the demo's run stay under
 //! [`STATUS_TARGET_BYTES`]; the worst case gets there only once the bulk (histograms,
-//! timelines, stage rows) moves to a child object (docs/status-size.md).
+//! timelines, stage rows) moves to a child object (docs/src/measurements/status-size.md).
 use crate::run::server_restarts::MAX_REASON;
 use crate::run::{timing, variant_results};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, MicroTime, Time};

@@ -1,7 +1,7 @@
 //! Every `self.a.b` path in a CEL rule names a field that exists in the schema where the rule
 //! sits. The API server would refuse the CRD otherwise; this catches a renamed field (e.g. in the
 //! shared Workload type) in `make unit`, before any cluster is involved.
-use msgbench_crds::generate::all_crds;
+use msgbench_crdgen::generate::all_crds;
 use serde_json::Value;
 
 /// `self.x.y` paths in `rule`, as segment lists, with the character after each path.

@@ -1,6 +1,6 @@
 //! The committed generated files (CRD YAML in crds/yaml and the chart, the Argo CD health
 //! scripts) must equal what the Rust types and the templates generate.
-use msgbench_crds::generate::{all_crds, repo_root, stale_files, CHART_DIR};
+use msgbench_crdgen::generate::{all_crds, repo_root, stale_files, CHART_DIR};
 
 #[test]
 fn committed_crd_yaml_matches_the_types() {
@@ -15,7 +15,7 @@ fn committed_crd_yaml_matches_the_types() {
 fn chart_templates_are_gated_and_kept() {
     let root = repo_root();
     for crd in all_crds() {
-        let name = msgbench_crds::generate::file_name(&crd);
+        let name = msgbench_crdgen::generate::file_name(&crd);
         let text = std::fs::read_to_string(root.join(CHART_DIR).join(&name)).expect("chart CRD");
         assert!(
             text.starts_with("{{- if .Values.crds.install }}\n"),

@@ -1,10 +1,10 @@
-//! `crdgen --write` regenerates the committed files derived from the types (CRD YAML, Argo CD
-//! health scripts); `crdgen --check` fails when one is stale; no flag prints all CRDs to stdout
+//! `crdgen --write` regenerates the committed files derived from the types (CRD YAML, the CRD
+//! reference page, Argo CD health scripts); `crdgen --check` fails when one is stale; no flag prints all CRDs to stdout
 //! (for `kubectl apply -f -`).
 #![forbid(unsafe_code)]
 use std::process::ExitCode;
 
-use msgbench_crds::generate::{all_crds, expected_files, render_plain, repo_root, stale_files};
+use msgbench_crdgen::generate::{all_crds, expected_files, render_plain, repo_root, stale_files};
 
 fn main() -> ExitCode {
     let mode = std::env::args().nth(1);

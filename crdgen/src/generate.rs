@@ -1,26 +1,16 @@
-//! Generation of the committed files derived from the API types (the CRD YAML, the Argo CD
-//! health scripts), shared by the `crdgen` binary and the freshness test.
+//! Generation of the committed files derived from the API types (the CRD YAML, the CRD
+//! reference page, the Argo CD health scripts), shared by the `crdgen` binary and the freshness
+//! test.
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 use serde_json::Value;
 
-use crate::{argocd_health, BenchmarkRun, JetStreamCluster, MqttBroker, PubSubServer};
+use msgbench_crds::{BenchmarkRun, JetStreamCluster, MqttBroker, PubSubServer};
 
-/// Why the generated files could not be rendered.
-#[derive(Debug, thiserror::Error)]
-pub enum GenerateError {
-    #[error("render YAML: {0}")]
-    Yaml(#[from] serde_norway::Error),
-    #[error("read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{template}: {problem}")]
-    Template { template: String, problem: String },
-}
+use crate::error::GenerateError;
+use crate::{argocd_health, reference};
 
 /// Directory of the plain CRD YAML, relative to the repository root.
 pub const YAML_DIR: &str = "crds/yaml";
@@ -90,7 +80,8 @@ pub fn render_chart(crd: &CustomResourceDefinition) -> Result<String, serde_norw
     ))
 }
 
-/// Every generated file as (path under `root`, content): the CRDs, then a health script per kind.
+/// Every generated file as (path under `root`, content): the CRDs, the CRD reference page, then
+/// a health script per kind.
 pub fn expected_files(root: &Path) -> Result<Vec<(PathBuf, String)>, GenerateError> {
     let mut files = Vec::new();
     let mut kinds = Vec::new();
@@ -100,6 +91,12 @@ pub fn expected_files(root: &Path) -> Result<Vec<(PathBuf, String)>, GenerateErr
         files.push((root.join(CHART_DIR).join(&name), render_chart(&crd)?));
         kinds.push(crd.spec.names.kind);
     }
+    let pages = reference::pages(&all_crds());
+    files.extend(
+        pages
+            .into_iter()
+            .map(|(path, page)| (root.join(path), page)),
+    );
     files.extend(argocd_health::scripts(root, &kinds)?);
     Ok(files)
 }
@@ -117,6 +114,6 @@ pub fn stale_files(root: &Path) -> Result<Vec<PathBuf>, GenerateError> {
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("crds/ has a parent")
+        .expect("crdgen/ has a parent")
         .to_path_buf()
 }

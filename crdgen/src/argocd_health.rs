@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use kube::Resource;
+use msgbench_crds::{BenchmarkRun, RunFailureReason};
 
-use crate::generate::GenerateError;
-use crate::{BenchmarkRun, RunFailureReason};
+use crate::error::GenerateError;
 
 /// Directory of the templates, relative to the repository root.
 pub const TEMPLATE_DIR: &str = "config/gitops/argocd/templates";

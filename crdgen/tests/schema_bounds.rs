@@ -1,7 +1,7 @@
 //! Admission bounds everywhere in user-written specs: every string has maxLength (or an enum),
 //! every list maxItems, every map maxProperties, every number a minimum and maximum. This keeps
 //! CEL cost estimates small and absurd values out of the API.
-use msgbench_crds::generate::all_crds;
+use msgbench_crdgen::generate::all_crds;
 use serde_json::Value;
 
 fn walk(schema: &Value, path: &str, problems: &mut Vec<String>) {
