@@ -86,7 +86,7 @@ images:
 
 ## push: the images (built as by `make images`, but never loaded into a cluster) to a registry of
 ## your own: make push REGISTRY=host[:port]/path [TAG=...] -> REGISTRY/msgbench/operator:TAG, ...,
-## REGISTRY/library/nats:2.15.2 (the chart's images.registry = REGISTRY). TAG (default: the chart's
+## REGISTRY/msgbench/nats-server:2.15.2 (the chart's images.registry = REGISTRY). TAG (default: the chart's
 ## appVersion) tags msgbench's own images only. Log in once with `helm registry login HOST`.
 ## Prints reference@sha256:digest per image, and writes the chart values that pin them by digest
 ## to VALUES (default msgbench-images.yaml; helm install ... --values msgbench-images.yaml).
