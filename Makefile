@@ -13,11 +13,11 @@ export NODES ?= 1
 
 .PHONY: test tools lint fmt-check clippy core-purity docs unit crds crds-check chart-test gitops-test cluster-up \
         cluster-down cluster-status images e2e e2e-check e2e-sockudo demo demo-faults bench bench-operator bench-operator-history \
-        plugin-release push chart-push registry-up registry-down workflow-lint machete
+        plugin-release push chart-push registry-up registry-down workflow-lint machete release-test
 
 ## test: everything CI runs — lint, unit tests, CRD freshness, chart checks, GitOps checks, e2e on
 ## a real cluster.
-test: lint unit crds-check chart-test gitops-test e2e
+test: lint unit crds-check chart-test gitops-test release-test e2e
 
 lint: fmt-check clippy core-purity workflow-lint machete docs
 ## core-purity: the operator's core (operator-core/) links no Kubernetes client, async runtime or
@@ -79,6 +79,12 @@ chart-test:
 	e2e/tools/ensure helm
 	charts/test.sh
 
+## release-test: every step of .github/workflows/release.yml that runs off GitHub (versions, pinned
+## bases, binary versions against tags, the chart with digests, the krew manifest from a real
+## archive, the Dockerfiles' FROM scratch stages with buildah); docs/src/releasing.md.
+release-test:
+	e2e/release/test
+
 ## gitops-test: Argo CD health scripts (Lua) against fixtures, kustomize tree fresh and rendered.
 gitops-test:
 	config/gitops/test.sh
@@ -95,7 +101,7 @@ images:
 
 ## push: the images (built as by `make images`, but never loaded into a cluster) to a registry of
 ## your own: make push REGISTRY=host[:port]/path [TAG=...] -> REGISTRY/msgbench/operator:TAG, ...,
-## REGISTRY/library/nats:2.15.2 (the chart's images.registry = REGISTRY). TAG (default: the chart's
+## REGISTRY/msgbench/nats-server:2.15.2 (the chart's images.registry = REGISTRY). TAG (default: the chart's
 ## appVersion) tags msgbench's own images only. Log in once with `helm registry login HOST`.
 ## Prints reference@sha256:digest per image, and writes the chart values that pin them by digest
 ## to VALUES (default msgbench-images.yaml; helm install ... --values msgbench-images.yaml).

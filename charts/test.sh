@@ -11,6 +11,9 @@ e2e/tools/ensure helm apt:python3-yaml
 CHART=charts/msgbench
 CHECK=charts/tests/assert_rendered.py
 NONDEFAULT=charts/tests/nondefault-values.yaml
+# The chart as a release packages it (image digests written in): what users install. The source
+# chart alone refuses to render (section 4).
+RELEASE=charts/tests/release-values.yaml
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 failed=0
@@ -20,12 +23,12 @@ fail() { echo "FAIL - $*" >&2; failed=$((failed + 1)); }
 
 render() { # render <out> [helm args...]
   local out="$1"; shift
-  helm template msgbench "$CHART" --namespace msgbench-system --kube-version "$KUBE_VERSION" "$@" > "$out"
+  helm template msgbench "$CHART" --namespace msgbench-system --kube-version "$KUBE_VERSION" -f "$RELEASE" "$@" > "$out"
 }
 
 # 1. Lint, strict, both value sets.
-helm lint --strict --kube-version "$KUBE_VERSION" "$CHART" >/dev/null && pass "helm lint --strict (default values)" || fail "helm lint --strict (default values)"
-helm lint --strict --kube-version "$KUBE_VERSION" "$CHART" -f "$NONDEFAULT" >/dev/null && pass "helm lint --strict (non-default values)" \
+helm lint --strict --kube-version "$KUBE_VERSION" "$CHART" -f "$RELEASE" >/dev/null && pass "helm lint --strict (default values)" || fail "helm lint --strict (default values)"
+helm lint --strict --kube-version "$KUBE_VERSION" "$CHART" -f "$RELEASE" -f "$NONDEFAULT" >/dev/null && pass "helm lint --strict (non-default values)" \
   || fail "helm lint --strict (non-default values)"
 
 # 2. Render and assert. Nothing below means anything when rendering fails, so stop there.
@@ -41,7 +44,7 @@ python3 "$CHECK" nondefault "$work/nondefault.yaml" "$CHART" && pass "non-defaul
   || fail "non-default render assertions"
 python3 "$CHECK" no-leader-election "$work/single.yaml" "$CHART" && pass "leaderElection.enabled=false render assertions" \
   || fail "leaderElection.enabled=false render assertions"
-helm lint --strict --kube-version "$KUBE_VERSION" "$CHART" --set leaderElection.enabled=false >/dev/null \
+helm lint --strict --kube-version "$KUBE_VERSION" "$CHART" -f "$RELEASE" --set leaderElection.enabled=false >/dev/null \
   && pass "helm lint --strict (leader election off)" || fail "helm lint --strict (leader election off)"
 python3 "$CHECK" dashboard "$work/dashboard.yaml" "$CHART" && pass "grafana.dashboard.enabled=true render assertions" \
   || fail "grafana.dashboard.enabled=true render assertions"
@@ -88,8 +91,8 @@ crd_count=$(grep -c '^kind: CustomResourceDefinition' "$work/nondefault.yaml" ||
 [ "$crd_count" = 0 ] && pass "crds.install=false renders no CRD" || fail "crds.install=false rendered $crd_count CRDs"
 
 # One value moves every image: each image reference rendered (the operator's own, and the
-# operand defaults in operands.yaml) sits under images.registry.
-render "$work/registry.yaml" --set images.registry=r.example/x
+# operand defaults in operands.yaml) sits under images.registry. The source chart: `make push`'s way.
+helm template msgbench "$CHART" --kube-version "$KUBE_VERSION" --set images.registry=r.example/x > "$work/registry.yaml"
 refs=$(python3 - "$work/registry.yaml" <<'PY'
 import sys, yaml
 docs = [d for d in yaml.load_all(open(sys.argv[1]), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d]
@@ -106,10 +109,34 @@ else
   fail "images.registry=r.example/x left images elsewhere: $refs"
 fi
 
+# 4. The source chart (no digests) renders only with images.registry, and says so otherwise; the
+# e2e suite's and `make demo`'s values set it.
+if helm template msgbench "$CHART" --kube-version "$KUBE_VERSION" >/dev/null 2>"$work/err"; then
+  fail "the source chart rendered without images.registry (no release digests)"
+elif grep -q 'images.registry is empty' "$work/err" && grep -q 'make push REGISTRY=' "$work/err" \
+  && grep -q 'oci://ghcr.io/msgbench/charts/msgbench' "$work/err"; then
+  pass "the source chart without images.registry fails, saying what to set"
+else
+  fail "the source chart failed without saying what to set: $(tr '\n' ' ' < "$work/err")"
+fi
+# One missing digest is enough to refuse (a partly written release), and the message names it.
+if helm template msgbench "$CHART" --kube-version "$KUBE_VERSION" -f "$RELEASE" --set images.mosquitto.digest= \
+  >/dev/null 2>"$work/err"; then
+  fail "a release chart without mosquitto's digest rendered without images.registry"
+else
+  grep -q 'images.{mosquitto}.digest' "$work/err" && pass "a missing digest is named (images.{mosquitto}.digest)" \
+    || fail "a missing digest was not named: $(tr '\n' ' ' < "$work/err")"
+fi
+e2e_values="$(. e2e/contract.env && echo "$CHART_E2E_VALUES")"
+helm template msgbench "$CHART" --kube-version "$KUBE_VERSION" -f "$e2e_values" > "$work/e2e.yaml" \
+  && grep -q 'image: "ghcr.io/msgbench/operator:0.1.0"' "$work/e2e.yaml" \
+  && pass "the e2e values ($e2e_values) render the source chart, with the images the local cluster holds" \
+  || fail "the e2e values ($e2e_values) do not render the source chart with ghcr.io/msgbench/operator:0.1.0"
+
 # 3. The schema rejects bad values, naming the field.
 reject() { # reject <what> <expected text in the error> <helm args...>
   local what="$1" expect="$2"; shift 2
-  if helm template msgbench "$CHART" --kube-version "$KUBE_VERSION" "$@" >/dev/null 2>"$work/err"; then
+  if helm template msgbench "$CHART" --kube-version "$KUBE_VERSION" -f "$RELEASE" "$@" >/dev/null 2>"$work/err"; then
     fail "schema accepted $what"
   elif grep -q -- "$expect" "$work/err"; then
     pass "schema rejects $what"

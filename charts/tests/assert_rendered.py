@@ -374,12 +374,13 @@ def check_fault_admission(docs, repo, key, value):
 
 
 OPERAND_IMAGES = ("benchRunner", "pubsubServer", "sockudo", "nats", "mosquitto", "rumqttd")
+# The default values with charts/tests/release-values.yaml's digests (a release's chart).
 DEFAULT_OPERAND_IMAGES = {
-    "benchRunner": "ghcr.io/msgbench/bench-runner:0.1.0",
-    "pubsubServer": "ghcr.io/msgbench/pubsub-server:0.1.0",
+    "benchRunner": "ghcr.io/msgbench/bench-runner:0.1.0@sha256:" + "2" * 64,
+    "pubsubServer": "ghcr.io/msgbench/pubsub-server:0.1.0@sha256:" + "3" * 64,
     "sockudo": "ghcr.io/msgbench/sockudo:5.2.0",
-    "nats": "docker.io/library/nats:2.15.2",
-    "mosquitto": "docker.io/library/eclipse-mosquitto:2.0.11",
+    "nats": "ghcr.io/msgbench/nats-server:2.15.2@sha256:" + "4" * 64,
+    "mosquitto": "ghcr.io/msgbench/mosquitto:2.0.11-1.2_deb12u2@sha256:" + "5" * 64,
     "rumqttd": "docker.io/bytebeamio/rumqttd:0.19.0",
 }
 
@@ -499,7 +500,7 @@ def main():
               f"servers fenced with no extra sources by default: {operands.get('serverNetworkPolicy')}")
         check("networkPolicy" not in operands.get("serverPods", {}), "the fence is not a pod addition")
         check(replicas == 1, "default: one operator replica")
-        check(container.get("image") == "ghcr.io/msgbench/operator:0.1.0", f"default image, got {container.get('image')}")
+        check(container.get("image") == "ghcr.io/msgbench/operator:0.1.0@sha256:" + "1" * 64, f"default image, got {container.get('image')}")
         check(container.get("imagePullPolicy") == "IfNotPresent", "default pullPolicy IfNotPresent")
         check(dep["metadata"].get("namespace") == "msgbench-system", "rendered into msgbench-system")
         check(len(by_kind(docs, "ClusterRole")) == 1 and len(by_kind(docs, "ClusterRoleBinding")) == 1,

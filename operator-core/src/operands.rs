@@ -85,8 +85,8 @@ impl Default for DefaultImages {
             bench_runner: format!("ghcr.io/msgbench/bench-runner:{VERSION}"),
             pubsub_server: format!("ghcr.io/msgbench/pubsub-server:{VERSION}"),
             sockudo: "ghcr.io/msgbench/sockudo:5.2.0".into(),
-            nats: "docker.io/library/nats:2.15.2".into(),
-            mosquitto: "docker.io/library/eclipse-mosquitto:2.0.11".into(),
+            nats: "ghcr.io/msgbench/nats-server:2.15.2".into(),
+            mosquitto: "ghcr.io/msgbench/mosquitto:2.0.11-1.2_deb12u2".into(),
             rumqttd: "docker.io/bytebeamio/rumqttd:0.19.0".into(),
         }
     }
@@ -241,14 +241,14 @@ mod tests {
         let d = OperandDefaults::parse(
             "images:\n  benchRunner: r.example/x/msgbench/bench-runner:0.1.0\n  \
              pubsubServer: r.example/x/msgbench/pubsub-server:0.1.0\n  \
-             sockudo: r.example/x/msgbench/sockudo:5.2.0\n  nats: r.example/x/library/nats:2.15.2\n  \
-             mosquitto: r.example/x/library/eclipse-mosquitto:2.0.11\n  \
+             sockudo: r.example/x/msgbench/sockudo:5.2.0\n  nats: r.example/x/msgbench/nats-server:2.15.2\n  \
+             mosquitto: r.example/x/msgbench/mosquitto:2.0.11-1.2_deb12u2\n  \
              rumqttd: r.example/x/bytebeamio/rumqttd:0.19.0\n\
              imagePullPolicy: Always\n\
              runnerPods:\n  imagePullSecrets: [{name: pull}]\n  priorityClassName: bench\n",
         )
         .unwrap();
-        assert_eq!(d.images.nats, "r.example/x/library/nats:2.15.2");
+        assert_eq!(d.images.nats, "r.example/x/msgbench/nats-server:2.15.2");
         assert_eq!(d.image_pull_policy, "Always");
         assert_eq!(d.runner_pods.image_pull_secrets[0].name, "pull");
         assert_eq!(d.server_pods, PodCustomization::default());

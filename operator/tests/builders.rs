@@ -570,8 +570,8 @@ fn obj_kind(label: &str) -> &'static str {
 /// `serverPods`), the CR's `spec.pod` adds to it, and the selector labels never move.
 fn assert_defaults_and_additions<K: ManagedServerKind>(file: &str, default_image: &str) {
     let mut operands = OperandDefaults::default();
-    operands.images.nats = "r.example/x/library/nats:2.15.2".into();
-    operands.images.mosquitto = "r.example/x/library/eclipse-mosquitto:2.0.11".into();
+    operands.images.nats = "r.example/x/msgbench/nats-server:2.15.2".into();
+    operands.images.mosquitto = "r.example/x/msgbench/mosquitto:2.0.11-1.2_deb12u2".into();
     operands.images.pubsub_server = "r.example/x/msgbench/pubsub-server:0.1.0".into();
     operands.image_pull_policy = "Always".into();
     operands.server_pods.image_pull_secrets = vec![PullSecret {
@@ -640,11 +640,11 @@ fn assert_defaults_and_additions<K: ManagedServerKind>(file: &str, default_image
 fn server_pods_take_the_operators_default_image_and_their_pod_additions() {
     assert_defaults_and_additions::<JetStreamCluster>(
         "jsc-basic.yaml",
-        "r.example/x/library/nats:2.15.2",
+        "r.example/x/msgbench/nats-server:2.15.2",
     );
     assert_defaults_and_additions::<MqttBroker>(
         "mqb-basic.yaml",
-        "r.example/x/library/eclipse-mosquitto:2.0.11",
+        "r.example/x/msgbench/mosquitto:2.0.11-1.2_deb12u2",
     );
     assert_defaults_and_additions::<PubSubServer>(
         "pss-basic.yaml",

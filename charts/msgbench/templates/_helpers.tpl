@@ -59,7 +59,24 @@ image's own registry; an empty tag is the chart's appVersion; a digest pins the 
 {{- $ref -}}
 {{- end -}}
 
+{{/* The source chart names images no registry serves until a release writes their digests in
+(.github/workflows/release.yml) or `make push` fills a registry of one's own: without either, stop
+at render time rather than end in ImagePullBackOff. */}}
+{{- define "msgbench.requireImages" -}}
+{{- $images := .Values.images -}}
+{{- if not $images.registry -}}
+{{- $missing := list -}}
+{{- range $key := list "operator" "benchRunner" "pubsubServer" "nats" "mosquitto" -}}
+{{- if not (index $images $key).digest -}}{{- $missing = append $missing $key -}}{{- end -}}
+{{- end -}}
+{{- if $missing -}}
+{{- fail (printf "images.registry is empty and images.{%s}.digest are not set: this is the source chart, whose images no registry serves. Install the published chart (helm install msgbench oci://ghcr.io/msgbench/charts/msgbench), or build and push the images (make push REGISTRY=registry.example.com/team) and set images.registry=registry.example.com/team (or --values msgbench-images.yaml, which make push writes)" (join "," $missing)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "msgbench.image" -}}
+{{- include "msgbench.requireImages" . -}}
 {{- include "msgbench.imageRef" (dict "root" . "image" .Values.images.operator) -}}
 {{- end -}}
 

@@ -1,13 +1,20 @@
 # Docker equivalent of `e2e/images/build operator` (that script needs no Docker; this is for
 # Docker/kind users). Build from the repository root:
-#   docker build -f e2e/images/docker/operator.Dockerfile -t ghcr.io/msgbench/operator:0.1.0 .
-FROM rust:1-bookworm AS build
+#   docker build -f e2e/images/docker/operator.Dockerfile --build-arg VERSION=0.1.0 \
+#     -t ghcr.io/msgbench/operator:0.1.0 .
+# VERSION is the image tag: the build fails unless the binary says it is that version.
+# Base images by digest (the tag is for people; .github/workflows/release.yml checks each digest
+# still serves linux/amd64 and linux/arm64).
+FROM rust:1-bookworm@sha256:fdb91abf3cb33f1ebc84a76461d2472fd8cf606df69c181050fa7474bade2895 AS build
+ARG VERSION
 WORKDIR /src
 COPY . .
-RUN cargo build --release -p msgbench-operator
+RUN test -n "$VERSION" || { echo "--build-arg VERSION=<the image tag> is required" >&2; exit 1; } \
+ && cargo build --release --locked -p msgbench-operator \
+ && e2e/images/check-version target/release/msgbench-operator "$VERSION"
 
 # glibc + libgcc like the ldd-assembled image, CA certificates, user 65532, no shell.
-FROM gcr.io/distroless/cc-debian12:nonroot
+FROM gcr.io/distroless/cc-debian12:nonroot@sha256:9dac0a79194e45a7da0158a9c6da57b217585af0786db3845d1f0ec1a0dd182f
 COPY --from=build /src/target/release/msgbench-operator /usr/local/bin/msgbench-operator
 ENV PATH=/usr/local/bin:/usr/bin:/bin SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
 USER 65532:65532

@@ -63,7 +63,7 @@ spec:
         seccompProfile: {type: RuntimeDefault}
       containers:
         - name: nats
-          image: docker.io/library/nats:2.15.2
+          image: ghcr.io/msgbench/nats-server:2.15.2
           args: [--config, /config/nats.conf]
           env: [{name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
           ports: [{containerPort: 4222}, {containerPort: 6222}, {containerPort: 8222}]

@@ -46,6 +46,12 @@ use crate::metrics::Metrics;
 use crate::store::Store;
 
 fn main() -> anyhow::Result<()> {
+    // The image build checks the binary's version against its tag (e2e/images/check-version);
+    // everything else is configured through the environment.
+    if std::env::args().nth(1).as_deref() == Some("--version") {
+        println!("pubsub-server {}", env!("CARGO_PKG_VERSION"));
+        return Ok(());
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
