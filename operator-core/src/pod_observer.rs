@@ -101,7 +101,7 @@ pub fn observe_pods(pods: &[Pod], template_hash: Option<&str>) -> PodObservation
             .metadata
             .annotations
             .as_ref()
-            .and_then(|a| a.get(crate::server_pod::ANNOTATION_TEMPLATE_HASH))
+            .and_then(|a| a.get(crate::meta::ANNOTATION_TEMPLATE_HASH))
             .map(String::as_str);
         let failed = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed");
         if failed && template_hash.is_some() && pod_hash != template_hash {
