@@ -79,19 +79,35 @@ pub async fn run(
         ..Default::default()
     };
     cs.finalize();
+    let generator = Generator {
+        cpu_seconds: cpu::process_cpu_seconds().unwrap_or(0.0) - cpu0,
+        wall_seconds: wall,
+        cpus: cpu::available_cpus(),
+        ..Default::default()
+    };
+    let measured = SegmentStats::new("measured", w.topics, driver.delivery());
+    Ok(connection_result(
+        &w, &target, &opts, generator, measured, cs,
+    ))
+}
+
+/// A connection workload's result: its connection figures, and no messaging segments.
+fn connection_result(
+    w: &Workload,
+    target: &TargetUrl,
+    opts: &RunOptions,
+    generator: Generator,
+    measured: SegmentStats,
+    cs: ConnectionStats,
+) -> RunnerResult {
     let mut r = RunnerResult {
         format: result::FORMAT.into(),
         target: target.raw.clone(),
         runner_ids: vec![opts.runner_id],
-        workload: (*w).clone(),
-        generator: Generator {
-            cpu_seconds: cpu::process_cpu_seconds().unwrap_or(0.0) - cpu0,
-            wall_seconds: wall,
-            cpus: cpu::available_cpus(),
-            ..Default::default()
-        },
+        workload: w.clone(),
+        generator,
         warmup: None,
-        measured: SegmentStats::new("measured", w.topics, driver.delivery()),
+        measured,
         sessions: vec![],
         stages: vec![],
         breaking_stage: None,
@@ -100,7 +116,7 @@ pub async fn run(
         timeline: vec![],
     };
     r.finalize();
-    Ok(r)
+    r
 }
 
 /// What one step needs to open connections: shared by all steps.

@@ -1,6 +1,5 @@
 //! The counts a runner's drain waits on, taken from its tasks' records.
-use crate::engine::add_into;
-use crate::recorder::TaskStats;
+use crate::recorder::{add_into, TaskStats};
 use runner_api::result::Delivery;
 
 /// What the drain compares: this runner's own messages delivered (first copies only) against

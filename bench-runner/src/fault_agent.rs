@@ -10,10 +10,12 @@
 //! (`runner_api::control_auth`); each fault is done at most once (idempotent by key, and a
 //! `repeat` ask of a key this agent has no report of is refused: its reports live in memory, so
 //! after a restart it cannot tell "never asked" from "done") and never after the time the
-//! operator gives. `GET /faults/state` (`fault_state`) shows the traces a fault leaves, so a
-//! fault whose report was lost can be confirmed.
+//! operator gives. `GET /faults/state` shows the traces a fault leaves (`fault_state`), so a
+//! fault whose report was lost can be confirmed; same credential as `POST /faults`.
 use crate::control_check::{refusal, ControlRequest};
 use crate::fault_net::{self, Nft};
+use crate::fault_process::{find_process, send, unix_ms};
+use crate::fault_state::{self, Leftovers};
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -21,7 +23,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use runner_api::control_auth::ControlVerifier;
 use runner_api::fault_agent::{
-    AgentAction, FaultReport, FaultRequest, PartitionFrom, RulesApplied, SignalSent,
+    AgentAction, AgentState, FaultReport, FaultRequest, PartitionFrom, RulesApplied, SignalSent,
     MAX_DURATION_MS,
 };
 use std::collections::BTreeMap;
@@ -46,9 +48,9 @@ pub struct FaultAgent {
     /// container's restart runs `heal_leftover` instead of leaving the server cut off.
     unhealed: tokio::sync::watch::Sender<Option<String>>,
     /// When this agent started: reports of asks before it are lost.
-    pub(crate) started_unix_ms: u64,
+    started_unix_ms: u64,
     /// What this agent undid at its start, left by an earlier agent (`fault_state`).
-    pub(crate) leftovers: Mutex<crate::fault_state::Leftovers>,
+    leftovers: Mutex<Leftovers>,
 }
 
 /// What a `partition` needs: `nft`, and the server's ports.
@@ -92,18 +94,6 @@ impl FaultAgent {
         })
     }
 
-    pub(crate) fn auth_ref(&self) -> &ControlVerifier {
-        &self.auth
-    }
-
-    pub(crate) fn net(&self) -> Option<&NetFaults> {
-        self.net.as_ref()
-    }
-
-    pub(crate) fn process(&self) -> (&str, &Path) {
-        (&self.process, &self.proc_root)
-    }
-
     /// Heals a partition a previous agent left behind (it was restarted mid-partition, so its
     /// timer is gone): a partition never outlives its agent by more than a restart.
     pub async fn heal_leftover(&self) -> Result<(), String> {
@@ -127,14 +117,42 @@ pub fn router(agent: Arc<FaultAgent>) -> Router {
     Router::new()
         .route("/ready", get(|| async { "ready\n" }))
         .route("/faults", post(fault))
-        .route("/faults/state", get(crate::fault_state::state))
+        .route("/faults/state", get(state))
         .with_state(agent)
 }
 
-pub(crate) fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+/// `GET /faults/state`: the traces of faults now (`fault_state`).
+async fn state(
+    State(a): State<Arc<FaultAgent>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    let control = ControlRequest {
+        method: &method,
+        uri: &uri,
+        headers: &headers,
+    };
+    if let Some(r) = refusal(&a.auth, control, "this server") {
+        return r;
+    }
+    let partition_table = match &a.net {
+        None => None,
+        Some(net) => match net.nft.present().await {
+            Ok(present) => Some(present),
+            Err(e) => return (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+        },
+    };
+    let server_stopped = fault_state::server_stopped(&a.proc_root, &a.process);
+    let left = *a.leftovers.lock().unwrap_or_else(|p| p.into_inner());
+    Json(AgentState {
+        started_unix_ms: a.started_unix_ms,
+        partition_table,
+        leftover_partition_removed_unix_ms: left.partition_removed_unix_ms,
+        server_stopped,
+        leftover_pause_resumed_unix_ms: left.pause_resumed_unix_ms,
+    })
+    .into_response()
 }
 
 fn refuse(code: StatusCode, why: String) -> Response {
@@ -332,39 +350,6 @@ async fn resume_after(pid: i32, ms: u64, process: String) {
     }
 }
 
-pub(crate) fn send(pid: i32, signal: rustix::process::Signal) -> Result<(), String> {
-    let pid = rustix::process::Pid::from_raw(pid).ok_or("pid 0")?;
-    rustix::process::kill_process(pid, signal).map_err(|e| e.to_string())
-}
-
-/// The one process named `name` under `proc_root` (not this agent). Two of them is an error:
-/// the agent never guesses which one to kill.
-pub fn find_process(proc_root: &Path, name: &str) -> Result<i32, String> {
-    let me = std::process::id() as i32;
-    let entries =
-        std::fs::read_dir(proc_root).map_err(|e| format!("{}: {e}", proc_root.display()))?;
-    let found: Vec<i32> = entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| pid != me)
-        .filter(|pid| {
-            std::fs::read_to_string(proc_root.join(pid.to_string()).join("comm"))
-                .is_ok_and(|c| c.trim_end() == name)
-        })
-        .collect();
-    match found[..] {
-        [pid] => Ok(pid),
-        [] => Err(format!(
-            "no process named {name:?} in this pod (is the server running? the pod must share \
-             its process namespace)"
-        )),
-        _ => Err(format!(
-            "{} processes named {name:?}: {found:?}",
-            found.len()
-        )),
-    }
-}
-
 /// Serves the agent on `listen` until the process ends.
 pub async fn serve(listen: std::net::SocketAddr, agent: Arc<FaultAgent>) -> anyhow::Result<()> {
     serve_on(tokio::net::TcpListener::bind(listen).await?, agent).await
@@ -377,7 +362,7 @@ pub async fn serve_on(
     agent: Arc<FaultAgent>,
 ) -> anyhow::Result<()> {
     agent.heal_leftover().await.map_err(anyhow::Error::msg)?;
-    crate::fault_state::resume_leftover(&agent);
+    fault_state::resume_leftover(&agent.proc_root, &agent.process, &agent.leftovers);
     tracing::info!(addr = %listener.local_addr()?, process = %agent.process, net = agent.net.is_some(), "fault agent listening");
     let mut unhealed = agent.unhealed.subscribe();
     let fatal = async move {

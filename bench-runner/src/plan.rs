@@ -1,6 +1,6 @@
 //! Turns a workload into phases. Phase 0 is always warm-up (possibly empty); measured phases
 //! follow, each with the header phase byte equal to its index.
-use msgbench_crds::workload::{StageDimension, StageShape, Violation, Workload};
+use msgbench_crds::workload::{StageDimension, StageShape, Stages, Violation, Workload};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Length {
@@ -124,33 +124,18 @@ impl Schedule {
 
 /// Phases of `w`, timed ones scheduled from offset 0 (the common start).
 pub fn phases(w: &Workload) -> Vec<PlanPhase> {
-    let mut out = Vec::new();
-    let mut t = 0u64;
-    let base = |name: String, length, rate, publishers| PlanPhase {
-        name,
-        length,
-        rate,
-        publishers,
-        is_stage: false,
-        is_session: false,
-        ramp: None,
-    };
     let first_rate = match &w.stages {
         Some(s) if s.dimension == StageDimension::Rate => Some(s.start),
         _ => w.rate_per_publisher,
     };
-    out.push(base(
-        "warmup".into(),
-        Length::Timed {
-            start_us: 0,
-            seconds: w.warmup_seconds,
-        },
-        first_rate,
-        w.publishers,
-    ));
-    t += u64::from(w.warmup_seconds) * 1_000_000;
+    let warmup = Length::Timed {
+        start_us: 0,
+        seconds: w.warmup_seconds,
+    };
+    let mut out = vec![plain("warmup".into(), warmup, first_rate, w.publishers)];
+    let t = u64::from(w.warmup_seconds) * 1_000_000;
     if let Some(d) = w.duration_seconds {
-        out.push(base(
+        out.push(plain(
             "measured".into(),
             Length::Timed {
                 start_us: t,
@@ -160,7 +145,7 @@ pub fn phases(w: &Workload) -> Vec<PlanPhase> {
             w.publishers,
         ));
     } else if let Some(n) = w.messages_per_publisher {
-        out.push(base(
+        out.push(plain(
             "measured".into(),
             Length::Count {
                 messages: n,
@@ -172,7 +157,7 @@ pub fn phases(w: &Workload) -> Vec<PlanPhase> {
         ));
     } else if let Some(sessions) = &w.sessions {
         for (i, s) in sessions.iter().enumerate() {
-            let mut p = base(
+            let mut p = plain(
                 format!("session-{}", i + 1),
                 Length::Count {
                     messages: s.messages,
@@ -186,32 +171,52 @@ pub fn phases(w: &Workload) -> Vec<PlanPhase> {
             out.push(p);
         }
     } else if let Some(st) = &w.stages {
-        for k in 0..st.count {
-            let v = st.start.saturating_add(st.step.saturating_mul(k));
-            let next = v.saturating_add(st.step);
-            let (rate, pubs) = match st.dimension {
-                StageDimension::Rate => (Some(v), w.publishers),
-                StageDimension::Connections => (w.rate_per_publisher, v),
-            };
-            let ramp =
-                (st.shape == StageShape::Ramp && st.step > 0).then_some(match st.dimension {
-                    StageDimension::Rate => Ramp::Rate(next),
-                    StageDimension::Connections => Ramp::Publishers(next),
-                });
-            let mut p = base(
-                format!("stage-{}", k + 1),
-                Length::Timed {
-                    start_us: t,
-                    seconds: st.stage_seconds,
-                },
-                rate,
-                pubs,
-            );
-            p.is_stage = true;
-            p.ramp = ramp;
-            out.push(p);
-            t += u64::from(st.stage_seconds) * 1_000_000;
-        }
+        out.extend(stages(w, st, t));
+    }
+    out
+}
+
+/// A phase that is neither a session nor a stage.
+fn plain(name: String, length: Length, rate: Option<u32>, publishers: u32) -> PlanPhase {
+    PlanPhase {
+        name,
+        length,
+        rate,
+        publishers,
+        is_stage: false,
+        is_session: false,
+        ramp: None,
+    }
+}
+
+/// The stages, one after the other from `start_us`: each a step (or a ramp) up from the last.
+fn stages(w: &Workload, st: &Stages, start_us: u64) -> Vec<PlanPhase> {
+    let mut t = start_us;
+    let mut out = Vec::new();
+    for k in 0..st.count {
+        let v = st.start.saturating_add(st.step.saturating_mul(k));
+        let next = v.saturating_add(st.step);
+        let (rate, pubs) = match st.dimension {
+            StageDimension::Rate => (Some(v), w.publishers),
+            StageDimension::Connections => (w.rate_per_publisher, v),
+        };
+        let ramp = (st.shape == StageShape::Ramp && st.step > 0).then_some(match st.dimension {
+            StageDimension::Rate => Ramp::Rate(next),
+            StageDimension::Connections => Ramp::Publishers(next),
+        });
+        let mut p = plain(
+            format!("stage-{}", k + 1),
+            Length::Timed {
+                start_us: t,
+                seconds: st.stage_seconds,
+            },
+            rate,
+            pubs,
+        );
+        p.is_stage = true;
+        p.ramp = ramp;
+        out.push(p);
+        t += u64::from(st.stage_seconds) * 1_000_000;
     }
     out
 }

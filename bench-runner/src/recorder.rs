@@ -129,6 +129,16 @@ impl TaskStats {
     }
 }
 
+/// Adds per-index counters `b` into `a` (growing it), saturating.
+pub(crate) fn add_into(a: &mut Vec<u64>, b: &[u64]) {
+    if a.len() < b.len() {
+        a.resize(b.len(), 0);
+    }
+    for (x, y) in a.iter_mut().zip(b) {
+        *x = x.saturating_add(*y);
+    }
+}
+
 fn bump(v: &mut Vec<u64>, i: usize, n: u64) {
     if v.len() <= i {
         v.resize(i + 1, 0);

@@ -19,70 +19,10 @@ pub fn render(r: &RunnerResult) -> String {
         w.rate_per_publisher
             .map_or("unlimited (closed loop)".to_string(), |x| format!("{x}/s")),
     );
-    if let Some(c) = &r.connections {
-        let _ = writeln!(
-            s,
-            "connections: {} of {} opened in {:.3} s = {:.1}/s, {} failed, held {:.1} s",
-            c.connected,
-            c.attempted,
-            c.connect_seconds,
-            c.connections_per_second,
-            c.failed,
-            c.held_seconds
-        );
-        if let Some(l) = &c.connect_time_summary {
-            let _ = writeln!(s, "connect time: {}", lat(l));
-        }
-        for (k, v) in &c.errors {
-            let _ = writeln!(s, "  error {k}: {v}");
-        }
+    if r.connections.is_some() {
+        connections(&mut s, r);
     } else {
-        let _ = writeln!(
-            s,
-            "{:<12} {:>11} {:>11} {:>12} {:>12} {:>12} {:>9} {:>6} {:>5} {:>6} {:>9} {:>9} {:>9} {:>9}",
-            "phase",
-            "published",
-            "received",
-            "pub/s",
-            "recv/s",
-            "deliv/s",
-            "delivered",
-            "dup",
-            "ooo",
-            "errors",
-            "p50 µs",
-            "p99 µs",
-            "p99.9 µs",
-            "max µs"
-        );
-        for p in r
-            .warmup
-            .iter()
-            .chain(r.sessions.iter())
-            .chain(r.stages.iter())
-            .chain([&r.measured])
-        {
-            row(&mut s, p);
-        }
-        stage_loads(&mut s, r);
-        let m = &r.measured.summary;
-        if let Some(l) = &m.latency {
-            let _ = writeln!(s, "end-to-end latency (from intended send): {}", lat(l));
-        }
-        if let Some(l) = &m.ack_latency {
-            let _ = writeln!(s, "publish ack latency: {}", lat(l));
-        }
-        if let Some(l) = &m.send_lag {
-            let _ = writeln!(s, "send lag: {}", lat(l));
-        }
-        for (k, v) in &r.measured.errors {
-            let _ = writeln!(s, "  error {k}: {v}");
-        }
-        if let Some(b) = &r.breaking_stage {
-            let _ = writeln!(s, "stages stopped at {b} (threshold broken)");
-        }
-    }
-    if r.connections.is_none() {
+        messaging(&mut s, r);
         let _ = writeln!(
             s,
             "recv/s: first → last delivery per subscriber; deliv/s: unique deliveries over first send → last delivery"
@@ -100,6 +40,79 @@ pub fn render(r: &RunnerResult) -> String {
                 .map_or(String::new(), |l| format!("; latency {}", lat(l)))
         );
     }
+    generator(&mut s, r);
+    s
+}
+
+/// A connection workload: how many opened how fast, and the connect time.
+fn connections(s: &mut String, r: &RunnerResult) {
+    let Some(c) = &r.connections else { return };
+    let _ = writeln!(
+        s,
+        "connections: {} of {} opened in {:.3} s = {:.1}/s, {} failed, held {:.1} s",
+        c.connected,
+        c.attempted,
+        c.connect_seconds,
+        c.connections_per_second,
+        c.failed,
+        c.held_seconds
+    );
+    if let Some(l) = &c.connect_time_summary {
+        let _ = writeln!(s, "connect time: {}", lat(l));
+    }
+    for (k, v) in &c.errors {
+        let _ = writeln!(s, "  error {k}: {v}");
+    }
+}
+
+/// A messaging workload: a row per phase, the stages' loads, and the measured latencies.
+fn messaging(s: &mut String, r: &RunnerResult) {
+    let _ = writeln!(
+        s,
+        "{:<12} {:>11} {:>11} {:>12} {:>12} {:>12} {:>9} {:>6} {:>5} {:>6} {:>9} {:>9} {:>9} {:>9}",
+        "phase",
+        "published",
+        "received",
+        "pub/s",
+        "recv/s",
+        "deliv/s",
+        "delivered",
+        "dup",
+        "ooo",
+        "errors",
+        "p50 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "max µs"
+    );
+    for p in (r.warmup.iter())
+        .chain(r.sessions.iter())
+        .chain(r.stages.iter())
+        .chain([&r.measured])
+    {
+        row(s, p);
+    }
+    stage_loads(s, r);
+    let m = &r.measured.summary;
+    if let Some(l) = &m.latency {
+        let _ = writeln!(s, "end-to-end latency (from intended send): {}", lat(l));
+    }
+    if let Some(l) = &m.ack_latency {
+        let _ = writeln!(s, "publish ack latency: {}", lat(l));
+    }
+    if let Some(l) = &m.send_lag {
+        let _ = writeln!(s, "send lag: {}", lat(l));
+    }
+    for (k, v) in &r.measured.errors {
+        let _ = writeln!(s, "  error {k}: {v}");
+    }
+    if let Some(b) = &r.breaking_stage {
+        let _ = writeln!(s, "stages stopped at {b} (threshold broken)");
+    }
+}
+
+/// The runner's own cost, and whether it kept its schedule.
+fn generator(s: &mut String, r: &RunnerResult) {
     let g = &r.generator;
     let _ = writeln!(
         s,
@@ -121,7 +134,6 @@ pub fn render(r: &RunnerResult) -> String {
     for reason in &g.reasons {
         let _ = writeln!(s, "  saturated: {reason}");
     }
-    s
 }
 
 /// What each stage offered: rate per publisher and publishers, with a ramp's end value.

@@ -506,6 +506,17 @@ impl Workload {
                 rule: rule.into(),
             })
         };
+        self.payload_violations(&mut bad);
+        self.count_violations(&mut bad);
+        self.length_violations(&mut bad);
+        self.stage_violations(&mut bad);
+        self.connection_violations(&mut bad);
+        self.protocol_violations(&mut bad);
+        v
+    }
+
+    /// The payload's size, and the Socket.IO REST side traffic.
+    fn payload_violations(&self, bad: &mut impl FnMut(&str, &str)) {
         if !(MIN_PAYLOAD_BYTES..=MAX_PAYLOAD_BYTES).contains(&self.payload_bytes) {
             bad("payloadBytes", "must be between 16 and 1048576");
         }
@@ -530,6 +541,10 @@ impl Workload {
                 bad("socketio.rest.ratePerSecond", "must be between 1 and 50");
             }
         }
+    }
+
+    /// Rates and counts of publishers, subscribers and topics.
+    fn count_violations(&self, bad: &mut impl FnMut(&str, &str)) {
         if self.rate_per_publisher == Some(0) {
             bad(
                 "ratePerPublisher",
@@ -545,6 +560,10 @@ impl Workload {
                 "publishers and subscribers must be at most 10000",
             );
         }
+    }
+
+    /// How long the workload runs: exactly one of the five lengths, each in bounds.
+    fn length_violations(&self, bad: &mut impl FnMut(&str, &str)) {
         let lengths = [
             self.duration_seconds.is_some(),
             self.messages_per_publisher.is_some(),
@@ -553,16 +572,16 @@ impl Workload {
             self.connections.is_some(),
         ];
         match lengths.iter().filter(|x| **x).count() {
-            1 => {}
-            0 => bad(
-                "durationSeconds",
-                "one of durationSeconds, messagesPerPublisher, sessions, stages, connections is required",
-            ),
-            _ => bad(
-                "durationSeconds",
-                "only one of durationSeconds, messagesPerPublisher, sessions, stages, connections may be set",
-            ),
-        }
+        1 => {}
+        0 => bad(
+            "durationSeconds",
+            "one of durationSeconds, messagesPerPublisher, sessions, stages, connections is required",
+        ),
+        _ => bad(
+            "durationSeconds",
+            "only one of durationSeconds, messagesPerPublisher, sessions, stages, connections may be set",
+        ),
+    }
         if matches!(self.duration_seconds, Some(d) if !(1..=86_400).contains(&d)) {
             bad("durationSeconds", "must be between 1 and 86400");
         }
@@ -580,6 +599,10 @@ impl Workload {
                 bad("sessions[].messages", "must be at least 1");
             }
         }
+    }
+
+    /// Stages: in bounds, and a last stage within the publisher and rate limits.
+    fn stage_violations(&self, bad: &mut impl FnMut(&str, &str)) {
         if let Some(st) = &self.stages {
             if st.count == 0 || st.count > MAX_STAGES {
                 bad("stages.count", "must be between 1 and 32");
@@ -609,6 +632,10 @@ impl Workload {
                 );
             }
         }
+    }
+
+    /// A connection workload's bounds; a messaging workload needs a publisher.
+    fn connection_violations(&self, bad: &mut impl FnMut(&str, &str)) {
         if let Some(c) = &self.connections {
             if c.count == 0 || c.count > 100_000 {
                 bad("connections.count", "must be between 1 and 100000");
@@ -638,6 +665,10 @@ impl Workload {
         if messaging && self.publishers == 0 {
             bad("publishers", "must be at least 1 for a messaging workload");
         }
+    }
+
+    /// The protocol sections: in bounds, and only the one `protocol` names.
+    fn protocol_violations(&self, bad: &mut impl FnMut(&str, &str)) {
         if let Some(m) = &self.mqtt {
             if m.qos > 2 {
                 bad("mqtt.qos", "must be 0, 1 or 2");
@@ -674,7 +705,6 @@ impl Workload {
                 bad(name, "section does not match `protocol`");
             }
         }
-        v
     }
 }
 

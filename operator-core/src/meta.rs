@@ -1,4 +1,4 @@
-//! Contract labels, owner references and the applied-spec hash annotation shared by all children.
+//! Contract labels, owner references and the hash annotations shared by all children.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
@@ -13,6 +13,9 @@ pub const LABEL_PART_OF: &str = "app.kubernetes.io/part-of";
 pub const MANAGED_BY: &str = "msgbench-operator";
 /// sha256 of the desired object as the operator last applied it: an unchanged hash means no write.
 pub const ANNOTATION_APPLIED_HASH: &str = "msgbench.dev/applied-hash";
+/// Hash of the whole pod template (`server_pod::pod_template`): tells pods of the current
+/// template from stale ones (a Deployment keeps kubelet-refused pods of old ReplicaSets around).
+pub const ANNOTATION_TEMPLATE_HASH: &str = "msgbench.dev/template-hash";
 
 /// Identity of the owning custom resource, enough to name, label and own a child.
 #[derive(Clone, Debug)]

@@ -1,6 +1,6 @@
 //! What the server pods say: readiness, QoS class, sysctls, and kubelet refusals.
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::common::RunningImage;
 
@@ -86,133 +86,129 @@ pub struct PodProblem {
 /// (left behind by an old ReplicaSet) and ignored. `None` considers every pod.
 pub fn observe_pods(pods: &[Pod], template_hash: Option<&str>) -> PodObservation {
     let mut obs = PodObservation::default();
+    let alive = |p: &&Pod| p.metadata.deletion_timestamp.is_none();
     // A transient refusal followed by a pod the kubelet took (or has yet to judge) is history.
-    let newest_live = pods
-        .iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Failed"))
+    let newest_live = (pods.iter().filter(alive))
+        .filter(|p| !failed(p))
         .filter_map(|p| p.metadata.creation_timestamp.clone())
         .max_by_key(|t| t.0);
-    for pod in pods
-        .iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-    {
-        let pod_hash = pod
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(crate::server_pod::ANNOTATION_TEMPLATE_HASH))
+    for pod in pods.iter().filter(alive) {
+        let pod_hash = (pod.metadata.annotations.as_ref())
+            .and_then(|a| a.get(crate::meta::ANNOTATION_TEMPLATE_HASH))
             .map(String::as_str);
-        let failed = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed");
-        if failed && template_hash.is_some() && pod_hash != template_hash {
+        if failed(pod) && template_hash.is_some() && pod_hash != template_hash {
             continue;
         }
-        let name = pod.metadata.name.clone().unwrap_or_default();
-        let Some(status) = &pod.status else {
-            obs.pods += 1;
-            continue;
-        };
-        if status.phase.as_deref() == Some("Failed") {
-            let reason = status.reason.clone().unwrap_or_else(|| "PodFailed".into());
-            let rejected = REJECTION_REASONS.contains(&reason.as_str());
-            let created = pod.metadata.creation_timestamp.clone();
-            let superseded = match (&created, &newest_live) {
-                (Some(c), Some(live)) => c.0 <= live.0,
-                _ => false,
-            };
-            if is_transient_rejection(&reason) && superseded {
-                continue;
+        if failed(pod) {
+            if let Some(p) = failed_pod_problem(pod, newest_live.as_ref()) {
+                set_problem(&mut obs, p);
             }
-            let message = format!(
-                "pod {name}: {}",
-                status.message.as_deref().unwrap_or(&reason)
-            );
-            set_problem(
-                &mut obs,
-                PodProblem {
-                    reason,
-                    message,
-                    rejected,
-                    refused_at: created.filter(|_| rejected),
-                },
-            );
             continue;
         }
-        obs.pods += 1;
-        obs.images.extend(running_image(pod));
-        if let Some(q) = &status.qos_class {
-            obs.qos_class = match obs.qos_class.take() {
-                None => Some(q.clone()),
-                Some(prev) if &prev == q => Some(prev),
-                Some(_) => Some("Mixed".into()),
-            };
-        }
-        let conditions = status.conditions.as_deref().unwrap_or_default();
-        let ready = conditions
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True");
-        if ready {
-            obs.ready += 1;
-            if obs.ready_pod_ip.is_none() {
-                obs.ready_pod_ip = status.pod_ip.clone();
-            }
-        }
-        if let Some(c) = conditions
-            .iter()
-            .find(|c| c.type_ == "PodScheduled" && c.status == "False" && c.reason.is_some())
-        {
-            let message = format!("pod {name}: {}", c.message.as_deref().unwrap_or_default());
-            let reason = c.reason.clone().unwrap_or_default();
-            set_problem(
-                &mut obs,
-                PodProblem {
-                    reason,
-                    message,
-                    rejected: false,
-                    refused_at: None,
-                },
-            );
-        }
-        // On a node that went silent: Degraded, naming the node, until it reports again.
-        if let Some(loss) = crate::node_loss::node_lost(pod) {
-            set_problem(
-                &mut obs,
-                PodProblem {
-                    reason: NODE_NOT_READY.into(),
-                    message: loss.describe(),
-                    rejected: false,
-                    refused_at: None,
-                },
-            );
-        }
-        let containers = status
-            .init_container_statuses
-            .iter()
-            .flatten()
-            .chain(status.container_statuses.iter().flatten());
-        for cs in containers {
-            let Some(waiting) = cs.state.as_ref().and_then(|s| s.waiting.as_ref()) else {
-                continue;
-            };
-            let Some(reason) = waiting.reason.as_deref() else {
-                continue;
-            };
-            if STUCK_WAITING_REASONS.contains(&reason) {
-                let said = waiting.message.as_deref().unwrap_or(reason);
-                let message = format!("pod {name} container {}: {said}", cs.name);
-                set_problem(
-                    &mut obs,
-                    PodProblem {
-                        reason: secret_reason(reason, said).into(),
-                        message,
-                        rejected: false,
-                        refused_at: None,
-                    },
-                );
-            }
-        }
+        observe_live_pod(&mut obs, pod);
     }
     obs
+}
+
+fn failed(pod: &Pod) -> bool {
+    pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed")
+}
+
+fn pod_name(pod: &Pod) -> String {
+    pod.metadata.name.clone().unwrap_or_default()
+}
+
+/// Why a pod failed; `None` for a transient refusal a newer live pod has superseded.
+fn failed_pod_problem(pod: &Pod, newest_live: Option<&Time>) -> Option<PodProblem> {
+    let status = pod.status.as_ref()?;
+    let reason = status.reason.clone().unwrap_or_else(|| "PodFailed".into());
+    let rejected = REJECTION_REASONS.contains(&reason.as_str());
+    let created = pod.metadata.creation_timestamp.clone();
+    let superseded = match (&created, newest_live) {
+        (Some(c), Some(live)) => c.0 <= live.0,
+        _ => false,
+    };
+    if is_transient_rejection(&reason) && superseded {
+        return None;
+    }
+    let said = status.message.as_deref().unwrap_or(&reason);
+    let message = format!("pod {}: {said}", pod_name(pod));
+    Some(PodProblem {
+        reason,
+        message,
+        rejected,
+        refused_at: created.filter(|_| rejected),
+    })
+}
+
+/// Counts a pod that has not failed, and what keeps it from running: unschedulable, on a
+/// silent node, or a container stuck waiting.
+fn observe_live_pod(obs: &mut PodObservation, pod: &Pod) {
+    obs.pods += 1;
+    let Some(status) = &pod.status else {
+        return;
+    };
+    obs.images.extend(running_image(pod));
+    if let Some(q) = &status.qos_class {
+        obs.qos_class = match obs.qos_class.take() {
+            None => Some(q.clone()),
+            Some(prev) if &prev == q => Some(prev),
+            Some(_) => Some("Mixed".into()),
+        };
+    }
+    let conditions = status.conditions.as_deref().unwrap_or_default();
+    let ready = (conditions.iter()).any(|c| c.type_ == "Ready" && c.status == "True");
+    if ready {
+        obs.ready += 1;
+        if obs.ready_pod_ip.is_none() {
+            obs.ready_pod_ip = status.pod_ip.clone();
+        }
+    }
+    let name = pod_name(pod);
+    let unscheduled = (conditions.iter())
+        .find(|c| c.type_ == "PodScheduled" && c.status == "False" && c.reason.is_some())
+        .map(|c| {
+            let message = format!("pod {name}: {}", c.message.as_deref().unwrap_or_default());
+            degraded(c.reason.clone().unwrap_or_default(), message)
+        });
+    // On a node that went silent: Degraded, naming the node, until it reports again.
+    let node_lost = crate::node_loss::node_lost(pod)
+        .map(|loss| degraded(NODE_NOT_READY.into(), loss.describe()));
+    for p in (unscheduled.into_iter())
+        .chain(node_lost)
+        .chain(stuck_containers(status, &name))
+    {
+        set_problem(obs, p);
+    }
+}
+
+/// Containers (init containers first) waiting for a reason that will not fix itself.
+fn stuck_containers<'a>(
+    status: &'a PodStatus,
+    name: &'a str,
+) -> impl Iterator<Item = PodProblem> + 'a {
+    let containers = (status.init_container_statuses.iter().flatten())
+        .chain(status.container_statuses.iter().flatten());
+    containers.filter_map(move |cs| {
+        let waiting = cs.state.as_ref()?.waiting.as_ref()?;
+        let reason = waiting.reason.as_deref()?;
+        if !STUCK_WAITING_REASONS.contains(&reason) {
+            return None;
+        }
+        let said = waiting.message.as_deref().unwrap_or(reason);
+        let message = format!("pod {name} container {}: {said}", cs.name);
+        Some(degraded(secret_reason(reason, said).into(), message))
+    })
+}
+
+/// A problem that degrades the server without a kubelet refusal.
+fn degraded(reason: String, message: String) -> PodProblem {
+    PodProblem {
+        reason,
+        message,
+        rejected: false,
+        refused_at: None,
+    }
 }
 
 /// The first container's image as specified, and the digest the kubelet reports for it.

@@ -3,14 +3,14 @@
 //! their configuration changes.
 
 use crate::fault_agent_pod::{AgentNetwork, FaultAgentPod};
-use crate::meta::Owner;
+use crate::meta::{Owner, ANNOTATION_TEMPLATE_HASH};
 use crate::operands::customize;
 use crate::placement::pod_placement;
 use crate::security::{container_security_context, pod_security_context};
 use crate::tuning::{container_resources, pod_sysctls};
 use k8s_openapi::api::core::v1::{
-    Container, EmptyDirVolumeSource, EnvVar, KeyToPath, PodSpec, PodTemplateSpec,
-    SecretVolumeSource, Volume, VolumeMount,
+    Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, KeyToPath, PodSpec,
+    PodTemplateSpec, SecretKeySelector, SecretVolumeSource, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -20,9 +20,8 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 pub const ANNOTATION_CONFIG_HASH: &str = "msgbench.dev/config-hash";
-/// Hash of the whole pod template: tells pods of the current template from stale ones (a
-/// Deployment keeps kubelet-refused pods of old ReplicaSets around).
-pub const ANNOTATION_TEMPLATE_HASH: &str = "msgbench.dev/template-hash";
+/// Non-root uid for images that do not name one.
+pub const DEFAULT_UID: i64 = 65532;
 
 pub struct ServerPod<'a> {
     pub owner: &'a Owner,
@@ -177,7 +176,7 @@ pub fn tls_env(secret: &str) -> Vec<EnvVar> {
         ("MSGBENCH_TLS_CA", "ca.crt"),
     ]
     .into_iter()
-    .map(|(var, key)| crate::run::target_auth::secret_env(var, secret, key))
+    .map(|(var, key)| secret_env(var, secret, key))
     .collect()
 }
 
@@ -211,5 +210,39 @@ pub fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
         mount_path: path.into(),
         read_only: read_only.then_some(true),
         ..VolumeMount::default()
+    }
+}
+
+/// `name` set to `value` in the pod spec.
+pub fn value_env(name: &str, value: String) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value: Some(value),
+        ..EnvVar::default()
+    }
+}
+
+/// `name` from `key` of Secret `secret` (required), never a value.
+pub fn secret_env(name: &str, secret: &str, key: &str) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: secret.into(),
+                key: key.into(),
+                optional: Some(false),
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    }
+}
+
+/// A named container port: probes, Services and the fence refer to it by name.
+pub fn container_port(name: &str, port: i32) -> ContainerPort {
+    ContainerPort {
+        name: Some(name.into()),
+        container_port: port,
+        ..ContainerPort::default()
     }
 }

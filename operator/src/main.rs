@@ -153,60 +153,17 @@ impl Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,kube=warn,msgbench_operator=info"));
-    let fmt = tracing_subscriber::fmt().with_env_filter(filter);
-    match args.log_format {
-        LogFormat::Json => fmt.json().init(),
-        LogFormat::Text => fmt.init(),
-    }
-
+    init_tracing(args.log_format);
     // The operator's own tree links only ring, but one cargo invocation that also builds
     // bench-runner (e2e/images/build, `cargo test --workspace`) unifies rustls features and adds
     // aws-lc-rs (tokio-tungstenite, async-nats); with two providers compiled in rustls cannot
     // pick one by itself, and kube's client would panic. So name it before any TLS use.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let election = args.election()?;
-    let operands = args.operands()?;
-    tracing::info!(images = ?operands.images, "operand defaults");
     let kube_config = kube::Config::infer().await?;
     let client = kube::Client::try_from(kube_config.clone())?;
     let readiness = Arc::new(Readiness::new(4));
-    let mut ctx = Context::new(client, readiness.clone(), !args.no_varz);
-    ctx.runs.allow_faults = args.allow_faults;
-    ctx.runs.results_from_pod_logs = args.results_from_pod_logs;
-    ctx.runs.retention = RetentionPolicy {
-        succeeded_history_limit: args.succeeded_runs_history_limit,
-        failed_history_limit: args.failed_runs_history_limit,
-        delete_after_seconds: args.delete_runs_after_seconds,
-    };
-    tracing::info!(retention = ?ctx.runs.retention, "finished runs' retention");
-    match (&args.control_key_secret, &args.operator_namespace) {
-        (Some(name), Some(ns)) => {
-            let signer = control_key::load_or_create(ctx.client.clone(), ns, name).await?;
-            ctx.control = Arc::new(signer);
-            tracing::info!(secret = %format!("{ns}/{name}"), "runner control key loaded");
-        }
-        (Some(_), None) => anyhow::bail!("--control-key-secret needs OPERATOR_NAMESPACE"),
-        (None, _) => tracing::warn!(
-            "no --control-key-secret: runner control key of this process only; runs in flight fail when it restarts"
-        ),
-    }
-    // Runner and fault-agent pods check the operator's credentials with this key.
-    let mut operands = operands;
-    operands.control_public_key = ctx.control.public_keys();
-    operands.faults = args.fault_policy();
-    // The servers' fences admit the operator's own pods to their monitoring ports.
-    operands.operator_peer = ctx.runner_peer.clone();
-    ctx.operands = Arc::new(operands);
-    ctx.runs.merge_budget = Arc::new(MergeBudget::from_memory_limit(
-        args.memory_limit_bytes,
-        RESULTS_BUDGET_BYTES,
-    ));
-    tracing::info!(
-        bytes = ctx.runs.merge_budget.total_bytes(),
-        "memory budget for run results"
-    );
+    let ctx = context(&args, client, readiness.clone()).await?;
     let ctx = Arc::new(ctx);
 
     let listener = tokio::net::TcpListener::bind(args.metrics_addr).await?;
@@ -242,6 +199,63 @@ async fn main() -> anyhow::Result<()> {
     server.await??;
     tracing::info!("shut down");
     Ok(())
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,kube=warn,msgbench_operator=info"));
+    let fmt = tracing_subscriber::fmt().with_env_filter(filter);
+    match format {
+        LogFormat::Json => fmt.json().init(),
+        LogFormat::Text => fmt.init(),
+    }
+}
+
+/// The controllers' context from the flags: run policies, the runner control key (loaded from
+/// or created in its Secret), and the operand defaults that name it.
+async fn context(
+    args: &Args,
+    client: kube::Client,
+    readiness: Arc<Readiness>,
+) -> anyhow::Result<Context> {
+    let operands = args.operands()?;
+    tracing::info!(images = ?operands.images, "operand defaults");
+    let mut ctx = Context::new(client, readiness, !args.no_varz);
+    ctx.runs.allow_faults = args.allow_faults;
+    ctx.runs.results_from_pod_logs = args.results_from_pod_logs;
+    ctx.runs.retention = RetentionPolicy {
+        succeeded_history_limit: args.succeeded_runs_history_limit,
+        failed_history_limit: args.failed_runs_history_limit,
+        delete_after_seconds: args.delete_runs_after_seconds,
+    };
+    tracing::info!(retention = ?ctx.runs.retention, "finished runs' retention");
+    match (&args.control_key_secret, &args.operator_namespace) {
+        (Some(name), Some(ns)) => {
+            let signer = control_key::load_or_create(ctx.client.clone(), ns, name).await?;
+            ctx.control = Arc::new(signer);
+            tracing::info!(secret = %format!("{ns}/{name}"), "runner control key loaded");
+        }
+        (Some(_), None) => anyhow::bail!("--control-key-secret needs OPERATOR_NAMESPACE"),
+        (None, _) => tracing::warn!(
+            "no --control-key-secret: runner control key of this process only; runs in flight fail when it restarts"
+        ),
+    }
+    // Runner and fault-agent pods check the operator's credentials with this key.
+    let mut operands = operands;
+    operands.control_public_key = ctx.control.public_keys();
+    operands.faults = args.fault_policy();
+    // The servers' fences admit the operator's own pods to their monitoring ports.
+    operands.operator_peer = ctx.runner_peer.clone();
+    ctx.operands = Arc::new(operands);
+    ctx.runs.merge_budget = Arc::new(MergeBudget::from_memory_limit(
+        args.memory_limit_bytes,
+        RESULTS_BUDGET_BYTES,
+    ));
+    tracing::info!(
+        bytes = ctx.runs.merge_budget.total_bytes(),
+        "memory budget for run results"
+    );
+    Ok(ctx)
 }
 
 /// Reaches the Lease as a standby (`Some`), or `None` when SIGTERM/SIGINT comes first.

@@ -17,6 +17,7 @@ use crate::options::{RunOptions, SharedSetup, StartGate};
 use crate::recorder::Shared;
 use crate::termination::BarrierTimedOut;
 use futures::future::BoxFuture;
+use msgbench_crds::workload::Workload;
 use runner_api::agent::{
     AgentConfig, AgentProgress, AgentResults, RawJson, RawResultLine, ResultLine, ScheduledTrial,
     LINE_FORMAT,
@@ -304,25 +305,7 @@ pub async fn run(
     state: Arc<AgentState>,
     emit: &mut (dyn FnMut(&ResultLine) -> anyhow::Result<()> + Send),
 ) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        (1..=20).contains(&cfg.trials),
-        "trials: must be between 1 and 20, got {}",
-        cfg.trials
-    );
-    anyhow::ensure!(
-        (1..=crate::payload::MAX_RUNNER).contains(&runner_id),
-        "runner id must be between 1 and {}, got {runner_id}",
-        crate::payload::MAX_RUNNER
-    );
-    let plan = cfg.plan();
-    anyhow::ensure!(
-        plan.len() <= 120,
-        "schedule: at most 120 trials (20 rounds x 6 variants), got {}",
-        plan.len()
-    );
-    for t in &plan {
-        engine::validate(&t.workload).map_err(|e| e.context(variant_label(t)))?;
-    }
+    let plan = checked_plan(&cfg, runner_id)?;
     state
         .runner_id
         .store(u32::from(runner_id), Ordering::SeqCst);
@@ -331,49 +314,14 @@ pub async fn run(
         let trial = i as u32 + 1;
         state.trial.store(trial, Ordering::SeqCst);
         let released_ms = Arc::new(Mutex::new(0u64));
-        let gate = AgentGate {
-            state: state.clone(),
-            barrier_timeout: Duration::from_secs(u64::from(cfg.barrier_timeout_seconds)),
-            settle: Duration::from_secs(u64::from(cfg.settle_seconds)),
-            trial,
-            barrier: cfg.trial_barrier,
-            released_ms: released_ms.clone(),
-        };
-        // Runner 1 (Job index 0) sets up shared server state for this trial; the others wait.
-        let token = format!("trial-{trial}");
-        let setup = if runner_id == 1 {
-            SharedSetup::Leader { token }
-        } else {
-            SharedSetup::Follower {
-                token,
-                wait: Duration::from_secs(u64::from(cfg.barrier_timeout_seconds)),
-            }
-        };
-        let mut workload = planned.workload.clone();
-        let run_tag = match &cfg.isolation {
-            Some(iso) => {
-                iso.apply(&mut workload, trial);
-                iso.tag_of(trial)
-            }
-            None => 0,
-        };
-        let opts = RunOptions {
+        let (workload, opts) = trial_options(
+            &cfg,
             runner_id,
-            runners: match cfg.runners {
-                0 => crate::payload::MAX_RUNNER,
-                n => u16::try_from(n).unwrap_or(u16::MAX),
-            },
-            run_tag,
-            progress: false,
-            gate: Some(Arc::new(gate)),
-            setup,
-            connect_timeout: Duration::from_secs(u64::from(cfg.connect_timeout_seconds)),
-            credentials: access::credentials_for(&cfg, &planned.target)?,
-            tls: access::tls_for(&cfg, &planned.target),
-            token_placement: access::token_placement_for(&cfg, &planned.target)?,
-            live: Some(state.live.trial(trial, &planned.variant, planned.round)),
-            client: Default::default(),
-        };
+            &state,
+            trial,
+            &planned,
+            released_ms.clone(),
+        )?;
         let label = variant_label(&planned);
         let live = opts.live.clone();
         let mut result = match engine::run(workload, &planned.target, opts).await {
@@ -415,4 +363,84 @@ pub async fn run(
     }
     state.finished.store(true, Ordering::SeqCst);
     Ok(())
+}
+
+/// The config's trials, refused as a whole when the config or any trial's workload is invalid.
+fn checked_plan(cfg: &AgentConfig, runner_id: u16) -> anyhow::Result<Vec<ScheduledTrial>> {
+    anyhow::ensure!(
+        (1..=20).contains(&cfg.trials),
+        "trials: must be between 1 and 20, got {}",
+        cfg.trials
+    );
+    anyhow::ensure!(
+        (1..=crate::payload::MAX_RUNNER).contains(&runner_id),
+        "runner id must be between 1 and {}, got {runner_id}",
+        crate::payload::MAX_RUNNER
+    );
+    let plan = cfg.plan();
+    anyhow::ensure!(
+        plan.len() <= 120,
+        "schedule: at most 120 trials (20 rounds x 6 variants), got {}",
+        plan.len()
+    );
+    for t in &plan {
+        engine::validate(&t.workload).map_err(|e| e.context(variant_label(t)))?;
+    }
+    Ok(plan)
+}
+
+/// Trial `trial`'s workload (isolated from other trials' when the config says so) and how to
+/// run it: behind the trial barrier, runner 1 setting up the shared server state.
+fn trial_options(
+    cfg: &AgentConfig,
+    runner_id: u16,
+    state: &Arc<AgentState>,
+    trial: u32,
+    planned: &ScheduledTrial,
+    released_ms: Arc<Mutex<u64>>,
+) -> anyhow::Result<(Workload, RunOptions)> {
+    let gate = AgentGate {
+        state: state.clone(),
+        barrier_timeout: Duration::from_secs(u64::from(cfg.barrier_timeout_seconds)),
+        settle: Duration::from_secs(u64::from(cfg.settle_seconds)),
+        trial,
+        barrier: cfg.trial_barrier,
+        released_ms,
+    };
+    // Runner 1 (Job index 0) sets up shared server state for this trial; the others wait.
+    let token = format!("trial-{trial}");
+    let setup = if runner_id == 1 {
+        SharedSetup::Leader { token }
+    } else {
+        SharedSetup::Follower {
+            token,
+            wait: Duration::from_secs(u64::from(cfg.barrier_timeout_seconds)),
+        }
+    };
+    let mut workload = planned.workload.clone();
+    let run_tag = match &cfg.isolation {
+        Some(iso) => {
+            iso.apply(&mut workload, trial);
+            iso.tag_of(trial)
+        }
+        None => 0,
+    };
+    let opts = RunOptions {
+        runner_id,
+        runners: match cfg.runners {
+            0 => crate::payload::MAX_RUNNER,
+            n => u16::try_from(n).unwrap_or(u16::MAX),
+        },
+        run_tag,
+        progress: false,
+        gate: Some(Arc::new(gate)),
+        setup,
+        connect_timeout: Duration::from_secs(u64::from(cfg.connect_timeout_seconds)),
+        credentials: access::credentials_for(cfg, &planned.target)?,
+        tls: access::tls_for(cfg, &planned.target),
+        token_placement: access::token_placement_for(cfg, &planned.target)?,
+        live: Some(state.live.trial(trial, &planned.variant, planned.round)),
+        client: Default::default(),
+    };
+    Ok((workload, opts))
 }

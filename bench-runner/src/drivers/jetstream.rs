@@ -191,56 +191,7 @@ impl Driver for JetStreamDriver {
                 .await
                 .map_err(|e| anyhow::anyhow!("get stream: {e}"))?;
             let filter = self.subjects[topics[0] as usize].to_string();
-            // Each item: a message's header (None: not msgbench's), or the consumer's error
-            // by kind (it stays in the result's errors rather than reading as a bad payload).
-            let mut msgs: futures::stream::BoxStream<'static, Result<Option<Header>, String>> =
-                match self.o.consumer {
-                    JetStreamConsumer::Push => {
-                        let c = stream
-                            .create_consumer(consumer::push::Config {
-                                deliver_subject: client.new_inbox(),
-                                filter_subject: filter,
-                                deliver_policy: consumer::DeliverPolicy::New,
-                                ack_policy: consumer::AckPolicy::None,
-                                ..Default::default()
-                            })
-                            .await?;
-                        c.messages().await?.map(received).boxed()
-                    }
-                    JetStreamConsumer::Ordered => {
-                        let c = stream
-                            .create_consumer(consumer::push::OrderedConfig {
-                                deliver_subject: client.new_inbox(),
-                                filter_subject: filter,
-                                deliver_policy: consumer::DeliverPolicy::New,
-                                ..Default::default()
-                            })
-                            .await?;
-                        c.messages().await?.map(received).boxed()
-                    }
-                    JetStreamConsumer::Pull => {
-                        let c = stream
-                            .create_consumer(consumer::pull::Config {
-                                filter_subject: filter,
-                                deliver_policy: consumer::DeliverPolicy::New,
-                                ack_policy: consumer::AckPolicy::Explicit,
-                                ..Default::default()
-                            })
-                            .await?;
-                        let m = c
-                            .stream()
-                            .max_messages_per_batch(self.o.pull_batch as usize)
-                            .messages()
-                            .await?;
-                        m.then(|m| async move {
-                            let m = m.map_err(|e| consume_error(&e))?;
-                            let h = Header::decode(&m.payload);
-                            let _ = m.ack().await;
-                            Ok(h)
-                        })
-                        .boxed()
-                    }
-                };
+            let mut msgs = consumer_messages(&self.o, &client, &stream, filter).await?;
             client.flush().await?;
             register_subscription(rec.stats(), &topics[..1]);
             Ok(tokio::spawn(async move {
@@ -311,6 +262,67 @@ impl Driver for JetStreamDriver {
             Ok(Box::new(c) as Box<dyn Send>)
         })
     }
+}
+
+/// Each item: a message's header (None: not msgbench's), or the consumer's error by kind (it
+/// stays in the result's errors rather than reading as a bad payload).
+type MessageStream = futures::stream::BoxStream<'static, Result<Option<Header>, String>>;
+
+/// The subscriber's messages from a consumer of `stream` on `filter`, of the kind the
+/// workload names.
+async fn consumer_messages(
+    o: &JetStreamOptions,
+    client: &async_nats::Client,
+    stream: &stream::Stream,
+    filter: String,
+) -> anyhow::Result<MessageStream> {
+    Ok(match o.consumer {
+        JetStreamConsumer::Push => {
+            let c = stream
+                .create_consumer(consumer::push::Config {
+                    deliver_subject: client.new_inbox(),
+                    filter_subject: filter,
+                    deliver_policy: consumer::DeliverPolicy::New,
+                    ack_policy: consumer::AckPolicy::None,
+                    ..Default::default()
+                })
+                .await?;
+            c.messages().await?.map(received).boxed()
+        }
+        JetStreamConsumer::Ordered => {
+            let c = stream
+                .create_consumer(consumer::push::OrderedConfig {
+                    deliver_subject: client.new_inbox(),
+                    filter_subject: filter,
+                    deliver_policy: consumer::DeliverPolicy::New,
+                    ..Default::default()
+                })
+                .await?;
+            c.messages().await?.map(received).boxed()
+        }
+        JetStreamConsumer::Pull => {
+            let c = stream
+                .create_consumer(consumer::pull::Config {
+                    filter_subject: filter,
+                    deliver_policy: consumer::DeliverPolicy::New,
+                    ack_policy: consumer::AckPolicy::Explicit,
+                    ..Default::default()
+                })
+                .await?;
+            let m = c
+                .stream()
+                .max_messages_per_batch(o.pull_batch as usize)
+                .messages()
+                .await?;
+            m.then(|m| async move {
+                let m = m.map_err(|e| consume_error(&e))?;
+                let h = Header::decode(&m.payload);
+                let _ = m.ack().await;
+                Ok(h)
+            })
+            .boxed()
+        }
+    })
 }
 
 /// Publishes with at most `window` acks outstanding (sliding), or in ack batches: `batch`

@@ -1,6 +1,7 @@
 //! NATS core: publish/subscribe on the batched wire path (nats_wire.rs) or, with
 //! `--client library`, through async-nats; request/reply always with async-nats (subscribers
 //! answer in a queue group).
+use super::nats_handshake as handshake;
 use super::nats_wire as wire;
 use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop, DISCONNECTED};
 use crate::clock;
@@ -187,7 +188,7 @@ impl NatsDriver {
         mut rec: ReceiveRecorder,
         mut stop: Stop,
     ) -> anyhow::Result<JoinHandle<()>> {
-        let c = wire::connect(&self.target, &self.tls, &format!("msgbench-sub-{idx}")).await?;
+        let c = handshake::connect(&self.target, &self.tls, &format!("msgbench-sub-{idx}")).await?;
         let mut cmd = String::new();
         for (sid, &t) in topics.iter().enumerate() {
             cmd.push_str(&format!(
@@ -234,7 +235,7 @@ impl NatsDriver {
     }
 
     async fn wire_publisher(&self, idx: u32, stats: Shared) -> anyhow::Result<Box<dyn Publisher>> {
-        let c = wire::connect(&self.target, &self.tls, &format!("msgbench-pub-{idx}")).await?;
+        let c = handshake::connect(&self.target, &self.tls, &format!("msgbench-pub-{idx}")).await?;
         let payload = vec![b'x'; self.w.payload_bytes as usize];
         let pong = Arc::new(Notify::new());
         let (writer, p, errs) = (c.writer.clone(), pong.clone(), stats.clone());

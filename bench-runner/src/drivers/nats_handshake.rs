@@ -232,4 +232,16 @@ mod tests {
         let e = connect_line(&t, "n", "INFO {}").unwrap_err();
         assert!(refusal::refusal_of(&e).is_some(), "{e:#}");
     }
+
+    #[test]
+    fn max_payload_comes_from_info_capped() {
+        assert_eq!(
+            info_max_payload(r#"INFO {"max_payload":1048576}"#),
+            1_048_576
+        );
+        let huge = r#"INFO {"max_payload":99999999999}"#;
+        assert_eq!(info_max_payload(huge), DEFAULT_MAX_PAYLOAD);
+        assert_eq!(info_max_payload("INFO {}"), DEFAULT_MAX_PAYLOAD);
+        assert_eq!(info_max_payload("INFO nonsense"), DEFAULT_MAX_PAYLOAD);
+    }
 }

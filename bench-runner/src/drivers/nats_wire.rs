@@ -46,8 +46,6 @@ impl std::fmt::Display for ProtocolError {
 
 impl std::error::Error for ProtocolError {}
 
-pub use super::nats_handshake::{connect, info_max_payload, Conn};
-
 fn find_crlf(b: &[u8]) -> Option<usize> {
     b.windows(2).position(|w| w == b"\r\n")
 }
@@ -322,17 +320,5 @@ mod tests {
         assert_eq!(parse_one(&long, 10), Ok(None), "could still end in CRLF");
         let longer = vec![b'+'; MAX_LINE_BYTES + 2];
         assert_eq!(parse_one(&longer, 10), Err(ProtocolError::LineTooLong));
-    }
-
-    #[test]
-    fn max_payload_comes_from_info_capped() {
-        assert_eq!(
-            info_max_payload(r#"INFO {"max_payload":1048576}"#),
-            1_048_576
-        );
-        let huge = r#"INFO {"max_payload":99999999999}"#;
-        assert_eq!(info_max_payload(huge), DEFAULT_MAX_PAYLOAD);
-        assert_eq!(info_max_payload("INFO {}"), DEFAULT_MAX_PAYLOAD);
-        assert_eq!(info_max_payload("INFO nonsense"), DEFAULT_MAX_PAYLOAD);
     }
 }

@@ -329,10 +329,13 @@ spec:
     pub fn identity(br: &BenchmarkRun) -> RunIdentity {
         use kube::Resource;
         RunIdentity {
-            name: "js-r1".into(),
-            namespace: "bench".into(),
+            owner: crate::meta::Owner {
+                kind_label: KIND_LABEL,
+                name: "js-r1".into(),
+                namespace: "bench".into(),
+                owner_ref: br.controller_owner_ref(&()).unwrap(),
+            },
             generation: 2,
-            owner_ref: br.controller_owner_ref(&()).unwrap(),
         }
     }
 
@@ -463,7 +466,7 @@ spec:
     fn job_names_fit_the_job_name_label() {
         let br = sample();
         let mut id = identity(&br);
-        id.name = "a".repeat(253);
+        id.owner.name = "a".repeat(253);
         id.generation = 12345;
         let n = id.job_name();
         assert!(n.len() <= 63, "{n}");

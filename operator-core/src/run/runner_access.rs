@@ -144,17 +144,21 @@ pub fn network_policy(id: &RunIdentity, peer: &OperatorPeer) -> NetworkPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::meta::Owner;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
     fn id() -> RunIdentity {
         RunIdentity {
-            name: "js-r1".into(),
-            namespace: "bench".into(),
-            generation: 3,
-            owner_ref: OwnerReference {
-                uid: "u-1".into(),
-                ..OwnerReference::default()
+            owner: Owner {
+                kind_label: KIND_LABEL,
+                name: "js-r1".into(),
+                namespace: "bench".into(),
+                owner_ref: OwnerReference {
+                    uid: "u-1".into(),
+                    ..OwnerReference::default()
+                },
             },
+            generation: 3,
         }
     }
 

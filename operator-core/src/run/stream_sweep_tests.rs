@@ -20,10 +20,13 @@ spec:
 
 fn id(br: &BenchmarkRun) -> RunIdentity {
     RunIdentity {
-        name: "r1".into(),
-        namespace: "bench".into(),
+        owner: crate::meta::Owner {
+            kind_label: KIND_LABEL,
+            name: "r1".into(),
+            namespace: "bench".into(),
+            owner_ref: br.controller_owner_ref(&()).unwrap(),
+        },
         generation: 3,
-        owner_ref: br.controller_owner_ref(&()).unwrap(),
     }
 }
 

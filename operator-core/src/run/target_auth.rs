@@ -4,10 +4,10 @@
 //! runner container reads each from the server's own Secret through `secretKeyRef` environment
 //! variables; the agent config (a ConfigMap) names only the variables. The operator never reads
 //! the Secret, so it needs no read access to Secrets.
-use crate::server_pod::mount;
+use crate::server_pod::{mount, secret_env};
 use k8s_openapi::api::core::v1::{
-    ConfigMapProjection, EnvVar, EnvVarSource, KeyToPath, ProjectedVolumeSource, SecretKeySelector,
-    SecretProjection, Volume, VolumeMount, VolumeProjection,
+    ConfigMapProjection, EnvVar, KeyToPath, ProjectedVolumeSource, SecretProjection, Volume,
+    VolumeMount, VolumeProjection,
 };
 use msgbench_crds::benchmark_run::{EndpointAuth, EndpointAuthMode, EndpointTls};
 use msgbench_crds::jetstream_cluster::{NatsAuth, NatsAuthMode};
@@ -259,22 +259,6 @@ impl TargetSecret {
         (keys.iter())
             .map(|(suffix, key)| secret_env(&format!("{prefix}_{suffix}"), secret, key))
             .collect()
-    }
-}
-
-/// `name` from `key` of Secret `secret` (required), never a value.
-pub fn secret_env(name: &str, secret: &str, key: &str) -> EnvVar {
-    EnvVar {
-        name: name.into(),
-        value_from: Some(EnvVarSource {
-            secret_key_ref: Some(SecretKeySelector {
-                name: secret.into(),
-                key: key.into(),
-                optional: Some(false),
-            }),
-            ..EnvVarSource::default()
-        }),
-        ..EnvVar::default()
     }
 }
 

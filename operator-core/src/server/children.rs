@@ -83,7 +83,7 @@ impl Children {
     pub fn template_hash(&self) -> Option<String> {
         let annotations = self.template()?.metadata.as_ref()?.annotations.as_ref()?;
         annotations
-            .get(crate::server_pod::ANNOTATION_TEMPLATE_HASH)
+            .get(crate::meta::ANNOTATION_TEMPLATE_HASH)
             .cloned()
     }
 }

@@ -3,6 +3,7 @@
 //! May: compute from its arguments. May not: read a clock, the network or the API server; the
 //! operator's `server::reconcile` observes the pods, applies the children and writes the
 //! status.
+pub mod builder;
 pub mod children;
 pub mod decide;
 pub mod fence;

@@ -204,44 +204,8 @@ pub fn render_markdown() -> String {
          and the one kind of Secret it writes (JetStream route passwords) it only creates.\n\n",
     );
     four_column_table(&mut s, RULES);
-    s.push_str(
-        "\n## Runner control key\n\n\
-         A Role in the operator's own namespace (`--control-key-secret`; the chart always sets \
-         it).\n\n\
-         | apiGroup | resources | resourceNames | verbs | used for |\n|---|---|---|---|---|\n",
-    );
-    for (group, resources, verbs, by_name, used_for) in CONTROL_KEY_RULES {
-        let names = match by_name {
-            true => "the key Secret (chart: `<release>-operator-control-key`)",
-            false => "(any: `create` cannot be limited by name)",
-        };
-        s.push_str(&format!(
-            "{} | {used_for} |\n",
-            row_with_names(group, resources, names, verbs)
-        ));
-    }
-    s.push_str(
-        "\n## Leader election\n\n\
-         A Role in the operator's own namespace (only with `--leader-election`, the chart's \
-         default).\n\n\
-         | apiGroup | resources | resourceNames | verbs |\n|---|---|---|---|\n",
-    );
-    for (group, resources, verbs, by_name) in LEASE_RULES {
-        let names = if *by_name {
-            "the Lease (`--leader-election-lease`; chart: `<release>-operator`)"
-        } else {
-            "(any: `create` cannot be limited by name)"
-        };
-        s.push_str(&format!(
-            "| {group} | {} | {names} | {} |\n",
-            resources.join(", "),
-            verbs.join(", ")
-        ));
-    }
-    s.push_str(
-        "\nA leader that steps down campaigns again in the same process with the same \
-         rules (get and patch\nthe Lease; create only if it was deleted meanwhile).\n",
-    );
+    control_key_section(&mut s);
+    leader_election_section(&mut s);
     s.push_str(
         "\n## Fault injection\n\n\
          Only with `--allow-faults` (chart value `faults.enabled`, off by default), for \
@@ -280,6 +244,52 @@ pub fn render_markdown() -> String {
     );
     s.push_str(TRUST_MODEL);
     s
+}
+
+/// The Role for the runner control key's Secret.
+fn control_key_section(s: &mut String) {
+    s.push_str(
+        "\n## Runner control key\n\n\
+         A Role in the operator's own namespace (`--control-key-secret`; the chart always sets \
+         it).\n\n\
+         | apiGroup | resources | resourceNames | verbs | used for |\n|---|---|---|---|---|\n",
+    );
+    for (group, resources, verbs, by_name, used_for) in CONTROL_KEY_RULES {
+        let names = match by_name {
+            true => "the key Secret (chart: `<release>-operator-control-key`)",
+            false => "(any: `create` cannot be limited by name)",
+        };
+        s.push_str(&format!(
+            "{} | {used_for} |\n",
+            row_with_names(group, resources, names, verbs)
+        ));
+    }
+}
+
+/// The Role for the leader election's Lease.
+fn leader_election_section(s: &mut String) {
+    s.push_str(
+        "\n## Leader election\n\n\
+         A Role in the operator's own namespace (only with `--leader-election`, the chart's \
+         default).\n\n\
+         | apiGroup | resources | resourceNames | verbs |\n|---|---|---|---|\n",
+    );
+    for (group, resources, verbs, by_name) in LEASE_RULES {
+        let names = if *by_name {
+            "the Lease (`--leader-election-lease`; chart: `<release>-operator`)"
+        } else {
+            "(any: `create` cannot be limited by name)"
+        };
+        s.push_str(&format!(
+            "| {group} | {} | {names} | {} |\n",
+            resources.join(", "),
+            verbs.join(", ")
+        ));
+    }
+    s.push_str(
+        "\nA leader that steps down campaigns again in the same process with the same \
+         rules (get and patch\nthe Lease; create only if it was deleted meanwhile).\n",
+    );
 }
 
 fn four_column_table(s: &mut String, rules: &[(&str, &[&str], &[&str], &str)]) {

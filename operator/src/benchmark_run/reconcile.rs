@@ -42,13 +42,7 @@ pub async fn reconcile(br: Arc<BenchmarkRun>, ctx: Arc<Context>) -> Result<Actio
 }
 
 fn identity(br: &BenchmarkRun) -> Result<RunIdentity> {
-    let missing = || Error::MissingNamespace(br.name_any());
-    Ok(RunIdentity {
-        name: br.name_any(),
-        namespace: br.namespace().ok_or_else(missing)?,
-        generation: br.meta().generation.unwrap_or(0),
-        owner_ref: br.controller_owner_ref(&()).ok_or_else(missing)?,
-    })
+    RunIdentity::of(br).ok_or_else(|| Error::MissingNamespace(br.name_any()))
 }
 
 fn backoff_key(br: &BenchmarkRun) -> String {

@@ -44,10 +44,13 @@ spec:
 fn id(br: &BenchmarkRun) -> RunIdentity {
     use kube::Resource;
     RunIdentity {
-        name: "r1".into(),
-        namespace: "bench".into(),
+        owner: crate::meta::Owner {
+            kind_label: crate::run::build::KIND_LABEL,
+            name: "r1".into(),
+            namespace: "bench".into(),
+            owner_ref: br.controller_owner_ref(&()).unwrap(),
+        },
         generation: 1,
-        owner_ref: br.controller_owner_ref(&()).unwrap(),
     }
 }
 

@@ -1,4 +1,5 @@
-//! Broker configuration files per engine: mosquitto.conf, rumqttd TOML, or the user's template.
+//! Per engine: whether it serves TLS, the process a fault agent signals, and its configuration
+//! file (mosquitto.conf, rumqttd TOML, or the user's template).
 
 use msgbench_crds::mqtt_broker::{MqttBrokerSpec, MqttEngine};
 use std::fmt::Write;
@@ -11,6 +12,23 @@ pub const MOSQUITTO_AUTH_DIR: &str = "/mosquitto/auth";
 pub const MOSQUITTO_PASSWORD_FILE: &str = "/mosquitto/auth/passwd";
 /// Where the broker pod mounts `tls.crt` and `tls.key` of `spec.tls.secretName` (read-only).
 pub const MOSQUITTO_TLS_DIR: &str = "/mosquitto/tls";
+
+/// Whether the broker serves TLS: `spec.tls` on mosquitto, the one engine whose listeners the
+/// operator configures (the CRD and `validate` refuse it on the others). Its clients then need
+/// `mqtts://` and the CA of the Secret (`TlsSource::server_secret`).
+pub fn serves_tls(spec: &MqttBrokerSpec) -> bool {
+    spec.tls.is_some() && spec.engine == MqttEngine::Mosquitto
+}
+
+/// The broker process a fault agent signals (its `/proc/<pid>/comm`); a custom engine's is
+/// unknown, so it gets no agent (`validate` says so).
+pub fn broker_process(engine: MqttEngine) -> &'static str {
+    match engine {
+        MqttEngine::Mosquitto => "mosquitto",
+        MqttEngine::Rumqttd => "rumqttd",
+        MqttEngine::Custom => "",
+    }
+}
 
 /// Where the config file is mounted for this spec.
 pub fn config_path(spec: &MqttBrokerSpec) -> String {

@@ -5,13 +5,15 @@
 pub mod broker_conf;
 pub mod build;
 
+pub use broker_conf::serves_tls;
+
 use crate::meta::Owner;
 use crate::operands::OperandDefaults;
 use crate::server::children::Children;
 use crate::server::kind::ManagedServerKind;
 use crate::server::validate::{check_tuning, SpecViolation};
 use msgbench_crds::common::{Resources, ServerStatus, Tuning};
-use msgbench_crds::mqtt_broker::{MqttBroker, MqttBrokerSpec, MqttEngine};
+use msgbench_crds::mqtt_broker::{MqttBroker, MqttEngine};
 
 impl ManagedServerKind for MqttBroker {
     const KIND_LABEL: &'static str = "mqttbroker";
@@ -54,23 +56,6 @@ impl ManagedServerKind for MqttBroker {
             MqttEngine::Mosquitto => Some(1),
             MqttEngine::Rumqttd | MqttEngine::Custom => self.spec.tuning.threads,
         }
-    }
-}
-
-/// Whether the broker serves TLS: `spec.tls` on mosquitto, the one engine whose listeners the
-/// operator configures (the CRD and `validate` refuse it on the others). Its clients then need
-/// `mqtts://` and the CA of the Secret (`TlsSource::server_secret`).
-pub fn serves_tls(spec: &MqttBrokerSpec) -> bool {
-    spec.tls.is_some() && spec.engine == MqttEngine::Mosquitto
-}
-
-/// The broker process a fault agent signals (its `/proc/<pid>/comm`); a custom engine's is
-/// unknown, so it gets no agent (`validate` says so).
-pub fn broker_process(engine: MqttEngine) -> &'static str {
-    match engine {
-        MqttEngine::Mosquitto => "mosquitto",
-        MqttEngine::Rumqttd => "rumqttd",
-        MqttEngine::Custom => "",
     }
 }
 

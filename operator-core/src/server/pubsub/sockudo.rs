@@ -3,8 +3,7 @@
 //! in-memory cache, app manager and rate limiter, no webhook queue. Connection and API rate
 //! limits are off: sockudo's defaults (100 connections per app, 100 API requests a minute)
 //! would cap any benchmark.
-use crate::run::target_auth::secret_env;
-use crate::server::jetstream::build::value_env;
+use crate::server_pod::{secret_env, value_env};
 use crate::tuning::threads;
 use k8s_openapi::api::core::v1::EnvVar;
 use msgbench_crds::pubsub_server::{PubSubServerSpec, PUSHER_SECRET_KEYS};
