@@ -8,10 +8,6 @@ pub mod compare;
 pub mod conditions;
 pub mod decide;
 pub mod endpoint_readiness;
-pub mod fault_effect;
-pub mod fault_request;
-pub mod fault_restart;
-pub mod fault_unknown;
 pub mod faults;
 #[cfg(test)]
 mod figures_tests;

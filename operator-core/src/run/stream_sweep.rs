@@ -14,7 +14,7 @@
 //! says how it went. Pure.
 use super::build::{mesh_opt_out, runner_security_context};
 use super::identity::{RunIdentity, KIND_LABEL};
-use super::model::TargetSeen;
+use super::model::{SweepSeen, TargetSeen};
 use super::target_auth::{runner_tls, TargetSecret, TlsSource};
 use crate::meta::{
     LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, MANAGED_BY,
@@ -214,17 +214,6 @@ fn sweep_container(i: usize, t: &SweepTarget, uid: &str, tls: Option<&TargetTls>
         termination_message_policy: Some("FallbackToLogsOnError".into()),
         ..Container::default()
     }
-}
-
-/// The sweep Job as observed.
-#[derive(Clone, Debug, PartialEq)]
-pub enum SweepSeen {
-    Running,
-    /// It ended: whether every stream was deleted, and what its containers said.
-    Ended {
-        deleted: bool,
-        message: String,
-    },
 }
 
 /// What to do about the run's streams this pass.

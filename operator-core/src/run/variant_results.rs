@@ -1,6 +1,7 @@
 //! Result lines of a variants run → status: each variant merged on its own, thresholds per
 //! variant, and the paired comparison against the baseline variant. Pure.
-use super::{fault_effect, paired, results, variants};
+use super::faults::effect as fault_effect;
+use super::{paired, results, variants};
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, VariantResult};
 use runner_api::agent::RawResultLine;
 

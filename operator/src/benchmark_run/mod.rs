@@ -8,12 +8,11 @@
 //! `msgbench_operator_core::run::decide`'s (observe fills `model::Observed`, act carries out
 //! `Effect`s and reports `EffectOutcome`s, which `decide::settle` folds into status).
 pub mod act;
-mod act_faults;
+pub mod children;
 pub mod controller;
 pub mod endpoint_read;
-pub mod fault_by_agent;
-mod fault_evidence;
-pub mod fault_inject;
+pub mod events;
+pub mod faults;
 pub mod gather;
 pub mod metrics;
 pub mod observe;

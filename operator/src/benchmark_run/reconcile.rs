@@ -1,7 +1,7 @@
 //! The BenchmarkRun reconcile: observe → decide → act → status. All state lives in status
 //! (phase, job name, the chosen start time, condition times), so a restarted operator continues
 //! where the last one stopped.
-use super::{act, observe};
+use super::{act, events, observe};
 use crate::runtime::context::Context;
 use crate::runtime::error::{Error, Result};
 use kube::runtime::controller::Action;
@@ -29,11 +29,16 @@ pub async fn reconcile(br: Arc<BenchmarkRun>, ctx: Arc<Context>) -> Result<Actio
         results_memory: _held,
     } = observe::observe(&ctx, &br, &id, &prev).await?;
     let mut d = decide::decide(&br, &id, &prev, &obs);
+    if d.must_write_before_acting() {
+        // A fault's pod chosen this pass is in status before act touches it: a later pass
+        // (or another operator) must know an ask may have reached its agent.
+        act::write_status(&ctx, &id, &d.status).await?;
+    }
     let outcomes = act::carry_out(&ctx, &br, &id, &mut d).await?;
     decide::settle(&br, &mut d.status, &outcomes, id.generation, &obs.now);
     if d.status != prev {
         act::write_status(&ctx, &id, &d.status).await?;
-        act::announce(&ctx, &br, &prev, &d.status).await;
+        events::announce(&ctx, &br, &prev, &d.status).await;
     }
     super::metrics::observe_status(&ctx.metrics.registry, &id.namespace, &id.name, &d.status);
     super::trend::observe_run(&ctx.metrics.registry, &br, &d.status);

@@ -5,9 +5,10 @@
 //! The finalizer is applied (server-side apply) by a field manager of its own, which owns
 //! nothing else of the run: applying without it removes exactly that entry, never another
 //! controller's finalizer.
-use super::observe::{self, now};
+use super::target;
 use crate::runtime::context::Context;
 use crate::runtime::error::Result;
+use crate::runtime::now;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, Patch, PatchParams};
@@ -18,7 +19,8 @@ use msgbench_crds::BenchmarkRun;
 use msgbench_operator_core::meta::{LABEL_COMPONENT, LABEL_INSTANCE, LABEL_NAME};
 use msgbench_operator_core::run::build::{RunIdentity, KIND_LABEL};
 use msgbench_operator_core::run::decide::POLL;
-use msgbench_operator_core::run::stream_sweep::{self, StreamsStep, SweepSeen};
+use msgbench_operator_core::run::model::SweepSeen;
+use msgbench_operator_core::run::stream_sweep::{self, StreamsStep};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -129,7 +131,7 @@ pub async fn on_delete(ctx: &Context, br: &BenchmarkRun, id: &RunIdentity) -> Re
     let sweep = seen(ctx, id).await?;
     let runners_active = runners_active(ctx, id).await?;
     let targets = match sweep {
-        None => observe::targets(ctx, br, &id.namespace).await?,
+        None => target::targets(ctx, br, &id.namespace).await?,
         Some(_) => Vec::new(),
     };
     let step = stream_sweep::on_delete(
@@ -152,7 +154,7 @@ pub async fn on_delete(ctx: &Context, br: &BenchmarkRun, id: &RunIdentity) -> Re
             let runner = |l: &BTreeMap<String, String>| {
                 l.get(LABEL_COMPONENT).map(String::as_str) == Some("runner")
             };
-            super::act::delete_children(ctx, id, runner).await?;
+            super::children::delete(ctx, id, runner).await?;
             Ok(Action::requeue(POLL))
         }
         StreamsStep::Release(deleted, reason, message) => {
@@ -161,7 +163,7 @@ pub async fn on_delete(ctx: &Context, br: &BenchmarkRun, id: &RunIdentity) -> Re
             } else {
                 EventType::Warning
             };
-            super::act::publish(ctx, br, ty, reason, message, "DeleteStreams").await;
+            super::events::publish(ctx, br, ty, reason, message, "DeleteStreams").await;
             finalizer(ctx, id, false).await?;
             Ok(Action::await_change())
         }

@@ -11,7 +11,7 @@ use msgbench_crds::workload::Protocol;
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
 use msgbench_operator_core::fault_policy::FaultPolicy;
 use msgbench_operator_core::run::build::server_selector;
-use msgbench_operator_core::run::model::{FaultAgentSeen, Resolved};
+use msgbench_operator_core::run::model::{FaultAgentSeen, Resolved, TargetSeen};
 use msgbench_operator_core::run::target_auth::{of_mqtt_broker, TargetSecret, TlsSource};
 
 /// `Err(message)` when the referenced server does not exist.
@@ -177,6 +177,36 @@ fn adapt_url(url: &str, p: Protocol) -> String {
         }
         _ => url.to_string(),
     }
+}
+
+/// `spec.target` and every planned variant's own target, each resolved for the protocol it
+/// is spoken to in (a variant may change it, e.g. `pusher` for sockudo).
+pub async fn targets(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Vec<TargetSeen>> {
+    let base = br.spec.workload.protocol;
+    let own = br.spec.variants.iter().filter_map(|v| {
+        let protocol = v.workload.as_ref().and_then(|o| o.protocol).unwrap_or(base);
+        Some((Some(v.name.clone()), v.target.as_ref()?, protocol))
+    });
+    let wanted: Vec<_> = std::iter::once((None, &br.spec.target, base))
+        .chain(own)
+        .collect();
+    let mut out = Vec::with_capacity(wanted.len());
+    for (variant, t, protocol) in wanted {
+        let resolved = resolve_target(ctx, t, protocol, ns).await?;
+        let unreachable = match &resolved {
+            Ok(r) if r.not_ready.is_none() => {
+                super::endpoint_read::not_programmed(ctx, &r.url, ns, t.server_ref.is_some())
+                    .await?
+            }
+            _ => None,
+        };
+        out.push(TargetSeen {
+            variant,
+            resolved,
+            unreachable,
+        });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -3,11 +3,13 @@
 //! runners in parallel. A resend (lost request, operator restart) always names the stored time,
 //! and every agent keeps the first time it got, so runners cannot be merged as concurrent when
 //! they started apart: that ends the run as RunnersStartedApart instead.
-use super::{fail, millis, seconds_between, time_at, Decision, Effect, POLL};
+use super::decision::{Decision, Effect, POLL};
+use super::ending::{fail, seconds_between};
 use crate::run::build::RunIdentity;
 use crate::run::conditions::{self as cond, Status, RUNNERS_READY};
 use crate::run::model::{AgentSeen, Observed};
 use crate::run::runner_pods::{self, RunnerView};
+use crate::run::timing::{millis, time_at};
 use crate::run::{server_usage, timing};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{BenchmarkRun, Phase, Progress, RunFailureReason};

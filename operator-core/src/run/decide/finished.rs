@@ -2,7 +2,8 @@
 //! let holding runners exit once the status has their records, finish a baseline comparison
 //! that waited for the baseline, delete the run's streams by its id (`stream_sweep`), and delete
 //! the children after `ttlSecondsAfterFinished`.
-use super::{seconds_between, Decision, Effect, POLL};
+use super::decision::{Decision, Effect, POLL};
+use super::ending::seconds_between;
 use crate::run::build::RunIdentity;
 use crate::run::compare;
 use crate::run::conditions as cond;

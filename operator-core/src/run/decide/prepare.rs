@@ -2,7 +2,8 @@
 //! baseline (if any) is not running; then the runners are built. GitOps tools and
 //! `kubectl apply -f dir/` create objects in any order, so a missing target is waited for like
 //! a not-Ready one, up to `targetReadyTimeoutSeconds` since the run was accepted.
-use super::{accepted_at, fail, seconds_between, Decision, Effect, POLL};
+use super::decision::{Decision, Effect, POLL};
+use super::ending::{accepted_at, fail, seconds_between};
 use crate::run::build::{self, RunIdentity};
 use crate::run::conditions::{self as cond, Status, NAMES_SHARED, RUNNERS_READY, TARGET_READY};
 use crate::run::model::Resolved;

@@ -366,7 +366,7 @@ pub(super) fn fault_record(i: usize, variant: Option<String>) -> FaultRecord {
             exit_code: Some(137),
             exited_time: Some(time(5)),
             // Exclusive with the two above in a real status; here for the upper bound.
-            exit_unavailable: Some(crate::run::fault_restart::EXIT_UNAVAILABLE.into()),
+            exit_unavailable: Some(crate::run::faults::restart::EXIT_UNAVAILABLE.into()),
             running_time: Some(time(6)),
             down_seconds: Some(12),
             back_off: true,
@@ -400,7 +400,7 @@ pub(super) fn fault_record(i: usize, variant: Option<String>) -> FaultRecord {
         )),
         report_lost: Some(FaultReportLost {
             asked_time: time(1),
-            answer: "a".repeat(crate::run::fault_unknown::MAX_ANSWER_CHARS),
+            answer: "a".repeat(crate::run::faults::unknown::MAX_ANSWER_CHARS),
             confirmed: Some(evidence.into()),
             unconfirmed: None,
         }),

@@ -1,14 +1,15 @@
-//! Reads the evidence of faults whose agent report was lost (`fault_unknown` judges it): for a
+//! Reads the evidence of faults whose agent report was lost (`faults::unknown` judges it): for a
 //! `crash` the asked pod's server container as the kubelet reports it, for a `pause` or
 //! `partition` the agent's `GET /faults/state`. What cannot be read now is read next pass, until
 //! the evidence's bound.
-use super::fault_by_agent;
-use super::fault_inject::pod_named;
+use super::agent;
+use super::pods::pod_named;
 use crate::runtime::context::Context;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, ResourceExt};
 use msgbench_crds::benchmark_run::{BenchmarkRun, FaultAction, FaultRecord};
-use msgbench_operator_core::run::fault_unknown::{self, Evidence, FaultEvidenceSeen};
+use msgbench_operator_core::run::faults::unknown;
+use msgbench_operator_core::run::model::{Evidence, FaultEvidenceSeen};
 use msgbench_operator_core::run::server_restarts;
 
 pub async fn read(
@@ -19,7 +20,7 @@ pub async fn read(
 ) -> Vec<FaultEvidenceSeen> {
     let api = Api::<Pod>::namespaced(ctx.client.clone(), ns);
     let mut out = Vec::new();
-    for rec in fault_unknown::evidence_due(recs) {
+    for rec in unknown::evidence_due(recs) {
         let Some(inj) = rec.injecting.as_ref() else {
             continue;
         };
@@ -34,7 +35,7 @@ pub async fn read(
                     status: status.cloned().map(Box::new),
                 }
             }
-            _ => Evidence::Agent(fault_by_agent::state(ctx, br, ns, rec, inj).await),
+            _ => Evidence::Agent(agent::state(ctx, br, ns, rec, inj).await),
         };
         out.push(FaultEvidenceSeen {
             fault: rec.fault,

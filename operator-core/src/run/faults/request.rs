@@ -2,25 +2,12 @@
 //! answer. The same record always gives the same request (same key), so asking again after a
 //! lost answer never signals twice; an agent that lost its reports (restarted) refuses a
 //! repeated ask instead of acting again, and the fault is then unknown, never "not done".
-use super::decide::EffectOutcome;
-use super::faults;
+use super::policy;
+use crate::run::decide::EffectOutcome;
+use crate::run::model::AgentAnswer;
 use kube::ResourceExt;
 use msgbench_crds::benchmark_run::{BenchmarkRun, FaultAction, FaultInjection, FaultRecord};
-use runner_api::fault_agent::{AgentAction, FaultReport, FaultRequest};
-
-/// What the agent answered.
-#[derive(Clone, Debug, PartialEq)]
-pub enum AgentAnswer {
-    Done(FaultReport),
-    /// It will not (too late, no such process, pod replaced). After a first ask: the fault was
-    /// not carried out. After a repeat: an earlier ask may have been, so it is unknown.
-    Refused(String),
-    /// A repeated ask of a key the agent has no report of (`NO_REPORT_STATUS`): it did nothing
-    /// now, and the earlier ask may have been carried out by an agent that restarted since.
-    NoReport(String),
-    /// No answer to trust: the next pass asks again.
-    Unknown(String),
-}
+use runner_api::fault_agent::{AgentAction, FaultRequest};
 
 /// What an answer settles, pure. `repeat`: the choice was in status before this pass, so an
 /// earlier ask may have reached the agent (it follows that status write at once); then nothing
@@ -61,9 +48,9 @@ pub fn request(br: &BenchmarkRun, rec: &FaultRecord, repeat: bool) -> FaultReque
         _ => AgentAction::Crash,
     };
     FaultRequest {
-        key: faults::agent_key(&br.uid().unwrap_or_default(), rec),
+        key: policy::agent_key(&br.uid().unwrap_or_default(), rec),
         action,
-        not_after_unix_ms: faults::not_after_ms(rec),
+        not_after_unix_ms: policy::not_after_ms(rec),
         duration_ms: duration_ms.filter(|_| action != AgentAction::Crash),
         partition_from: (action == AgentAction::Partition)
             .then(|| fault.and_then(|f| f.partition_from).unwrap_or_default()),

@@ -11,9 +11,10 @@
 //! | `pause`     | the server process stopped (`T`), or resumed by a restarted agent as a leftover |
 //!
 //! Past [`evidence_bound_ms`] without evidence it stays unknown, with what was checked.
-use super::fault_request::AgentAnswer;
-use super::faults::{self, FaultPodSeen};
-use super::timing::{millis, time_at};
+use super::policy as faults;
+use super::restart::restart_of;
+use crate::run::model::{AgentAnswer, Evidence, FaultEvidenceSeen, FaultPodSeen};
+use crate::run::timing::{millis, time_at};
 use k8s_openapi::api::core::v1::ContainerStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{
@@ -27,26 +28,6 @@ use runner_api::fault_agent::AgentState;
 pub const EVIDENCE_SECONDS: u64 = 20;
 /// The agent's clock against the operator's.
 const SKEW_MS: u64 = 2_000;
-
-/// What was read this pass for an unknown fault.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FaultEvidenceSeen {
-    pub fault: i32,
-    pub trial: i32,
-    pub evidence: Evidence,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum Evidence {
-    /// `crash`: the pod of the recorded name as it is now: its uid (`None`: no such pod) and its
-    /// server container's status.
-    Server {
-        uid: Option<String>,
-        status: Option<Box<ContainerStatus>>,
-    },
-    /// `pause`, `partition`: the agent's `GET /faults/state`, or why it could not be read.
-    Agent(Result<AgentState, String>),
-}
 
 /// Longest answer kept (characters): an agent's words are not carried into status unbounded.
 pub const MAX_ANSWER_CHARS: usize = 80;
@@ -244,7 +225,7 @@ fn crash_evidence(
             "the server container of pod {pod} was OOMKilled at {at}, not crashed"
         ));
     }
-    let Some(r) = super::fault_restart::restart_of(status, w.asked, None) else {
+    let Some(r) = restart_of(status, w.asked, None) else {
         return Err(format!(
             "the server container of pod {pod} shows no exit after the ask and no restart since \
              (restart count {count})"
@@ -353,5 +334,4 @@ fn unconfirmed(rec: &mut FaultRecord, checked: &str, bound_ms: u64) {
 }
 
 #[cfg(test)]
-#[path = "fault_unknown_tests.rs"]
 mod tests;

@@ -1,6 +1,7 @@
 use super::*;
 use crate::run::decide::time_at;
-use crate::run::fault_request::AgentAnswer;
+use crate::run::faults::settle::settle_injections;
+use crate::run::model::{AgentAnswer, FaultPodSeen};
 use msgbench_crds::benchmark_run::{FaultAction, FaultStreamLeader};
 use runner_api::agent::AgentProgress;
 
@@ -92,6 +93,29 @@ fn due_records_are_those_past_their_time_and_not_yet_done() {
     recs[0].executed_time = time_at(due_at);
     assert!(due(&recs, &time_at(due_at + 5).unwrap()).is_empty());
     assert_eq!(next_due_in(&recs, &time_at(due_at + 5).unwrap()), None);
+}
+
+/// The servers a pass reads are those of due records with no pod chosen yet and still in time.
+#[test]
+fn only_due_unchosen_records_in_time_have_their_server_read() {
+    let br = run(
+        "    - {afterSeconds: 5, action: kill, pod: random}\n",
+        false,
+    );
+    let mut recs = Vec::new();
+    plan(&br, &mut recs, &[], &[agent(1, 10_000)]);
+    let due_at = 10_000 + 2_000 + 5_000;
+    let read_at = |ms: u64, recs: &[FaultRecord]| to_choose(recs, &time_at(ms).unwrap()).count();
+    assert_eq!(read_at(due_at - 1, &recs), 0, "not due yet");
+    assert_eq!(read_at(due_at, &recs), 1);
+    assert_eq!(read_at(due_at + LATE_LIMIT_MS, &recs), 1);
+    assert_eq!(
+        read_at(due_at + LATE_LIMIT_MS + 1, &recs),
+        0,
+        "late: not done unread"
+    );
+    recs[0].injecting = injecting().injecting;
+    assert_eq!(read_at(due_at, &recs), 0, "chosen: that pod, never another");
 }
 
 #[test]
@@ -382,7 +406,7 @@ fn a_partition_is_recorded_with_the_agents_rules_and_times() {
         action: Some(FaultAction::Partition),
         ..injecting()
     };
-    let asked = crate::run::fault_request::request(&br, &part(), false);
+    let asked = crate::run::faults::request::request(&br, &part(), false);
     assert_eq!(
         asked.action,
         runner_api::fault_agent::AgentAction::Partition

@@ -3,7 +3,8 @@
 //! once the first time, then holds later restarts back (CrashLoopBackOff: 10 s, doubling to
 //! 5 min, forgotten after 10 min without a crash), so a run that crashes the same servers round
 //! after round measures a longer outage each round. The record says so per fault.
-use super::timing::millis;
+use crate::run::model::FaultRestartSeen;
+use crate::run::timing::millis;
 use k8s_openapi::api::core::v1::ContainerStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{BenchmarkRun, FaultAction, FaultRecord, FaultRestart};
@@ -18,14 +19,6 @@ const RESTART_WITHIN_SECONDS: u64 = 330;
 /// crash's, a much later one a later crash's.
 const EXIT_BEFORE_MS: u64 = 2_000;
 const EXIT_AFTER_MS: u64 = 15_000;
-
-/// The server container of a crashed pod as read this pass.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FaultRestartSeen {
-    pub fault: i32,
-    pub trial: i32,
-    pub status: ContainerStatus,
-}
 
 /// Crash records whose restart is still to be read: signalled, not seen running again, and
 /// not long ago.

@@ -64,7 +64,7 @@ pub fn attach(lines: &[RawResultLine], seconds: u32, faults: &mut [FaultRecord])
                 }
             }
         }
-        let fault_ms = f.executed_time.as_ref().map(super::timing::millis);
+        let fault_ms = f.executed_time.as_ref().map(crate::run::timing::millis);
         f.effect = effect(&timeline, seconds, offset).map(|mut e| {
             (e.duplicates, e.out_of_order) = disorder(&timeline, offset, next);
             e.trial_lost_acked = lost;

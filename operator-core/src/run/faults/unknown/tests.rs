@@ -3,7 +3,8 @@
 //! is known, or past the bound → unknown for good, saying what was checked; and the verdict.
 use super::*;
 use crate::run::decide::{self, EffectOutcome};
-use crate::run::fault_request::{outcome, request, AgentAnswer};
+use crate::run::faults::request::{outcome, request};
+use crate::run::model::AgentAnswer;
 use k8s_openapi::api::core::v1::{ContainerState, ContainerStateRunning, ContainerStateTerminated};
 use msgbench_crds::benchmark_run::{BenchmarkRunStatus, RunFailureReason};
 
@@ -197,7 +198,7 @@ fn a_crash_whose_report_is_lost_is_confirmed_by_the_containers_exit() {
     // The restart is read on (running time) as for a reported crash.
     let mut waiting = recs.clone();
     waiting[0].restart.as_mut().unwrap().running_time = None;
-    let due = super::super::fault_restart::restart_due(&waiting, &at(ASKED + 5_000));
+    let due = crate::run::faults::restart::restart_due(&waiting, &at(ASKED + 5_000));
     assert_eq!(due.count(), 1);
 }
 

@@ -7,9 +7,11 @@ use crate::run::model::{FaultAgentSeen, Resolved};
 use crate::run::results::tests::runner as record;
 use crate::run::target_auth::TlsSource;
 use crate::run::{build, compare};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::batch::v1::JobStatus;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use msgbench_crds::benchmark_run::{ObservedPod, Progress};
+use msgbench_crds::benchmark_run::{Outcome, Verdict};
 use runner_api::agent::AgentProgress;
 use serde_json::json;
 
@@ -1649,17 +1651,15 @@ fn fault_outcomes_settle_into_their_records_and_nowhere_else() {
         how: "ordinal 1".into(),
         stream_leader: None,
     };
+    // Record 1's pod was chosen (by `decide`, in an earlier status).
+    let chosen = FaultRecord {
+        injecting: Some(injection),
+        ..FaultRecord::default()
+    };
     let mut st = BenchmarkRunStatus {
-        faults: vec![FaultRecord::default(), FaultRecord::default()],
+        faults: vec![FaultRecord::default(), chosen],
         ..BenchmarkRunStatus::default()
     };
-    let chosen = EffectOutcome::FaultChosen {
-        index: 1,
-        injection: injection.clone(),
-    };
-    settle(&run(1, ""), &mut st, &[chosen], 1, &now);
-    assert_eq!(st.faults[1].injecting, Some(injection));
-    assert_eq!(st.faults[0], FaultRecord::default());
     let refused = EffectOutcome::FaultNotDone {
         index: 1,
         why: "pod demo-1 was replaced".into(),
@@ -1675,11 +1675,10 @@ fn fault_outcomes_settle_into_their_records_and_nowhere_else() {
         st.faults[1].message.as_deref(),
         Some("not done: pod demo-1 was replaced")
     );
+    assert_eq!(st.faults[0], FaultRecord::default());
     assert_eq!(st.faults.len(), 2);
 }
 
-#[path = "rounds_tests.rs"]
-mod rounds_tests;
-
-#[path = "streams_tests.rs"]
+mod faults;
+mod rounds;
 mod streams;

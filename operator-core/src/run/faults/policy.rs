@@ -2,9 +2,9 @@
 //! runners hold the trial's start, so a restarted operator still knows them), which are due,
 //! and which server and pod each acts on. Carried out by `fault_inject`; what each did to
 //! delivery is read afterwards by `fault_effect`.
-use super::model::AgentSeen;
-use super::timing::millis;
-use super::variants;
+use crate::run::model::{AgentSeen, FaultLeaderSeen, FaultTargetSeen};
+use crate::run::timing::{self, millis};
+use crate::run::variants;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, Fault, FaultAction, FaultInjection, FaultPartition, FaultPod, FaultRecord,
@@ -75,7 +75,7 @@ pub fn plan(
                 variant: variant.clone(),
                 server: server.clone(),
                 action: Some(f.action),
-                planned_time: super::timing::time_at(due),
+                planned_time: timing::time_at(due),
                 ..FaultRecord::default()
             });
         }
@@ -93,6 +93,22 @@ pub fn due(faults: &[FaultRecord], now: &Time) -> Vec<usize> {
         .collect()
 }
 
+/// Records due now with no pod chosen yet and still in time: those whose server a pass reads so
+/// that `decide` can choose (one found late is not done without it).
+pub fn to_choose<'a>(
+    faults: &'a [FaultRecord],
+    now: &Time,
+) -> impl Iterator<Item = &'a FaultRecord> {
+    let now_ms = millis(now);
+    let in_time = move |f: &FaultRecord| {
+        let planned = f.planned_time.as_ref().map_or(now_ms, millis);
+        now_ms.saturating_sub(planned) <= LATE_LIMIT_MS
+    };
+    (due(faults, now).into_iter())
+        .map(move |i| &faults[i])
+        .filter(move |f| f.injecting.is_none() && in_time(f))
+}
+
 /// Time until the next pending record is due.
 pub fn next_due_in(faults: &[FaultRecord], now: &Time) -> Option<Duration> {
     let now = millis(now);
@@ -108,33 +124,12 @@ fn pending(f: &FaultRecord) -> bool {
     f.executed_time.is_none() && f.message.is_none()
 }
 
-/// A pod named by a recorded injection, as read this pass.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FaultPodSeen {
-    pub pod: String,
-    /// `None`: no pod of that name exists.
-    pub uid: Option<String>,
-    /// It has a deletion timestamp (a graceful delete in progress).
-    pub deleting: bool,
-    /// A `crash`, `pause` or `partition`: the fault agent's answer to the repeated ask (`None`:
-    /// not asked, e.g. a deletion).
-    pub answer: Option<super::fault_request::AgentAnswer>,
-}
-
 /// Seconds after a fault before its stream's leader is read as the one after it: nats-server's
 /// Raft election timeout is 4 to 9 s, and until one fires the followers still name the old
 /// leader. A pause or partition is read a second after it is over, and no sooner than this.
 pub const LEADER_SETTLE_SECONDS: u64 = 10;
 /// After this long past its fault the leader is no longer read (the trial has moved on).
 const LEADER_AFTER_WITHIN_SECONDS: u64 = 120;
-
-/// A fault's stream leader as read once the fault was over.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FaultLeaderSeen {
-    pub fault: i32,
-    pub trial: i32,
-    pub leader: String,
-}
 
 /// Records whose stream leader after the fault is due to be read now: carried out, on
 /// JetStream, not read yet, `LEADER_SETTLE_SECONDS` past (a pause or partition: a second past
@@ -276,50 +271,10 @@ pub fn mark_executed(br: &BenchmarkRun, rec: &mut FaultRecord, inj: &FaultInject
     rec.injecting = None;
 }
 
-/// Settles records whose injection was written to status but whose outcome was not (a status
-/// write lost after the delete, or a leader change in between), from the named pod as `seen`:
-/// gone, replaced (another uid) or terminating: carried out at the recorded time; still there
-/// and late: not done; still there in time: left for `act` to delete that same pod. A fault
-/// by agent was asked right after its choice was written, so it may have been carried out: its
-/// agent's report settles it, else it becomes unknown (`fault_unknown::settle_asked`).
-pub fn settle_injections(
-    br: &BenchmarkRun,
-    faults: &mut [FaultRecord],
-    seen: &[FaultPodSeen],
-    now: &Time,
-) {
-    for rec in faults.iter_mut() {
-        let Some(inj) = unsettled_injection(rec).cloned() else {
-            continue;
-        };
-        let Some(pod) = seen.iter().find(|p| p.pod == inj.pod) else {
-            continue; // not looked at this pass
-        };
-        if rec.action.is_some_and(FaultAction::needs_agent) {
-            super::fault_unknown::settle_asked(br, rec, &inj, pod, now);
-            continue;
-        }
-        if pod.uid.as_deref() != Some(inj.pod_uid.as_str()) || pod.deleting {
-            mark_executed(br, rec, &inj, &inj.started_time);
-            continue;
-        }
-        let planned = rec.planned_time.as_ref().map_or(0, millis);
-        let late = millis(now).saturating_sub(planned);
-        if late > LATE_LIMIT_MS {
-            rec.message = Some(format!(
-                "not done: pod {} was chosen but is still there {late} ms after the fault was \
-                 due (more than {LATE_LIMIT_MS} ms late)",
-                inj.pod
-            ));
-            rec.injecting = None;
-        }
-    }
-}
-
 /// Every trial must have had every fault: a run that asked for a fault and ran without it
 /// does not answer its question. `None` when all were carried out.
 pub fn not_injected(br: &BenchmarkRun, faults: &[FaultRecord]) -> Option<String> {
-    not_injected_in(br, faults, super::timing::total_trials(br)).map(|(_, msg)| msg)
+    not_injected_in(br, faults, timing::total_trials(br)).map(|(_, msg)| msg)
 }
 
 /// As [`not_injected`], over the first `trials` trials (those that ran: `spec.stopWhen` may
@@ -376,6 +331,41 @@ pub fn not_injected_in(
             Some((RunFailureReason::FaultsNotInjected, msg))
         }
     }
+}
+
+/// The pod a due record with none chosen yet acts on, from its server as `seen` this pass: the
+/// choice goes into status (`injecting`, started `now`) before anything is done to that pod.
+pub fn choose(
+    br: &BenchmarkRun,
+    rec: &FaultRecord,
+    seen: &FaultTargetSeen,
+    now: &Time,
+) -> Result<FaultInjection, String> {
+    let fault =
+        (br.spec.faults.get(rec.fault as usize)).ok_or("the fault is no longer in spec.faults")?;
+    let server =
+        server_of(br, rec.variant.as_deref()).ok_or("the trial's target is not a serverRef")?;
+    let pods = seen.pods.as_ref().map_err(Clone::clone)?;
+    let names: Vec<String> = pods.iter().map(|(name, _)| name.clone()).collect();
+    let by_ordinal = ordinals(&server.name, &names);
+    // Read for every JetStream fault (the record says whom it hit); it chooses only for
+    // `streamLeader`.
+    let before = seen.leader.clone().and_then(Result::ok);
+    let leader = (seen.leader.clone()).filter(|_| fault.pod == FaultPod::StreamLeader);
+    let seed = variants::seed(
+        br.metadata.uid.as_deref().unwrap_or_default(),
+        br.metadata.generation.unwrap_or(0),
+    );
+    let round = rec.round.unwrap_or(rec.trial).max(1) as u32;
+    let (name, how) = choose_pod(fault, &by_ordinal, round, seed, leader)?;
+    let (_, uid) = (pods.iter().find(|(p, _)| *p == name)).ok_or("the chosen pod is gone")?;
+    Ok(FaultInjection {
+        pod_uid: uid.clone().ok_or("the chosen pod has no uid")?,
+        pod: name,
+        started_time: now.clone(),
+        how,
+        stream_leader: before,
+    })
 }
 
 /// How the pod of `fault` is chosen in `round`, given the server's pods by ordinal (sorted)
@@ -454,5 +444,4 @@ pub fn ordinal(server: &str, pod: &str) -> Option<i32> {
 }
 
 #[cfg(test)]
-#[path = "faults_tests.rs"]
 mod tests;

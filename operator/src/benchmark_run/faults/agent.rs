@@ -4,13 +4,15 @@
 //! pass (same key) gets the same report and never a second signal, so a lost answer is settled
 //! by asking again; asked as a `repeat`, an agent that lost its reports (restarted) does nothing
 //! and says so (`AgentAnswer::NoReport`: the fault is then unknown).
+use super::pods::{pod_named, server_uid};
 use crate::access::pod_http::{self, Options};
 use crate::runtime::context::Context;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, ResourceExt};
 use msgbench_crds::benchmark_run::{BenchmarkRun, FaultInjection, FaultRecord};
-use msgbench_operator_core::run::fault_request::{request, AgentAnswer};
-use msgbench_operator_core::run::faults;
+use msgbench_operator_core::run::faults::policy;
+use msgbench_operator_core::run::faults::request::request;
+use msgbench_operator_core::run::model::AgentAnswer;
 use runner_api::fault_agent::{AgentState, FaultReport, FAULT_AGENT_PORT, NO_REPORT_STATUS};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -76,7 +78,7 @@ async fn agent_of(
     inj: &FaultInjection,
 ) -> Result<(SocketAddr, String), AgentAnswer> {
     let pods = Api::<Pod>::namespaced(ctx.client.clone(), ns);
-    let pod = match super::fault_inject::pod_named(&pods, &inj.pod).await {
+    let pod = match pod_named(&pods, &inj.pod).await {
         Ok(Some(p)) => p,
         Ok(None) => return Err(AgentAnswer::Refused(format!("pod {} is gone", inj.pod))),
         Err(e) => {
@@ -98,11 +100,11 @@ async fn agent_of(
     let Some(ip) = ip else {
         return Err(AgentAnswer::Unknown(format!("pod {} has no IP", inj.pod)));
     };
-    let Some(server) = faults::server_of(br, rec.variant.as_deref()) else {
+    let Some(server) = policy::server_of(br, rec.variant.as_deref()) else {
         let why = "the trial's target is not a serverRef";
         return Err(AgentAnswer::Refused(why.into()));
     };
-    let scope = super::fault_inject::server_uid(ctx, server, ns).await;
+    let scope = server_uid(ctx, server, ns).await;
     let scope = scope.map_err(AgentAnswer::Unknown)?;
     Ok((SocketAddr::new(ip, FAULT_AGENT_PORT), scope))
 }

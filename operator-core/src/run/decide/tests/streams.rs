@@ -2,7 +2,8 @@
 //! no runner is active, release with `StreamsDeleted` saying how it went, and no TTL deletion
 //! of the children while the sweep may still run.
 use super::*;
-use crate::run::stream_sweep::{self, SweepSeen, FINALIZER};
+use crate::run::model::SweepSeen;
+use crate::run::stream_sweep::{self, FINALIZER};
 
 fn jetstream(extra: &str) -> BenchmarkRun {
     let mut br = run(1, extra);
