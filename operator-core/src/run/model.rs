@@ -1,8 +1,8 @@
 //! What one reconcile pass read, as plain data: `decide`'s whole input besides the run itself.
 //! Observe (in the operator) fills it; tests build it by hand. Nothing here reads or writes.
-use super::server_usage::UsageRead;
-use super::target_auth::{TargetSecret, TlsSource};
-use super::target_lock::RunOnTarget;
+use crate::run::results::server_usage::UsageRead;
+use crate::run::target::target_auth::{TargetSecret, TlsSource};
+use crate::run::target::target_lock::RunOnTarget;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

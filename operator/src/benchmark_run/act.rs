@@ -10,9 +10,9 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus};
-use msgbench_operator_core::run::build::{self, RunIdentity};
 use msgbench_operator_core::run::decide::{Decision, Effect, EffectOutcome};
-use msgbench_operator_core::run::runner_access;
+use msgbench_operator_core::run::runners::build::{self, RunIdentity};
+use msgbench_operator_core::run::runners::runner_access;
 
 /// Carries out `d.effects` in order and reports what the runners and fault agents answered,
 /// for the pure `decide::settle`.

@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{DeleteParams, ListParams, PropagationPolicy};
 use kube::{Api, Resource, ResourceExt};
-use msgbench_operator_core::run::build::{self, RunIdentity};
+use msgbench_operator_core::run::runners::build::{self, RunIdentity};
 use std::collections::BTreeMap;
 
 /// Deletes this run's Jobs (pods go with them), ConfigMaps and NetworkPolicies whose labels

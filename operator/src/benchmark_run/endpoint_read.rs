@@ -5,7 +5,9 @@ use crate::runtime::error::Result;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, ListParams};
-use msgbench_operator_core::run::endpoint_readiness::{evaluate, service_of_host, service_port};
+use msgbench_operator_core::run::target::endpoint_readiness::{
+    evaluate, service_of_host, service_port,
+};
 use runner_api::target::TargetUrl;
 
 /// Why the run must keep waiting (`Some`), or `None` when the URL's Service has a ready

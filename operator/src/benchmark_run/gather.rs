@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::LogParams;
 use kube::{Api, ResourceExt};
 use msgbench_operator_core::run::model::Gathered;
-use msgbench_operator_core::run::runner_records::{complete_records, runner_id};
+use msgbench_operator_core::run::runners::runner_records::{complete_records, runner_id};
 use runner_api::agent::RawResultLine;
 use runner_api::result_frames::{self, Reassembled};
 use std::collections::BTreeMap;

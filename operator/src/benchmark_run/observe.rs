@@ -16,11 +16,14 @@ use kube::{Api, ResourceExt};
 use msgbench_crds::benchmark_run::MAX_RUN_NAME;
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, ObservedPod, Phase};
 use msgbench_crds::names::name_violation;
-use msgbench_operator_core::run::build::{server_selector, RunIdentity};
+use msgbench_operator_core::run::conditions;
 use msgbench_operator_core::run::model::{AgentSeen, BaselineSeen, BaselineState, Observed};
-use msgbench_operator_core::run::runner_pods::{self, RunnerView};
-use msgbench_operator_core::run::target_lock::{self, RunOnTarget};
-use msgbench_operator_core::run::{conditions, server_restarts, stop_when, stream_sweep};
+use msgbench_operator_core::run::results::server_restarts;
+use msgbench_operator_core::run::runners::build::{server_selector, RunIdentity};
+use msgbench_operator_core::run::runners::runner_pods::{self, RunnerView};
+use msgbench_operator_core::run::runners::stop_when;
+use msgbench_operator_core::run::target::stream_sweep;
+use msgbench_operator_core::run::target::target_lock::{self, RunOnTarget};
 
 /// Most runs followed along baselineRef when looking for a cycle.
 const MAX_BASELINE_CHAIN: usize = 8;

@@ -7,8 +7,8 @@ use crate::runtime::error::{Error, Result};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use msgbench_crds::benchmark_run::BenchmarkRun;
-use msgbench_operator_core::run::build::{self, RunIdentity};
 use msgbench_operator_core::run::decide;
+use msgbench_operator_core::run::runners::build::{self, RunIdentity};
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Samples the target's server pods over their own monitoring endpoints (nats `/varz`,
 //! pubsub-server `/health`, mosquitto's `$SYS` over MQTT), and an endpoint target's NATS
 //! servers at the monitoring URLs it names: the client half of
-//! `msgbench_operator_core::run::server_usage`, which says when a sample is due, which URLs
+//! `msgbench_operator_core::run::results::server_usage`, which says when a sample is due, which URLs
 //! are read, and turns readings into status.
 mod monitoring;
 mod mosquitto_sys;
@@ -11,8 +11,8 @@ use kube::Api;
 use monitoring::{endpoint, read_pods, read_servers};
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Endpoint, ServerKind};
 use msgbench_crds::MqttBroker;
-use msgbench_operator_core::run::server_usage::endpoint::{self as monitored, Plan};
-use msgbench_operator_core::run::server_usage::{
+use msgbench_operator_core::run::results::server_usage::endpoint::{self as monitored, Plan};
+use msgbench_operator_core::run::results::server_usage::{
     mosquitto_sys_closed, sample_due, UsageRead, MOSQUITTO_NEEDS_CA, MOSQUITTO_NEEDS_CREDENTIALS,
 };
 
@@ -129,7 +129,7 @@ fn recorded_unavailable(st: &BenchmarkRunStatus, why: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use msgbench_operator_core::run::server_usage::apply;
+    use msgbench_operator_core::run::results::server_usage::apply;
 
     /// A broker with auth: the figures are unavailable, saying why, and once the status says
     /// so the broker is not looked at again.

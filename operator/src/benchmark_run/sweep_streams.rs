@@ -1,4 +1,4 @@
-//! The client half of `msgbench_operator_core::run::stream_sweep`: the finalizer held while a
+//! The client half of `msgbench_operator_core::run::target::stream_sweep`: the finalizer held while a
 //! run may have streams, the sweep Job that deletes them by the run's id, what that Job said,
 //! and the pass of a run being deleted.
 //!
@@ -17,10 +17,10 @@ use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 use msgbench_crds::BenchmarkRun;
 use msgbench_operator_core::meta::{LABEL_COMPONENT, LABEL_INSTANCE, LABEL_NAME};
-use msgbench_operator_core::run::build::{RunIdentity, KIND_LABEL};
 use msgbench_operator_core::run::decide::POLL;
 use msgbench_operator_core::run::model::SweepSeen;
-use msgbench_operator_core::run::stream_sweep::{self, StreamsStep};
+use msgbench_operator_core::run::runners::build::{RunIdentity, KIND_LABEL};
+use msgbench_operator_core::run::target::stream_sweep::{self, StreamsStep};
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -10,9 +10,9 @@ use msgbench_crds::pubsub_server::PubSubProtocol;
 use msgbench_crds::workload::Protocol;
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
 use msgbench_operator_core::fault_policy::FaultPolicy;
-use msgbench_operator_core::run::build::server_selector;
 use msgbench_operator_core::run::model::{FaultAgentSeen, Resolved, TargetSeen};
-use msgbench_operator_core::run::target_auth::{of_mqtt_broker, TargetSecret, TlsSource};
+use msgbench_operator_core::run::runners::build::server_selector;
+use msgbench_operator_core::run::target::target_auth::{of_mqtt_broker, TargetSecret, TlsSource};
 
 /// `Err(message)` when the referenced server does not exist.
 pub async fn resolve(

@@ -5,12 +5,13 @@
 //! they started apart: that ends the run as RunnersStartedApart instead.
 use super::decision::{Decision, Effect, POLL};
 use super::ending::{fail, seconds_between};
-use crate::run::build::RunIdentity;
 use crate::run::conditions::{self as cond, Status, RUNNERS_READY};
 use crate::run::model::{AgentSeen, Observed};
-use crate::run::runner_pods::{self, RunnerView};
+use crate::run::results::server_usage;
+use crate::run::runners::build::RunIdentity;
+use crate::run::runners::runner_pods::{self, RunnerView};
+use crate::run::timing;
 use crate::run::timing::{millis, time_at};
-use crate::run::{server_usage, timing};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{BenchmarkRun, Phase, Progress, RunFailureReason};
 use std::time::Duration;

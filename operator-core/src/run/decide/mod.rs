@@ -32,9 +32,9 @@ pub use decision::{Decision, Effect, EffectOutcome, POLL};
 pub use ending::{fail, pass};
 pub use settle::settle;
 
-use super::build::RunIdentity;
 use super::conditions as cond;
 use super::model::Observed;
+use super::runners::build::RunIdentity;
 use super::timing;
 use ending::{accepted_at, seconds_between};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

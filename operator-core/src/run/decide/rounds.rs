@@ -7,7 +7,7 @@ use super::decision::{Decision, Effect};
 use super::ending::fail;
 use crate::run::model::{Gathered, Observed};
 use crate::run::results::{self, TrialRecord};
-use crate::run::stop_when::{self, RoundFigures};
+use crate::run::runners::stop_when::{self, RoundFigures};
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, RunFailureReason, StopReason,
 };

@@ -4,14 +4,14 @@ use super::barrier::{next_release, store_start, Release};
 use super::decision::{Decision, Effect, POLL};
 use super::ending::{fail, seconds_between};
 use super::{rounds, verdict};
-use crate::run::build::RunIdentity;
 use crate::run::faults::{
     policy as faults, restart as fault_restart, settle, unknown as fault_unknown,
 };
 use crate::run::model::Gathered;
 use crate::run::model::{AgentSeen, FaultTargetSeen, Observed};
-use crate::run::runner_pods::{job_complete, RunnerView};
-use crate::run::server_usage::{self, UsageRead};
+use crate::run::results::server_usage::{self, UsageRead};
+use crate::run::runners::build::RunIdentity;
+use crate::run::runners::runner_pods::{job_complete, RunnerView};
 use crate::run::timing;
 use crate::run::timing::millis;
 use msgbench_crds::benchmark_run::{
@@ -207,7 +207,7 @@ fn update_progress(
             .map(|a| a.progress.trial as i32)
             .max()
             .unwrap_or(0),
-        trials: crate::run::stop_when::trials_run(br, st) as i32,
+        trials: crate::run::runners::stop_when::trials_run(br, st) as i32,
         elapsed_seconds: elapsed,
         expected_seconds: timing::expected_run_seconds(br),
         published: agents.iter().map(|a| a.progress.published).sum(),

@@ -4,13 +4,13 @@ use super::barrier::START_APART_TOLERANCE_MS;
 use super::decision::{Decision, POLL};
 use super::ending::{fail, pass};
 use super::rounds;
-use crate::run::build::RunIdentity;
 use crate::run::faults::{effect as fault_effect, policy as faults};
 use crate::run::model::Observed;
-use crate::run::runner_pods::observed_pod;
-use crate::run::{
-    compare, results, server_restarts, server_usage, stop_when, variant_results, variants,
-};
+use crate::run::results::{compare, server_restarts, server_usage, variant_results};
+use crate::run::runners::build::RunIdentity;
+use crate::run::runners::runner_pods::observed_pod;
+use crate::run::runners::stop_when;
+use crate::run::{results, variants};
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, ObservedEnvironment, Phase, RunFailureReason, Severity,
 };

@@ -15,10 +15,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, Preconditions};
 use kube::Api;
 use msgbench_crds::benchmark_run::{BenchmarkRun, FaultAction, FaultInjection, FaultRecord};
-use msgbench_operator_core::run::build::RunIdentity;
 use msgbench_operator_core::run::decide::EffectOutcome;
 use msgbench_operator_core::run::faults::{policy, request};
 use msgbench_operator_core::run::model::AgentAnswer;
+use msgbench_operator_core::run::runners::build::RunIdentity;
 
 /// Carries out the records `due` (indices into `faults`, each with whether it is a repeat).
 pub async fn inject(

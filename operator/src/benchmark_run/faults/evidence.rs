@@ -10,7 +10,7 @@ use kube::{Api, ResourceExt};
 use msgbench_crds::benchmark_run::{BenchmarkRun, FaultAction, FaultRecord};
 use msgbench_operator_core::run::faults::unknown;
 use msgbench_operator_core::run::model::{Evidence, FaultEvidenceSeen};
-use msgbench_operator_core::run::server_restarts;
+use msgbench_operator_core::run::results::server_restarts;
 
 pub async fn read(
     ctx: &Context,

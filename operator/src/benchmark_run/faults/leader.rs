@@ -3,7 +3,7 @@
 use crate::access::pod_http::{self, Options};
 use k8s_openapi::api::core::v1::Pod;
 use msgbench_crds::benchmark_run::{BenchmarkRun, FaultRecord};
-use msgbench_operator_core::run::build;
+use msgbench_operator_core::run::runners::build;
 use msgbench_operator_core::server::jetstream::nats_conf;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;

@@ -12,7 +12,7 @@ use msgbench_operator_core::run::faults::{policy, restart};
 use msgbench_operator_core::run::model::{
     FaultLeaderSeen, FaultPodSeen, FaultRestartSeen, FaultTargetSeen,
 };
-use msgbench_operator_core::run::server_restarts;
+use msgbench_operator_core::run::results::server_restarts;
 
 /// The server of each due fault whose pod is not chosen yet, as `policy::choose` takes it.
 pub async fn targets(

@@ -9,8 +9,8 @@ use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use msgbench_crds::benchmark_run::{ServerKind, ServerRef};
 use msgbench_crds::{JetStreamCluster, MqttBroker};
-use msgbench_operator_core::run::build;
 use msgbench_operator_core::run::faults::policy;
+use msgbench_operator_core::run::runners::build;
 
 /// The pod called `name`, if any, by a list (the operator may list pods, never `get` one).
 pub async fn pod_named(api: &Api<Pod>, name: &str) -> kube::Result<Option<Pod>> {

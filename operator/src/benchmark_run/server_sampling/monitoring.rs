@@ -9,9 +9,9 @@ use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use msgbench_crds::benchmark_run::ServerKind;
 use msgbench_crds::workload::Protocol;
-use msgbench_operator_core::run::build::server_selector;
-use msgbench_operator_core::run::server_usage::endpoint::Server;
-use msgbench_operator_core::run::server_usage::{Cpu, Sample};
+use msgbench_operator_core::run::results::server_usage::endpoint::Server;
+use msgbench_operator_core::run::results::server_usage::{Cpu, Sample};
+use msgbench_operator_core::run::runners::build::server_selector;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 

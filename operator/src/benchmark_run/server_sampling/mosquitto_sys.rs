@@ -3,14 +3,14 @@
 //! Both come from the same broker tick (`sys_interval`, set to 2 s in the generated config), so
 //! a (connections, memory) pair is consistent even if up to one tick old. `$SYS` reports no
 //! process CPU: the sample says so rather than a zero.
-use msgbench_operator_core::run::server_usage::{Cpu, Sample};
+use msgbench_operator_core::run::results::server_usage::{Cpu, Sample};
 use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
 use std::net::SocketAddr;
 use std::time::Duration;
 
 pub const HEAP_TOPIC: &str = "$SYS/broker/heap/current";
 pub const CLIENTS_TOPIC: &str = "$SYS/broker/clients/connected";
-pub use msgbench_operator_core::run::server_usage::MOSQUITTO_NO_CPU as NO_CPU;
+pub use msgbench_operator_core::run::results::server_usage::MOSQUITTO_NO_CPU as NO_CPU;
 
 /// One reading, bounded by `timeout` (the retained values arrive at once; a new tick at most
 /// `sys_interval` later).

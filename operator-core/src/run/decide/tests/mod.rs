@@ -4,9 +4,10 @@ use super::*;
 use crate::run::model::Gathered;
 use crate::run::model::{AgentSeen, BaselineSeen, BaselineState, TargetSeen};
 use crate::run::model::{FaultAgentSeen, Resolved};
+use crate::run::results::compare;
 use crate::run::results::tests::runner as record;
-use crate::run::target_auth::TlsSource;
-use crate::run::{build, compare};
+use crate::run::runners::build;
+use crate::run::target::target_auth::TlsSource;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::batch::v1::JobStatus;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
@@ -590,7 +591,7 @@ fn a_reachable_target_creates_the_runners() {
 /// it creates once the target is free carry the run's own wire identity.
 #[test]
 fn a_target_in_use_by_another_run_is_waited_for_then_the_run_starts_isolated() {
-    use crate::run::target_lock::RunOnTarget;
+    use crate::run::target::target_lock::RunOnTarget;
     let br = run(1, "");
     let mut obs = Observed::at(at(T0 + 3));
     obs.targets = vec![ready_target()];
@@ -685,7 +686,7 @@ fn projected_secret<'a>(
 /// `secretKeyRef`, and the agent config names only where (no credential passes the operator).
 #[test]
 fn a_target_with_auth_gives_the_runners_secret_references_and_the_config_names_only() {
-    use crate::run::target_auth::TargetSecret;
+    use crate::run::target::target_auth::TargetSecret;
     use msgbench_crds::jetstream_cluster::{NatsAuth, NatsAuthMode};
     let br = run(1, "");
     let mut t = ready_target();
@@ -747,7 +748,7 @@ fn a_tls_target_gives_the_runners_its_ca_only() {
 /// log in with its user's Secret through references.
 #[test]
 fn a_tls_mqtt_broker_with_a_login_gives_the_runners_its_ca_and_user() {
-    use crate::run::target_auth::of_mqtt_broker;
+    use crate::run::target::target_auth::of_mqtt_broker;
     use msgbench_crds::benchmark_run::ServerKind;
     use msgbench_crds::mqtt_broker::MqttBrokerSpec;
     use msgbench_crds::workload::Protocol;

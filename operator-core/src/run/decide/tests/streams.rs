@@ -3,7 +3,7 @@
 //! of the children while the sweep may still run.
 use super::*;
 use crate::run::model::SweepSeen;
-use crate::run::stream_sweep::{self, FINALIZER};
+use crate::run::target::stream_sweep::{self, FINALIZER};
 
 fn jetstream(extra: &str) -> BenchmarkRun {
     let mut br = run(1, extra);

@@ -217,7 +217,7 @@ fn ordinals_are_read_only_from_statefulset_pod_names_of_that_server() {
 
 #[test]
 fn with_faults_even_one_runner_waits_for_each_trial_so_its_start_is_known() {
-    use crate::run::build::agent_config;
+    use crate::run::runners::build::agent_config;
     let mut br = run(
         "    - {afterSeconds: 5, action: kill, pod: random}\n",
         false,

@@ -63,7 +63,7 @@ fn the_run_id_is_the_one_in_its_stream_names() {
     let br = run(JS, "");
     let uid = &id(&br).owner_ref.uid;
     assert_eq!(run_id(uid), "0a1b2c3d");
-    let iso = crate::run::build::run_isolation(uid, 3);
+    let iso = crate::run::runners::build::run_isolation(uid, 3);
     assert!(iso
         .stream("bench", 2)
         .contains(&format!("_{}", run_id(uid).to_uppercase())));

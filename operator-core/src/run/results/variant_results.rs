@@ -1,7 +1,8 @@
 //! Result lines of a variants run → status: each variant merged on its own, thresholds per
 //! variant, and the paired comparison against the baseline variant. Pure.
-use super::faults::effect as fault_effect;
-use super::{paired, results, variants};
+use crate::run::faults::effect as fault_effect;
+use crate::run::results::paired;
+use crate::run::{results, variants};
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, VariantResult};
 use runner_api::agent::RawResultLine;
 

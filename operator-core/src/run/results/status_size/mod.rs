@@ -11,8 +11,9 @@
 //! thresholds) is about 400 KiB. A realistic large run and the demo's run stay under
 //! [`STATUS_TARGET_BYTES`]; the worst case gets there only once the bulk (histograms,
 //! timelines, stage rows) moves to a child object (docs/status-size.md).
-use crate::run::server_restarts::MAX_REASON;
-use crate::run::{timing, variant_results};
+use crate::run::results::server_restarts::MAX_REASON;
+use crate::run::results::variant_results;
+use crate::run::timing;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, MicroTime, Time};
 use msgbench_crds::benchmark_run::*;
 use msgbench_crds::common::Sysctl;

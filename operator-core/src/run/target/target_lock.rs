@@ -12,7 +12,7 @@
 //! `spec.shareTarget` never wait for each other. Ordering by creation makes a stale cache safe:
 //! a run's creation reaches the cache before any later run's, and an earlier run blocks a later
 //! one whatever phase the cache shows for it; a stale phase only delays.
-use super::endpoint_readiness::service_of_host;
+use crate::run::target::endpoint_readiness::service_of_host;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunSpec, Phase, Target};
 use runner_api::target::TargetUrl;

@@ -10,8 +10,8 @@
 //!
 //! The live metrics port is open to every source: it serves counts only, and where Prometheus
 //! runs differs between clusters.
-use super::identity::{RunIdentity, KIND_LABEL, LABEL_GENERATION};
 use crate::meta::{LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
+use crate::run::identity::{RunIdentity, KIND_LABEL, LABEL_GENERATION};
 use k8s_openapi::api::core::v1::EnvVar;
 use k8s_openapi::api::networking::v1::{
     NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,

@@ -2,11 +2,11 @@
 //! Runners need no API access (no service-account token), run Pod Security "restricted", and keep off the
 //! target's server nodes where the cluster allows it.
 // Re-exported: most of the run controller names them through the builders.
-pub use super::identity::{RunIdentity, KIND_LABEL, LABEL_GENERATION};
-use super::target_auth::RunnerSecrets;
 use crate::meta::{LABEL_COMPONENT, LABEL_INSTANCE, LABEL_NAME};
 use crate::operands::{customize, merged, OperandDefaults};
 use crate::placement::pod_placement;
+pub use crate::run::identity::{RunIdentity, KIND_LABEL, LABEL_GENERATION};
+use crate::run::target::target_auth::RunnerSecrets;
 use crate::security::container_security_context;
 use crate::tuning::container_resources;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};

@@ -1,8 +1,8 @@
 //! This run against `spec.baselineRef`: ratio, difference and Welch significance per headline
 //! figure, from both runs' per-trial figures.
-use super::conditions::BASELINE_NOT_FINISHED;
-use super::model::BaselineSeen;
-use super::stats;
+use crate::run::conditions::BASELINE_NOT_FINISHED;
+use crate::run::model::BaselineSeen;
+use crate::run::results::stats;
 use msgbench_crds::benchmark_run::{BaselineComparison, FigureComparison, Outcome, TrialFigures};
 
 /// Pure: the comparison against the baseline as observed (`None`: it does not exist).

@@ -15,7 +15,7 @@ pub const MAX_REASON: usize = 64;
 /// restart count and last termination. The server is the pod's first container (a fault agent
 /// is added after it).
 pub fn observed_server_pod(p: &Pod) -> ObservedPod {
-    let mut o = super::runner_pods::observed_pod(p);
+    let mut o = crate::run::runners::runner_pods::observed_pod(p);
     o.uid = p.uid();
     if let Some(c) = server_container(p) {
         o.restarts = (c.restart_count > 0).then_some(c.restart_count);
@@ -149,5 +149,4 @@ pub fn caution(restarts: &[ServerRestart]) -> Option<String> {
 }
 
 #[cfg(test)]
-#[path = "server_restarts_tests.rs"]
 mod tests;

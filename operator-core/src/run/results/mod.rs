@@ -1,6 +1,18 @@
 //! Runner result lines → status: merged exactly with bench-runner's merge (histograms added,
 //! never percentiles averaged), per-trial figures, trial statistics and thresholds.
-use super::stats;
+pub mod compare;
+pub mod paired;
+pub mod server_restarts;
+pub mod server_usage;
+pub mod stats;
+#[cfg(any(test, feature = "status-fixtures"))]
+#[cfg_attr(not(test), allow(dead_code))]
+pub mod status_size;
+pub mod variant_results;
+
+#[cfg(test)]
+mod figures_tests;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::timeline_points_per_result;
 use msgbench_crds::benchmark_run::{

@@ -1,7 +1,7 @@
 //! The runner pods of one generation, sorted by state: who is ready, running, done, and who
 //! failed and why (the runner's own termination message when it left one). Pure.
-use super::runner_failure::KUBE_DEADLINE_EXCEEDED;
 use crate::node_loss::{node_lost, NodeLoss};
+use crate::run::runners::runner_failure::KUBE_DEADLINE_EXCEEDED;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -165,7 +165,7 @@ fn termination_message(p: &Pod) -> (RunFailureReason, String) {
         .and_then(|c| c.state.as_ref())
         .and_then(|s| s.terminated.as_ref());
     match term {
-        Some(t) => super::runner_failure::classify(
+        Some(t) => crate::run::runners::runner_failure::classify(
             t.exit_code,
             t.reason.as_deref().unwrap_or_default(),
             t.message.as_deref().unwrap_or_default(),

@@ -223,7 +223,7 @@ fn without_variants_the_mean_over_trials_decides() {
 /// One runner waits between rounds too, so the operator can decide before the next one.
 #[test]
 fn with_stop_when_even_one_runner_waits_for_each_trial() {
-    use crate::run::build::agent_config;
+    use crate::run::runners::build::agent_config;
     let mut br = run("");
     assert_eq!(br.spec.runners.count, 1);
     assert!(agent_config(&br.spec, "nats://x:4222").trial_barrier);

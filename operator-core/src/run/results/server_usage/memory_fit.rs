@@ -4,7 +4,7 @@
 //! a garbage-collected server's RSS can fall while connections are added. So the slope is
 //! reported only when the data support it, and otherwise as unavailable with the reason.
 //! Pure functions: no client, no clock.
-use crate::run::stats::{round3, t975};
+use crate::run::results::stats::{round3, t975};
 use msgbench_crds::server_usage::{MemoryFit, MemoryPoint, MAX_MEMORY_POINTS};
 
 /// Fewest distinct connection counts a slope is fitted over.

@@ -56,7 +56,7 @@ pub(super) fn soak_spec(
 
 /// The demo's run as `e2e/demo` creates it (config/demo), in namespace `bench`.
 pub(super) fn demo_spec() -> BenchmarkRun {
-    let y = include_str!("../../../../config/demo/benchmarkrun-js-r1-vs-r2.yaml");
+    let y = include_str!("../../../../../config/demo/benchmarkrun-js-r1-vs-r2.yaml");
     let mut br: BenchmarkRun = serde_norway::from_str(y).unwrap();
     br.metadata.namespace = Some("bench".into());
     br
@@ -215,7 +215,7 @@ pub(super) const WRITES_PER_FAULT: f64 = 4.0;
 /// An upper bound: passes come every 2 s (`decide::POLL`), so a sample is written 5 to 6 s after
 /// the last, and a trial change can share its pass with a sample.
 pub(super) fn writes_per_minute(br: &BenchmarkRun) -> f64 {
-    let samples = 60_000.0 / crate::run::server_usage::SAMPLE_EVERY_MS as f64;
+    let samples = 60_000.0 / crate::run::results::server_usage::SAMPLE_EVERY_MS as f64;
     let trials = f64::from(timing::total_trials(br));
     let minutes = timing::expected_run_seconds(br).unwrap() as f64 / 60.0;
     let per_trial = 1.0 + WRITES_PER_FAULT * br.spec.faults.len() as f64;
@@ -235,7 +235,7 @@ pub(super) fn print_running(br: &BenchmarkRun, st: &BenchmarkRunStatus, faults: 
          {} faults a trial) = {} per watcher per minute",
         kib(bytes(&running)),
         kib(object),
-        crate::run::server_usage::SAMPLE_EVERY_MS / 1000,
+        crate::run::results::server_usage::SAMPLE_EVERY_MS / 1000,
         timing::total_trials(br),
         timing::expected_run_seconds(br).unwrap(),
         br.spec.faults.len(),

@@ -12,14 +12,14 @@
 //! Job has ended, either way; a deleted run waits for it at most [`DELETE_WAIT`], so a target
 //! that is down cannot keep a run (or its namespace) from going. Condition `StreamsDeleted`
 //! says how it went. Pure.
-use super::build::{mesh_opt_out, runner_security_context};
-use super::identity::{RunIdentity, KIND_LABEL};
-use super::model::{SweepSeen, TargetSeen};
-use super::target_auth::{runner_tls, TargetSecret, TlsSource};
 use crate::meta::{
     LABEL_COMPONENT, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PART_OF, MANAGED_BY,
 };
 use crate::operands::{customize, merged, OperandDefaults};
+use crate::run::identity::{RunIdentity, KIND_LABEL};
+use crate::run::model::{SweepSeen, TargetSeen};
+use crate::run::runners::build::{mesh_opt_out, runner_security_context};
+use crate::run::target::target_auth::{runner_tls, TargetSecret, TlsSource};
 use crate::security::container_security_context;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec, ResourceRequirements};
@@ -337,5 +337,4 @@ fn step(
 }
 
 #[cfg(test)]
-#[path = "stream_sweep_tests.rs"]
 mod tests;

@@ -2,10 +2,10 @@
 //! chosen figure over the rounds so far (with variants, every variant's paired ratio to the
 //! baseline, `paired.rs`; without, the mean over trials), judged against the target, and how
 //! many rounds (and trials) the run takes once a stop is recorded in `status.stop`.
-use super::model::AgentSeen;
-use super::paired;
-use super::stats::{half_width95, mean};
-use super::variants;
+use crate::run::model::AgentSeen;
+use crate::run::results::paired;
+use crate::run::results::stats::{half_width95, mean};
+use crate::run::variants;
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, RunStopWhen, StopFigure, StopReason, StopStatus, TrialFigures,
 };
@@ -168,5 +168,4 @@ pub fn judge(sw: &RunStopWhen, max_rounds: i32, rounds: u32, s: &Spread, last: b
 }
 
 #[cfg(test)]
-#[path = "stop_when_tests.rs"]
 mod tests;

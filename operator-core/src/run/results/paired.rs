@@ -3,7 +3,7 @@
 //! per-round ratio or difference. Throughput: geometric mean of the per-round ratios with a
 //! Student-t interval on their logarithms. Latency: mean of the per-round differences with a
 //! Student-t interval.
-use super::stats::{half_width95, mean, round3};
+use crate::run::results::stats::{half_width95, mean, round3};
 use msgbench_crds::benchmark_run::{
     ComparisonVerdict, PairedEstimate, PairedFigure, TrialFigures, VariantComparison,
 };
@@ -238,7 +238,7 @@ pub fn summary(c: &VariantComparison, closed_loop: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::stats::significantly_different;
+    use crate::run::results::stats::significantly_different;
 
     fn fig(round: i32, rate: f64, p99: f64) -> TrialFigures {
         TrialFigures {
