@@ -1,7 +1,7 @@
 //! Act: carries out what `decide` chose (create the runners, release the barrier, acknowledge
 //! results, inject faults, suspend or delete children); `write_status` is the pass's status write.
-use super::{children, runner_http};
 use crate::access::control_key::RequestSigner;
+use crate::benchmark_run::runners::{children, runner_http};
 use crate::runtime::context::{Context, CONTROLLER_NAME};
 use crate::runtime::error::Result;
 use k8s_openapi::api::batch::v1::Job;
@@ -57,13 +57,20 @@ pub async fn carry_out(
                     .iter()
                     .filter_map(|ip| runner_http::agent_addr(ip, ctx.runs.agent_port))
                     .collect();
-                super::gather::release_holding(&addrs, control, *records).await;
+                crate::benchmark_run::runners::gather::release_holding(&addrs, control, *records)
+                    .await;
             }
             Effect::SuspendJob { name } => suspend(ctx, &id.namespace, name).await?,
             Effect::DeleteChildren => children::delete(ctx, id, |_| true).await?,
-            Effect::HoldStreams => super::sweep_streams::finalizer(ctx, id, true).await?,
-            Effect::SweepStreams { job } => super::sweep_streams::start(ctx, job).await?,
-            Effect::ReleaseStreams => super::sweep_streams::finalizer(ctx, id, false).await?,
+            Effect::HoldStreams => {
+                crate::benchmark_run::target::sweep_streams::finalizer(ctx, id, true).await?
+            }
+            Effect::SweepStreams { job } => {
+                crate::benchmark_run::target::sweep_streams::start(ctx, job).await?
+            }
+            Effect::ReleaseStreams => {
+                crate::benchmark_run::target::sweep_streams::finalizer(ctx, id, false).await?
+            }
             Effect::InjectFault { .. } => {
                 // Every fault due now, together (done with the first; see `faults::act`).
                 if !injected {
@@ -74,7 +81,9 @@ pub async fn carry_out(
                         })
                         .collect();
                     let faults = &d.status.faults;
-                    outcomes.extend(super::faults::act::inject(ctx, br, id, faults, &due).await);
+                    outcomes.extend(
+                        crate::benchmark_run::faults::act::inject(ctx, br, id, faults, &due).await,
+                    );
                     injected = true;
                 }
             }

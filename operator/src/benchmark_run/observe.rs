@@ -1,12 +1,12 @@
 //! Observe: every read a reconcile makes, into one plain `Observed` value that `decide` turns
 //! into the next status and effects. What is read depends on the phase: targets before the
 //! runners exist, runner pods and agents while they run, results once every runner is done.
-use super::faults;
-use super::gather::{self, DoneRunner};
-use super::runner_http;
-use super::server_sampling;
-use super::target::{self};
 use crate::access::control_key::RequestSigner;
+use crate::benchmark_run::faults;
+use crate::benchmark_run::runners::gather::{self, DoneRunner};
+use crate::benchmark_run::runners::runner_http;
+use crate::benchmark_run::target::server_sampling;
+use crate::benchmark_run::target::{self};
 use crate::runtime::context::Context;
 use crate::runtime::error::Result;
 use k8s_openapi::api::batch::v1::Job;
@@ -122,7 +122,7 @@ async fn read(
             obs.baseline = baseline(ctx, br, &id.namespace, &id.name).await?;
         }
         if stream_sweep::holds_finalizer(br) {
-            obs.stream_sweep = super::sweep_streams::seen(ctx, id).await?;
+            obs.stream_sweep = crate::benchmark_run::target::sweep_streams::seen(ctx, id).await?;
             if obs.stream_sweep.is_none() {
                 obs.targets = target::targets(ctx, br, &id.namespace).await?;
             }

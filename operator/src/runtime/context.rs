@@ -67,7 +67,7 @@ impl Default for RunState {
             run_cache: std::sync::OnceLock::new(),
             merge_budget: Arc::new(MergeBudget::from_memory_limit(
                 None,
-                crate::benchmark_run::gather::RESULTS_BUDGET_BYTES,
+                crate::benchmark_run::runners::gather::RESULTS_BUDGET_BYTES,
             )),
         }
     }

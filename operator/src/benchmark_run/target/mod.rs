@@ -1,4 +1,8 @@
 //! Resolves `spec.target` to a URL, Ready or not, and the server pods' labels.
+pub mod endpoint_read;
+pub mod server_sampling;
+pub mod sweep_streams;
+
 use crate::runtime::context::Context;
 use crate::runtime::error::Result;
 use kube::Api;
@@ -195,8 +199,13 @@ pub async fn targets(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Vec<T
         let resolved = resolve_target(ctx, t, protocol, ns).await?;
         let unreachable = match &resolved {
             Ok(r) if r.not_ready.is_none() => {
-                super::endpoint_read::not_programmed(ctx, &r.url, ns, t.server_ref.is_some())
-                    .await?
+                crate::benchmark_run::target::endpoint_read::not_programmed(
+                    ctx,
+                    &r.url,
+                    ns,
+                    t.server_ref.is_some(),
+                )
+                .await?
             }
             _ => None,
         };

@@ -82,7 +82,7 @@ fn trend_gauges(registry: &Registry) -> Option<&'static TrendGauges> {
     TREND_GAUGES
         .get_or_init(|| {
             let g = |name: &str, help: &str| {
-                super::metrics::registered(
+                crate::benchmark_run::metrics::registered(
                     registry,
                     name,
                     help,
@@ -187,5 +187,4 @@ fn beyond_capacity(latest: &BTreeMap<SeriesKey, f64>, max: usize) -> Vec<SeriesK
 }
 
 #[cfg(test)]
-#[path = "trend_tests.rs"]
 mod tests;

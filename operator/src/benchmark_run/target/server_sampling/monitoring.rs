@@ -238,8 +238,8 @@ fn reason(e: &anyhow::Error) -> String {
 mod tests {
     use super::*;
 
-    const VARZ: &str = include_str!("../fixtures/nats-varz.json");
-    const HEALTH: &str = include_str!("../fixtures/pubsub-health.json");
+    const VARZ: &str = include_str!("../../fixtures/nats-varz.json");
+    const HEALTH: &str = include_str!("../../fixtures/pubsub-health.json");
 
     #[test]
     fn varz_cpu_percent_becomes_cores() {
@@ -323,7 +323,7 @@ mod tests {
 
     #[test]
     fn sockudo_metrics_give_the_process_cpu_counter_and_rss() {
-        let text = include_str!("../fixtures/sockudo-metrics.txt");
+        let text = include_str!("../../fixtures/sockudo-metrics.txt");
         let s = parse_process_metrics(text.as_bytes()).unwrap();
         assert_eq!(s.cpu, Cpu::Seconds(0.01));
         assert_eq!(s.rss_bytes, 19_169_280);

@@ -6,6 +6,8 @@
 //! for months, and a series per run kept them all in memory and in every scrape (1,000
 //! finished runs: 7,000 series, 14 MiB per scrape; heaptrack, `bench/operator run history`).
 //! Prometheus keeps what it scraped; the trend series (`trend.rs`) carry each benchmark on.
+pub mod trend;
+
 use msgbench_crds::benchmark_run::{BenchmarkRunStatus, Outcome, RunResult, Verdict};
 use prometheus::core::Collector;
 use prometheus::{GaugeVec, Opts, Registry};
@@ -260,7 +262,7 @@ fn remove_series(g: &Gauges, (ns, name, variant): &SeriesKey) {
 /// Removes every run's series and the benchmark trends: what a standby exports.
 pub fn forget_all() {
     prune(|_, _| false);
-    super::trend::forget_all();
+    crate::benchmark_run::metrics::trend::forget_all();
 }
 
 /// (namespace, benchmarkrun) label pairs currently exported by any of the gauges.

@@ -5,7 +5,7 @@
 //! The finalizer is applied (server-side apply) by a field manager of its own, which owns
 //! nothing else of the run: applying without it removes exactly that entry, never another
 //! controller's finalizer.
-use super::target;
+use crate::benchmark_run::target;
 use crate::runtime::context::Context;
 use crate::runtime::error::Result;
 use crate::runtime::now;
@@ -154,7 +154,7 @@ pub async fn on_delete(ctx: &Context, br: &BenchmarkRun, id: &RunIdentity) -> Re
             let runner = |l: &BTreeMap<String, String>| {
                 l.get(LABEL_COMPONENT).map(String::as_str) == Some("runner")
             };
-            super::children::delete(ctx, id, runner).await?;
+            crate::benchmark_run::runners::children::delete(ctx, id, runner).await?;
             Ok(Action::requeue(POLL))
         }
         StreamsStep::Release(deleted, reason, message) => {
@@ -163,7 +163,8 @@ pub async fn on_delete(ctx: &Context, br: &BenchmarkRun, id: &RunIdentity) -> Re
             } else {
                 EventType::Warning
             };
-            super::events::publish(ctx, br, ty, reason, message, "DeleteStreams").await;
+            crate::benchmark_run::events::publish(ctx, br, ty, reason, message, "DeleteStreams")
+                .await;
             finalizer(ctx, id, false).await?;
             Ok(Action::await_change())
         }

@@ -2,9 +2,9 @@
 //! endpoint while it holds them, else (only with `--results-from-pod-logs`, which needs `get`
 //! on pods/log) from the checksummed frames in its pod log. A record
 //! that cannot be read intact fails the run as `ResultsLost`, naming the runner and the trial.
-use super::runner_http;
 use crate::access::control_key::RequestSigner;
 use crate::access::pod_http;
+use crate::benchmark_run::runners::runner_http;
 use crate::runtime::merge_budget::{BudgetError, MergeBudget, Reservation};
 use futures::{AsyncBufReadExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
