@@ -1,6 +1,16 @@
 //! The largest status admission allows, part by part: every bounded list full, strings at
 //! their limits, histograms as wide as msgbench can write them.
-use super::*;
+use crate::run::results::server_restarts::MAX_REASON;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, MicroTime, Time};
+use msgbench_crds::benchmark_run::*;
+use msgbench_crds::common::Sysctl;
+use msgbench_crds::server_usage::{
+    MemoryFit, MemoryPoint, ServerReadError, MAX_MEMORY_POINTS, MAX_READ_ERROR, MAX_READ_ERRORS,
+    MAX_SERVER_PODS, MAX_SERVER_VERSION,
+};
+use msgbench_crds::workload::MAX_STAGES;
+use runner_api::histo::{Histo, MAX_MICROS};
+use std::collections::BTreeMap;
 pub(super) fn time(s: i64) -> Time {
     Time(k8s_openapi::jiff::Timestamp::from_second(1_800_000_000 + s).unwrap())
 }

@@ -11,22 +11,9 @@
 //! thresholds) is about 400 KiB. A realistic large run and the demo's run stay under
 //! [`STATUS_TARGET_BYTES`]; the worst case gets there only once the bulk (histograms,
 //! timelines, stage rows) moves to a child object (docs/status-size.md).
-use crate::run::results::server_restarts::MAX_REASON;
-use crate::run::results::variant_results;
-use crate::run::timing;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, MicroTime, Time};
 use msgbench_crds::benchmark_run::*;
-use msgbench_crds::common::Sysctl;
-use msgbench_crds::server_usage::{
-    MemoryFit, MemoryPoint, ServerReadError, MAX_MEMORY_POINTS, MAX_READ_ERROR, MAX_READ_ERRORS,
-    MAX_SERVER_PODS, MAX_SERVER_VERSION,
-};
-use msgbench_crds::workload::MAX_STAGES;
-use runner_api::agent::RawResultLine;
-use runner_api::coarse::CoarseLatency;
-use runner_api::histo::{Histo, MAX_MICROS};
-use runner_api::result::{TimelinePoint, MAX_TIMELINE_POINTS};
-use std::collections::BTreeMap;
+#[cfg(test)]
+use runner_api::histo::Histo;
 
 mod fill;
 mod realistic;

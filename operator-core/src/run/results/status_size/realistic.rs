@@ -1,7 +1,13 @@
 //! Realistic runs built through the operator's own merge (a 10-minute soak with variants and
 //! faults, the demo's run), and what a watcher receives while one runs.
 use super::fill::*;
-use super::*;
+use crate::run::results::variant_results;
+use crate::run::timing;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use msgbench_crds::benchmark_run::*;
+use runner_api::agent::RawResultLine;
+use runner_api::coarse::CoarseLatency;
+use runner_api::result::{TimelinePoint, MAX_TIMELINE_POINTS};
 /// One second of latencies for a timeline point (a coarse histogram of `n` samples).
 pub(super) fn timeline_point(second: u32, rng: &mut Rng, rate: u64) -> TimelinePoint {
     let mut latency = CoarseLatency::default();
