@@ -1,11 +1,13 @@
 //! `kubectl msgbench stats paired`: the operator's paired statistics (operator-core
-//! `run::paired`) for the bench scripts' tables (bench/paired.py), so both use one
+//! `run::results::paired`) for the bench scripts' tables (bench/paired.py), so both use one
 //! implementation. Input: a JSON list of comparisons `{"ours": [..], "theirs": [..]}`, the
 //! lists aligned by repeat, a number or null each. Output: one JSON object per comparison, in
 //! order, one a line, at full precision (the status rounds to 3 decimals; the tables print
 //! small values to two significant digits).
 use anyhow::{Context, Result};
-use msgbench_operator_core::run::paired::{difference_unrounded, ratio_unrounded, Unrounded};
+use msgbench_operator_core::run::results::paired::{
+    difference_unrounded, ratio_unrounded, Unrounded,
+};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]

@@ -18,7 +18,7 @@ pub const MAX_HISTORY: usize = 10;
 /// msgbench can write (every bucket of 1 µs .. 60 s at 3 significant digits holding a distinct
 /// count of up to 2^48) encodes to about 150 K characters, so no real histogram is ever left
 /// out; the schema's limit is this, so six variants' histograms cannot take the status past
-/// etcd's object limit (operator-core `run::status_size`).
+/// etcd's object limit (operator-core `run::results::status_size`).
 pub const MAX_STATUS_HISTOGRAM_CHARS: usize = 163_840;
 
 /// Most timeline points one status carries over all its results: a run's single result has

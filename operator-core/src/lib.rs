@@ -7,7 +7,6 @@
 //! - the rest: pod builders and readings shared with the server controllers (labels, operand
 //!   defaults, placement, security contexts, tuning, quantities, plain status text).
 #![forbid(unsafe_code)]
-pub mod fault_agent_pod;
 pub mod fault_policy;
 pub mod meta;
 pub mod node_loss;
@@ -21,3 +20,7 @@ pub mod server;
 pub mod server_pod;
 pub mod status_text;
 pub mod tuning;
+
+// The server builders' name for the agent container (now with the other fault code): kept while
+// those files are reworked on another branch; drop it once they import `run::faults::agent_pod`.
+pub use run::faults::agent_pod as fault_agent_pod;

@@ -8,7 +8,7 @@
 //! file (a local `cargo run`) the built-in defaults below apply, the same as the chart's.
 //!
 //! Pure: reading the file is the caller's business (`main`).
-use crate::run::runner_access::OperatorPeer;
+use crate::run::runners::runner_access::OperatorPeer;
 use k8s_openapi::api::core::v1::{LocalObjectReference, PodSpec, PodTemplateSpec};
 use k8s_openapi::api::networking::v1::NetworkPolicyPeer;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

@@ -14,7 +14,7 @@
 use clap::{Parser, ValueEnum};
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
 use msgbench_operator::access::control_key;
-use msgbench_operator::benchmark_run::gather::RESULTS_BUDGET_BYTES;
+use msgbench_operator::benchmark_run::runners::gather::RESULTS_BUDGET_BYTES;
 use msgbench_operator::runtime::context::{Context, Readiness};
 use msgbench_operator::runtime::merge_budget::MergeBudget;
 use msgbench_operator::runtime::{http_server, leader, terms};

@@ -436,7 +436,7 @@ fn jetstream_cluster_with_a_fault_agent() {
 #[test]
 fn the_fault_agent_port_admits_only_the_operator() {
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-    use msgbench_operator_core::run::runner_access::OperatorPeer;
+    use msgbench_operator_core::run::runners::runner_access::OperatorPeer;
     let mut obj: JetStreamCluster = fixture("jsc-basic.yaml");
     let owner = Owner::of(&obj, JetStreamCluster::KIND_LABEL).unwrap();
     let peer = OperatorPeer::parse("msgbench-system", "app.kubernetes.io/name=msgbench").unwrap();

@@ -85,7 +85,7 @@ fn trend_of_a_finished_run(metrics: &Metrics, result: RunResult, verdict: Verdic
         }),
         ..BenchmarkRunStatus::default()
     };
-    msgbench_operator::benchmark_run::trend::observe_run(&metrics.registry, &run, &status);
+    msgbench_operator::benchmark_run::metrics::trend::observe_run(&metrics.registry, &run, &status);
 }
 
 /// The series names of `families`: a histogram's `_bucket`, `_sum`, `_count`, a summary's too.

@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use futures::{stream, StreamExt, TryStreamExt};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::Client;
-use msgbench_operator_core::run::status_size::samples;
+use msgbench_operator_core::run::results::status_size::samples;
 use serde_json::{json, Value};
 
 /// How many runs of each status size; a run's name says its size (`largest-7`, `soak-12`).

@@ -1,16 +1,14 @@
 //! What one reconcile pass read, as plain data: `decide`'s whole input besides the run itself.
 //! Observe (in the operator) fills it; tests build it by hand. Nothing here reads or writes.
-use super::fault_restart::FaultRestartSeen;
-use super::fault_unknown::FaultEvidenceSeen;
-use super::faults::{FaultLeaderSeen, FaultPodSeen};
-use super::server_usage::UsageRead;
-use super::target_auth::{TargetSecret, TlsSource};
-use super::target_lock::RunOnTarget;
+use crate::run::results::server_usage::UsageRead;
+use crate::run::target::target_auth::{TargetSecret, TlsSource};
+use crate::run::target::target_lock::RunOnTarget;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{ObservedEnvironment, ObservedPod, Outcome, TrialFigures};
 use runner_api::agent::{AgentProgress, RawResultLine};
+use runner_api::fault_agent::{AgentState, FaultReport};
 use std::collections::BTreeMap;
 
 /// Everything one reconcile read. Plain data: tests build it by hand.
@@ -41,6 +39,8 @@ pub struct Observed {
     pub faults_allowed: bool,
     /// What this operator puts into runner pods a spec leaves open (image, pod additions).
     pub operands: std::sync::Arc<crate::operands::OperandDefaults>,
+    /// The pods due faults not chosen yet may act on (`faults::policy::choose`).
+    pub fault_targets: Vec<FaultTargetSeen>,
     /// The pods of faults recorded as being injected whose outcome is not recorded yet.
     pub fault_pods: Vec<FaultPodSeen>,
     /// Stream leaders read after their faults were over.
@@ -48,8 +48,8 @@ pub struct Observed {
     /// Crashed server containers whose restart is still to be recorded, as the kubelet reports them.
     pub fault_restarts: Vec<FaultRestartSeen>,
     /// The Job deleting the run's streams (`stream_sweep`), when the run holds the finalizer.
-    pub stream_sweep: Option<crate::run::stream_sweep::SweepSeen>,
-    /// Evidence for faults whose agent report was lost (`fault_unknown`).
+    pub stream_sweep: Option<SweepSeen>,
+    /// Evidence for faults whose agent report was lost (`faults::unknown`).
     pub fault_evidence: Vec<FaultEvidenceSeen>,
 }
 
@@ -70,6 +70,7 @@ impl Observed {
             server_pods: Vec::new(),
             faults_allowed: false,
             operands: Default::default(),
+            fault_targets: Vec::new(),
             fault_pods: Vec::new(),
             fault_leaders: Vec::new(),
             fault_restarts: Vec::new(),
@@ -164,4 +165,90 @@ pub struct FaultAgentSeen {
     /// The server has peers to be cut off from (a JetStreamCluster; MQTT brokers are
     /// independent).
     pub peers: bool,
+}
+
+/// What the agent answered.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AgentAnswer {
+    Done(FaultReport),
+    /// It will not (too late, no such process, pod replaced). After a first ask: the fault was
+    /// not carried out. After a repeat: an earlier ask may have been, so it is unknown.
+    Refused(String),
+    /// A repeated ask of a key the agent has no report of (`NO_REPORT_STATUS`): it did nothing
+    /// now, and the earlier ask may have been carried out by an agent that restarted since.
+    NoReport(String),
+    /// No answer to trust: the next pass asks again.
+    Unknown(String),
+}
+
+/// The server a due fault acts on, read in the pass that chooses its pod (nothing is touched
+/// before the choice is in status).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultTargetSeen {
+    pub fault: i32,
+    pub trial: i32,
+    /// The server's own running pods as (name, uid); `Err`: why there are none to choose from.
+    pub pods: Result<Vec<(String, Option<String>)>, String>,
+    /// JetStream: the benchmark stream's leader as most servers name it, or why none is known.
+    pub leader: Option<Result<String, String>>,
+}
+
+/// A pod named by a recorded injection, as read this pass.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultPodSeen {
+    pub pod: String,
+    /// `None`: no pod of that name exists.
+    pub uid: Option<String>,
+    /// It has a deletion timestamp (a graceful delete in progress).
+    pub deleting: bool,
+    /// A `crash`, `pause` or `partition`: the fault agent's answer to the repeated ask (`None`:
+    /// not asked, e.g. a deletion).
+    pub answer: Option<AgentAnswer>,
+}
+
+/// A fault's stream leader as read once the fault was over.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultLeaderSeen {
+    pub fault: i32,
+    pub trial: i32,
+    pub leader: String,
+}
+
+/// The server container of a crashed pod as read this pass.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultRestartSeen {
+    pub fault: i32,
+    pub trial: i32,
+    pub status: ContainerStatus,
+}
+
+/// What was read this pass for an unknown fault.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultEvidenceSeen {
+    pub fault: i32,
+    pub trial: i32,
+    pub evidence: Evidence,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Evidence {
+    /// `crash`: the pod of the recorded name as it is now: its uid (`None`: no such pod) and its
+    /// server container's status.
+    Server {
+        uid: Option<String>,
+        status: Option<Box<ContainerStatus>>,
+    },
+    /// `pause`, `partition`: the agent's `GET /faults/state`, or why it could not be read.
+    Agent(Result<AgentState, String>),
+}
+
+/// The sweep Job as observed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SweepSeen {
+    Running,
+    /// It ended: whether every stream was deleted, and what its containers said.
+    Ended {
+        deleted: bool,
+        message: String,
+    },
 }

@@ -1,6 +1,6 @@
 //! How long a run may take, derived from its spec: expected length, the run's deadline and the
 //! runner Job's backstop. Pure.
-use super::variants;
+use crate::run::variants;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::BenchmarkRun;
 use msgbench_crds::workload::Workload;

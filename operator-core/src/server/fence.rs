@@ -11,7 +11,7 @@
 //! NetworkPolicy).
 use crate::meta::Owner;
 use crate::operands::OperandDefaults;
-use crate::run::runner_access::operator_peer;
+use crate::run::runners::runner_access::operator_peer;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::api::networking::v1::{
     NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,

@@ -1,5 +1,5 @@
 use super::*;
-use crate::run::runner_access::OperatorPeer;
+use crate::run::runners::runner_access::OperatorPeer;
 use crate::server::children::Children;
 use crate::server::kind::ManagedServerKind;
 use k8s_openapi::api::networking::v1::IPBlock;

@@ -1,23 +1,21 @@
 //! Act: carries out what `decide` chose (create the runners, release the barrier, acknowledge
-//! results, suspend or delete children), then the one status write and its events.
-use super::runner_http;
+//! results, inject faults, suspend or delete children); `write_status` is the pass's status write.
 use crate::access::control_key::RequestSigner;
+use crate::benchmark_run::runners::{children, runner_http};
 use crate::runtime::context::{Context, CONTROLLER_NAME};
 use crate::runtime::error::Result;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PropagationPolicy};
-use kube::runtime::events::{Event, EventType};
-use kube::{Api, Resource, ResourceExt};
-use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Outcome, Phase};
-use msgbench_operator_core::run::build::{self, RunIdentity};
+use kube::api::{Patch, PatchParams};
+use kube::{Api, ResourceExt};
+use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus};
 use msgbench_operator_core::run::decide::{Decision, Effect, EffectOutcome};
-use msgbench_operator_core::run::runner_access;
-use std::collections::BTreeMap;
+use msgbench_operator_core::run::runners::build::{self, RunIdentity};
+use msgbench_operator_core::run::runners::runner_access;
 
-/// Carries out `d.effects` in order and reports what the runners answered, for the pure
-/// `decide::settle`.
+/// Carries out `d.effects` in order and reports what the runners and fault agents answered,
+/// for the pure `decide::settle`.
 pub async fn carry_out(
     ctx: &Context,
     br: &BenchmarkRun,
@@ -31,7 +29,7 @@ pub async fn carry_out(
         match &effect {
             Effect::DeleteOtherGenerations => {
                 let g = id.generation.to_string();
-                delete_children(ctx, id, |l| l.get(build::LABEL_GENERATION) != Some(&g)).await?
+                children::delete(ctx, id, |l| l.get(build::LABEL_GENERATION) != Some(&g)).await?
             }
             Effect::CreateRunners { config_map, job } => {
                 create_runners(ctx, id, config_map, job).await?
@@ -59,23 +57,33 @@ pub async fn carry_out(
                     .iter()
                     .filter_map(|ip| runner_http::agent_addr(ip, ctx.runs.agent_port))
                     .collect();
-                super::gather::release_holding(&addrs, control, *records).await;
+                crate::benchmark_run::runners::gather::release_holding(&addrs, control, *records)
+                    .await;
             }
             Effect::SuspendJob { name } => suspend(ctx, &id.namespace, name).await?,
-            Effect::DeleteChildren => delete_children(ctx, id, |_| true).await?,
-            Effect::HoldStreams => super::sweep_streams::finalizer(ctx, id, true).await?,
-            Effect::SweepStreams { job } => super::sweep_streams::start(ctx, job).await?,
-            Effect::ReleaseStreams => super::sweep_streams::finalizer(ctx, id, false).await?,
+            Effect::DeleteChildren => children::delete(ctx, id, |_| true).await?,
+            Effect::HoldStreams => {
+                crate::benchmark_run::target::sweep_streams::finalizer(ctx, id, true).await?
+            }
+            Effect::SweepStreams { job } => {
+                crate::benchmark_run::target::sweep_streams::start(ctx, job).await?
+            }
+            Effect::ReleaseStreams => {
+                crate::benchmark_run::target::sweep_streams::finalizer(ctx, id, false).await?
+            }
             Effect::InjectFault { .. } => {
-                // Every fault due now, together (done with the first; see `act_faults`).
+                // Every fault due now, together (done with the first; see `faults::act`).
                 if !injected {
-                    let due: Vec<usize> = (effects.iter())
+                    let due: Vec<(usize, bool)> = (effects.iter())
                         .filter_map(|e| match e {
-                            Effect::InjectFault { index } => Some(*index),
+                            Effect::InjectFault { index, repeat } => Some((*index, *repeat)),
                             _ => None,
                         })
                         .collect();
-                    super::act_faults::inject_faults(ctx, br, id, d, &due).await?;
+                    let faults = &d.status.faults;
+                    outcomes.extend(
+                        crate::benchmark_run::faults::act::inject(ctx, br, id, faults, &due).await,
+                    );
                     injected = true;
                 }
             }
@@ -83,26 +91,6 @@ pub async fn carry_out(
         d.effects.push(effect);
     }
     Ok(outcomes)
-}
-
-pub(super) async fn publish(
-    ctx: &Context,
-    br: &BenchmarkRun,
-    type_: EventType,
-    reason: &str,
-    note: String,
-    action: &str,
-) {
-    let ev = Event {
-        type_,
-        reason: reason.into(),
-        note: Some(note.chars().take(1000).collect()),
-        action: action.into(),
-        secondary: None,
-    };
-    if let Err(e) = ctx.recorder.publish(&ev, &br.object_ref(&())).await {
-        tracing::warn!(error = %e, "could not publish event");
-    }
 }
 
 /// The NetworkPolicy first (nothing but the operator may reach the runners' control port), the
@@ -180,54 +168,6 @@ async fn suspend(ctx: &Context, ns: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Deletes this run's Jobs (pods go with them), ConfigMaps and NetworkPolicies whose labels
-/// match `pick`.
-pub(super) async fn delete_children(
-    ctx: &Context,
-    id: &RunIdentity,
-    pick: impl Fn(&BTreeMap<String, String>) -> bool,
-) -> Result<()> {
-    let sel = format!(
-        "{}={},{}={}",
-        msgbench_operator_core::meta::LABEL_NAME,
-        build::KIND_LABEL,
-        msgbench_operator_core::meta::LABEL_INSTANCE,
-        id.name
-    );
-    let lp = ListParams::default().labels(&sel);
-    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &id.namespace);
-    delete_matching(&jobs, &lp, &pick).await?;
-    let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &id.namespace);
-    delete_matching(&cms, &lp, &pick).await?;
-    let nps: Api<NetworkPolicy> = Api::namespaced(ctx.client.clone(), &id.namespace);
-    delete_matching(&nps, &lp, &pick).await
-}
-
-async fn delete_matching<K>(
-    api: &Api<K>,
-    lp: &ListParams,
-    pick: &impl Fn(&BTreeMap<String, String>) -> bool,
-) -> Result<()>
-where
-    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let dp = DeleteParams {
-        propagation_policy: Some(PropagationPolicy::Background),
-        ..DeleteParams::default()
-    };
-    for o in api.list(lp).await?.items {
-        if pick(o.labels()) {
-            match api.delete(&o.name_any(), &dp).await {
-                Err(kube::Error::Api(s)) if s.code == 404 => {}
-                other => {
-                    other?;
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
 /// One server-side apply of the whole status.
 pub async fn write_status(ctx: &Context, id: &RunIdentity, st: &BenchmarkRunStatus) -> Result<()> {
     let api: Api<BenchmarkRun> = Api::namespaced(ctx.client.clone(), &id.namespace);
@@ -252,55 +192,4 @@ pub async fn latest(ctx: &Context, br: &BenchmarkRun) -> Result<Option<Benchmark
     let api: Api<BenchmarkRun> =
         Api::namespaced(ctx.client.clone(), &br.namespace().unwrap_or_default());
     Ok(api.get_opt(&br.name_any()).await?)
-}
-
-/// One event per phase change and per verdict.
-pub async fn announce(
-    ctx: &Context,
-    br: &BenchmarkRun,
-    prev: &BenchmarkRunStatus,
-    st: &BenchmarkRunStatus,
-) {
-    let mut events = Vec::new();
-    if let Some(p) = st.phase.filter(|p| prev.phase != Some(*p)) {
-        let note = match p {
-            Phase::Starting => format!(
-                "runner Job {} created",
-                st.job_name.clone().unwrap_or_default()
-            ),
-            Phase::Running => "all runners ready; common start chosen".into(),
-            _ => format!("phase {p:?}"),
-        };
-        let ty = if p == Phase::Failed {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        };
-        events.push((ty, format!("{p:?}"), note));
-    }
-    if let Some(v) = st
-        .verdict
-        .as_ref()
-        .filter(|v| prev.verdict.as_ref() != Some(*v))
-    {
-        let ty = if v.outcome == Outcome::Passed {
-            EventType::Normal
-        } else {
-            EventType::Warning
-        };
-        events.push((ty, v.reason.clone(), v.message.clone().unwrap_or_default()));
-    }
-    let reference = br.object_ref(&());
-    for (type_, reason, note) in events {
-        let ev = Event {
-            type_,
-            reason,
-            note: Some(note.chars().take(1000).collect()),
-            action: "Benchmark".into(),
-            secondary: None,
-        };
-        if let Err(e) = ctx.recorder.publish(&ev, &reference).await {
-            tracing::warn!(error = %e, "could not publish event");
-        }
-    }
 }

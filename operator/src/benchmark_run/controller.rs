@@ -1,5 +1,5 @@
 //! Wiring: the BenchmarkRun controller owns its runner Jobs and watches their pods.
-use super::reconcile::{error_policy, reconcile};
+use crate::benchmark_run::reconcile::{error_policy, reconcile};
 use crate::runtime::context::Context;
 use crate::runtime::watch::{api, run_until_stopped, store_ready};
 use futures::StreamExt;
@@ -11,8 +11,8 @@ use kube::runtime::{predicates, watcher, PredicateConfig, WatchStreamExt};
 use kube::{Api, ResourceExt};
 use msgbench_crds::BenchmarkRun;
 use msgbench_operator_core::meta::{LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY};
-use msgbench_operator_core::run::build::KIND_LABEL;
 use msgbench_operator_core::run::retention;
+use msgbench_operator_core::run::runners::build::KIND_LABEL;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,7 +75,7 @@ pub async fn run(ctx: Arc<Context>, namespace: Option<String>, stop: Cancellatio
     let ended = run_until_stopped(&stop, work, beside).await;
     if !ended {
         // No sweep runs any more: a standby exports no run's figures (the leader does).
-        super::metrics::forget_all();
+        crate::benchmark_run::metrics::forget_all();
     }
     tracing::info!(
         kind = KIND_LABEL,
@@ -108,10 +108,12 @@ async fn prune_deleted_runs(store: Store<BenchmarkRun>, ctx: Arc<Context>) {
             .iter()
             .map(|r| (r.namespace().unwrap_or_default(), r.name_any()))
             .collect();
-        let n = super::metrics::prune(|ns, name| present.contains(&(ns.into(), name.into())));
+        let n = crate::benchmark_run::metrics::prune(|ns, name| {
+            present.contains(&(ns.into(), name.into()))
+        });
         if n > 0 {
             tracing::debug!(pruned = n, "removed gauges of deleted BenchmarkRuns");
         }
-        super::retention::apply(&ctx, &state).await;
+        crate::benchmark_run::retention::apply(&ctx, &state).await;
     }
 }

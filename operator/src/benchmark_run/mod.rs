@@ -8,19 +8,12 @@
 //! `msgbench_operator_core::run::decide`'s (observe fills `model::Observed`, act carries out
 //! `Effect`s and reports `EffectOutcome`s, which `decide::settle` folds into status).
 pub mod act;
-mod act_faults;
 pub mod controller;
-pub mod endpoint_read;
-pub mod fault_by_agent;
-mod fault_evidence;
-pub mod fault_inject;
-pub mod gather;
+pub mod events;
+pub mod faults;
 pub mod metrics;
 pub mod observe;
 pub mod reconcile;
 pub mod retention;
-pub mod runner_http;
-pub mod server_sampling;
-pub mod sweep_streams;
+pub mod runners;
 pub mod target;
-pub mod trend;

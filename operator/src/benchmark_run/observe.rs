@@ -1,28 +1,29 @@
 //! Observe: every read a reconcile makes, into one plain `Observed` value that `decide` turns
 //! into the next status and effects. What is read depends on the phase: targets before the
 //! runners exist, runner pods and agents while they run, results once every runner is done.
-use super::gather::{self, DoneRunner};
-use super::server_sampling;
-use super::target::{self};
-use super::{endpoint_read, runner_http};
 use crate::access::control_key::RequestSigner;
+use crate::benchmark_run::faults;
+use crate::benchmark_run::runners::gather::{self, DoneRunner};
+use crate::benchmark_run::runners::runner_http;
+use crate::benchmark_run::target::server_sampling;
+use crate::benchmark_run::target::{self};
 use crate::runtime::context::Context;
 use crate::runtime::error::Result;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use msgbench_crds::benchmark_run::MAX_RUN_NAME;
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, ObservedPod, Phase};
 use msgbench_crds::names::name_violation;
-use msgbench_operator_core::run::build::{server_selector, RunIdentity};
-use msgbench_operator_core::run::model::{
-    AgentSeen, BaselineSeen, BaselineState, Observed, TargetSeen,
-};
-use msgbench_operator_core::run::runner_pods::{self, RunnerView};
-use msgbench_operator_core::run::target_lock::{self, RunOnTarget};
-use msgbench_operator_core::run::{conditions, server_restarts, stop_when, stream_sweep};
+use msgbench_operator_core::run::conditions;
+use msgbench_operator_core::run::model::{AgentSeen, BaselineSeen, BaselineState, Observed};
+use msgbench_operator_core::run::results::server_restarts;
+use msgbench_operator_core::run::runners::build::{server_selector, RunIdentity};
+use msgbench_operator_core::run::runners::runner_pods::{self, RunnerView};
+use msgbench_operator_core::run::runners::stop_when;
+use msgbench_operator_core::run::target::stream_sweep;
+use msgbench_operator_core::run::target::target_lock::{self, RunOnTarget};
 
 /// Most runs followed along baselineRef when looking for a cycle.
 const MAX_BASELINE_CHAIN: usize = 8;
@@ -55,10 +56,6 @@ async fn runs_on_target(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Ve
     })
 }
 
-pub fn now() -> Time {
-    Time(k8s_openapi::jiff::Timestamp::now())
-}
-
 /// A pass's reading, and the memory its results hold until the pass ends.
 pub struct Observation {
     pub observed: Observed,
@@ -88,7 +85,7 @@ async fn read(
     st: &BenchmarkRunStatus,
     results_memory: &mut Option<crate::runtime::merge_budget::Reservation>,
 ) -> Result<Observed> {
-    let mut obs = Observed::at(now());
+    let mut obs = Observed::at(crate::runtime::now());
     obs.faults_allowed = ctx.runs.allow_faults;
     obs.operands = ctx.operands.clone();
     if st.observed_generation != Some(id.generation) {
@@ -99,7 +96,7 @@ async fn read(
     }
     let phase = st.phase.unwrap_or(Phase::Pending);
     if matches!(phase, Phase::Pending | Phase::WaitingForTarget) {
-        obs.targets = targets(ctx, br, &id.namespace).await?;
+        obs.targets = target::targets(ctx, br, &id.namespace).await?;
         obs.baseline = baseline(ctx, br, &id.namespace, &id.name).await?;
         obs.on_target = runs_on_target(ctx, br, &id.namespace).await?;
         return Ok(obs);
@@ -125,9 +122,9 @@ async fn read(
             obs.baseline = baseline(ctx, br, &id.namespace, &id.name).await?;
         }
         if stream_sweep::holds_finalizer(br) {
-            obs.stream_sweep = super::sweep_streams::seen(ctx, id).await?;
+            obs.stream_sweep = crate::benchmark_run::target::sweep_streams::seen(ctx, id).await?;
             if obs.stream_sweep.is_none() {
-                obs.targets = targets(ctx, br, &id.namespace).await?;
+                obs.targets = target::targets(ctx, br, &id.namespace).await?;
             }
         }
         return Ok(obs);
@@ -148,12 +145,13 @@ async fn read(
     if phase == Phase::Starting {
         return Ok(obs);
     }
-    obs.fault_pods = super::fault_inject::injected_pods(ctx, br, &id.namespace, &st.faults).await?;
-    obs.fault_leaders =
-        super::fault_inject::leaders_after(ctx, br, &id.namespace, &st.faults, &obs.now).await;
-    obs.fault_restarts =
-        super::fault_inject::restarts_after(ctx, &id.namespace, &st.faults, &obs.now).await;
-    obs.fault_evidence = super::fault_evidence::read(ctx, br, &id.namespace, &st.faults).await;
+    // What the fault steps of `decide` need.
+    let (ns, recs) = (&id.namespace, &st.faults);
+    obs.fault_targets = faults::observe::targets(ctx, br, ns, recs, &obs.now).await;
+    obs.fault_pods = faults::observe::injected_pods(ctx, br, ns, recs).await?;
+    obs.fault_leaders = faults::observe::leaders_after(ctx, br, ns, recs, &obs.now).await;
+    obs.fault_restarts = faults::observe::restarts_after(ctx, ns, recs, &obs.now).await;
+    obs.fault_evidence = faults::evidence::read(ctx, br, ns, recs).await;
     let runners = br.spec.runners.count.max(1) as usize;
     let done = done_runners(&view, &obs.agents, ctx.runs.agent_port);
     let budget = &ctx.runs.merge_budget;
@@ -243,35 +241,6 @@ async fn poll_agents(
         .into_iter()
         .flatten()
         .collect()
-}
-
-/// `spec.target` and every planned variant's own target, each resolved for the protocol it
-/// is spoken to in (a variant may change it, e.g. `pusher` for sockudo).
-pub(super) async fn targets(ctx: &Context, br: &BenchmarkRun, ns: &str) -> Result<Vec<TargetSeen>> {
-    let base = br.spec.workload.protocol;
-    let own = br.spec.variants.iter().filter_map(|v| {
-        let protocol = v.workload.as_ref().and_then(|o| o.protocol).unwrap_or(base);
-        Some((Some(v.name.clone()), v.target.as_ref()?, protocol))
-    });
-    let wanted: Vec<_> = std::iter::once((None, &br.spec.target, base))
-        .chain(own)
-        .collect();
-    let mut out = Vec::with_capacity(wanted.len());
-    for (variant, t, protocol) in wanted {
-        let resolved = target::resolve_target(ctx, t, protocol, ns).await?;
-        let unreachable = match &resolved {
-            Ok(r) if r.not_ready.is_none() => {
-                endpoint_read::not_programmed(ctx, &r.url, ns, t.server_ref.is_some()).await?
-            }
-            _ => None,
-        };
-        out.push(TargetSeen {
-            variant,
-            resolved,
-            unreachable,
-        });
-    }
-    Ok(out)
 }
 
 /// The baseline run and the chain of unfinished runs behind it.

@@ -1,14 +1,14 @@
 //! The BenchmarkRun reconcile: observe → decide → act → status. All state lives in status
 //! (phase, job name, the chosen start time, condition times), so a restarted operator continues
 //! where the last one stopped.
-use super::{act, observe};
+use crate::benchmark_run::{act, events, observe};
 use crate::runtime::context::Context;
 use crate::runtime::error::{Error, Result};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use msgbench_crds::benchmark_run::BenchmarkRun;
-use msgbench_operator_core::run::build::{self, RunIdentity};
 use msgbench_operator_core::run::decide;
+use msgbench_operator_core::run::runners::build::{self, RunIdentity};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +16,8 @@ pub async fn reconcile(br: Arc<BenchmarkRun>, ctx: Arc<Context>) -> Result<Actio
     let _timer = ctx.metrics.reconcile_started(build::KIND_LABEL);
     if br.meta().deletion_timestamp.is_some() {
         // The cache's summary keeps spec and finalizers: enough to sweep the run's streams.
-        return super::sweep_streams::on_delete(&ctx, &br, &identity(&br)?).await;
+        return crate::benchmark_run::target::sweep_streams::on_delete(&ctx, &br, &identity(&br)?)
+            .await;
     }
     let Some(br) = act::latest(&ctx, &br).await? else {
         return Ok(Action::await_change()); // deleted since the event
@@ -29,14 +30,24 @@ pub async fn reconcile(br: Arc<BenchmarkRun>, ctx: Arc<Context>) -> Result<Actio
         results_memory: _held,
     } = observe::observe(&ctx, &br, &id, &prev).await?;
     let mut d = decide::decide(&br, &id, &prev, &obs);
+    if d.must_write_before_acting() {
+        // A fault's pod chosen this pass is in status before act touches it: a later pass
+        // (or another operator) must know an ask may have reached its agent.
+        act::write_status(&ctx, &id, &d.status).await?;
+    }
     let outcomes = act::carry_out(&ctx, &br, &id, &mut d).await?;
     decide::settle(&br, &mut d.status, &outcomes, id.generation, &obs.now);
     if d.status != prev {
         act::write_status(&ctx, &id, &d.status).await?;
-        act::announce(&ctx, &br, &prev, &d.status).await;
+        events::announce(&ctx, &br, &prev, &d.status).await;
     }
-    super::metrics::observe_status(&ctx.metrics.registry, &id.namespace, &id.name, &d.status);
-    super::trend::observe_run(&ctx.metrics.registry, &br, &d.status);
+    crate::benchmark_run::metrics::observe_status(
+        &ctx.metrics.registry,
+        &id.namespace,
+        &id.name,
+        &d.status,
+    );
+    crate::benchmark_run::metrics::trend::observe_run(&ctx.metrics.registry, &br, &d.status);
     ctx.backoff.succeeded(&backoff_key(&br));
     Ok(d.requeue.map_or_else(Action::await_change, Action::requeue))
 }

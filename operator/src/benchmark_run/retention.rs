@@ -19,7 +19,7 @@ pub async fn apply(ctx: &Context, runs: &[Arc<BenchmarkRun>]) {
         return;
     }
     let refs: Vec<&BenchmarkRun> = runs.iter().map(|r| r.as_ref()).collect();
-    let now = super::observe::now();
+    let now = crate::runtime::now();
     let due = retention::expired(&refs, &ctx.runs.retention, &now);
     for e in due.into_iter().take(MAX_DELETES_PER_SWEEP) {
         delete(ctx, &e).await;

@@ -6,7 +6,7 @@ use crate::access::control_key::RequestSigner;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::Client;
 use msgbench_operator_core::operands::OperandDefaults;
-use msgbench_operator_core::run::runner_access::OperatorPeer;
+use msgbench_operator_core::run::runners::runner_access::OperatorPeer;
 use runner_api::control_auth::ControlSigner;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -67,7 +67,7 @@ impl Default for RunState {
             run_cache: std::sync::OnceLock::new(),
             merge_budget: Arc::new(MergeBudget::from_memory_limit(
                 None,
-                crate::benchmark_run::gather::RESULTS_BUDGET_BYTES,
+                crate::benchmark_run::runners::gather::RESULTS_BUDGET_BYTES,
             )),
         }
     }

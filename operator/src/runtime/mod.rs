@@ -12,3 +12,8 @@ pub mod merge_budget;
 pub mod metrics;
 pub mod terms;
 pub mod watch;
+
+/// The wall clock: a reconcile pass reads it once, in observe (`Observed::now`).
+pub fn now() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now())
+}

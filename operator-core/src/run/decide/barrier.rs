@@ -3,12 +3,15 @@
 //! runners in parallel. A resend (lost request, operator restart) always names the stored time,
 //! and every agent keeps the first time it got, so runners cannot be merged as concurrent when
 //! they started apart: that ends the run as RunnersStartedApart instead.
-use super::{fail, millis, seconds_between, time_at, Decision, Effect, POLL};
-use crate::run::build::RunIdentity;
+use super::decision::{Decision, Effect, POLL};
+use super::ending::{fail, seconds_between};
 use crate::run::conditions::{self as cond, Status, RUNNERS_READY};
 use crate::run::model::{AgentSeen, Observed};
-use crate::run::runner_pods::{self, RunnerView};
-use crate::run::{server_usage, timing};
+use crate::run::results::server_usage;
+use crate::run::runners::build::RunIdentity;
+use crate::run::runners::runner_pods::{self, RunnerView};
+use crate::run::timing;
+use crate::run::timing::{millis, time_at};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{BenchmarkRun, Phase, Progress, RunFailureReason};
 use std::time::Duration;

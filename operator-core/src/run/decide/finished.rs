@@ -2,14 +2,15 @@
 //! let holding runners exit once the status has their records, finish a baseline comparison
 //! that waited for the baseline, delete the run's streams by its id (`stream_sweep`), and delete
 //! the children after `ttlSecondsAfterFinished`.
-use super::{seconds_between, Decision, Effect, POLL};
-use crate::run::build::RunIdentity;
-use crate::run::compare;
+use super::decision::{Decision, Effect, POLL};
+use super::ending::seconds_between;
 use crate::run::conditions as cond;
 use crate::run::model::Observed;
-use crate::run::runner_pods::{ip, RunnerView};
-use crate::run::stop_runners::has_active_runners;
-use crate::run::stream_sweep::{self, StreamsStep};
+use crate::run::results::compare;
+use crate::run::runners::build::RunIdentity;
+use crate::run::runners::runner_pods::{ip, RunnerView};
+use crate::run::runners::stop_runners::has_active_runners;
+use crate::run::target::stream_sweep::{self, StreamsStep};
 use msgbench_crds::benchmark_run::{BenchmarkRun, Phase};
 use std::time::Duration;
 
@@ -32,7 +33,7 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
             if !ips.is_empty() {
                 d.effects.push(Effect::AckResults {
                     ips,
-                    records: crate::run::stop_when::trials_run(br, &d.status),
+                    records: crate::run::runners::stop_when::trials_run(br, &d.status),
                 });
             }
         }

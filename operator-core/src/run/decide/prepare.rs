@@ -2,16 +2,17 @@
 //! baseline (if any) is not running; then the runners are built. GitOps tools and
 //! `kubectl apply -f dir/` create objects in any order, so a missing target is waited for like
 //! a not-Ready one, up to `targetReadyTimeoutSeconds` since the run was accepted.
-use super::{accepted_at, fail, seconds_between, Decision, Effect, POLL};
-use crate::run::build::{self, RunIdentity};
+use super::decision::{Decision, Effect, POLL};
+use super::ending::{accepted_at, fail, seconds_between};
 use crate::run::conditions::{self as cond, Status, NAMES_SHARED, RUNNERS_READY, TARGET_READY};
 use crate::run::model::Resolved;
 use crate::run::model::{BaselineSeen, Observed, TargetSeen};
-use crate::run::stream_sweep;
-use crate::run::target_lock::{target_use, RunOnTarget, TargetUse};
-use crate::run::{
-    endpoint_readiness as endpoints, runner_access, shared_names, target_auth, timing, variants,
-};
+use crate::run::runners::build::{self, RunIdentity};
+use crate::run::runners::runner_access;
+use crate::run::target::stream_sweep;
+use crate::run::target::target_lock::{target_use, RunOnTarget, TargetUse};
+use crate::run::target::{endpoint_readiness as endpoints, shared_names, target_auth};
+use crate::run::{timing, variants};
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, Fault, FaultAction, PartitionFrom, Phase, RunFailureReason, MAX_RUN_NAME,
 };

@@ -3,10 +3,11 @@
 //! before anything follows from it: a stop is sent to the runners on a later pass, from
 //! status, so a restarted operator neither loses nor doubles it (and a runner keeps the first
 //! stop it hears). At the verdict, the run's last check says whether the interval was reached.
-use super::{fail, Decision, Effect};
+use super::decision::{Decision, Effect};
+use super::ending::fail;
 use crate::run::model::{Gathered, Observed};
 use crate::run::results::{self, TrialRecord};
-use crate::run::stop_when::{self, RoundFigures};
+use crate::run::runners::stop_when::{self, RoundFigures};
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, RunFailureReason, StopReason,
 };

@@ -1,13 +1,19 @@
 //! Running (and Merging): runners load the target; the operator polls their progress, releases
 //! per-trial barriers, and once every runner's records are read turns them into a verdict.
 use super::barrier::{next_release, store_start, Release};
-use super::{fail, millis, rounds, seconds_between, verdict, Decision, Effect, POLL};
-use crate::run::build::RunIdentity;
+use super::decision::{Decision, Effect, POLL};
+use super::ending::{fail, seconds_between};
+use super::{rounds, verdict};
+use crate::run::faults::{
+    policy as faults, restart as fault_restart, settle, unknown as fault_unknown,
+};
 use crate::run::model::Gathered;
-use crate::run::model::{AgentSeen, Observed};
-use crate::run::runner_pods::{job_complete, RunnerView};
-use crate::run::server_usage::{self, UsageRead};
-use crate::run::{fault_restart, fault_unknown, faults, timing};
+use crate::run::model::{AgentSeen, FaultTargetSeen, Observed};
+use crate::run::results::server_usage::{self, UsageRead};
+use crate::run::runners::build::RunIdentity;
+use crate::run::runners::runner_pods::{job_complete, RunnerView};
+use crate::run::timing;
+use crate::run::timing::millis;
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, Phase, Progress, RunFailureReason,
 };
@@ -24,7 +30,7 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
     let g = id.generation;
     let count = br.spec.runners.count.max(1) as usize;
     // Before anything can end the run: a fault whose pod was deleted counts as carried out.
-    faults::settle_injections(br, &mut d.status.faults, &obs.fault_pods, &obs.now);
+    settle::settle_injections(br, &mut d.status.faults, &obs.fault_pods, &obs.now);
     faults::record_leaders_after(&mut d.status.faults, &obs.fault_leaders, &obs.now);
     fault_unknown::confirm(br, &mut d.status.faults, &obs.fault_evidence, &obs.now);
     fault_restart::record_restarts(&mut d.status.faults, &obs.fault_restarts);
@@ -131,32 +137,53 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
     d.requeue = Some(schedule_faults(br, obs, d).map_or(poll, |next| next.min(poll)));
 }
 
-/// Plans the faults of trials that started, marks due ones for `act` (or records why a late
-/// one is not done; one already chosen is never judged late here: `settle_injections` did)
-/// and says when the next one is due, so it is carried out on time.
+/// Plans the faults of trials that started, chooses the pod of each due one (written to status
+/// with this pass's effects: `InjectFault` follows the choice, never precedes it), marks those
+/// chosen earlier for `act` again (or records why a late one is not done; one already chosen is
+/// never judged late here: `settle_injections` did) and says when the next one is due.
 fn schedule_faults(br: &BenchmarkRun, obs: &Observed, d: &mut Decision) -> Option<Duration> {
     let st = &mut d.status;
     faults::plan(br, &mut st.faults, &st.schedule, &obs.agents);
     let now = millis(&obs.now);
     for i in faults::due(&st.faults, &obs.now) {
-        if st.faults[i].injecting.is_some() {
+        let rec = &mut st.faults[i];
+        if rec.injecting.is_some() {
             // Chosen and recorded, not deleted yet, still in time: that same pod.
-            d.effects.push(Effect::InjectFault { index: i });
+            d.effects.push(Effect::InjectFault {
+                index: i,
+                repeat: true,
+            });
             continue;
         }
-        let planned = st.faults[i].planned_time.as_ref().map_or(now, millis);
+        let planned = rec.planned_time.as_ref().map_or(now, millis);
         let late = now.saturating_sub(planned);
         if late > faults::LATE_LIMIT_MS {
-            st.faults[i].message = Some(format!(
+            rec.message = Some(format!(
                 "not done: the operator reached it {late} ms after it was due (more than {} ms \
                  late would put it outside its place in the measured phase)",
                 faults::LATE_LIMIT_MS
             ));
-        } else {
-            d.effects.push(Effect::InjectFault { index: i });
+            continue;
+        }
+        // Its server is read by the pass that finds it due unchosen: due only now, next pass.
+        let seen = obs.fault_targets.iter().find(|t| is_for(t, rec));
+        match seen.map(|t| faults::choose(br, rec, t, &obs.now)) {
+            Some(Ok(injection)) => {
+                rec.injecting = Some(injection);
+                d.effects.push(Effect::InjectFault {
+                    index: i,
+                    repeat: false,
+                });
+            }
+            Some(Err(why)) => rec.message = Some(format!("not done: {why}")),
+            None => {}
         }
     }
     faults::next_due_in(&st.faults, &obs.now).map(|d| d.max(Duration::from_millis(20)))
+}
+
+fn is_for(seen: &FaultTargetSeen, rec: &msgbench_crds::benchmark_run::FaultRecord) -> bool {
+    seen.fault == rec.fault && seen.trial == rec.trial
 }
 
 /// Sums the agents' counts into `status.progress`, at most every few seconds.
@@ -180,7 +207,7 @@ fn update_progress(
             .map(|a| a.progress.trial as i32)
             .max()
             .unwrap_or(0),
-        trials: crate::run::stop_when::trials_run(br, st) as i32,
+        trials: crate::run::runners::stop_when::trials_run(br, st) as i32,
         elapsed_seconds: elapsed,
         expected_seconds: timing::expected_run_seconds(br),
         published: agents.iter().map(|a| a.progress.published).sum(),

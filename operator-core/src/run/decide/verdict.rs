@@ -1,14 +1,16 @@
 //! Every runner's records are in: check they ran together, merge exactly, evaluate thresholds,
 //! compare with the baseline, record the environment, and reach the verdict.
 use super::barrier::START_APART_TOLERANCE_MS;
-use super::{fail, pass, rounds, Decision};
-use crate::run::build::RunIdentity;
+use super::decision::{Decision, POLL};
+use super::ending::{fail, pass};
+use super::rounds;
+use crate::run::faults::{effect as fault_effect, policy as faults};
 use crate::run::model::Observed;
-use crate::run::runner_pods::observed_pod;
-use crate::run::{
-    compare, fault_effect, faults, results, server_restarts, server_usage, stop_when,
-    variant_results, variants,
-};
+use crate::run::results::{compare, server_restarts, server_usage, variant_results};
+use crate::run::runners::build::RunIdentity;
+use crate::run::runners::runner_pods::observed_pod;
+use crate::run::runners::stop_when;
+use crate::run::{results, variants};
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, ObservedEnvironment, Phase, RunFailureReason, Severity,
 };
@@ -25,7 +27,7 @@ pub fn decide(
     let g = id.generation;
     let st = &mut d.status;
     st.phase = Some(Phase::Merging);
-    d.requeue = Some(super::POLL);
+    d.requeue = Some(POLL);
     let count = br.spec.runners.count.max(1) as usize;
     if let Some(msg) = started_apart(lines) {
         return fail(st, RunFailureReason::RunnersStartedApart, &msg, g, &obs.now);
@@ -34,7 +36,7 @@ pub fn decide(
     if let Some(seconds) = br.spec.workload.duration_seconds {
         fault_effect::attach(lines, seconds, &mut st.faults);
     }
-    crate::run::fault_restart::mark_down_past_drain(br, &mut st.faults);
+    crate::run::faults::restart::mark_down_past_drain(br, &mut st.faults);
     // A run that stopped early (spec.stopWhen) has the rounds that ran, no more.
     let ran = stop_when::trials_run(br, st) as i32;
     st.schedule.truncate(stop_when::rounds_run(br, st) as usize);
