@@ -20,7 +20,3 @@ pub mod server;
 pub mod server_pod;
 pub mod status_text;
 pub mod tuning;
-
-// The server builders' name for the agent container (now with the other fault code): kept while
-// those files are reworked on another branch; drop it once they import `run::faults::agent_pod`.
-pub use run::faults::agent_pod as fault_agent_pod;

@@ -2,10 +2,10 @@
 //! Guaranteed resources when pinned, sysctls, placement, and a config hash that rolls pods when
 //! their configuration changes.
 
-use crate::fault_agent_pod::{AgentNetwork, FaultAgentPod};
 use crate::meta::{Owner, ANNOTATION_TEMPLATE_HASH};
 use crate::operands::customize;
 use crate::placement::pod_placement;
+use crate::run::faults::agent_pod::{AgentNetwork, FaultAgentPod};
 use crate::security::{container_security_context, pod_security_context};
 use crate::tuning::{container_resources, pod_sysctls};
 use k8s_openapi::api::core::v1::{
@@ -116,7 +116,7 @@ fn unhashed_pod_template(p: ServerPod<'_>) -> PodTemplateSpec {
             containers: std::iter::once(container)
                 .chain(
                     (p.fault_agent.iter())
-                        .map(|a| crate::fault_agent_pod::container(a, p.image_pull_policy)),
+                        .map(|a| crate::run::faults::agent_pod::container(a, p.image_pull_policy)),
                 )
                 .collect(),
             volumes: (!p.volumes.is_empty()).then_some(p.volumes),

@@ -14,7 +14,3 @@ pub mod runners;
 pub mod target;
 pub mod timing;
 pub mod variants;
-
-// The server builders' path to the target's credentials: kept while those files are reworked on
-// another branch; drop it once they import `run::target::target_auth`.
-pub use target::target_auth;

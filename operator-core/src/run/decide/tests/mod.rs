@@ -48,7 +48,7 @@ fn id(br: &BenchmarkRun) -> RunIdentity {
     use kube::Resource;
     RunIdentity {
         owner: crate::meta::Owner {
-            kind_label: crate::run::build::KIND_LABEL,
+            kind_label: crate::run::identity::KIND_LABEL,
             name: "r1".into(),
             namespace: "bench".into(),
             owner_ref: br.controller_owner_ref(&()).unwrap(),

@@ -4,9 +4,9 @@ use super::super::nats_conf::{self, CLIENT_PORT, CLUSTER_PORT, MONITOR_PORT, PID
 use super::config_map::{config_name, CONFIG_FILE};
 use super::env;
 use super::service::headless_name;
-use crate::fault_agent_pod::AgentNetwork;
 use crate::meta::Owner;
 use crate::operands::{merged, OperandDefaults};
+use crate::run::faults::agent_pod::AgentNetwork;
 use crate::server_pod::{
     container_port, empty_dir, mount, optional_secret_volume, pod_template, ServerPod,
 };

@@ -2,9 +2,9 @@
 //! environment, hardened by `server_pod`.
 use super::super::broker_conf::{self, broker_process, MOSQUITTO_DATA_DIR};
 use super::{config_map, secrets};
-use crate::fault_agent_pod::AgentNetwork;
 use crate::meta::Owner;
 use crate::operands::{merged, OperandDefaults};
+use crate::run::faults::agent_pod::AgentNetwork;
 use crate::server_pod::{
     container_port, empty_dir, pod_template, value_env, ServerPod, DEFAULT_UID,
 };
