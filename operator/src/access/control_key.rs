@@ -71,7 +71,7 @@ pub fn key_secret(namespace: &str, name: &str, seed: [u8; 32]) -> Secret {
             namespace: Some(namespace.into()),
             labels: Some(BTreeMap::from([(
                 "app.kubernetes.io/managed-by".to_string(),
-                crate::runtime::context::CONTROLLER_NAME.to_string(),
+                crate::runtime::CONTROLLER_NAME.to_string(),
             )])),
             ..ObjectMeta::default()
         },

@@ -2,8 +2,9 @@
 //! results, inject faults, suspend or delete children); `write_status` is the pass's status write.
 use crate::access::control_key::RequestSigner;
 use crate::benchmark_run::runners::{children, runner_http};
-use crate::runtime::context::{Context, CONTROLLER_NAME};
+use crate::runtime::context::Context;
 use crate::runtime::error::Result;
+use crate::runtime::CONTROLLER_NAME;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::networking::v1::NetworkPolicy;

@@ -2,6 +2,7 @@
 
 use super::merge_budget::MergeBudget;
 use super::metrics::Metrics;
+use super::CONTROLLER_NAME;
 use crate::access::control_key::RequestSigner;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::Client;
@@ -12,9 +13,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// Name used for SSA field ownership, events and logs.
-pub const CONTROLLER_NAME: &str = "msgbench-operator";
 
 pub struct Context {
     pub client: Client,

@@ -13,6 +13,10 @@ pub mod metrics;
 pub mod terms;
 pub mod watch;
 
+/// Name used for SSA field ownership, events and logs. Here, not in `context`, because `access`
+/// and `server` sign and apply with it, and `context` builds on them.
+pub const CONTROLLER_NAME: &str = "msgbench-operator";
+
 /// The wall clock: a reconcile pass reads it once, in observe (`Observed::now`).
 pub fn now() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
     k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now())

@@ -3,9 +3,9 @@
 //! Generated Secrets are created (never applied, read or deleted) before the workloads.
 
 use super::subset::is_contained;
-use crate::runtime::context::CONTROLLER_NAME;
 use crate::runtime::error::Result;
 use crate::runtime::metrics::Metrics;
+use crate::runtime::CONTROLLER_NAME;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::NamespaceResourceScope;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};

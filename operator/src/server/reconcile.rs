@@ -4,8 +4,9 @@
 //! Level-triggered and idempotent: an unchanged object costs reads only, never writes.
 
 use super::apply::apply_children;
-use crate::runtime::context::{Context, CONTROLLER_NAME};
+use crate::runtime::context::Context;
 use crate::runtime::error::{Error, Result};
+use crate::runtime::CONTROLLER_NAME;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{ListParams, Patch, PatchParams};

@@ -21,7 +21,7 @@ use prometheus::IntCounter;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::config::{ConfigError, Lookup};
+use crate::config_error::{ConfigError, Lookup};
 
 pub const TOKEN_VAR: &str = "AUTH_TOKEN";
 const MAX_TOKEN: usize = 4096;

@@ -1,9 +1,9 @@
 //! Configuration from the environment (the PubSubServer contract). Every bad value is an error
 //! that names the variable and the rule, so a misconfigured pod fails fast and says why.
-use std::borrow::Cow;
 use std::time::Duration;
 
 use crate::auth::Auth;
+use crate::config_error::{ConfigError, Lookup};
 use crate::tls::TlsFiles;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -80,14 +80,6 @@ impl Config {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-#[error("{var}={value:?}: {rule}")]
-pub struct ConfigError {
-    pub var: &'static str,
-    pub value: String,
-    pub rule: Cow<'static, str>,
-}
-
 /// Enough for benchmark fan-outs of a thousand-odd subscribers plus publishers, few enough that
 /// idle connections (a few KiB each) cannot exhaust a 128Mi container.
 /// 48 MiB. Measured with 1 MiB publishes and page reads: the process itself (~17 MiB), copies
@@ -96,8 +88,6 @@ pub struct ConfigError {
 pub const DEFAULT_MEMORY_BUDGET: u64 = 48 << 20;
 
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
-
-pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 fn parse_num<T: std::str::FromStr + PartialOrd + Copy>(
     get: Lookup,

@@ -7,6 +7,7 @@
 mod app;
 mod auth;
 mod config;
+mod config_error;
 mod conns;
 mod cpu;
 mod ids;

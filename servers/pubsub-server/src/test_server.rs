@@ -25,7 +25,7 @@ use crate::{build, serve, tls};
 
 pub const WAIT: Duration = Duration::from_secs(10);
 
-pub fn config(env: &[(&str, &str)]) -> Result<Config, crate::config::ConfigError> {
+pub fn config(env: &[(&str, &str)]) -> Result<Config, crate::config_error::ConfigError> {
     let env: Vec<(String, String)> = env
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))

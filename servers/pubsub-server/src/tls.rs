@@ -16,7 +16,7 @@ use tokio::task::JoinSet;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
-use crate::config::{ConfigError, Lookup};
+use crate::config_error::{ConfigError, Lookup};
 use crate::metrics::Metrics;
 
 /// Longest a client may take to finish its handshake; its connection slot is held meanwhile.

@@ -50,7 +50,7 @@ pub async fn finalizer(ctx: &Context, id: &RunIdentity, hold: bool) -> Result<()
 /// Creates the sweep Job (server-side apply: a repeated pass changes nothing).
 pub async fn start(ctx: &Context, job: &Job) -> Result<()> {
     let ns = job.namespace().unwrap_or_default();
-    let pp = PatchParams::apply(crate::runtime::context::CONTROLLER_NAME).force();
+    let pp = PatchParams::apply(crate::runtime::CONTROLLER_NAME).force();
     Api::<Job>::namespaced(ctx.client.clone(), &ns)
         .patch(&job.name_any(), &pp, &Patch::Apply(job))
         .await?;
