@@ -30,10 +30,7 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
     let g = id.generation;
     let count = br.spec.runners.count.max(1) as usize;
     // Before anything can end the run: a fault whose pod was deleted counts as carried out.
-    settle::settle_injections(br, &mut d.status.faults, &obs.fault_pods, &obs.now);
-    faults::record_leaders_after(&mut d.status.faults, &obs.fault_leaders, &obs.now);
-    fault_unknown::confirm(br, &mut d.status.faults, &obs.fault_evidence, &obs.now);
-    fault_restart::record_restarts(&mut d.status.faults, &obs.fault_restarts);
+    settle_faults(br, obs, d);
     let view = RunnerView::of(&obs.runner_pods, obs.job.as_ref());
     if let Some((reason, msg)) = view.failure() {
         fail(&mut d.status, reason, &msg, g, &obs.now);
@@ -44,42 +41,8 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
         let connections = br.spec.workload.connections.is_some();
         server_usage::apply(&mut d.status, read, true, connections);
     }
-    match &obs.results {
-        // A fault whose report was lost is judged once its evidence is in or its bound passed
-        // (`fault_unknown::evidence_bound_ms`: at most the fault's duration + 20 s after it).
-        Some(Gathered::Complete(_))
-            if fault_unknown::evidence_due(&d.status.faults).count() > 0 =>
-        {
-            d.status.phase = Some(Phase::Merging);
-            d.requeue = Some(POLL);
-            return;
-        }
-        Some(Gathered::Complete(lines)) => return verdict::decide(br, id, obs, lines, d),
-        Some(Gathered::NotYet(_)) => {
-            // A holding runner did not answer yet (it may just have exited): read again soon.
-            d.status.phase = Some(Phase::Merging);
-            d.requeue = Some(Duration::from_secs(1));
-            return;
-        }
-        Some(Gathered::Lost(why)) => {
-            return fail(
-                &mut d.status,
-                RunFailureReason::ResultsLost,
-                why,
-                g,
-                &obs.now,
-            )
-        }
-        Some(Gathered::TooLarge(why)) => {
-            return fail(
-                &mut d.status,
-                RunFailureReason::ResultsTooLarge,
-                why,
-                g,
-                &obs.now,
-            )
-        }
-        None => {}
+    if results_decided(br, id, obs, d) {
+        return;
     }
     let gone = obs.job.is_none() && view.running.is_empty();
     if gone || obs.job.as_ref().is_some_and(job_complete) {
@@ -102,6 +65,66 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
         }
         return;
     }
+    if !release_trial(obs, count, g, d) {
+        return;
+    }
+    // A server sample is a status write anyway: the progress goes with it.
+    update_progress(br, &mut d.status, &obs.agents, obs, sampled);
+    let at_barrier = obs.agents.iter().any(|a| a.progress.waiting_for > 0);
+    let poll = if at_barrier || !d.effects.is_empty() {
+        BARRIER_POLL
+    } else {
+        POLL
+    };
+    d.requeue = Some(schedule_faults(br, obs, d).map_or(poll, |next| next.min(poll)));
+}
+
+/// What the pass read of the faults carried out: deleted pods, leaders after, evidence of lost
+/// reports, restarts.
+fn settle_faults(br: &BenchmarkRun, obs: &Observed, d: &mut Decision) {
+    settle::settle_injections(br, &mut d.status.faults, &obs.fault_pods, &obs.now);
+    faults::record_leaders_after(&mut d.status.faults, &obs.fault_leaders, &obs.now);
+    fault_unknown::confirm(br, &mut d.status.faults, &obs.fault_evidence, &obs.now);
+    fault_restart::record_restarts(&mut d.status.faults, &obs.fault_restarts);
+}
+
+/// The runners' records, once gathered, decide the pass: a verdict, a wait in Merging, or a
+/// failure. False when nothing was gathered (the runners are still at work).
+fn results_decided(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decision) -> bool {
+    let (g, now) = (id.generation, &obs.now);
+    match &obs.results {
+        // A fault whose report was lost is judged once its evidence is in or its bound passed
+        // (`fault_unknown::evidence_bound_ms`: at most the fault's duration + 20 s after it).
+        Some(Gathered::Complete(_))
+            if fault_unknown::evidence_due(&d.status.faults).count() > 0 =>
+        {
+            d.status.phase = Some(Phase::Merging);
+            d.requeue = Some(POLL);
+        }
+        Some(Gathered::Complete(lines)) => verdict::decide(br, id, obs, lines, d),
+        Some(Gathered::NotYet(_)) => {
+            // A holding runner did not answer yet (it may just have exited): read again soon.
+            d.status.phase = Some(Phase::Merging);
+            d.requeue = Some(Duration::from_secs(1));
+        }
+        Some(Gathered::Lost(why)) => {
+            fail(&mut d.status, RunFailureReason::ResultsLost, why, g, now)
+        }
+        Some(Gathered::TooLarge(why)) => fail(
+            &mut d.status,
+            RunFailureReason::ResultsTooLarge,
+            why,
+            g,
+            now,
+        ),
+        None => return false,
+    }
+    true
+}
+
+/// Releases the next trial's start when every runner waits at its barrier. False when the
+/// pass ends here (the start moved, or the runners started apart).
+fn release_trial(obs: &Observed, count: usize, g: i64, d: &mut Decision) -> bool {
     let start_ms = d.status.start_time.as_ref().map_or(0, millis);
     let now_ms = millis(&obs.now);
     match next_release(&obs.agents, count, start_ms, now_ms) {
@@ -114,27 +137,16 @@ pub fn decide(br: &BenchmarkRun, id: &RunIdentity, obs: &Observed, d: &mut Decis
         Release::Rechoose(at) => {
             let why =
                 format!("{count} runner(s) connected; nobody had received the first start: moved");
-            return store_start(d, at, &why, g, &obs.now);
+            store_start(d, at, &why, g, &obs.now);
+            return false;
         }
         Release::Apart(msg) => {
-            return fail(
-                &mut d.status,
-                RunFailureReason::RunnersStartedApart,
-                &msg,
-                g,
-                &obs.now,
-            )
+            let apart = RunFailureReason::RunnersStartedApart;
+            fail(&mut d.status, apart, &msg, g, &obs.now);
+            return false;
         }
     }
-    // A server sample is a status write anyway: the progress goes with it.
-    update_progress(br, &mut d.status, &obs.agents, obs, sampled);
-    let at_barrier = obs.agents.iter().any(|a| a.progress.waiting_for > 0);
-    let poll = if at_barrier || !d.effects.is_empty() {
-        BARRIER_POLL
-    } else {
-        POLL
-    };
-    d.requeue = Some(schedule_faults(br, obs, d).map_or(poll, |next| next.min(poll)));
+    true
 }
 
 /// Plans the faults of trials that started, chooses the pod of each due one (written to status

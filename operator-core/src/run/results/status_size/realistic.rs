@@ -90,29 +90,8 @@ pub(super) fn realistic(
             ScheduledRound { round: r, order }
         })
         .collect();
-    let mut lines = Vec::new();
-    let mut trial = 0;
-    for round in &schedule {
-        for name in &round.order {
-            trial += 1;
-            let lat = latencies(&mut rng, samples, 3_000.0, 0.6, tail);
-            let mut l = runner_api::testing::record(
-                1,
-                trial,
-                &lat,
-                lat.len() as u64,
-                1_800_000_000_000 + u64::from(trial) * 700_000,
-            );
-            l.variant = Some(name.clone());
-            l.round = Some(round.round as u32);
-            l.result.timeline = (0..seconds)
-                .map(|s| timeline_point(s, &mut rng, 50_000))
-                .collect::<Vec<_>>();
-            l.result.timeline.truncate(MAX_TIMELINE_POINTS);
-            l.result.finalize();
-            lines.push(RawResultLine::from_line(&l).unwrap());
-        }
-    }
+    let lines = record_lines(&schedule, samples, tail, seconds, &mut rng);
+    let trial = lines.len();
     let mut st = BenchmarkRunStatus {
         phase: Some(Phase::Succeeded),
         observed_generation: Some(1),
@@ -121,23 +100,7 @@ pub(super) fn realistic(
         completion_time: Some(time(3600)),
         job_name: Some("js-soak-variants-g1".into()),
         schedule,
-        faults: (0..trial as usize * faults_per_trial)
-            .map(|i| {
-                let mut f = fault_record(i, Some(names[i % variants].clone()));
-                f.server = "JetStreamCluster/js3".into();
-                f.pod = Some("js3-1".into());
-                f.signal = None;
-                f.partition = None;
-                f.restart = None;
-                f.action = Some(FaultAction::Kill);
-                f.stream_leader = Some(FaultStreamLeader {
-                    before: Some("js3-1".into()),
-                    after: Some("js3-2".into()),
-                    after_time: Some(time(9)),
-                });
-                f
-            })
-            .collect(),
+        faults: kill_records(trial * faults_per_trial, &names),
         conditions: [
             "Complete",
             "Succeeded",
@@ -155,42 +118,7 @@ pub(super) fn realistic(
             last_transition_time: time(3600),
         })
         .collect(),
-        environment: Some(ObservedEnvironment {
-            server_pods: (0..3)
-                .map(|i| ObservedPod {
-                    name: format!("js3-{i}"),
-                    node: Some(format!("kind-worker{i}")),
-                    qos_class: Some("Burstable".into()),
-                    cpus: Some("0-3".into()),
-                    image: Some("nats:2.11-alpine".into()),
-                    image_id: Some(format!("docker.io/library/nats@sha256:{}", "a".repeat(64))),
-                    uid: Some(format!("{i:08}-1111-2222-3333-444444444444")),
-                    ..ObservedPod::default()
-                })
-                .collect(),
-            runner_pods: vec![ObservedPod {
-                name: "js-soak-variants-g1-0-abcde".into(),
-                node: Some("kind-worker".into()),
-                qos_class: Some("Burstable".into()),
-                cpus: Some("0-3".into()),
-                image: Some("ghcr.io/msgbench/bench-runner:0.1.0".into()),
-                image_id: Some(format!(
-                    "ghcr.io/msgbench/bench-runner@sha256:{}",
-                    "b".repeat(64)
-                )),
-                ..ObservedPod::default()
-            }],
-            shared_nodes: false,
-            sysctls: vec![],
-            server_pods_at_start: (0..3)
-                .map(|i| ObservedPod {
-                    name: format!("js3-{i}"),
-                    uid: Some(format!("{i:08}-1111-2222-3333-444444444444")),
-                    ..ObservedPod::default()
-                })
-                .collect(),
-            server_restarts: vec![],
-        }),
+        environment: Some(environment()),
         server_usage: Some(ServerUsage {
             memory_points: vec![],
             pods: (0..3)
@@ -208,6 +136,102 @@ pub(super) fn realistic(
     })
     .unwrap();
     st
+}
+
+/// One runner's record per trial, in the schedule's order: `samples` latencies and a timeline
+/// point per second of the measured phase.
+fn record_lines(
+    schedule: &[ScheduledRound],
+    samples: usize,
+    tail: f64,
+    seconds: u32,
+    rng: &mut Rng,
+) -> Vec<RawResultLine> {
+    let mut lines = Vec::new();
+    let mut trial = 0;
+    for round in schedule {
+        for name in &round.order {
+            trial += 1;
+            let lat = latencies(rng, samples, 3_000.0, 0.6, tail);
+            let mut l = runner_api::testing::record(
+                1,
+                trial,
+                &lat,
+                lat.len() as u64,
+                1_800_000_000_000 + u64::from(trial) * 700_000,
+            );
+            l.variant = Some(name.clone());
+            l.round = Some(round.round as u32);
+            l.result.timeline = (0..seconds)
+                .map(|s| timeline_point(s, rng, 50_000))
+                .collect::<Vec<_>>();
+            l.result.timeline.truncate(MAX_TIMELINE_POINTS);
+            l.result.finalize();
+            lines.push(RawResultLine::from_line(&l).unwrap());
+        }
+    }
+    lines
+}
+
+/// `n` kill records spread over the variants, each with the stream leader before and after.
+fn kill_records(n: usize, names: &[String]) -> Vec<FaultRecord> {
+    (0..n)
+        .map(|i| {
+            let mut f = fault_record(i, Some(names[i % names.len()].clone()));
+            f.server = "JetStreamCluster/js3".into();
+            f.pod = Some("js3-1".into());
+            f.signal = None;
+            f.partition = None;
+            f.restart = None;
+            f.action = Some(FaultAction::Kill);
+            f.stream_leader = Some(FaultStreamLeader {
+                before: Some("js3-1".into()),
+                after: Some("js3-2".into()),
+                after_time: Some(time(9)),
+            });
+            f
+        })
+        .collect()
+}
+
+/// Three server pods and one runner pod, as a kind cluster shows them.
+fn environment() -> ObservedEnvironment {
+    ObservedEnvironment {
+        server_pods: (0..3)
+            .map(|i| ObservedPod {
+                name: format!("js3-{i}"),
+                node: Some(format!("kind-worker{i}")),
+                qos_class: Some("Burstable".into()),
+                cpus: Some("0-3".into()),
+                image: Some("nats:2.11-alpine".into()),
+                image_id: Some(format!("docker.io/library/nats@sha256:{}", "a".repeat(64))),
+                uid: Some(format!("{i:08}-1111-2222-3333-444444444444")),
+                ..ObservedPod::default()
+            })
+            .collect(),
+        runner_pods: vec![ObservedPod {
+            name: "js-soak-variants-g1-0-abcde".into(),
+            node: Some("kind-worker".into()),
+            qos_class: Some("Burstable".into()),
+            cpus: Some("0-3".into()),
+            image: Some("ghcr.io/msgbench/bench-runner:0.1.0".into()),
+            image_id: Some(format!(
+                "ghcr.io/msgbench/bench-runner@sha256:{}",
+                "b".repeat(64)
+            )),
+            ..ObservedPod::default()
+        }],
+        shared_nodes: false,
+        sysctls: vec![],
+        server_pods_at_start: (0..3)
+            .map(|i| ObservedPod {
+                name: format!("js3-{i}"),
+                uid: Some(format!("{i:08}-1111-2222-3333-444444444444")),
+                ..ObservedPod::default()
+            })
+            .collect(),
+        server_restarts: vec![],
+    }
 }
 
 /// Status writes about each fault of a trial: the pod chosen (written before the deletion), the
