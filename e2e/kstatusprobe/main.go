@@ -34,11 +34,13 @@ func run(in io.Reader, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("reading stdin: %w", err)
 	}
-	var obj map[string]interface{}
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return fmt.Errorf("stdin is not one JSON object: %w", err)
+	// Unstructured's own decoder keeps integers int64 (generation, observedGeneration), as
+	// kstatus reads them; encoding/json would make them float64.
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(raw); err != nil {
+		return fmt.Errorf("stdin is not one Kubernetes object as JSON: %w", err)
 	}
-	res, err := status.Compute(&unstructured.Unstructured{Object: obj})
+	res, err := status.Compute(obj)
 	if err != nil {
 		return fmt.Errorf("computing the status: %w", err)
 	}
