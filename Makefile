@@ -47,11 +47,11 @@ machete:
 
 ## tools: the real peers the integration tests talk to (cached; apt and the Go module proxy), and
 ## the headless Chromium that renders kubectl msgbench's report in its test, natsprobe (the fault
-## test's independent nats.go client), nft (which sees a partition from outside the pod), capsh
+## test's independent nats.go client), kstatusprobe (kstatus itself, judging the kinds), nft (which sees a partition from outside the pod), capsh
 ## and jq (e2e/kind/test-runc-bounded). Not sockudo: its first build takes 15-50 min on 2 cores,
 ## too long for every fresh machine; `make e2e-sockudo`.
 tools:
-	e2e/tools/ensure nats-server natsprobe mosquitto helm cargo-nextest apt:chromium apt:nftables apt:libcap2-bin apt:jq
+	e2e/tools/ensure nats-server natsprobe kstatusprobe mosquitto helm cargo-nextest apt:chromium apt:nftables apt:libcap2-bin apt:jq
 
 unit: tools
 	cargo nextest run --workspace --exclude msgbench-e2e
@@ -136,7 +136,7 @@ e2e: cluster-up images e2e-check
 	@# ... and the CPU request of an operator installed with other values (by hand, or by a
 	@# demo from before it used the suite's values): install the suite's values (only those,
 	@# not the old ones), as its own install does anyway.
-	e2e/tools/ensure helm nats cargo-nextest apt:chromium  # chromium: the variants test screenshots a real report; nats: `nats auth` for endpoint_nats_creds
+	e2e/tools/ensure helm nats kstatusprobe cargo-nextest apt:chromium  # chromium: the variants test screenshots a real report; nats: `nats auth` for endpoint_nats_creds; kstatusprobe: the kstatus module
 	. e2e/contract.env && \
 	if [ -n "$$(kubectl -n "$$CHART_NAMESPACE" get deployment "$$OPERATOR_DEPLOYMENT" --ignore-not-found \
 	      -o jsonpath='{.spec.template.spec.containers[*].resources.requests.cpu}')" ]; then \

@@ -1,5 +1,5 @@
-//! `kubectl msgbench export`: the raw figures as JSON (status as written) or CSV (one row of
-//! headline figures per variant). Floats are written with Rust's `{}`, which reads back as the
+//! `kubectl msgbench export`: the raw figures as JSON or YAML (status as written) or CSV (one
+//! row of headline figures per variant). Floats are written with Rust's `{}`, which reads back as the
 //! identical f64; a figure that is not defined is an empty cell, never 0.
 use anyhow::Result;
 use serde_json::{json, Map, Value};
@@ -31,6 +31,11 @@ pub const CSV_HEADER: [&str; 20] = [
 
 /// The run's result figures from status, nulls left out.
 pub fn to_json(run: &Run) -> Result<String> {
+    Ok(serde_json::to_string_pretty(&to_value(run))? + "\n")
+}
+
+/// What [`to_json`] prints, as a value (several runs print as a list of these).
+pub fn to_value(run: &Run) -> Value {
     let s = &run.status;
     let all = json!({
         "name": run.name,
@@ -53,7 +58,7 @@ pub fn to_json(run: &Run) -> Result<String> {
             .collect(),
         _ => unreachable!("json! of an object"),
     };
-    Ok(serde_json::to_string_pretty(&kept)? + "\n")
+    Value::Object(kept)
 }
 
 pub fn to_csv(run: &Run) -> Result<String> {
@@ -61,6 +66,18 @@ pub fn to_csv(run: &Run) -> Result<String> {
     w.write_record(CSV_HEADER)?;
     for s in run.series() {
         w.write_record(csv_row(&s))?;
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+/// Several runs in one table: [`CSV_HEADER`] after a `run` column naming each row's run.
+pub fn to_csv_many(runs: &[Run]) -> Result<String> {
+    let mut w = csv::Writer::from_writer(vec![]);
+    w.write_record(std::iter::once("run").chain(CSV_HEADER))?;
+    for run in runs {
+        for s in run.series() {
+            w.write_record(std::iter::once(run.name.clone()).chain(csv_row(&s)))?;
+        }
     }
     Ok(String::from_utf8(w.into_inner()?)?)
 }

@@ -1,5 +1,5 @@
-//! `kubectl msgbench gate RUN...`: reads the named runs until every one is finished or the
-//! deadline passes (or, with `--file`, once from files), lets [`gate::decide`] judge them,
+//! `kubectl msgbench gate RUN...` (or `-l SELECTOR`, `-A`): reads the runs until every one is
+//! finished or the deadline passes (or, with `-f`, once from files), lets [`gate::decide`] judge them,
 //! prints its lines and writes the JUnit and Markdown files. Exit 0: every run passed; 1: a
 //! run's verdict failed; 2: a run missing, unfinished at the deadline, or unreadable.
 use anyhow::{bail, Context, Result};
@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::time::Instant;
 
-use crate::cluster::ClusterAccess;
+use crate::cluster::{ClusterAccess, Connection};
 use crate::gate::{self, decide, Fetched, GateOutcome, Observed, UNDECIDED};
 use crate::model::Run;
+use crate::selection::{self, Filenames, Selector};
 use crate::{junit, source, summary};
 
 /// One API request's limit: a hung connection must not outlast the deadline by much.
@@ -22,12 +23,14 @@ const MIN_INTERVAL: Duration = Duration::from_millis(100);
 #[derive(clap::Args, Debug)]
 pub struct GateArgs {
     /// BenchmarkRun names, in the namespace `-n` picks.
-    #[arg(value_name = "RUN", required_unless_present = "file")]
+    #[arg(value_name = "RUN", required_unless_present_any = ["filename", "file", "selector"])]
     pub runs: Vec<String>,
-    /// Judge the BenchmarkRun in this file instead (YAML or JSON, as `kubectl get
-    /// benchmarkrun X -o yaml` prints it); repeat for several. Read once: no waiting.
-    #[arg(long, value_name = "FILE", conflicts_with = "runs")]
-    pub file: Vec<PathBuf>,
+    /// Judge the BenchmarkRuns in these files instead (read once: no waiting). Every run -l
+    /// matches (-A: in every namespace) must pass: one JUnit testsuite per run.
+    #[command(flatten)]
+    pub files: Filenames,
+    #[command(flatten)]
+    pub select: Selector,
     /// How long to wait for every run to finish, e.g. 90s, 20m, 1h30m (0: look once).
     #[arg(long, default_value = "20m", value_parser = parse_duration)]
     pub timeout: Duration,
@@ -45,10 +48,19 @@ pub struct GateArgs {
 /// Runs the gate; the exit code is the decision's. An error (no cluster access, a file that
 /// cannot be written) is the caller's to turn into exit 2.
 pub async fn run(args: &GateArgs, access: &ClusterAccess) -> Result<u8> {
-    let (runs, outcome, deadline_passed) = if args.file.is_empty() {
+    let files = args.files.paths();
+    let picks = [
+        !args.runs.is_empty(),
+        !files.is_empty(),
+        args.select.selector.is_some(),
+    ];
+    if picks.iter().filter(|p| **p).count() > 1 {
+        bail!("name runs, -f/--filename files or a -l/--selector: one of the three");
+    }
+    let (runs, outcome, deadline_passed) = if files.is_empty() {
         wait(args, access).await?
     } else {
-        let runs: Vec<Observed> = args.file.iter().map(|p| from_file(p)).collect();
+        let runs: Vec<Observed> = files.iter().map(|p| from_file(p)).collect();
         // A file does not change: a run it shows unfinished stays so, and the gate cannot
         // decide (not a timeout: nothing was waited for).
         let mut outcome = decide(&runs, false);
@@ -113,7 +125,7 @@ async fn wait(
     access: &ClusterAccess,
 ) -> Result<(Vec<Observed>, GateOutcome, bool)> {
     let conn = access.connect().await?;
-    let api: kube::Api<BenchmarkRun> = kube::Api::namespaced(conn.client, &conn.namespace);
+    let api: kube::Api<BenchmarkRun> = kube::Api::namespaced(conn.client.clone(), &conn.namespace);
     let deadline = Instant::now() + args.timeout;
     let not_read = Fetched::Error {
         message: "not read yet".into(),
@@ -129,7 +141,10 @@ async fn wait(
     // On the first read an error is a setup problem (address, credentials): not retried.
     let mut retry = false;
     loop {
-        for o in runs.iter_mut() {
+        if args.select.selector.is_some() {
+            read_selected(&conn, &args.select, &mut runs, retry).await?;
+        }
+        for o in runs.iter_mut().filter(|_| args.select.selector.is_none()) {
             if !gate::judge(&o.fetched).finished() {
                 o.fetched = fetch(&api, &conn.namespace, &o.name, retry).await;
             }
@@ -144,6 +159,60 @@ async fn wait(
         let left = deadline.saturating_duration_since(Instant::now());
         tokio::time::sleep(args.interval.max(MIN_INTERVAL).min(left)).await;
     }
+}
+
+/// Reads every run `-l` matches in one list request. A run seen before and gone since is
+/// missing; a failed list keeps what was seen (retried until the deadline) except on the first
+/// read, where it is a setup problem. No match at all on the first read is an error: the gate
+/// never passes on nothing.
+async fn read_selected(
+    conn: &Connection,
+    sel: &Selector,
+    runs: &mut Vec<Observed>,
+    retry: bool,
+) -> Result<()> {
+    let listed = match selection::list(conn, sel).await {
+        Ok(listed) => listed,
+        Err(e) if retry => {
+            for o in runs
+                .iter_mut()
+                .filter(|o| !gate::judge(&o.fetched).finished())
+            {
+                o.fetched = Fetched::Error {
+                    message: format!("{e:#}"),
+                    retry: true,
+                };
+            }
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    if listed.is_empty() && !retry {
+        bail!(
+            "no BenchmarkRun matches -l {} {}",
+            sel.selector.as_deref().unwrap_or_default(),
+            selection::where_(conn, sel)
+        );
+    }
+    let mut seen: Vec<Observed> = (listed.into_iter())
+        .map(|br| Observed {
+            name: selection::display_name(&br, sel),
+            fetched: Fetched::Found(Box::new(Run::from_benchmark_run(br))),
+        })
+        .collect();
+    let gone: Vec<Observed> = (runs.iter())
+        .filter(|o| !seen.iter().any(|s| s.name == o.name))
+        .map(|o| Observed {
+            name: o.name.clone(),
+            fetched: Fetched::Missing(format!(
+                "BenchmarkRun {} matched -l before and is gone",
+                o.name
+            )),
+        })
+        .collect();
+    seen.extend(gone);
+    *runs = seen;
+    Ok(())
 }
 
 /// Reads one run; `retry` whether an error that may pass (no answer, overload) is retried.

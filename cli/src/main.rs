@@ -2,10 +2,12 @@
 #![forbid(unsafe_code)]
 
 use anyhow::{Context, Result};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use kubectl_msgbench::cluster::ClusterAccess;
 use kubectl_msgbench::gate_cmd::{self, GateArgs};
-use kubectl_msgbench::{browser, compare, export, gate, report, source, stats};
+use kubectl_msgbench::output::{self, Format, Picked, ReportOutput};
+use kubectl_msgbench::selection::{self, Filenames, Selector};
+use kubectl_msgbench::{browser, compare, gate, source, stats};
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,40 +25,44 @@ struct Cli {
     access: ClusterAccess,
 }
 
-/// Where a run is read from besides the cluster.
+/// The runs `report` and `export` read: names, files or a selector.
 #[derive(Args)]
-struct From {
-    /// Read the run from this file instead of the cluster: a BenchmarkRun (YAML or JSON, as
-    /// `kubectl get benchmarkrun X -o yaml` prints it) or a `bench-runner run --output` result.
-    #[arg(long)]
-    file: Option<PathBuf>,
+struct Pick {
+    /// BenchmarkRun names (with one -f: the name of a bench-runner result; a BenchmarkRun
+    /// keeps its own).
+    #[arg(value_name = "RUN")]
+    runs: Vec<String>,
+    #[command(flatten)]
+    files: Filenames,
+    #[command(flatten)]
+    select: Selector,
 }
 
 #[derive(Subcommand)]
 enum Command {
-    /// One self-contained HTML file: latency percentiles, throughput and p99 over time, paired
-    /// ratios, and the tables.
+    /// A run's report on standard output: by default one self-contained HTML page (latency
+    /// percentiles, throughput and p99 over time, paired ratios, and the tables).
     Report {
-        /// BenchmarkRun name (with --file: the name of a bench-runner result; a BenchmarkRun keeps its own).
-        run: String,
         #[command(flatten)]
-        from: From,
-        /// Where to write the HTML.
-        #[arg(short, long, default_value = "report.html")]
-        output: PathBuf,
+        pick: Pick,
+        /// Output format: html, md, json, yaml or csv.
+        #[arg(short, long, value_name = "FORMAT", default_value = "html", value_parser = output::parse_report_output)]
+        output: ReportOutput,
         /// Also render the page in headless Chromium and write a PNG here (e.g. a CI artifact);
         /// fails when the page logs an error or comes out blank.
         #[arg(long)]
         screenshot: Option<PathBuf>,
     },
-    /// The raw figures on standard output.
+    /// The raw figures on standard output: JSON by default.
     Export {
-        /// BenchmarkRun name (with --file: the name of a bench-runner result; a BenchmarkRun keeps its own).
-        run: String,
         #[command(flatten)]
-        from: From,
-        #[arg(long, value_enum)]
-        format: Format,
+        pick: Pick,
+        /// Output format: json, yaml, csv, md or html.
+        #[arg(short, long, value_enum, value_name = "FORMAT")]
+        output: Option<Format>,
+        /// Deprecated spelling of -o.
+        #[arg(long, value_enum, hide = true, conflicts_with = "output")]
+        format: Option<Format>,
     },
     /// Two runs' headline figures side by side with B/A (separate runs: indicative only).
     Compare {
@@ -92,12 +98,6 @@ enum Stats {
     },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum Format {
-    Json,
-    Csv,
-}
-
 /// Errors as one line of causes (`a: b: c`), without the backtrace anyhow would print when
 /// RUST_BACKTRACE is set: a plugin's user needs the reason, not the stack. The gate's errors
 /// exit 2, as its undecided outcomes: 1 means a verdict failed.
@@ -121,30 +121,21 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     let access = &cli.access;
     match cli.command {
         Command::Report {
-            run,
-            from,
+            pick,
             output,
             screenshot,
+        } => report(pick, output, screenshot, access).await?,
+        Command::Export {
+            pick,
+            output,
+            format,
         } => {
-            let run = source::load(&run, access, from.file.as_deref()).await?;
-            let html = report::render(&run)?;
-            std::fs::write(&output, &html)
-                .with_context(|| format!("writing {}", output.display()))?;
-            eprintln!("wrote {}", output.display());
-            if let Some(png) = screenshot {
-                let bytes = browser::screenshot_checked(&html, browser::SCREENSHOT_SIZE)?;
-                std::fs::write(&png, bytes)
-                    .with_context(|| format!("writing {}", png.display()))?;
-                eprintln!("wrote {}", png.display());
+            if format.is_some() {
+                selection::deprecated("--format", "-o/--output");
             }
-        }
-        Command::Export { run, from, format } => {
-            let run = source::load(&run, access, from.file.as_deref()).await?;
-            let text = match format {
-                Format::Json => export::to_json(&run)?,
-                Format::Csv => export::to_csv(&run)?,
-            };
-            print!("{text}");
+            let format = output.or(format).unwrap_or(Format::Json);
+            let picked = pick_runs(&pick, access).await?;
+            print!("{}", output::render(&picked, format)?);
         }
         Command::Compare {
             run_a,
@@ -168,4 +159,42 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+async fn pick_runs(pick: &Pick, access: &ClusterAccess) -> Result<Picked> {
+    output::pick(&pick.runs, &pick.files.paths(), &pick.select, access).await
+}
+
+/// `report`: the format on standard output, or (deprecated `-o FILE`) HTML into that file.
+async fn report(
+    pick: Pick,
+    output: ReportOutput,
+    screenshot: Option<PathBuf>,
+    access: &ClusterAccess,
+) -> Result<()> {
+    let picked = pick_runs(&pick, access).await?;
+    let (format, file) = match output {
+        ReportOutput::Format(f) => (f, None),
+        ReportOutput::LegacyFile(path) => {
+            selection::deprecated("report -o FILE", "-o html > FILE");
+            (Format::Html, Some(path))
+        }
+    };
+    if screenshot.is_some() && format != Format::Html {
+        anyhow::bail!("--screenshot renders the HTML report: use it with -o html");
+    }
+    let text = output::render(&picked, format)?;
+    match &file {
+        Some(path) => {
+            std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("wrote {}", path.display());
+        }
+        None => print!("{text}"),
+    }
+    if let Some(png) = screenshot {
+        let bytes = browser::screenshot_checked(&text, browser::SCREENSHOT_SIZE)?;
+        std::fs::write(&png, bytes).with_context(|| format!("writing {}", png.display()))?;
+        eprintln!("wrote {}", png.display());
+    }
+    Ok(())
 }

@@ -139,3 +139,24 @@ fn ratios(page: &mut Page, run: &Run) -> Result<()> {
         "Each round's ratio against the baseline variant's same round; the estimate is the geometric mean of the rounds' ratios, the bar its 95 % interval (Student t over rounds). Throughput above 1 and latency below 1 are better.");
     Ok(())
 }
+
+/// The report's header and tables (no charts) as GitHub-flavoured Markdown: `-o md`.
+pub fn render_markdown(run: &Run) -> String {
+    let mut md = crate::markdown::Markdown::new();
+    md.title(2, &format!("msgbench report: {}", run.name));
+    md.field("Run", &format!("{} ({})", run.name, run.origin));
+    md.field("Phase", &run.phase());
+    if let Some(v) = &run.status.verdict {
+        md.field("Verdict", &format!("{:?} ({})", v.outcome, v.reason));
+    }
+    if let Some(w) = &run.workload {
+        md.field("Workload", w);
+    }
+    if !run.status.thresholds.is_empty() {
+        md.title(3, "Thresholds");
+        crate::thresholds::table(&mut md, run);
+    }
+    md.title(3, "Figures");
+    tables::figures(&mut md, run);
+    md.finish()
+}

@@ -161,14 +161,8 @@ fn cli(args: &[&str]) -> std::process::Output {
 #[test]
 fn the_binary_exports_reports_and_refuses_a_run_without_results() {
     let f = common::fixture("variants-run.yaml");
-    let out = cli(&[
-        "export",
-        "x",
-        "--file",
-        f.to_str().unwrap(),
-        "--format",
-        "csv",
-    ]);
+    let f = f.to_str().unwrap();
+    let out = cli(&["export", "-f", f, "-o", "csv"]);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
@@ -180,9 +174,9 @@ fn the_binary_exports_reports_and_refuses_a_run_without_results() {
     let out = cli(&[
         "export",
         "mine",
-        "--file",
+        "--filename",
         rr.to_str().unwrap(),
-        "--format",
+        "-o",
         "csv",
     ]);
     let text = String::from_utf8(out.stdout).unwrap();
@@ -194,34 +188,49 @@ fn the_binary_exports_reports_and_refuses_a_run_without_results() {
         "{text}"
     );
 
-    let dir = tempfile::tempdir().unwrap();
-    let html = dir.path().join("r.html");
-    let out = cli(&[
-        "report",
-        "x",
-        "--file",
-        f.to_str().unwrap(),
-        "-o",
-        html.to_str().unwrap(),
-    ]);
+    // kubectl's -o: the report goes to standard output in the format named.
+    let out = cli(&["report", "-f", f]);
     assert!(out.status.success(), "{out:?}");
-    assert!(std::fs::read_to_string(&html)
-        .unwrap()
-        .contains("data-chart=\"paired-ratios\""));
+    let html = String::from_utf8(out.stdout).unwrap();
+    assert!(html.contains("data-chart=\"paired-ratios\""));
+    let out = cli(&["report", "-f", f, "-o", "md"]);
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(md.starts_with("## msgbench report: "), "{md}");
+    assert!(md.contains("| "), "tables: {md}");
+    let out = cli(&["report", "-f", f, "-o", "yaml"]);
+    let yaml: serde_json::Value = serde_norway::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        yaml,
+        serde_json::from_str::<serde_json::Value>(&to_json(&run("variants-run.yaml")).unwrap())
+            .unwrap()
+    );
 
+    // Several runs: one list (JSON), one table with a run column (CSV); one HTML page only.
+    let plain = common::fixture("plain-run.yaml");
+    let two = ["export", "-f", f, "-f", plain.to_str().unwrap()];
+    let out = cli(&[&two[..], &["-o", "json"]].concat());
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list.as_array().map(Vec::len), Some(2), "{list}");
+    let out = cli(&[&two[..], &["-o", "csv"]].concat());
+    let csv = String::from_utf8(out.stdout).unwrap();
+    assert!(csv.starts_with("run,variant,target,"), "{csv}");
+    let out = cli(&[&two[..], &["-o", "html"]].concat());
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("-o html renders one run and 2 were picked"),
+        "{err}"
+    );
+    let out = cli(&["export", "-f", f, "-o", "pdf"]);
+    assert!(!out.status.success(), "an unknown format is refused");
+
+    let dir = tempfile::tempdir().unwrap();
     let mut br = common::plain_run();
     br.status.as_mut().unwrap().result = None;
     br.status.as_mut().unwrap().phase = Some(msgbench_crds::benchmark_run::Phase::Running);
     let pending = dir.path().join("pending.yaml");
     std::fs::write(&pending, serde_norway::to_string(&br).unwrap()).unwrap();
-    let out = cli(&[
-        "export",
-        "x",
-        "--file",
-        pending.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let out = cli(&["export", "-f", pending.to_str().unwrap(), "-o", "json"]);
     assert!(!out.status.success());
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
@@ -232,4 +241,35 @@ fn the_binary_exports_reports_and_refuses_a_run_without_results() {
         !err.contains("panicked") && !err.contains("backtrace"),
         "{err}"
     );
+}
+
+/// The old flags (`--file`, `--format`, `report -o FILE`) work for one minor version and say
+/// on standard error what replaces them.
+#[test]
+fn old_flags_still_work_with_a_warning() {
+    let f = common::fixture("variants-run.yaml");
+    let f = f.to_str().unwrap();
+    let out = cli(&["export", "x", "--file", f, "--format", "csv"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        to_csv(&run("variants-run.yaml")).unwrap()
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("warning: --format is deprecated"), "{err}");
+    assert!(err.contains("warning: --file is deprecated"), "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
+    let out = cli(&["report", "x", "--file", f, "-o", html.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("warning: report -o FILE is deprecated"),
+        "{err}"
+    );
+    assert!(std::fs::read_to_string(&html)
+        .unwrap()
+        .contains("data-chart=\"paired-ratios\""));
 }

@@ -76,9 +76,9 @@ fn runs_read_from_files_exit_0_1_or_2() {
     let (j, m) = (junit.to_str().unwrap(), md.to_str().unwrap());
     let g = gate(
         &[
-            "--file",
+            "-f",
             &passed,
-            "--file",
+            "--filename",
             &failed,
             "--junit",
             j,
@@ -98,8 +98,15 @@ fn runs_read_from_files_exit_0_1_or_2() {
         summary.contains("| errors \\<= 0 | 2 | fail | NOT HELD |"),
         "{summary}"
     );
-    assert_eq!(gate(&["--file", &passed], None).code, 0);
-    let g = gate(&["--file", &passed, "--file", &running], None);
+    // The old spelling still works for one minor version, with a warning.
+    let g = gate(&["--file", &passed], None);
+    assert_eq!(g.code, 0, "{}", g.stderr);
+    assert!(
+        g.stderr.contains("warning: --file is deprecated") && g.stderr.contains("-f/--filename"),
+        "{}",
+        g.stderr
+    );
+    let g = gate(&["-f", &passed, "-f", &running], None);
     assert_eq!(g.code, 2);
     assert!(
         g.stdout.contains("running: not finished (phase Running"),
@@ -107,7 +114,7 @@ fn runs_read_from_files_exit_0_1_or_2() {
         g.stdout
     );
     let runner = common::fixture("runner-result.json");
-    let g = gate(&["--file", runner.to_str().unwrap()], None);
+    let g = gate(&["-f", runner.to_str().unwrap()], None);
     assert_eq!(g.code, 2);
     assert!(
         g.stdout
@@ -115,7 +122,7 @@ fn runs_read_from_files_exit_0_1_or_2() {
         "{}",
         g.stdout
     );
-    assert_eq!(gate(&["--file", "/nonexistent.yaml"], None).code, 2);
+    assert_eq!(gate(&["-f", "/nonexistent.yaml"], None).code, 2);
 }
 
 fn plain() -> Run {
@@ -245,5 +252,96 @@ fn no_api_server_is_2_at_once() {
         g.took < Duration::from_secs(20),
         "not retried for the timeout: {:?}",
         g.took
+    );
+}
+
+/// Two nightly runs (`generateName`): running on the first list, then one passed and one failed.
+fn nightly(n: usize) -> (u16, serde_json::Value) {
+    let (a, b) = if n < 2 {
+        (running(plain(), 1), running(plain(), 1))
+    } else {
+        let failed = finished(plain(), Outcome::Failed, "ThresholdsNotMet", "p99 too high");
+        (
+            finished(plain(), Outcome::Passed, "Succeeded", "ok"),
+            failed,
+        )
+    };
+    let items = vec![
+        benchmark_run("nightly-x7k2p", a),
+        benchmark_run("nightly-q9f3d", b),
+    ];
+    (200, scripted_api::list(items))
+}
+
+fn nightly_passed(_: usize) -> (u16, serde_json::Value) {
+    let ok = || finished(plain(), Outcome::Passed, "Succeeded", "ok");
+    let items = vec![
+        benchmark_run("nightly-a", ok()),
+        benchmark_run("nightly-b", ok()),
+    ];
+    (200, scripted_api::list(items))
+}
+
+fn nothing(_: usize) -> (u16, serde_json::Value) {
+    (200, scripted_api::list(vec![]))
+}
+
+/// `gate -l`: every matching run is gated (one failed: 1), one JUnit testsuite per run; the
+/// selector reaches the API server as a label selector.
+#[test]
+fn a_selector_gates_every_matching_run() {
+    let api = ApiServer::start(&[(scripted_api::LIST, nightly)]);
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("gate.xml");
+    let sel = [
+        "-l",
+        "msgbench.dev/benchmark=nightly",
+        "--junit",
+        junit.to_str().unwrap(),
+    ];
+    let g = gate(&[&sel[..], &FAST].concat(), Some(&api.kubeconfig));
+    assert_eq!(g.code, 1, "{}", g.stderr);
+    assert_eq!(
+        g.stdout,
+        "nightly-q9f3d: Failed (ThresholdsNotMet): p99 too high\nnightly-x7k2p: Passed: ok\n"
+    );
+    assert!(api.reads(scripted_api::LIST) >= 2, "listed until finished");
+    let q = api.queries();
+    assert!(
+        q[0].contains("labelSelector=msgbench.dev%2Fbenchmark%3Dnightly"),
+        "{q:?}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let suites: Vec<_> = (doc.descendants())
+        .filter(|n| n.has_tag_name("testsuite"))
+        .filter_map(|n| n.attribute("name"))
+        .collect();
+    assert_eq!(suites.len(), 2, "{xml}");
+
+    let api = ApiServer::start(&[(scripted_api::LIST_ALL, nightly_passed)]);
+    let sel = ["-A", "-l", "msgbench.dev/benchmark=nightly"];
+    let g = gate(&[&sel[..], &FAST].concat(), Some(&api.kubeconfig));
+    assert_eq!(g.code, 0, "{}", g.stderr);
+    assert_eq!(
+        g.stdout,
+        "ci/nightly-a: Passed: ok\nci/nightly-b: Passed: ok\n"
+    );
+}
+
+/// A selector that matches nothing never passes: 2 at once, saying so.
+#[test]
+fn a_selector_matching_nothing_is_2() {
+    let api = ApiServer::start(&[(scripted_api::LIST, nothing)]);
+    let g = gate(
+        &[&["-l", "app=none"][..], &FAST].concat(),
+        Some(&api.kubeconfig),
+    );
+    assert_eq!(g.code, 2, "{}", g.stderr);
+    assert!(
+        g.stderr
+            .contains("no BenchmarkRun matches -l app=none in namespace ci"),
+        "{}",
+        g.stderr
     );
 }

@@ -176,7 +176,7 @@ fn context_b_and_namespace_before_the_subcommand() {
         "team-x",
         "export",
         RUN,
-        "--format",
+        "-o",
         "json",
     ];
     let out = plugin(&args, None);
@@ -191,7 +191,7 @@ fn context_b_after_the_subcommand_reads_its_namespace() {
     let args = [
         "export",
         RUN,
-        "--format",
+        "-o",
         "json",
         "--kubeconfig",
         kc,
@@ -206,7 +206,7 @@ fn context_b_after_the_subcommand_reads_its_namespace() {
 #[test]
 fn no_flags_use_kubeconfig_env_and_current_context() {
     let s = setup();
-    let out = plugin(&["export", RUN, "--format", "json"], Some(&s.kubeconfig));
+    let out = plugin(&["export", RUN, "-o", "json"], Some(&s.kubeconfig));
     assert_exported(&out);
     assert_only(&s.a, "ns-a", &s.b);
 }
@@ -219,7 +219,7 @@ fn cluster_flag_overrides_the_contexts_cluster() {
     let args = [
         "export",
         RUN,
-        "--format",
+        "-o",
         "json",
         "--kubeconfig",
         kc,
@@ -244,7 +244,7 @@ fn unknown_context_names_the_flag_and_file() {
         "staging",
         "export",
         RUN,
-        "--format",
+        "-o",
         "json",
     ];
     let out = plugin(&args, None);

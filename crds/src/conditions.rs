@@ -3,8 +3,8 @@
 //! ([`ConditionUpdate`]); [`set`] owns the bookkeeping (`observedGeneration`,
 //! `lastTransitionTime`), so every kind follows the same rules.
 //!
-//! Server kinds (JetStreamCluster, MqttBroker, PubSubServer) report [`READY`], [`PROGRESSING`]
-//! and [`DEGRADED`]. A BenchmarkRun reports [`TARGET_READY`], [`RUNNERS_READY`], [`COMPLETE`],
+//! Server kinds (JetStreamCluster, MqttBroker, PubSubServer) report [`READY`], [`PROGRESSING`],
+//! [`DEGRADED`], [`RECONCILING`] and [`STALLED`]. A BenchmarkRun reports [`TARGET_READY`], [`RUNNERS_READY`], [`COMPLETE`],
 //! [`SUCCEEDED`], [`RECONCILING`] and [`STALLED`] (see `BenchmarkRunStatus::conditions`), and
 //! where they apply [`NAMES_SHARED`] and [`STREAMS_DELETED`].
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -38,9 +38,11 @@ pub const RUNNERS_READY: &str = "RunnersReady";
 pub const COMPLETE: &str = "Complete";
 /// The verdict: Unknown until the run ends.
 pub const SUCCEEDED: &str = "Succeeded";
-/// kstatus: the run is in progress.
+/// kstatus (abnormal-true): the controller is still working towards the spec — a run in
+/// progress, a server rolling out.
 pub const RECONCILING: &str = "Reconciling";
-/// kstatus: the run failed; nothing more happens until the spec changes.
+/// kstatus (abnormal-true): the spec cannot be served; nothing more happens until it (or the
+/// install) changes — a failed run, a server whose spec the operator or kubelet refuses.
 pub const STALLED: &str = "Stalled";
 
 /// A condition's status, as the API spells it.
@@ -143,9 +145,9 @@ constructors! {
     complete => COMPLETE;
     /// [`SUCCEEDED`] of a BenchmarkRun.
     succeeded => SUCCEEDED;
-    /// [`RECONCILING`] of a BenchmarkRun.
+    /// [`RECONCILING`] of every kind.
     reconciling => RECONCILING;
-    /// [`STALLED`] of a BenchmarkRun.
+    /// [`STALLED`] of every kind.
     stalled => STALLED;
 }
 

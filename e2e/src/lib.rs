@@ -23,6 +23,6 @@ pub use fixtures::scenarios;
 pub use harness::{
     certs, diagnostics, history, kinds, manifests, nats_auth, runs, secrets, servers, wait,
 };
-pub use probes::{cpu_hog, fault_watch, natsprobe, partition, probe, procfs, toolbox};
+pub use probes::{cpu_hog, fault_watch, kstatus, natsprobe, partition, probe, procfs, toolbox};
 
 pub use harness::{run, TestContext};

@@ -1,6 +1,7 @@
 //! A loopback "API server" for the gate's tests: it answers each read of a named run in
-//! namespace `ci` from a script (the `n`th read gets the script's answer for `n`), 404 for any
-//! other path, one request per connection, and counts the reads.
+//! namespace `ci` from a script (the `n`th read gets the script's answer for `n`), a list of
+//! runs (`-l`) from the script named [`LIST`] (namespace `ci`) or [`LIST_ALL`] (every
+//! namespace), 404 for any other path, one request per connection, and counts the reads.
 #![allow(dead_code)]
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -12,6 +13,18 @@ use std::sync::{Arc, Mutex};
 pub type Script = fn(n: usize) -> (u16, serde_json::Value);
 
 const RUNS_PATH: &str = "/apis/msgbench.dev/v1alpha1/namespaces/ci/benchmarkruns/";
+const LIST_PATH: &str = "/apis/msgbench.dev/v1alpha1/namespaces/ci/benchmarkruns?";
+const LIST_ALL_PATH: &str = "/apis/msgbench.dev/v1alpha1/benchmarkruns?";
+/// The script answering a list of runs in namespace `ci`; [`ApiServer::reads`] counts them.
+pub const LIST: &str = "?list";
+/// The script answering a list of runs in every namespace.
+pub const LIST_ALL: &str = "?list-all";
+
+/// A BenchmarkRunList of `items`, as the API server answers a list.
+pub fn list(items: Vec<serde_json::Value>) -> serde_json::Value {
+    serde_json::json!({"apiVersion": "msgbench.dev/v1alpha1", "kind": "BenchmarkRunList",
+        "metadata": {"resourceVersion": "1"}, "items": items})
+}
 
 pub fn status(code: u16, reason: &str) -> serde_json::Value {
     serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
@@ -23,6 +36,7 @@ pub fn status(code: u16, reason: &str) -> serde_json::Value {
 pub struct ApiServer {
     pub kubeconfig: PathBuf,
     reads: Arc<Mutex<HashMap<String, usize>>>,
+    queries: Arc<Mutex<Vec<String>>>,
     _dir: tempfile::TempDir,
 }
 
@@ -33,18 +47,25 @@ impl ApiServer {
         let scripts: HashMap<String, Script> =
             scripts.iter().map(|(n, s)| (n.to_string(), *s)).collect();
         let reads = Arc::new(Mutex::new(HashMap::new()));
-        let counts = reads.clone();
+        let queries = Arc::new(Mutex::new(Vec::new()));
+        let (counts, seen) = (reads.clone(), queries.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                answer(stream, &scripts, &counts);
+                answer(stream, &scripts, &counts, &seen);
             }
         });
         let dir = tempfile::tempdir().unwrap();
         ApiServer {
             kubeconfig: kubeconfig(dir.path(), &url),
             reads,
+            queries,
             _dir: dir,
         }
+    }
+
+    /// The query strings of the lists asked for, in order.
+    pub fn queries(&self) -> Vec<String> {
+        self.queries.lock().unwrap().clone()
     }
 
     pub fn reads(&self, name: &str) -> usize {
@@ -69,12 +90,21 @@ fn answer(
     stream: TcpStream,
     scripts: &HashMap<String, Script>,
     reads: &Mutex<HashMap<String, usize>>,
+    queries: &Mutex<Vec<String>>,
 ) {
     let request_line = request_line(&stream);
     let path = request_line.split(' ').nth(1).unwrap_or("");
-    let script = path
-        .strip_prefix(RUNS_PATH)
-        .and_then(|n| scripts.get_key_value(n));
+    let listed = [(LIST_PATH, LIST), (LIST_ALL_PATH, LIST_ALL)]
+        .into_iter()
+        .find_map(|(prefix, key)| Some((path.strip_prefix(prefix)?, key)));
+    if let Some((query, _)) = listed {
+        queries.lock().unwrap().push(query.to_string());
+    }
+    let key = match listed {
+        Some((_, key)) => Some(key),
+        None => path.strip_prefix(RUNS_PATH),
+    };
+    let script = key.and_then(|n| scripts.get_key_value(n));
     let (code, body) = match script {
         Some((name, script)) => {
             let mut r = reads.lock().unwrap();

@@ -4,9 +4,11 @@
 //! see, and what a fault did. May touch: pods of a test's namespace; pod processes' /proc and
 //! their network namespaces through this host's iptables and nft (the host sees them on both
 //! flavours); the kubelet's static pod directory (local: on this host; kind: in the node
-//! container); the natsprobe binary (kind: run in the engine's network namespace).
+//! container); the natsprobe binary (kind: run in the engine's network namespace); the kstatusprobe binary
+//! (kstatus on an object read here).
 pub mod cpu_hog;
 pub mod fault_watch;
+pub mod kstatus;
 pub mod natsprobe;
 pub mod partition;
 pub mod probe;

@@ -9,7 +9,7 @@
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Service};
-use kube::api::{Api, ListParams, LogParams, PostParams};
+use kube::api::{Api, DynamicObject, ListParams, LogParams, PostParams};
 use kube::ResourceExt;
 use msgbench_crds::conditions::TARGET_READY;
 use msgbench_crds::RunFailureReason;
@@ -246,6 +246,7 @@ async fn unreachable(ctx: TestContext) -> Result<()> {
         took >= Duration::from_secs(10) && took < Duration::from_secs(40),
         "TargetUnreachable after {took:?}"
     );
+    target_not_ready_beside_the_verdict(&r)?;
     let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &ctx.ns);
     let lp = ListParams::default().labels("app.kubernetes.io/instance=no-endpoints");
     ensure!(
@@ -267,6 +268,7 @@ async fn unreachable(ctx: TestContext) -> Result<()> {
         m.contains("nats://127.0.0.1:4222") && m.contains("connect attempt(s)"),
         "verdict message: {m}"
     );
+    target_not_ready_beside_the_verdict(&r)?;
     ensure!(
         s(&r, "/status/startTime") == &Value::Null,
         "never released: {}",
@@ -278,5 +280,16 @@ async fn unreachable(ctx: TestContext) -> Result<()> {
         "TargetUnreachable after {took:?}"
     );
     println!("no endpoints: {:?}; refused: {took:?}", t0.elapsed());
+    Ok(())
+}
+
+/// An unreachable target was not ready: TargetReady ends False with the verdict's reason, never
+/// True beside a TargetUnreachable verdict.
+fn target_not_ready_beside_the_verdict(r: &DynamicObject) -> Result<()> {
+    let c = kinds::condition(r, TARGET_READY).context("TargetReady condition")?;
+    ensure!(
+        c["status"] == "False" && c["reason"] == RunFailureReason::TargetUnreachable.as_str(),
+        "TargetReady beside a TargetUnreachable verdict: {c}"
+    );
     Ok(())
 }

@@ -17,6 +17,7 @@ mod faults_disabled;
 mod finished_runs;
 mod image_policy;
 mod jetstream_cluster;
+mod kstatus;
 mod kubelet_refusal;
 mod leader_election;
 mod leader_partition;

@@ -314,8 +314,7 @@ async fn plugin_reads_the_named_context(ctx: &TestContext) -> Result<()> {
     let plugin = |extra: &[&str]| {
         let mut cmd = std::process::Command::new(registry::plugin_binary());
         cmd.arg("--kubeconfig").arg(&file).args(extra);
-        cmd.args(["export", "quickstart", "--format", "json"])
-            .output()
+        cmd.args(["export", "quickstart", "-o", "json"]).output()
     };
     let named = plugin(&["--context", "registry-e2e"])?;
     let current = plugin(&[])?;

@@ -187,7 +187,7 @@ spec:
     let metrics = msgbench_e2e::probe::operator_metrics(&ctx.client).await?;
     for v in ["r1", "r2"] {
         let series = format!(
-            "msgbench_benchmark_receive_rate{{benchmarkrun=\"js-r1-vs-r2\",namespace=\"{}\",variant=\"{v}\"}}",
+            "msgbench_benchmark_receive_rate_messages_per_second{{benchmarkrun=\"js-r1-vs-r2\",namespace=\"{}\",variant=\"{v}\"}}",
             ctx.ns
         );
         ensure!(
@@ -195,7 +195,7 @@ spec:
             "no {series} on the operator's /metrics"
         );
         let trend = format!(
-            "msgbench_benchmark_trend_delivery_rate{{benchmark=\"{TREND_NAME}\",namespace=\"{}\",variant=\"{v}\"}}",
+            "msgbench_benchmark_trend_delivery_rate_messages_per_second{{benchmark=\"{TREND_NAME}\",namespace=\"{}\",variant=\"{v}\"}}",
             ctx.ns
         );
         ensure!(
@@ -305,7 +305,7 @@ async fn trend_outlives_the_run(ctx: &TestContext, api: &Api<DynamicObject>) -> 
     wait::until_deleted(api, "js-r1-vs-r2", Duration::from_secs(60)).await?;
     let per_run = format!("benchmarkrun=\"js-r1-vs-r2\",namespace=\"{}\"", ctx.ns);
     let trend = format!(
-        "msgbench_benchmark_trend_delivery_rate{{benchmark=\"{TREND_NAME}\",namespace=\"{}\",variant=\"r2\"}}",
+        "msgbench_benchmark_trend_delivery_rate_messages_per_second{{benchmark=\"{TREND_NAME}\",namespace=\"{}\",variant=\"r2\"}}",
         ctx.ns
     );
     let metrics = wait::poll(

@@ -1,5 +1,5 @@
 //! The server kinds' core: what each kind (`jetstream`, `mqtt`, `pubsub`) builds from its spec,
-//! the rules admission cannot check (`validate`), and the status a pass computes (`status`).
+//! the rules admission cannot check (`validate`), and the status a pass computes (`status`, with `kstatus`'s Reconciling/Stalled).
 //! May: compute from its arguments. May not: read a clock, the network or the API server; the
 //! operator's `server::reconcile` observes the pods, applies the children and writes the
 //! status.
@@ -9,6 +9,7 @@ pub mod decide;
 pub mod fence;
 pub mod jetstream;
 pub mod kind;
+pub mod kstatus;
 pub mod mqtt;
 pub mod pubsub;
 pub mod status;

@@ -1,8 +1,9 @@
-//! Status from observations: Ready/Progressing/Degraded with reasons, and the tuning that took
-//! effect. Pure, so every branch is unit-tested; `lastTransitionTime` only moves on a change.
+//! Status from observations: Ready/Progressing/Degraded with reasons, Reconciling/Stalled for
+//! kstatus (`super::kstatus`), and the tuning that took effect. Pure, so every branch is unit-tested; `lastTransitionTime` only moves on a change.
 
 use crate::fault_policy::FaultRefusal;
 use crate::pod_observer::{is_transient_rejection, PodObservation, REJECTION_REASONS};
+use crate::server::kstatus::{self, Obstacles, Said};
 use crate::server::validate::SpecViolation;
 use crate::status_text::set_condition;
 use crate::tuning::is_integer_cpu;
@@ -18,6 +19,16 @@ pub struct Hold {
     /// A transient refusal: when the workload is scaled up again to retry. `None`: held until
     /// the spec changes.
     pub retry_at: Option<Time>,
+}
+
+impl Hold {
+    /// The refusal's own words, without what a previous pass added about the scaling.
+    pub fn refusal(&self) -> &str {
+        match self.message.find("; scaled to 0") {
+            Some(i) => &self.message[..i],
+            None => &self.message,
+        }
+    }
 }
 
 /// Pause after a transient kubelet refusal (OutOfcpu, ...) before the workload is scaled up
@@ -96,9 +107,6 @@ pub fn hold_for(
     })
 }
 
-/// One condition's (status, reason, message).
-type Said = (bool, String, String);
-
 pub fn compute(input: &StatusInput<'_>) -> ServerStatus {
     let pods = input.pods;
     let (ready, progressing, degraded) = if !input.violations.is_empty() {
@@ -108,10 +116,18 @@ pub fn compute(input: &StatusInput<'_>) -> ServerStatus {
     } else {
         served(input)
     };
+    let obstacles = Obstacles {
+        violations: input.violations,
+        hold: input.hold,
+        fault_refusal: input.fault_refusal,
+    };
+    let (reconciling, stalled) = kstatus::reconciling_and_stalled(&obstacles, &progressing);
     let updates = [
         update(conditions::ready, ready),
         update(conditions::progressing, progressing),
         update(conditions::degraded, degraded),
+        update(conditions::reconciling, reconciling),
+        update(conditions::stalled, stalled),
     ];
     ServerStatus {
         conditions: server_conditions(input, updates),
@@ -148,10 +164,7 @@ fn invalid(violations: &[SpecViolation]) -> (Said, Said, Said) {
 
 /// ... of a workload held at 0 replicas after a kubelet refusal.
 fn held(hold: &Hold) -> (Said, Said, Said) {
-    let base = match hold.message.find("; scaled to 0") {
-        Some(i) => &hold.message[..i],
-        None => &hold.message,
-    };
+    let base = hold.refusal();
     let msg = match &hold.retry_at {
         Some(t) => format!("{base}; scaled to 0 replicas, retrying at {}", t.0),
         None => format!("{base}; scaled to 0 replicas until the spec changes"),
@@ -222,10 +235,10 @@ fn update(
     make(status.into(), reason, message)
 }
 
-/// Exactly the kind's three conditions, in order; each keeps its previous transition time
+/// Exactly the kind's five conditions, in order; each keeps its previous transition time
 /// unless its status flipped (the setter's rule). Pod events and kubelet messages may carry
 /// escapes and newlines: `set_condition` makes them plain.
-fn server_conditions(input: &StatusInput<'_>, updates: [ConditionUpdate; 3]) -> Vec<Condition> {
+fn server_conditions(input: &StatusInput<'_>, updates: [ConditionUpdate; 5]) -> Vec<Condition> {
     let previous = input.previous.map_or(&[][..], |p| p.conditions.as_slice());
     let mut out = Vec::with_capacity(updates.len());
     for u in updates {

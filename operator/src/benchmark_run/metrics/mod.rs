@@ -6,6 +6,11 @@
 //! for months, and a series per run kept them all in memory and in every scrape (1,000
 //! finished runs: 7,000 series, 14 MiB per scrape; heaptrack, `bench/operator run history`).
 //! Prometheus keeps what it scraped; the trend series (`trend.rs`) carry each benchmark on.
+//!
+//! Names follow Prometheus' conventions: a unit suffix (`_messages_per_second`, `_seconds`)
+//! and quantiles as a `quantile` label. The names before them (`benchmark_delivery_rate`,
+//! `benchmark_latency_p99_seconds`, ...) are exported beside them for one minor version, their
+//! HELP saying which name replaces them ([`Figure`]).
 pub mod trend;
 
 use msgbench_crds::benchmark_run::{BenchmarkRunStatus, Outcome, RunResult, Verdict};
@@ -18,13 +23,77 @@ use std::sync::{Mutex, OnceLock};
 pub const MAX_RUN_SERIES: usize = 200;
 
 struct Gauges {
-    delivery_rate: GaugeVec,
-    receive_rate: GaugeVec,
-    publish_rate: GaugeVec,
+    delivery_rate: Figure,
+    receive_rate: Figure,
+    publish_rate: Figure,
     delivered_ratio: GaugeVec,
-    p50: GaugeVec,
-    p99: GaugeVec,
+    p50: Figure,
+    p99: Figure,
     passed: GaugeVec,
+}
+
+/// One figure under its current name (with its `quantile`, if any) and, deprecated, under the
+/// name it had before (without the quantile label), both set and removed together.
+pub(super) struct Figure {
+    current: GaugeVec,
+    quantile: Option<&'static str>,
+    deprecated: GaugeVec,
+}
+
+impl Figure {
+    /// `current` (registered once, shared by the quantiles of one family) and the old family
+    /// `old` registered here with a HELP that names the replacement.
+    pub(super) fn new(
+        registry: &Registry,
+        current: &GaugeVec,
+        quantile: Option<&'static str>,
+        (old, help): (&str, &str),
+        labels: &[&str],
+    ) -> Option<Figure> {
+        let new_name = format!("{EXPOSED_PREFIX}{}", fq_name(current));
+        let instead = match quantile {
+            Some(q) => format!("{new_name}{{quantile=\"{q}\"}}"),
+            None => new_name,
+        };
+        let help =
+            format!("Deprecated, removed after the next minor release: use {instead}. {help}");
+        Some(Figure {
+            current: current.clone(),
+            quantile,
+            deprecated: registered(registry, old, &help, labels)?,
+        })
+    }
+
+    pub(super) fn set(&self, labels: &[&str], v: f64) {
+        self.current.with_label_values(&self.labels(labels)).set(v);
+        self.deprecated.with_label_values(labels).set(v);
+    }
+
+    /// Absent series (e.g. no latency yet) are fine to skip.
+    pub(super) fn remove(&self, labels: &[&str]) {
+        let _ = self.current.remove_label_values(&self.labels(labels));
+        let _ = self.deprecated.remove_label_values(labels);
+    }
+
+    pub(super) fn reset(&self) {
+        self.current.reset();
+        self.deprecated.reset();
+    }
+
+    /// The current series' value.
+    #[cfg(test)]
+    pub(super) fn get(&self, labels: &[&str]) -> f64 {
+        self.current.with_label_values(&self.labels(labels)).get()
+    }
+
+    fn labels<'a>(&self, labels: &[&'a str]) -> Vec<&'a str> {
+        labels.iter().copied().chain(self.quantile).collect()
+    }
+
+    /// Both families, for gathering (a shared current family may come twice).
+    pub(super) fn families(&self) -> [&GaugeVec; 2] {
+        [&self.current, &self.deprecated]
+    }
 }
 
 static GAUGES: OnceLock<Option<Gauges>> = OnceLock::new();
@@ -91,49 +160,86 @@ impl Exported {
 }
 
 impl Gauges {
-    fn all(&self) -> [&GaugeVec; 7] {
+    fn figures(&self) -> [&Figure; 5] {
+        let s = self;
         [
-            &self.delivery_rate,
-            &self.receive_rate,
-            &self.publish_rate,
-            &self.delivered_ratio,
-            &self.p50,
-            &self.p99,
-            &self.passed,
+            &s.delivery_rate,
+            &s.receive_rate,
+            &s.publish_rate,
+            &s.p50,
+            &s.p99,
         ]
     }
+
+    /// Every family once (p50 and p99 share `benchmark_latency_seconds`).
+    fn all(&self) -> Vec<&GaugeVec> {
+        let mut out: Vec<&GaugeVec> = vec![&self.delivered_ratio, &self.passed];
+        for f in self.figures() {
+            for v in f.families() {
+                if !out.iter().any(|o| fq_name(o) == fq_name(v)) {
+                    out.push(v);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The labels of a run's series.
+const LABELS: [&str; 3] = ["namespace", "benchmarkrun", "variant"];
+
+/// The prefix the operator's registry gives every family (`runtime::metrics`): deprecation
+/// notes name the series as a scrape shows it.
+const EXPOSED_PREFIX: &str = "msgbench_";
+
+fn fq_name(v: &GaugeVec) -> String {
+    v.desc()
+        .first()
+        .map_or(String::new(), |d| d.fq_name.clone())
 }
 
 fn gauges(registry: &Registry) -> Option<&'static Gauges> {
     GAUGES
         .get_or_init(|| {
-            let g = |name: &str, help: &str| {
-                registered(
-                    registry,
-                    name,
-                    help,
-                    &["namespace", "benchmarkrun", "variant"],
-                )
+            let g = |name: &str, help: &str| registered(registry, name, help, &LABELS);
+            let rate = |name: &str, old: &str, help: &str| {
+                let current = g(name, help)?;
+                Figure::new(registry, &current, None, (old, help), &LABELS)
+            };
+            let with_quantile = [LABELS[0], LABELS[1], LABELS[2], "quantile"];
+            let latency = registered(
+                registry,
+                "benchmark_latency_seconds",
+                "Latest merged end-to-end latency at the quantile",
+                &with_quantile,
+            )?;
+            let quantile = |q, old: &str, help: &str| {
+                Figure::new(registry, &latency, Some(q), (old, help), &LABELS)
             };
             Some(Gauges {
-                delivery_rate: g(
+                delivery_rate: rate(
+                    "benchmark_delivery_rate_messages_per_second",
                     "benchmark_delivery_rate",
                     "Latest merged unique deliveries/s end to end (the like-for-like rate)",
                 )?,
-                receive_rate: g(
+                receive_rate: rate(
+                    "benchmark_receive_rate_messages_per_second",
                     "benchmark_receive_rate",
                     "Latest merged receive rate, messages/s",
                 )?,
-                publish_rate: g(
+                publish_rate: rate(
+                    "benchmark_publish_rate_messages_per_second",
                     "benchmark_publish_rate",
                     "Latest merged publish rate, messages/s",
                 )?,
                 delivered_ratio: g("benchmark_delivered_ratio", "Latest received/expected")?,
-                p50: g(
+                p50: quantile(
+                    "0.5",
                     "benchmark_latency_p50_seconds",
                     "Latest merged end-to-end p50 latency",
                 )?,
-                p99: g(
+                p99: quantile(
+                    "0.99",
                     "benchmark_latency_p99_seconds",
                     "Latest merged end-to-end p99 latency",
                 )?,
@@ -211,18 +317,18 @@ pub fn observe(
     drop(exported);
     let l = [ns, name, variant];
     match r.delivery_rate {
-        Some(d) => g.delivery_rate.with_label_values(&l).set(d),
+        Some(d) => g.delivery_rate.set(&l, d),
         // No end-to-end window: no sample, never 0.
-        None => drop(g.delivery_rate.remove_label_values(&l)),
+        None => g.delivery_rate.remove(&l),
     }
-    g.receive_rate.with_label_values(&l).set(r.receive_rate);
-    g.publish_rate.with_label_values(&l).set(r.publish_rate);
+    g.receive_rate.set(&l, r.receive_rate);
+    g.publish_rate.set(&l, r.publish_rate);
     g.delivered_ratio
         .with_label_values(&l)
         .set(r.delivered_ratio);
     if let Some(lat) = &r.latency {
-        g.p50.with_label_values(&l).set(lat.p50_ms / 1000.0);
-        g.p99.with_label_values(&l).set(lat.p99_ms / 1000.0);
+        g.p50.set(&l, lat.p50_ms / 1000.0);
+        g.p99.set(&l, lat.p99_ms / 1000.0);
     }
     let passed = v.is_some_and(|v| v.outcome == Outcome::Passed);
     g.passed
@@ -253,9 +359,11 @@ pub fn prune(exists: impl Fn(&str, &str) -> bool) -> usize {
 }
 
 fn remove_series(g: &Gauges, (ns, name, variant): &SeriesKey) {
-    for v in g.all() {
-        // Absent series (e.g. no latency yet) are fine to skip.
-        let _ = v.remove_label_values(&[ns, name, variant]);
+    let l = [ns.as_str(), name, variant];
+    g.figures().iter().for_each(|f| f.remove(&l));
+    for v in [&g.delivered_ratio, &g.passed] {
+        // Absent series are fine to skip.
+        let _ = v.remove_label_values(&l);
     }
 }
 
@@ -322,7 +430,12 @@ mod tests {
         observe_status(&reg, "ns-variants", "js", &status);
         let text = render();
         for (variant, rate) in [("r1", 200), ("r2", 150)] {
-            for metric in ["benchmark_receive_rate", "benchmark_delivery_rate"] {
+            for metric in [
+                "benchmark_receive_rate_messages_per_second",
+                "benchmark_delivery_rate_messages_per_second",
+                "benchmark_receive_rate",
+                "benchmark_delivery_rate",
+            ] {
                 let line = format!(
                     "{metric}{{benchmarkrun=\"js\",namespace=\"ns-variants\",variant=\"{variant}\"}} {rate}"
                 );
@@ -359,6 +472,40 @@ mod tests {
         );
         // Idempotent: nothing more to prune.
         assert_eq!(prune(|ns, name| ns != "ns-prune" || name == "kept"), 0);
+    }
+
+    /// The latency is one family with a `quantile` label; the old per-quantile names stay for
+    /// one minor version, their HELP naming the replacement.
+    #[test]
+    fn latency_quantiles_are_a_label_and_the_old_names_say_they_are_deprecated() {
+        let reg = Registry::new();
+        let r = RunResult {
+            delivery_rate: Some(900.0),
+            latency: Some(LatencySummary {
+                p50_ms: 1.5,
+                p99_ms: 4.0,
+                ..LatencySummary::default()
+            }),
+            ..RunResult::default()
+        };
+        observe(&reg, "ns-quantiles", "q", ("", i64::MAX), &r, None);
+        let text = render();
+        let run = r#"benchmarkrun="q",namespace="ns-quantiles""#;
+        for line in [
+            format!(r#"benchmark_latency_seconds{{{run},quantile="0.5",variant=""}} 0.0015"#),
+            format!(r#"benchmark_latency_seconds{{{run},quantile="0.99",variant=""}} 0.004"#),
+            format!(r#"benchmark_latency_p99_seconds{{{run},variant=""}} 0.004"#),
+            "# HELP benchmark_latency_p99_seconds Deprecated, removed after the next minor \
+             release: use msgbench_benchmark_latency_seconds{quantile=\"0.99\"}."
+                .to_string(),
+            "# HELP benchmark_delivery_rate Deprecated, removed after the next minor release: \
+             use msgbench_benchmark_delivery_rate_messages_per_second."
+                .to_string(),
+        ] {
+            assert!(text.contains(&line), "missing {line} in\n{text}");
+        }
+        assert_eq!(prune(|ns, _| ns != "ns-quantiles"), 1);
+        assert!(!render().contains("ns-quantiles"), "pruned with both names");
     }
 
     fn key(name: &str) -> SeriesKey {

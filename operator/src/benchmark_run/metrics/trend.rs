@@ -6,6 +6,7 @@
 //!
 //! The name: the run's `msgbench.dev/benchmark` label, else its `generateName` without the
 //! trailing `-`; a run with neither has no trend (its object name is not stable).
+use super::{registered, Figure};
 use kube::ResourceExt;
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Outcome, Phase, RunResult};
 use prometheus::{GaugeVec, Registry};
@@ -54,25 +55,27 @@ pub fn points(status: &BenchmarkRunStatus) -> Vec<TrendPoint> {
 }
 
 struct TrendGauges {
-    delivery_rate: GaugeVec,
-    receive_rate: GaugeVec,
-    p99: GaugeVec,
+    delivery_rate: Figure,
+    receive_rate: Figure,
+    p99: Figure,
     passed: GaugeVec,
     finished: GaugeVec,
 }
 
 impl TrendGauges {
-    fn all(&self) -> [&GaugeVec; 5] {
-        let s = self;
-        [
-            &s.delivery_rate,
-            &s.receive_rate,
-            &s.p99,
-            &s.passed,
-            &s.finished,
-        ]
+    fn figures(&self) -> [&Figure; 3] {
+        [&self.delivery_rate, &self.receive_rate, &self.p99]
+    }
+
+    #[cfg(test)]
+    fn all(&self) -> Vec<&GaugeVec> {
+        let figures = self.figures().into_iter().flat_map(Figure::families);
+        figures.chain([&self.passed, &self.finished]).collect()
     }
 }
+
+/// The labels of a benchmark's trend series.
+const LABELS: [&str; 3] = ["namespace", "benchmark", "variant"];
 
 static TREND_GAUGES: OnceLock<Option<TrendGauges>> = OnceLock::new();
 /// (namespace, benchmark, variant) -> finish time of the run exported for it.
@@ -81,26 +84,37 @@ static LATEST: Mutex<BTreeMap<SeriesKey, f64>> = Mutex::new(BTreeMap::new());
 fn trend_gauges(registry: &Registry) -> Option<&'static TrendGauges> {
     TREND_GAUGES
         .get_or_init(|| {
-            let g = |name: &str, help: &str| {
-                crate::benchmark_run::metrics::registered(
-                    registry,
-                    name,
-                    help,
-                    &["namespace", "benchmark", "variant"],
-                )
+            let g = |name: &str, help: &str| registered(registry, name, help, &LABELS);
+            let rate = |name: &str, old: &str, help: &str| {
+                let current = g(name, help)?;
+                Figure::new(registry, &current, None, (old, help), &LABELS)
             };
+            let latency = registered(
+                registry,
+                "benchmark_trend_latency_seconds",
+                "Latest finished run of the benchmark: end-to-end latency at the quantile",
+                &[LABELS[0], LABELS[1], LABELS[2], "quantile"],
+            )?;
             Some(TrendGauges {
-                delivery_rate: g(
+                delivery_rate: rate(
+                    "benchmark_trend_delivery_rate_messages_per_second",
                     "benchmark_trend_delivery_rate",
                     "Latest finished run of the benchmark: unique deliveries/s end to end",
                 )?,
-                receive_rate: g(
+                receive_rate: rate(
+                    "benchmark_trend_receive_rate_messages_per_second",
                     "benchmark_trend_receive_rate",
                     "Latest finished run of the benchmark: receive rate, messages/s",
                 )?,
-                p99: g(
-                    "benchmark_trend_latency_p99_seconds",
-                    "Latest finished run of the benchmark: end-to-end p99 latency",
+                p99: Figure::new(
+                    registry,
+                    &latency,
+                    Some("0.99"),
+                    (
+                        "benchmark_trend_latency_p99_seconds",
+                        "Latest finished run of the benchmark: end-to-end p99 latency",
+                    ),
+                    &LABELS,
                 )?,
                 passed: g(
                     "benchmark_trend_passed",
@@ -118,7 +132,8 @@ fn trend_gauges(registry: &Registry) -> Option<&'static TrendGauges> {
 /// Removes every benchmark's trend series (see `metrics::forget_all`).
 pub fn forget_all() {
     if let Some(g) = TREND_GAUGES.get().and_then(Option::as_ref) {
-        g.all().iter().for_each(|v| v.reset());
+        g.figures().iter().for_each(|f| f.reset());
+        [&g.passed, &g.finished].iter().for_each(|v| v.reset());
     }
     if let Ok(mut latest) = LATEST.lock() {
         latest.clear();
@@ -144,14 +159,14 @@ pub fn observe_run(registry: &Registry, br: &BenchmarkRun, status: &BenchmarkRun
         }
         let l = [ns.as_str(), name.as_str(), p.variant.as_str()];
         match p.delivery_rate {
-            Some(d) => g.delivery_rate.with_label_values(&l).set(d),
+            Some(d) => g.delivery_rate.set(&l, d),
             // No sample rather than a stale or zero one.
-            None => drop(g.delivery_rate.remove_label_values(&l)),
+            None => g.delivery_rate.remove(&l),
         }
-        g.receive_rate.with_label_values(&l).set(p.receive_rate);
+        g.receive_rate.set(&l, p.receive_rate);
         match p.p99_seconds {
-            Some(s) => g.p99.with_label_values(&l).set(s),
-            None => drop(g.p99.remove_label_values(&l)),
+            Some(s) => g.p99.set(&l, s),
+            None => g.p99.remove(&l),
         }
         g.passed
             .with_label_values(&l)
@@ -167,8 +182,10 @@ type SeriesKey = (String, String, String);
 /// Keeps at most [`MAX_SERIES`] series sets, dropping the ones whose run finished longest ago.
 fn evict_oldest(g: &TrendGauges, latest: &mut BTreeMap<SeriesKey, f64>) {
     for k in beyond_capacity(latest, MAX_SERIES) {
-        for v in g.all() {
-            let _ = v.remove_label_values(&[&k.0, &k.1, &k.2]);
+        let l = [k.0.as_str(), &k.1, &k.2];
+        g.figures().iter().for_each(|f| f.remove(&l));
+        for v in [&g.passed, &g.finished] {
+            let _ = v.remove_label_values(&l);
         }
         latest.remove(&k);
     }

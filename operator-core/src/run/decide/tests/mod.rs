@@ -546,6 +546,13 @@ fn a_ready_target_without_endpoints_is_waited_for_then_target_unreachable() {
         "{}",
         message(&d)
     );
+    assert_eq!(
+        condition(&d, cond::TARGET_READY),
+        (
+            "False".into(),
+            RunFailureReason::TargetUnreachable.to_string()
+        )
+    );
 }
 
 #[test]
@@ -931,13 +938,32 @@ fn a_failed_runner_pod_fails_the_run_with_its_own_reason() {
 /// fails with the runner's reason and TargetReady ends False with it, not True beside it.
 #[test]
 fn a_target_that_refused_the_runners_ends_target_ready_false() {
-    use runner_api::termination::{RunnerGaveUp, Termination};
+    use runner_api::termination::RunnerGaveUp;
+    for (gave_up, why, reason) in [
+        (
+            RunnerGaveUp::TargetAuthFailed,
+            "nats: Authorization Violation",
+            RunFailureReason::TargetAuthFailed,
+        ),
+        (
+            RunnerGaveUp::TargetUnreachable,
+            "target nats://127.0.0.1:4222 unreachable: 3 connect attempt(s) failed",
+            RunFailureReason::TargetUnreachable,
+        ),
+    ] {
+        refused_runners_end_target_ready_false(gave_up, why, reason);
+    }
+}
+
+fn refused_runners_end_target_ready_false(
+    gave_up: runner_api::termination::RunnerGaveUp,
+    why: &str,
+    reason: RunFailureReason,
+) {
+    use runner_api::termination::Termination;
     let br = run(1, "");
     let mut failed = pod(0, "Failed", false);
-    let said = Termination::new(
-        RunnerGaveUp::TargetAuthFailed,
-        "nats: Authorization Violation",
-    );
+    let said = Termination::new(gave_up, why);
     let state: k8s_openapi::api::core::v1::ContainerStatus = serde_json::from_value(json!({
         "name": "runner", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
         "state": {"terminated": {"exitCode": 2, "reason": "Error", "message": said.to_json()}},
@@ -958,7 +984,7 @@ fn a_target_that_refused_the_runners_ends_target_ready_false() {
         &at(T0),
     );
     let d = decide_at(&br, &st, &obs);
-    let reason = RunFailureReason::TargetAuthFailed.to_string();
+    let reason = reason.to_string();
     assert_eq!(verdict(&d), (Some(Phase::Failed), reason.clone()));
     assert_eq!(condition(&d, cond::TARGET_READY), ("False".into(), reason));
     // A failure that is not the target's leaves TargetReady as it was.

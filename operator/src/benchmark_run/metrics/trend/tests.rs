@@ -93,8 +93,11 @@ fn the_latest_finished_run_wins_and_an_older_one_changes_nothing() {
     let text = render();
     let l = r#"{benchmark="trend-order",namespace="ns-trend",variant="r1"}"#;
     for line in [
+        format!("benchmark_trend_delivery_rate_messages_per_second{l} 900"),
         format!("benchmark_trend_delivery_rate{l} 900"),
         format!("benchmark_trend_passed{l} 1"),
+        r#"benchmark_trend_latency_seconds{benchmark="trend-order",namespace="ns-trend",quantile="0.99",variant="r1"} 0.004"#
+            .to_string(),
         format!("benchmark_trend_latency_p99_seconds{l} 0.004"),
         format!("benchmark_trend_finished_timestamp_seconds{l} 2000"),
     ] {
@@ -104,7 +107,7 @@ fn the_latest_finished_run_wins_and_an_older_one_changes_nothing() {
     observe_run(&reg, &br, &finished(3_000_000, 50.0, Outcome::Failed));
     let g = TREND_GAUGES.get().and_then(Option::as_ref).unwrap();
     let labels = ["ns-trend", "trend-order", "r1"];
-    assert_eq!(g.delivery_rate.with_label_values(&labels).get(), 50.0);
+    assert_eq!(g.delivery_rate.get(&labels), 50.0);
     assert_eq!(g.passed.with_label_values(&labels).get(), 0.0);
 }
 
