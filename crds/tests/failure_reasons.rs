@@ -13,7 +13,7 @@ const SCANNED: &[&str] = &["operator-core/src", "operator/src", "cli/src"];
 /// Literals spelt like a run reason that are someone else's word: (file, literal, whose). Each
 /// must stay a single named constant, so it appears exactly once in its file.
 const NOT_OURS: &[(&str, &str, &str)] = &[(
-    "operator-core/src/run/runner_failure.rs",
+    "operator-core/src/run/runners/runner_failure.rs",
     "DeadlineExceeded",
     "Kubernetes' reason of a Job or pod past activeDeadlineSeconds",
 )];

@@ -5,7 +5,7 @@ use crate::server::status::{compute, Hold, ServerReport, StatusInput};
 use crate::server::validate::SpecViolation;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::common::{Resources, ServerStatus, Tuning};
-use msgbench_crds::conditions::{self, RECONCILING, STALLED};
+use msgbench_crds::conditions::{self, INVALID_SPEC, RECONCILING, STALLED};
 
 fn at(s: i64) -> Time {
     Time(k8s_openapi::jiff::Timestamp::from_second(s).unwrap())
@@ -111,7 +111,7 @@ fn an_invalid_spec_stalls_and_a_fixed_one_reconciles_again() {
     let bad = compute(&i);
     assert_eq!(
         kstatus(&bad),
-        pair(("False", "InvalidSpec"), ("True", "InvalidSpec"))
+        pair(("False", INVALID_SPEC), ("True", INVALID_SPEC))
     );
     let stalled = conditions::get(&bad.conditions, STALLED).unwrap();
     assert_eq!(stalled.message, "metadata.name: at most 52 characters");
