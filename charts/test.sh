@@ -114,7 +114,7 @@ fi
 if helm template msgbench "$CHART" --kube-version "$KUBE_VERSION" >/dev/null 2>"$work/err"; then
   fail "the source chart rendered without images.registry (no release digests)"
 elif grep -q 'images.registry is empty' "$work/err" && grep -q 'make push REGISTRY=' "$work/err" \
-  && grep -q 'oci://ghcr.io/msgbench/charts/msgbench' "$work/err"; then
+  && grep -q 'oci://ghcr.io/msgbench/charts/msgbench' "$work/err" && grep -q 'images.preloaded=true' "$work/err"; then
   pass "the source chart without images.registry fails, saying what to set"
 else
   fail "the source chart failed without saying what to set: $(tr '\n' ' ' < "$work/err")"
@@ -130,8 +130,9 @@ fi
 e2e_values="$(. e2e/contract.env && echo "$CHART_E2E_VALUES")"
 helm template msgbench "$CHART" --kube-version "$KUBE_VERSION" -f "$e2e_values" > "$work/e2e.yaml" \
   && grep -q 'image: "ghcr.io/msgbench/operator:0.1.0"' "$work/e2e.yaml" \
-  && pass "the e2e values ($e2e_values) render the source chart, with the images the local cluster holds" \
-  || fail "the e2e values ($e2e_values) do not render the source chart with ghcr.io/msgbench/operator:0.1.0"
+  && grep -q 'docker.io/bytebeamio/rumqttd:0.19.0' "$work/e2e.yaml" \
+  && pass "the e2e values ($e2e_values) render the source chart, every image under its default name" \
+  || fail "the e2e values ($e2e_values) do not render the source chart with the default image names"
 
 # 3. The schema rejects bad values, naming the field.
 reject() { # reject <what> <expected text in the error> <helm args...>

@@ -61,16 +61,17 @@ image's own registry; an empty tag is the chart's appVersion; a digest pins the 
 
 {{/* The source chart names images no registry serves until a release writes their digests in
 (.github/workflows/release.yml) or `make push` fills a registry of one's own: without either, stop
-at render time rather than end in ImagePullBackOff. */}}
+at render time rather than end in ImagePullBackOff. `images.preloaded` says the nodes already hold
+the images under their default names (`make images` on the local cluster, `kind load`). */}}
 {{- define "msgbench.requireImages" -}}
 {{- $images := .Values.images -}}
-{{- if not $images.registry -}}
+{{- if not (or $images.registry $images.preloaded) -}}
 {{- $missing := list -}}
 {{- range $key := list "operator" "benchRunner" "pubsubServer" "nats" "mosquitto" -}}
 {{- if not (index $images $key).digest -}}{{- $missing = append $missing $key -}}{{- end -}}
 {{- end -}}
 {{- if $missing -}}
-{{- fail (printf "images.registry is empty and images.{%s}.digest are not set: this is the source chart, whose images no registry serves. Install the published chart (helm install msgbench oci://ghcr.io/msgbench/charts/msgbench), or build and push the images (make push REGISTRY=registry.example.com/team) and set images.registry=registry.example.com/team (or --values msgbench-images.yaml, which make push writes)" (join "," $missing)) -}}
+{{- fail (printf "images.registry is empty and images.{%s}.digest are not set: this is the source chart, whose images no registry serves. Install the published chart (helm install msgbench oci://ghcr.io/msgbench/charts/msgbench), or build and push the images (make push REGISTRY=registry.example.com/team) and set images.registry=registry.example.com/team (or --values msgbench-images.yaml, which make push writes), or, when the nodes already hold the images under their default names (make images, kind load), set images.preloaded=true" (join "," $missing)) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
