@@ -259,7 +259,7 @@ const MONITORED_SECONDS: u64 = 10;
 /// server read (no `readErrors`).
 fn servers_sampled(br: &DynamicObject, ns: &str) -> Result<()> {
     ensure!(
-        CLUSTER.contains(&format!("nats:{NATS_VERSION}")),
+        CLUSTER.contains(&format!("nats-server:{NATS_VERSION}")),
         "the manifest runs another version than {NATS_VERSION}"
     );
     let u = s(br, "/status/result/serverUsage");
