@@ -15,7 +15,7 @@
 //! Pod problems the kubelet or scheduler keeps retrying (image pulls, crash loops, no node)
 //! stay Reconciling, as kstatus judges a Deployment: they may clear by themselves.
 use crate::fault_policy::FaultRefusal;
-use crate::server::status::Hold;
+use crate::server::hold::Hold;
 use crate::server::validate::SpecViolation;
 
 /// One condition's (status, reason, message).

@@ -7,6 +7,7 @@ pub mod builder;
 pub mod children;
 pub mod decide;
 pub mod fence;
+pub mod hold;
 pub mod jetstream;
 pub mod kind;
 pub mod kstatus;

@@ -3,6 +3,7 @@
 
 use crate::fault_policy::FaultRefusal;
 use crate::pod_observer::{is_transient_rejection, PodObservation, REJECTION_REASONS};
+pub use crate::server::hold::Hold;
 use crate::server::kstatus::{self, Obstacles, Said};
 use crate::server::validate::SpecViolation;
 use crate::status_text::set_condition;
@@ -10,26 +11,6 @@ use crate::tuning::is_integer_cpu;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use msgbench_crds::common::{ObservedTuning, Resources, ServerStatus, Sysctl, Tuning};
 use msgbench_crds::conditions::{self, ConditionStatus, ConditionUpdate, DEGRADED};
-
-/// Why the workload is held at 0 replicas.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Hold {
-    pub reason: String,
-    pub message: String,
-    /// A transient refusal: when the workload is scaled up again to retry. `None`: held until
-    /// the spec changes.
-    pub retry_at: Option<Time>,
-}
-
-impl Hold {
-    /// The refusal's own words, without what a previous pass added about the scaling.
-    pub fn refusal(&self) -> &str {
-        match self.message.find("; scaled to 0") {
-            Some(i) => &self.message[..i],
-            None => &self.message,
-        }
-    }
-}
 
 /// Pause after a transient kubelet refusal (OutOfcpu, ...) before the workload is scaled up
 /// again: at most one refused pod per pause, never a storm, and a server that starts by itself
