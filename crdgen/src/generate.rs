@@ -110,9 +110,14 @@ pub fn stale_files(root: &Path) -> Result<Vec<PathBuf>, GenerateError> {
         .collect())
 }
 
-/// The repository root, found from this crate's manifest directory.
+/// The repository root, found from this crate's manifest directory: as `cargo run`/`cargo test`
+/// set it for this process, else as at build time. A build cache shared by checkouts at other
+/// paths may hand one checkout a binary built in another (removed since).
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    manifest_dir
         .parent()
         .expect("crdgen/ has a parent")
         .to_path_buf()
