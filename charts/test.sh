@@ -130,7 +130,7 @@ fi
 e2e_values="$(. e2e/contract.env && echo "$CHART_E2E_VALUES")"
 helm template msgbench "$CHART" --kube-version "$KUBE_VERSION" -f "$e2e_values" > "$work/e2e.yaml" \
   && grep -q 'image: "ghcr.io/msgbench/operator:0.1.0"' "$work/e2e.yaml" \
-  && grep -q 'docker.io/bytebeamio/rumqttd:0.19.0' "$work/e2e.yaml" \
+  && grep -q 'ghcr.io/msgbench/rumqttd:0.19.0' "$work/e2e.yaml" \
   && pass "the e2e values ($e2e_values) render the source chart, every image under its default name" \
   || fail "the e2e values ($e2e_values) do not render the source chart with the default image names"
 

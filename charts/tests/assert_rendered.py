@@ -378,10 +378,10 @@ OPERAND_IMAGES = ("benchRunner", "pubsubServer", "sockudo", "nats", "mosquitto",
 DEFAULT_OPERAND_IMAGES = {
     "benchRunner": "ghcr.io/msgbench/bench-runner:0.1.0@sha256:" + "2" * 64,
     "pubsubServer": "ghcr.io/msgbench/pubsub-server:0.1.0@sha256:" + "3" * 64,
-    "sockudo": "ghcr.io/msgbench/sockudo:5.2.0",
+    "sockudo": "ghcr.io/msgbench/sockudo:5.2.0@sha256:" + "7" * 64,
     "nats": "ghcr.io/msgbench/nats-server:2.15.2@sha256:" + "4" * 64,
     "mosquitto": "ghcr.io/msgbench/mosquitto:2.0.11-1.2_deb12u2@sha256:" + "5" * 64,
-    "rumqttd": "docker.io/bytebeamio/rumqttd:0.19.0",
+    "rumqttd": "ghcr.io/msgbench/rumqttd:0.19.0@sha256:" + "6" * 64,
 }
 
 

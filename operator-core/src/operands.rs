@@ -87,7 +87,7 @@ impl Default for DefaultImages {
             sockudo: "ghcr.io/msgbench/sockudo:5.2.0".into(),
             nats: "ghcr.io/msgbench/nats-server:2.15.2".into(),
             mosquitto: "ghcr.io/msgbench/mosquitto:2.0.11-1.2_deb12u2".into(),
-            rumqttd: "docker.io/bytebeamio/rumqttd:0.19.0".into(),
+            rumqttd: "ghcr.io/msgbench/rumqttd:0.19.0".into(),
         }
     }
 }
@@ -243,7 +243,7 @@ mod tests {
              pubsubServer: r.example/x/msgbench/pubsub-server:0.1.0\n  \
              sockudo: r.example/x/msgbench/sockudo:5.2.0\n  nats: r.example/x/msgbench/nats-server:2.15.2\n  \
              mosquitto: r.example/x/msgbench/mosquitto:2.0.11-1.2_deb12u2\n  \
-             rumqttd: r.example/x/bytebeamio/rumqttd:0.19.0\n\
+             rumqttd: r.example/x/msgbench/rumqttd:0.19.0\n\
              imagePullPolicy: Always\n\
              runnerPods:\n  imagePullSecrets: [{name: pull}]\n  priorityClassName: bench\n",
         )

@@ -67,7 +67,7 @@ the images under their default names (`make images` on the local cluster, `kind 
 {{- $images := .Values.images -}}
 {{- if not (or $images.registry $images.preloaded) -}}
 {{- $missing := list -}}
-{{- range $key := list "operator" "benchRunner" "pubsubServer" "nats" "mosquitto" -}}
+{{- range $key := list "operator" "benchRunner" "pubsubServer" "nats" "mosquitto" "rumqttd" "sockudo" -}}
 {{- if not (index $images $key).digest -}}{{- $missing = append $missing $key -}}{{- end -}}
 {{- end -}}
 {{- if $missing -}}
