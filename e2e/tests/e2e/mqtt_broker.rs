@@ -1,5 +1,6 @@
-//! A mosquitto MqttBroker becomes Ready and a publish/subscribe round trip works through its
-//! Service DNS name, from a pod (MQTT 3.1.1 packets written by hand with busybox printf + nc).
+//! An MqttBroker of each built-in engine (mosquitto, rumqttd: the images the chart names) becomes
+//! Ready and a publish/subscribe round trip works through its Service DNS name, from a pod (MQTT
+//! 3.1.1 packets written by hand with busybox printf + nc).
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, ListParams};
@@ -10,22 +11,32 @@ use std::time::Duration;
 
 const NAME: &str = "mq";
 
-const MANIFEST: &str = r#"
+fn manifest(engine: &str) -> String {
+    format!(
+        r#"
 apiVersion: msgbench.dev/v1alpha1
 kind: MqttBroker
 metadata:
   name: mq
 spec:
-  engine: mosquitto
+  engine: {engine}
   replicas: 1
   resources:
-    requests: {cpu: 10m, memory: 32Mi}
-    limits: {memory: 128Mi}
-"#;
+    requests: {{cpu: 10m, memory: 32Mi}}
+    limits: {{memory: 128Mi}}
+"#
+    )
+}
 
 #[tokio::test]
 async fn mosquitto_round_trip_through_service_dns() {
-    run("mqtt-broker", body).await;
+    run("mqtt-broker", |ctx| body(ctx, "mosquitto")).await;
+}
+
+/// rumqttd with the config the operator renders, in msgbench's own rumqttd image.
+#[tokio::test]
+async fn rumqttd_round_trip_through_service_dns() {
+    run("mqtt-rumqttd", |ctx| body(ctx, "rumqttd")).await;
 }
 
 /// MQTT 3.1.1 packets (fixed header, remaining length, variable header, payload) as printf octal.
@@ -38,8 +49,8 @@ const SUBSCRIBE: &str = r"\202\013\000\001\000\006e2e/rt\000";
 const PUBLISH: &str = r"\060\026\000\006e2e/rthello-msgbench";
 const DISCONNECT: &str = r"\340\000";
 
-async fn body(ctx: TestContext) -> Result<()> {
-    kinds::create(&ctx.client, &ctx.ns, MANIFEST).await?;
+async fn body(ctx: TestContext, engine: &str) -> Result<()> {
+    kinds::create(&ctx.client, &ctx.ns, &manifest(engine)).await?;
     let ready = servers::wait_ready(&ctx, Kind::MqttBroker, NAME, Duration::from_secs(180)).await?;
     let url = ready
         .data
@@ -98,7 +109,7 @@ echo "subscriber never received the message"; od -c /tmp/sub.out; exit 1
     .await?;
     ensure!(
         out.succeeded && out.logs.contains("ROUND TRIP OK"),
-        "MQTT round trip failed:\n{}",
+        "MQTT round trip through {engine} failed:\n{}",
         out.logs
     );
     eprintln!("{}", out.logs.trim());
