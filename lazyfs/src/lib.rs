@@ -3,5 +3,7 @@
 
 pub mod backing;
 pub mod cache;
+pub mod control;
 pub mod fs;
 pub mod inodes;
+pub mod wrapper;
