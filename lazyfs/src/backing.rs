@@ -8,7 +8,7 @@ use std::os::unix::fs::FileExt;
 /// A backing file as the cache sees it: positional reads and writes, length, and durability.
 pub trait Backing {
     /// Current length of the backing file (what survives a power loss, once synced).
-    fn len(&self) -> io::Result<u64>;
+    fn size(&self) -> io::Result<u64>;
     /// Reads at `off`; fewer bytes than asked (0 at end of file) like pread(2).
     fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<usize>;
     fn write_all_at(&self, buf: &[u8], off: u64) -> io::Result<()>;
@@ -18,7 +18,7 @@ pub trait Backing {
 }
 
 impl Backing for File {
-    fn len(&self) -> io::Result<u64> {
+    fn size(&self) -> io::Result<u64> {
         Ok(self.metadata()?.len())
     }
     fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<usize> {

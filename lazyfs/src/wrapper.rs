@@ -76,6 +76,13 @@ pub fn run(opts: Options) -> anyhow::Result<i32> {
     std::thread::spawn(move || crate::control::serve(listener, ctl, || power_off(pid, &mount)));
 
     let status = child.wait().context("waiting for the child")?;
+    if control.is_frozen() {
+        // The power loss killed the child (it freezes first, then kills): its thread ends
+        // the process with its own code; this one must not unmount or exit in between.
+        loop {
+            std::thread::park();
+        }
+    }
     finish(session, &control, &opts.mount, status)
 }
 

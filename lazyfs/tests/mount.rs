@@ -135,7 +135,7 @@ fn unlink_drops_the_cache_once_the_last_handle_closes() {
     let Some(()) = or_skip("unlink_drops_the_cache_once_the_last_handle_closes") else {
         return;
     };
-    let mut m = Mounted::new();
+    let m = Mounted::new();
     let f = OpenOptions::new()
         .read(true)
         .write(true)
@@ -162,7 +162,7 @@ fn directories_and_names_pass_through() {
     let Some(()) = or_skip("directories_and_names_pass_through") else {
         return;
     };
-    let mut m = Mounted::new();
+    let m = Mounted::new();
     fs::create_dir_all(m.m("d/e")).unwrap();
     fs::write(m.m("d/e/f"), b"x").unwrap();
     std::os::unix::fs::symlink("e/f", m.m("d/l")).unwrap();
@@ -188,4 +188,32 @@ fn directories_and_names_pass_through() {
     fs::remove_file(m.m("z/e/f")).unwrap();
     fs::remove_dir(m.m("z/e")).unwrap();
     assert!(m.b("z/h").exists() && !m.b("z/e").exists());
+}
+
+#[test]
+fn after_a_power_loss_nothing_runs_and_nothing_persists() {
+    let Some(()) = or_skip("after_a_power_loss_nothing_runs_and_nothing_persists") else {
+        return;
+    };
+    let mut m = Mounted::new();
+    fs::write(m.m("f"), b"before").unwrap();
+    let mnt = m.mnt.path().to_path_buf();
+    assert_eq!(m.control.power_loss(), 6);
+    // Another process, so that its stuck request does not hold up this test process's exit
+    // (which ends the FUSE connection and with it the stuck request).
+    let mut late = std::process::Command::new("sh")
+        .args(["-c", r#"printf late >> "$0/f"; sync "$0/f"; : > "$0/new""#])
+        .arg(&mnt)
+        .spawn()
+        .unwrap();
+    let finished = wait_until(2, || late.try_wait().unwrap().is_some());
+    let _ = late.kill();
+    assert_eq!(m.power_loss(), 0, "already frozen; now detached");
+    assert!(!finished, "an operation ran on a frozen file system");
+    assert_eq!(
+        fs::read(m.b("f")).unwrap(),
+        b"",
+        "nothing reached the backing file"
+    );
+    assert!(!m.b("new").exists());
 }

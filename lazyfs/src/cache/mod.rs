@@ -9,6 +9,7 @@ mod extents;
 #[cfg(test)]
 mod tests;
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::io;
 
@@ -63,11 +64,10 @@ impl Cache {
     }
 
     fn entry(&mut self, key: FileKey, backing: &dyn Backing) -> io::Result<&mut Pending> {
-        if !self.files.contains_key(&key) {
-            let len = backing.len()?;
-            self.files.insert(key, Pending::new(len));
-        }
-        Ok(self.files.get_mut(&key).expect("inserted above"))
+        Ok(match self.files.entry(key) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(Pending::new(backing.size()?)),
+        })
     }
 
     fn drop_if_clean(&mut self, key: FileKey) {
@@ -150,13 +150,13 @@ impl Cache {
             backing.sync(data_only)?;
             return Ok(0);
         };
-        if p.base_len < backing.len()? {
+        if p.base_len < backing.size()? {
             backing.set_len(p.base_len)?;
         }
         for (off, data) in p.extents.iter() {
             backing.write_all_at(data, off)?;
         }
-        if backing.len()? != p.size {
+        if backing.size()? != p.size {
             backing.set_len(p.size)?;
         }
         backing.sync(data_only)?;

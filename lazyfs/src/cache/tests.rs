@@ -26,7 +26,7 @@ impl Mem {
 }
 
 impl Backing for Mem {
-    fn len(&self) -> io::Result<u64> {
+    fn size(&self) -> io::Result<u64> {
         Ok(self.data.borrow().len() as u64)
     }
     fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<usize> {

@@ -91,8 +91,9 @@ impl LazyFs {
         ))
     }
 
-    /// The state for one operation. Once frozen, every operation stops here for good: the
-    /// thread parks holding the lock, so nothing else runs either until the process exits.
+    /// The state for one operation. Once frozen, every operation stops here for good (its
+    /// thread parks) before touching anything. The lock is let go first, so the control
+    /// side can still answer.
     fn state(&self) -> MutexGuard<'_, State> {
         let st = self
             .shared
@@ -100,6 +101,7 @@ impl LazyFs {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         if st.frozen {
+            drop(st);
             loop {
                 std::thread::park();
             }
@@ -181,6 +183,11 @@ impl Control {
         let mut st = self.lock();
         st.frozen = true;
         st.cache.discard()
+    }
+
+    /// Whether `power_loss` has happened (nothing runs any more).
+    pub fn is_frozen(&self) -> bool {
+        self.lock().frozen
     }
 
     /// The backing root's device (the backing directory must be one file system).
