@@ -50,8 +50,7 @@ pub fn run(opts: Options) -> anyhow::Result<i32> {
 
     let (fs, control) = LazyFs::new(&opts.backing)
         .with_context(|| format!("backing directory {}", opts.backing.display()))?;
-    let session = fuser::spawn_mount(fs, &opts.mount, &mount_config())
-        .with_context(|| format!("mounting FUSE at {}", opts.mount.display()))?;
+    let session = mount(fs, &opts.mount)?;
     let listener = bind(&opts.control)?;
 
     let mut cmd = Command::new(program);
@@ -84,6 +83,26 @@ pub fn run(opts: Options) -> anyhow::Result<i32> {
         }
     }
     finish(session, &control, &opts.mount, status)
+}
+
+/// Mounts with mount(2) itself (no fusermount, no libfuse). fuser takes EPERM from mount(2)
+/// as "try the fusermount helper", which a slim image lacks: the error would then only say
+/// "No such file or directory", so the usual causes are named.
+fn mount(fs: LazyFs, at: &Path) -> anyhow::Result<fuser::BackgroundSession> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/fuse")
+        .context(
+            "opening /dev/fuse (missing in the container, or no device-cgroup rule for c 10:229)",
+        )?;
+    fuser::spawn_mount(fs, at, &mount_config()).with_context(|| {
+        format!(
+            "mounting FUSE at {} (ENOENT here usually means mount(2) was refused: no CAP_SYS_ADMIN, \
+             or an AppArmor profile that denies mount)",
+            at.display()
+        )
+    })
 }
 
 fn bind(path: &Path) -> anyhow::Result<UnixListener> {

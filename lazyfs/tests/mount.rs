@@ -217,3 +217,31 @@ fn after_a_power_loss_nothing_runs_and_nothing_persists() {
     );
     assert!(!m.b("new").exists());
 }
+
+#[test]
+fn o_dsync_writes_are_synced_and_sync_2_is_not_seen() {
+    let Some(()) = or_skip("o_dsync_writes_are_synced_and_sync_2_is_not_seen") else {
+        return;
+    };
+    use std::os::unix::fs::OpenOptionsExt;
+    let m = Mounted::new();
+    // O_DSYNC: the kernel follows each write with an FSYNC request of its own.
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(nix::fcntl::OFlag::O_DSYNC.bits())
+        .open(m.m("dsync"))
+        .unwrap();
+    f.write_all(b"each write").unwrap();
+    assert_eq!(fs::read(m.b("dsync")).unwrap(), b"each write");
+    // sync(2) does not make it durable: this file system has no syncfs callback (fuser
+    // offers none), so only fsync/fdatasync of the file do, as in LazyFS.
+    fs::write(m.m("plain"), b"12345").unwrap();
+    assert!(std::process::Command::new("sync")
+        .status()
+        .unwrap()
+        .success());
+    assert_eq!(fs::read(m.b("plain")).unwrap(), b"");
+    assert_eq!(m.control.unsynced_bytes(), 5);
+}

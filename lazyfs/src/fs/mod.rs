@@ -129,7 +129,6 @@ pub fn mount_config() -> fuser::Config {
     let mut config = fuser::Config::default();
     config.mount_options = vec![
         fuser::MountOption::FSName("msgbench-lazyfs".into()),
-        fuser::MountOption::Subtype("msgbench-lazyfs".into()),
         fuser::MountOption::DefaultPermissions,
     ];
     config.acl = fuser::SessionACL::All;

@@ -37,13 +37,26 @@ impl LazyFs {
     }
 
     /// A new entry's owner and mode: the caller's, and exactly `mode` (not the daemon's umask).
+    /// If that fails (no CAP_CHOWN) the entry is removed again: the create fails as a whole
+    /// instead of leaving a root-owned file the caller cannot use.
     pub(super) fn hand_over(&self, rel: &Path, who: Who, mode: Option<u32>) -> R<()> {
         let abs = self.abs(rel);
-        lchown(&abs, Some(who.0), Some(who.1))?;
-        if let Some(mode) = mode {
-            fs::set_permissions(&abs, Permissions::from_mode(mode & 0o7777))?;
-        }
-        Ok(())
+        let set = || -> std::io::Result<()> {
+            lchown(&abs, Some(who.0), Some(who.1))?;
+            if let Some(mode) = mode {
+                fs::set_permissions(&abs, Permissions::from_mode(mode & 0o7777))?;
+            }
+            Ok(())
+        };
+        set().map_err(|e| {
+            let is_dir = fs::symlink_metadata(&abs).is_ok_and(|m| m.is_dir());
+            let _ = if is_dir {
+                fs::remove_dir(&abs)
+            } else {
+                fs::remove_file(&abs)
+            };
+            e.into()
+        })
     }
 
     pub(super) fn do_lookup(&self, parent: u64, name: &OsStr) -> R<FileAttr> {
