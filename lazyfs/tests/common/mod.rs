@@ -23,7 +23,10 @@ pub fn or_skip(test: &str) -> Option<()> {
     match cannot_mount() {
         None => Some(()),
         Some(why) => {
-            eprintln!("SKIPPED {test}: {why}");
+            // Straight to the stderr handle: libtest captures eprintln!, this it does not, so
+            // a skip shows in every run, not only in failing ones.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
             None
         }
     }
