@@ -141,8 +141,8 @@ fn lookup<'a>(all: &'a Values, key: &str) -> Result<&'a str, String> {
     })
 }
 
-/// Sources `text` in `bash` (whose environment the caller sets) and reads back every key of
-/// KEYS it defines, as `KEY=value` NUL-separated: bash's rules, not a re-implementation of them.
+/// Evaluates `text` in `bash` (whose environment the caller sets) and reads back every key of
+/// KEYS that is set then, as `KEY=value` NUL-separated: bash's rules, not a copy of them.
 fn evaluate(text: &str, bash: &mut Command) -> Result<Values, String> {
     const PRINT: &str = r#"set -eu
 eval "$1"
