@@ -1,12 +1,22 @@
 # msgbench — every entry point. `make demo` and `make test` are the README's Quickstart.
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
-CACHE ?= $(HOME)/.cache/msgbench
-export MSGBENCH_CACHE := $(CACHE)
-export PATH := $(CACHE)/bin:/usr/local/go/bin:$(HOME)/.cargo/bin:$(PATH)
-# local = single-node cluster built from upstream sources (no Docker); kind = for Docker users.
-export CLUSTER ?= local
-export KUBECONFIG := $(CACHE)/kubeconfig-$(CLUSTER)
+# e2e/contract.env is the one definition of the project's cache (MSGBENCH_CACHE, by default
+# ~/.cache/msgbench), the cluster flavour (CLUSTER: local, the default, a single-node cluster built
+# from upstream sources without Docker; kind for Docker users), the kubeconfig, the chart's names,
+# ...: bash evaluates it here as in the scripts and the e2e harness, with MSGBENCH_CACHE and
+# CLUSTER as given (environment or `make CLUSTER=kind`), and each key becomes a make variable.
+CONTRACT := $(shell MSGBENCH_CACHE='$(MSGBENCH_CACHE)' CLUSTER='$(CLUSTER)' bash -c 'set -u; . e2e/contract.env && \
+  while IFS== read -r k _; do if [[ $$k =~ ^[A-Z_][A-Z0-9_]*$$ ]]; then echo "$$k:=$${!k}"; fi; done < e2e/contract.env')
+$(foreach kv,$(CONTRACT),$(eval override $(kv)))
+ifeq ($(MSGBENCH_CACHE),)
+$(error bash could not evaluate e2e/contract.env)
+endif
+# What the recipes read (the scripts and the harness evaluate the rest with the same inputs).
+export MSGBENCH_CACHE CLUSTER E2E_ARTIFACTS E2E_NAMESPACE_LABEL CHART_RELEASE CHART_NAMESPACE \
+       CHART_E2E_VALUES OPERATOR_DEPLOYMENT
+export PATH := $(TOOLS_BIN):/usr/local/go/bin:$(HOME)/.cargo/bin:$(PATH)
+export KUBECONFIG := $(CLUSTER_KUBECONFIG)
 # Nodes of the e2e cluster: 1 (the default, what `make test` runs on) or 2-4 (NODES=3 make e2e:
 # the multi-node suite, placement and node failure, on nodes that share this machine's CPUs).
 export NODES ?= 1
@@ -132,12 +142,11 @@ e2e: cluster-up images e2e-check
 	kubectl delete namespace msgbench-demo --ignore-not-found --wait --timeout=180s
 	@# ... and the namespaces failed tests of an earlier suite kept (their diagnostics are in
 	@# $$MSGBENCH_CACHE/e2e-artifacts): their server pods' CPU requests would starve the pinning checks ...
-	. e2e/contract.env && kubectl delete namespaces -l "$$E2E_NAMESPACE_LABEL=true" --wait --timeout=300s  # none: "No resources found", exit 0
+	kubectl delete namespaces -l "$$E2E_NAMESPACE_LABEL=true" --wait --timeout=300s  # none: "No resources found", exit 0
 	@# ... and the CPU request of an operator installed with other values (by hand, or by a
 	@# demo from before it used the suite's values): install the suite's values (only those,
 	@# not the old ones), as its own install does anyway.
 	e2e/tools/ensure helm nats kstatusprobe cargo-nextest apt:chromium  # chromium: the variants test screenshots a real report; nats: `nats auth` for endpoint_nats_creds; kstatusprobe: the kstatus module
-	. e2e/contract.env && \
 	if [ -n "$$(kubectl -n "$$CHART_NAMESPACE" get deployment "$$OPERATOR_DEPLOYMENT" --ignore-not-found \
 	      -o jsonpath='{.spec.template.spec.containers[*].resources.requests.cpu}')" ]; then \
 	  helm upgrade "$$CHART_RELEASE" charts/msgbench -n "$$CHART_NAMESPACE" \
@@ -154,7 +163,7 @@ e2e: cluster-up images e2e-check
 # junit-NAME.xml among the artifacts, pass or fail (the next run overwrites nextest's own, which
 # is under the workspace's target/nextest/ whatever CARGO_TARGET_DIR says).
 e2e_lane = { cargo nextest run -p msgbench-e2e --profile e2e $(2); rc=$$?; \
-	. e2e/contract.env && mkdir -p "$$E2E_ARTIFACTS" && \
+	mkdir -p "$$E2E_ARTIFACTS" && \
 	cp target/nextest/e2e/junit.xml "$$E2E_ARTIFACTS/junit-$(1).xml"; \
 	[ $$rc = 0 ]; }
 

@@ -4,8 +4,8 @@
 # checks proving the assertions fail when the chart regresses. Offline: needs only helm + python3-yaml.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CACHE="${MSGBENCH_CACHE:-$HOME/.cache/msgbench}"
-export PATH="$CACHE/bin:$PATH"
+source e2e/contract.env  # TOOLS_BIN, where e2e/tools/ensure puts helm and kustomize
+export PATH="$TOOLS_BIN:$PATH"
 e2e/tools/ensure helm apt:python3-yaml
 
 CHART=charts/msgbench
@@ -127,7 +127,7 @@ else
   grep -q 'images.{mosquitto}.digest' "$work/err" && pass "a missing digest is named (images.{mosquitto}.digest)" \
     || fail "a missing digest was not named: $(tr '\n' ' ' < "$work/err")"
 fi
-e2e_values="$(. e2e/contract.env && echo "$CHART_E2E_VALUES")"
+e2e_values="$CHART_E2E_VALUES"
 helm template msgbench "$CHART" --kube-version "$KUBE_VERSION" -f "$e2e_values" > "$work/e2e.yaml" \
   && grep -q 'image: "ghcr.io/msgbench/operator:0.1.0"' "$work/e2e.yaml" \
   && grep -q 'ghcr.io/msgbench/rumqttd:0.19.0' "$work/e2e.yaml" \

@@ -7,7 +7,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 RAW = ROOT / "bench/results/raw/websocket"
-CACHE = Path(os.environ.get("MSGBENCH_CACHE", Path.home() / ".cache/msgbench"))
+# As e2e/contract.env has it (an empty MSGBENCH_CACHE is unset).
+CACHE = Path(os.environ.get("MSGBENCH_CACHE") or Path.home() / ".cache/msgbench")
 SOCKUDO = CACHE / "bin/sockudo"
 SOCKUDO_VERSION = "5.2.0"
 # The test app sockudo serves (bench-runner/tests/support PUSHER_APP).

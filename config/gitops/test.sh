@@ -5,8 +5,8 @@
 # Offline once the tools are installed (apt packages, helm and kustomize through e2e/tools/ensure).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-CACHE="${MSGBENCH_CACHE:-$HOME/.cache/msgbench}"
-export PATH="$CACHE/bin:$PATH"
+source e2e/contract.env  # TOOLS_BIN, where e2e/tools/ensure puts helm and kustomize
+export PATH="$TOOLS_BIN:$PATH"
 e2e/tools/ensure helm apt:python3-yaml apt:lua5.1 apt:lua5.4
 LUAS=(lua5.1 lua5.4)
 ARGO=config/gitops/argocd

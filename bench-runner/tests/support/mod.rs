@@ -10,13 +10,14 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Finds a tool on PATH or in the msgbench cache, or panics saying how to install it.
+/// Finds a tool on PATH or in the msgbench cache, or panics saying how to install it. The cache
+/// as e2e/contract.env has it: MSGBENCH_CACHE (the Makefile exports it; empty is unset), else
+/// ~/.cache/msgbench.
 pub fn tool(name: &str) -> PathBuf {
-    let cache = std::env::var("MSGBENCH_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/msgbench")
-        });
+    let cache = match std::env::var("MSGBENCH_CACHE") {
+        Ok(c) if !c.is_empty() => PathBuf::from(c),
+        _ => PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/msgbench"),
+    };
     let mut dirs: Vec<PathBuf> =
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).collect();
     dirs.extend([cache.join("bin"), "/usr/sbin".into(), "/usr/bin".into()]);

@@ -14,11 +14,11 @@ use std::fs::{self, File};
 use std::process::Command;
 use std::sync::Mutex;
 
-pub const RELEASE: &str = contract::CHART_RELEASE;
-pub const NAMESPACE: &str = contract::CHART_NAMESPACE;
+/// The release, its namespace and the operator Deployment it creates.
+pub use super::contract::{
+    chart_namespace as namespace, chart_release as release, operator_deployment,
+};
 /// Label selector of the operator pod(s) the chart creates.
-/// The operator Deployment the chart creates for release "msgbench".
-pub const OPERATOR_DEPLOYMENT: &str = contract::OPERATOR_DEPLOYMENT;
 pub const OPERATOR_SELECTOR: &str =
     "app.kubernetes.io/instance=msgbench,app.kubernetes.io/component=operator";
 
@@ -126,11 +126,11 @@ fn install(module: &str) -> Result<()> {
     let output = cmd
         .arg("upgrade")
         .arg("--install")
-        .arg(RELEASE)
+        .arg(release())
         .arg(&chart)
-        .args(["--namespace", NAMESPACE, "--create-namespace"])
+        .args(["--namespace", namespace(), "--create-namespace"])
         .arg("--values")
-        .arg(root.join(contract::CHART_E2E_VALUES))
+        .arg(root.join(contract::chart_e2e_values()))
         .args(["--wait", "--timeout", "180s"])
         .arg("--kubeconfig")
         .arg(kubeconfig_path())
@@ -180,7 +180,14 @@ fn kind_fence_values() -> Option<String> {
 /// roll back to the last deployed revision first.
 fn recover_interrupted_release(helm: &str) -> Result<()> {
     let status = Command::new(helm)
-        .args(["status", RELEASE, "--namespace", NAMESPACE, "-o", "json"])
+        .args([
+            "status",
+            release(),
+            "--namespace",
+            namespace(),
+            "-o",
+            "json",
+        ])
         .arg("--kubeconfig")
         .arg(kubeconfig_path())
         .output()
@@ -192,9 +199,12 @@ fn recover_interrupted_release(helm: &str) -> Result<()> {
     if !state.starts_with("pending-") {
         return Ok(());
     }
-    eprintln!("helm release {RELEASE} is {state} (an interrupted run): rolling back");
+    eprintln!(
+        "helm release {} is {state} (an interrupted run): rolling back",
+        release()
+    );
     let out = Command::new(helm)
-        .args(["rollback", RELEASE, "--namespace", NAMESPACE, "--wait"])
+        .args(["rollback", release(), "--namespace", namespace(), "--wait"])
         .arg("--kubeconfig")
         .arg(kubeconfig_path())
         .output()
@@ -224,7 +234,7 @@ fn local_operator_digest() -> Option<String> {
     let out = Flavour::current().list_images(false).output().ok()?;
     image_digest(
         &String::from_utf8_lossy(&out.stdout),
-        contract::OPERATOR_IMAGE,
+        contract::operator_image(),
     )
 }
 

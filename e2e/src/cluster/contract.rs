@@ -1,25 +1,44 @@
 //! `e2e/contract.env`: the paths, names, labels and images the cluster scripts and this harness
-//! must agree on, written once. bash sources the file; the harness reads the same text, built
-//! in, with the same rules: `KEY=${KEY:-value}` lets the environment override KEY (empty counts
-//! as unset), `${KEY}` expands a key above (or `${HOME}`).
-use anyhow::{bail, ensure, Context, Result};
+//! must agree on, written once. bash is its one evaluator: the scripts source it, the Makefile
+//! exports what bash makes of it, and the harness has bash evaluate the same text (built in) once
+//! per process, in this process's environment. So an exported `MSGBENCH_CACHE` or `CLUSTER`
+//! overrides the file here exactly as in the scripts (an empty one counts as unset), and under
+//! `make` the values are the ones it exported.
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::process::Command;
+use std::sync::LazyLock;
 
+const FILE: &str = "e2e/contract.env";
 const TEXT: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/contract.env"));
 
-pub const NODE_NAME: &str = fixed("NODE_NAME");
-pub const ZONE_LABEL: &str = fixed("ZONE_LABEL");
-pub const E2E_NAMESPACE_LABEL: &str = fixed("E2E_NAMESPACE_LABEL");
-pub const CHART_RELEASE: &str = fixed("CHART_RELEASE");
-pub const CHART_NAMESPACE: &str = fixed("CHART_NAMESPACE");
-pub const CHART_E2E_VALUES: &str = fixed("CHART_E2E_VALUES");
-pub const OPERATOR_DEPLOYMENT: &str = fixed("OPERATOR_DEPLOYMENT");
-pub const OPERATOR_IMAGE: &str = fixed("OPERATOR_IMAGE");
-pub const TOOLBOX_IMAGE: &str = fixed("TOOLBOX_IMAGE");
-pub const PAUSE_IMAGE: &str = fixed("PAUSE_IMAGE");
-pub const KIND_NETNS: &str = fixed("KIND_NETNS");
-pub const KIND_DOCKER_HOST: &str = fixed("KIND_DOCKER_HOST");
+/// Every key the harness reads (each has an accessor below; a unit test calls them all).
+const KEYS: &[&str] = &[
+    "MSGBENCH_CACHE",
+    "CLUSTER",
+    "CLUSTER_KUBECONFIG",
+    "TOOLS_BIN",
+    "STATIC_POD_DIR",
+    "E2E_ARTIFACTS",
+    "NODE_NAME",
+    "ZONE_LABEL",
+    "E2E_NAMESPACE_LABEL",
+    "CHART_RELEASE",
+    "CHART_NAMESPACE",
+    "CHART_E2E_VALUES",
+    "OPERATOR_DEPLOYMENT",
+    "OPERATOR_IMAGE",
+    "TOOLBOX_IMAGE",
+    "PAUSE_IMAGE",
+    "KIND_NETNS",
+    "KIND_DOCKER_HOST",
+];
+
+type Values = BTreeMap<String, String>;
+
+/// What bash made of the file in this process's environment, or why it could not.
+static VALUES: LazyLock<Result<Values, String>> =
+    LazyLock::new(|| evaluate(TEXT, &mut Command::new("bash")));
 
 /// `${MSGBENCH_CACHE:-~/.cache/msgbench}`: the project's cache.
 pub fn cache_dir() -> PathBuf {
@@ -28,7 +47,7 @@ pub fn cache_dir() -> PathBuf {
 
 /// `local` (the default) or `kind`.
 pub fn cluster() -> String {
-    get("CLUSTER")
+    get("CLUSTER").to_string()
 }
 
 /// The kubeconfig `make cluster-up` writes: `<cache>/kubeconfig-<cluster>`.
@@ -51,137 +70,115 @@ pub fn artifacts_dir() -> PathBuf {
     path("E2E_ARTIFACTS")
 }
 
+/// Node 1 of the local cluster; node N > 1 is `<node_name>-N`.
+pub fn node_name() -> &'static str {
+    get("NODE_NAME")
+}
+
+/// Every node's zone label.
+pub fn zone_label() -> &'static str {
+    get("ZONE_LABEL")
+}
+
+/// Set to `true` on every namespace the suite creates.
+pub fn e2e_namespace_label() -> &'static str {
+    get("E2E_NAMESPACE_LABEL")
+}
+
+pub fn chart_release() -> &'static str {
+    get("CHART_RELEASE")
+}
+
+pub fn chart_namespace() -> &'static str {
+    get("CHART_NAMESPACE")
+}
+
+/// The suite's chart values, relative to the repository root.
+pub fn chart_e2e_values() -> &'static str {
+    get("CHART_E2E_VALUES")
+}
+
+/// The operator Deployment the chart creates.
+pub fn operator_deployment() -> &'static str {
+    get("OPERATOR_DEPLOYMENT")
+}
+
+pub fn operator_image() -> &'static str {
+    get("OPERATOR_IMAGE")
+}
+
+pub fn toolbox_image() -> &'static str {
+    get("TOOLBOX_IMAGE")
+}
+
+pub fn pause_image() -> &'static str {
+    get("PAUSE_IMAGE")
+}
+
+/// The kind engine's network namespace (a name for `ip netns exec`).
+pub fn kind_netns() -> &'static str {
+    get("KIND_NETNS")
+}
+
+/// The kind engine's socket, as `DOCKER_HOST`.
+pub fn kind_docker_host() -> &'static str {
+    get("KIND_DOCKER_HOST")
+}
+
 fn path(key: &str) -> PathBuf {
     PathBuf::from(get(key))
 }
 
-/// `key` as bash sees it after sourcing the file in this process's environment. Every key the
-/// harness reads has an accessor above, and a unit test calls each: a missing key is a bug.
-fn get(key: &str) -> String {
-    let env = |k: &str| std::env::var(k).ok();
-    match parse(TEXT, env) {
-        Ok(mut all) => all
-            .remove(key)
-            .unwrap_or_else(|| panic!("e2e/contract.env has no {key}")),
-        Err(e) => panic!("e2e/contract.env: {e:#}"),
-    }
+/// `key` as the scripts see it. Nothing the harness can recover from when it is missing.
+fn get(key: &str) -> &'static str {
+    let all = VALUES.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    lookup(all, key).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Every key in order of the file, overrides applied and references expanded.
-fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<BTreeMap<String, String>> {
-    let mut keys = BTreeMap::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (key, raw) = (line.split_once('=')).with_context(|| format!("line {}: no =", n + 1))?;
-        ensure!(
-            !key.is_empty()
-                && key
-                    .bytes()
-                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'),
-            "line {}: bad key {key:?}",
-            n + 1
-        );
-        let set = env(key).filter(|v| !v.is_empty());
-        let value = match raw.strip_prefix(&format!("${{{key}:-")) {
-            Some(default) => match set {
-                Some(v) => v,
-                None => expand(
-                    default.strip_suffix('}').context("unclosed ${")?,
-                    &keys,
-                    &env,
-                )?,
-            },
-            None => expand(raw, &keys, &env)?,
-        };
-        keys.insert(key.to_string(), value);
-    }
-    Ok(keys)
+fn lookup<'a>(all: &'a Values, key: &str) -> Result<&'a str, String> {
+    (all.get(key).map(String::as_str)).ok_or_else(|| {
+        format!("{FILE} has no {key} (the harness's copy is built in from {FILE} of its checkout)")
+    })
 }
 
-/// `${NAME}` of a key above, or of HOME (`/root` when unset, as the harness always had it).
-fn expand(
-    raw: &str,
-    keys: &BTreeMap<String, String>,
-    env: &impl Fn(&str) -> Option<String>,
-) -> Result<String> {
-    ensure!(
-        !raw.contains(|c: char| c.is_whitespace() || c == '"' || c == '\''),
-        "{raw:?}: no spaces or quotes"
-    );
-    let mut out = String::new();
-    let mut rest = raw;
-    while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
-        let Some(inner) = rest[at..].strip_prefix("${") else {
-            bail!("{raw:?}: only ${{NAME}} expands");
-        };
-        let (name, after) = inner.split_once('}').context("unclosed ${")?;
-        let value = match (keys.get(name), name) {
-            (Some(v), _) => v.clone(),
-            (None, "HOME") => env("HOME").unwrap_or_else(|| "/root".into()),
-            _ => bail!("{raw:?}: {name} is neither a key above nor HOME"),
-        };
-        out.push_str(&value);
-        rest = after;
+/// Evaluates `text` in `bash` (whose environment the caller sets) and reads back every key of
+/// KEYS that is set then, as `KEY=value` NUL-separated: bash's rules, not a copy of them.
+fn evaluate(text: &str, bash: &mut Command) -> Result<Values, String> {
+    const PRINT: &str = r#"set -eu
+eval "$1"
+shift
+for k; do if [[ -v $k ]]; then printf '%s=%s\0' "$k" "${!k}"; fi; done"#;
+    let out = (bash.args(["-c", PRINT, FILE, text]).args(KEYS).output())
+        .map_err(|e| format!("running bash to evaluate {FILE}: {e}"))?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        return Err(format!(
+            "bash could not evaluate {FILE} ({}): {stderr}",
+            out.status
+        ));
     }
-    out.push_str(rest);
-    Ok(out)
-}
-
-/// A key whose value is a plain word, at compile time: a `const` naming a missing key, or one
-/// whose value expands something, does not build.
-const fn fixed(key: &str) -> &'static str {
-    let (text, key) = (TEXT.as_bytes(), key.as_bytes());
-    let mut start = 0;
-    while start < text.len() {
-        let mut end = start;
-        while end < text.len() && text[end] != b'\n' {
-            end += 1;
-        }
-        if starts_with_key(text, start, end, key) {
-            let value = text.split_at(start + key.len() + 1).1;
-            let value = value.split_at(end - start - key.len() - 1).0;
-            let mut i = 0;
-            while i < value.len() {
-                assert!(value[i] != b'$', "e2e/contract.env: not a fixed value");
-                i += 1;
-            }
-            match core::str::from_utf8(value) {
-                Ok(v) => return v,
-                Err(_) => panic!("e2e/contract.env: not UTF-8"),
-            }
-        }
-        start = end + 1;
-    }
-    panic!("e2e/contract.env: no such key")
-}
-
-/// Whether `text[start..end]` is `key=…`.
-const fn starts_with_key(text: &[u8], start: usize, end: usize, key: &[u8]) -> bool {
-    if end - start <= key.len() || text[start + key.len()] != b'=' {
-        return false;
-    }
-    let mut i = 0;
-    while i < key.len() {
-        if text[start + i] != key[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
+    let stdout = String::from_utf8(out.stdout).map_err(|e| format!("{FILE}: not UTF-8: {e}"))?;
+    Ok((stdout.split_terminator('\0'))
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::Command;
+
+    /// bash with only HOME and `set` in its environment: what the file gives on a clean machine.
+    fn evaluate_with(text: &str, set: &[(&str, &str)]) -> Result<Values, String> {
+        let mut bash = Command::new("bash");
+        bash.env_clear()
+            .env("HOME", "/home/e2e")
+            .envs(set.iter().copied());
+        evaluate(text, &mut bash)
+    }
 
     #[test]
-    fn every_key_the_harness_reads_is_there() {
-        // The fixed ones are checked by the build; these at run time.
+    fn every_accessor_resolves() {
         for p in [
             cache_dir(),
             cluster_kubeconfig(),
@@ -191,87 +188,84 @@ mod tests {
         ] {
             assert!(p.is_absolute(), "{}", p.display());
         }
-        assert!(!cluster().is_empty());
-        assert_eq!(CHART_NAMESPACE, "msgbench-system");
-        // What e2e/kind's engine uses: `ip netns exec` takes a name, docker a unix socket.
-        assert!(!KIND_NETNS.contains('/'), "{KIND_NETNS}");
         assert!(
-            KIND_DOCKER_HOST.starts_with("unix:///"),
-            "{KIND_DOCKER_HOST}"
+            ["local", "kind"].contains(&cluster().as_str()),
+            "{}",
+            cluster()
         );
-    }
-
-    #[test]
-    fn overrides_and_references_follow_bash() {
-        let text = "# c\nA=${A:-x}\nB=${A}/b\nC=${HOME}/c\n";
-        let env = |set: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                set.iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
-        let all = parse(text, env(&[("HOME", "/h")])).unwrap();
-        assert_eq!(
-            (&all["A"][..], &all["B"][..], &all["C"][..]),
-            ("x", "x/b", "/h/c")
-        );
-        let all = parse(text, env(&[("A", "y"), ("B", "ignored")])).unwrap();
-        assert_eq!(
-            (&all["A"][..], &all["B"][..], &all["C"][..]),
-            ("y", "y/b", "/root/c")
-        );
-        assert_eq!(
-            parse(text, env(&[("A", "")])).unwrap()["A"],
-            "x",
-            "empty is unset"
-        );
-        assert!(
-            parse("A=${B}\n", env(&[("B", "b")])).is_err(),
-            "only keys above"
-        );
-        assert!(parse("A=$B\n", env(&[])).is_err());
-        assert!(parse("A=\"x y\"\n", env(&[])).is_err());
-    }
-
-    /// The same file sourced by bash gives every key the same value, with and without overrides.
-    #[test]
-    fn bash_reads_the_file_the_same_way() {
-        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/contract.env");
-        for set in [
-            &[][..],
-            &[("MSGBENCH_CACHE", "/tmp/c"), ("CLUSTER", "kind")][..],
+        for word in [
+            node_name(),
+            zone_label(),
+            e2e_namespace_label(),
+            chart_release(),
+            chart_namespace(),
+            chart_e2e_values(),
+            operator_deployment(),
+            operator_image(),
+            toolbox_image(),
+            pause_image(),
         ] {
-            let all = parse(TEXT, |k| {
-                let v = set
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string());
-                v.or_else(|| (k == "HOME").then(|| "/home/e2e".to_string()))
-            })
-            .unwrap();
-            let script = format!(
-                "set -eu; . {file}; for k in {}; do printf '%s=%s\\n' \"$k\" \"${{!k}}\"; done",
-                all.keys().cloned().collect::<Vec<_>>().join(" ")
-            );
-            let out = Command::new("bash")
-                .args(["-c", &script])
-                .env_clear()
-                .env("HOME", "/home/e2e")
-                .envs(set.iter().copied())
-                .output()
-                .expect("bash");
             assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
+                !word.is_empty() && !word.contains(char::is_whitespace),
+                "{word:?}"
             );
-            let bash: BTreeMap<String, String> = String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .filter_map(|l| l.split_once('='))
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-            assert_eq!(bash, all, "overrides {set:?}");
         }
+        // What e2e/kind's engine uses: `ip netns exec` takes a name, docker a unix socket.
+        assert!(!kind_netns().contains('/'), "{}", kind_netns());
+        assert!(
+            kind_docker_host().starts_with("unix:///"),
+            "{}",
+            kind_docker_host()
+        );
+    }
+
+    /// Every key of KEYS is in the file itself, not only in this process's environment.
+    #[test]
+    fn the_file_defines_every_key() {
+        let all = evaluate_with(TEXT, &[]).unwrap();
+        for key in KEYS {
+            assert!(lookup(&all, key).is_ok_and(|v| !v.is_empty()), "{key}");
+        }
+        assert_eq!(all["MSGBENCH_CACHE"], "/home/e2e/.cache/msgbench");
+        assert_eq!(
+            all["CLUSTER_KUBECONFIG"],
+            "/home/e2e/.cache/msgbench/kubeconfig-local"
+        );
+        assert_eq!(all["CHART_NAMESPACE"], "msgbench-system");
+    }
+
+    #[test]
+    fn the_environment_overrides_the_file_as_in_bash() {
+        let all = evaluate_with(TEXT, &[("MSGBENCH_CACHE", "/x"), ("CLUSTER", "kind")]).unwrap();
+        assert_eq!(all["MSGBENCH_CACHE"], "/x");
+        assert_eq!(all["CLUSTER_KUBECONFIG"], "/x/kubeconfig-kind");
+        assert_eq!(all["TOOLS_BIN"], "/x/bin");
+        assert_eq!(all["STATIC_POD_DIR"], "/x/cluster/static-pods");
+        assert_eq!(all["E2E_ARTIFACTS"], "/x/e2e-artifacts");
+        // Only where the file lets it: a fixed key keeps its value, as in the scripts.
+        let all = evaluate_with(TEXT, &[("NODE_NAME", "elsewhere")]).unwrap();
+        assert_eq!(all["NODE_NAME"], "msgbench-local");
+    }
+
+    #[test]
+    fn an_empty_variable_counts_as_unset() {
+        let all = evaluate_with(TEXT, &[("MSGBENCH_CACHE", ""), ("CLUSTER", "")]).unwrap();
+        assert_eq!(all["MSGBENCH_CACHE"], "/home/e2e/.cache/msgbench");
+        assert_eq!(all["CLUSTER"], "local");
+    }
+
+    #[test]
+    fn a_missing_key_or_a_broken_file_names_the_key_and_the_file() {
+        let all = evaluate_with("CLUSTER=local\n", &[]).unwrap();
+        let e = lookup(&all, "NODE_NAME").unwrap_err();
+        assert!(
+            e.contains("NODE_NAME") && e.contains("e2e/contract.env"),
+            "{e}"
+        );
+        let e = evaluate_with("A=${UNSET_ANYWHERE}\n", &[]).unwrap_err();
+        assert!(
+            e.contains("e2e/contract.env") && e.contains("UNSET_ANYWHERE"),
+            "{e}"
+        );
     }
 }

@@ -36,7 +36,7 @@ impl Flavour {
             Flavour::Local => Command::new(program),
             Flavour::Kind => {
                 let mut cmd = Command::new("ip");
-                cmd.args(["netns", "exec", contract::KIND_NETNS])
+                cmd.args(["netns", "exec", contract::kind_netns()])
                     .arg(program);
                 cmd
             }

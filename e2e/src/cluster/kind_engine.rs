@@ -34,7 +34,7 @@ fn client() -> PathBuf {
 /// `docker <args>` against the kind engine's socket (never the caller's own `DOCKER_HOST`).
 pub fn docker(args: &[&str]) -> Command {
     let mut cmd = Command::new(client());
-    cmd.env("DOCKER_HOST", contract::KIND_DOCKER_HOST)
+    cmd.env("DOCKER_HOST", contract::kind_docker_host())
         .args(args);
     cmd
 }

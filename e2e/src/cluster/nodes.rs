@@ -9,9 +9,6 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::Client;
 use std::process::Command;
 
-/// The zone label the cluster scripts (local and kind) put on every node.
-pub const ZONE_LABEL: &str = contract::ZONE_LABEL;
-
 /// Names of the Ready nodes, sorted; fails unless there are at least `n`, saying how to get them.
 pub async fn require(client: &Client, n: usize) -> Result<Vec<Node>> {
     let mut nodes: Vec<Node> = Api::<Node>::all(client.clone())
@@ -34,8 +31,13 @@ pub fn name(n: &Node) -> String {
     n.metadata.name.clone().unwrap_or_default()
 }
 
+/// The zone label the cluster scripts (local and kind) put on every node.
 pub fn zone(n: &Node) -> Option<String> {
-    n.metadata.labels.as_ref()?.get(ZONE_LABEL).cloned()
+    n.metadata
+        .labels
+        .as_ref()?
+        .get(contract::zone_label())
+        .cloned()
 }
 
 fn is_ready(n: &Node) -> bool {
@@ -51,7 +53,7 @@ pub fn pod_node(p: &Pod) -> Option<String> {
 
 /// The nodes the operator runs on (a node stopped under it would stop the observer itself).
 pub async fn operator_nodes(client: &Client) -> Result<Vec<String>> {
-    let pods = Api::<Pod>::namespaced(client.clone(), crate::chart::NAMESPACE)
+    let pods = Api::<Pod>::namespaced(client.clone(), crate::chart::namespace())
         .list(
             &ListParams::default()
                 .labels("app.kubernetes.io/name=msgbench,app.kubernetes.io/component=operator"),
@@ -110,7 +112,7 @@ async fn set_unschedulable(client: &Client, node: &str, on: bool) -> Result<()> 
 /// Node index in the local cluster: `msgbench-local` (the contract's NODE_NAME) is 1,
 /// `msgbench-local-N` is N.
 pub fn local_index(node: &str) -> Option<u32> {
-    match node.strip_prefix(contract::NODE_NAME) {
+    match node.strip_prefix(contract::node_name()) {
         Some("") => Some(1),
         Some(rest) => rest.strip_prefix('-')?.parse().ok(),
         None => None,

@@ -1,5 +1,5 @@
 //! The operator's leader-election Lease and its replicas, as the leader tests watch them.
-use crate::chart::{NAMESPACE, OPERATOR_DEPLOYMENT, OPERATOR_SELECTOR};
+use crate::chart::{self, OPERATOR_SELECTOR};
 use crate::harness::scale_operator;
 use crate::wait;
 use anyhow::{ensure, Context, Result};
@@ -10,13 +10,15 @@ use kube::Client;
 use std::time::Duration;
 
 /// The chart names the Lease after the operator Deployment.
-pub const LEASE: &str = OPERATOR_DEPLOYMENT;
+pub fn lease_name() -> &'static str {
+    chart::operator_deployment()
+}
 /// The operator's lease duration; a standby may take an abandoned Lease only after it.
 pub const LEASE_SECONDS: i32 = 15;
 
 /// The operator pods that may lead: not being deleted, not finished.
 pub async fn operator_pods(client: &Client) -> Result<Vec<String>> {
-    let mut names: Vec<String> = Api::<Pod>::namespaced(client.clone(), NAMESPACE)
+    let mut names: Vec<String> = Api::<Pod>::namespaced(client.clone(), chart::namespace())
         .list(&ListParams::default().labels(OPERATOR_SELECTOR))
         .await?
         .items
@@ -41,8 +43,8 @@ pub fn holder(l: &Lease) -> Option<String> {
 }
 
 pub async fn lease(client: &Client) -> Result<Lease> {
-    Api::<Lease>::namespaced(client.clone(), NAMESPACE)
-        .get(LEASE)
+    Api::<Lease>::namespaced(client.clone(), chart::namespace())
+        .get(lease_name())
         .await
         .context("reading the operator Lease")
 }
@@ -55,10 +57,10 @@ pub async fn lease_held_by_one_of(
 ) -> Result<String> {
     let pods = pods.to_vec();
     let lease = wait::until(
-        &Api::<Lease>::namespaced(client.clone(), NAMESPACE),
-        LEASE,
+        &Api::<Lease>::namespaced(client.clone(), chart::namespace()),
+        lease_name(),
         timeout,
-        &format!("Lease {LEASE} held by one of {pods:?}"),
+        &format!("Lease {} held by one of {pods:?}", lease_name()),
         move |l: &Lease| holder(l).is_some_and(|h| pods.contains(&h)),
     )
     .await?;

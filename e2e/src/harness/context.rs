@@ -12,7 +12,7 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 /// Label on every namespace the suite creates, so leftovers can be found and removed.
-pub const E2E_LABEL: &str = crate::cluster::contract::E2E_NAMESPACE_LABEL;
+pub use crate::cluster::contract::e2e_namespace_label as e2e_label;
 
 #[derive(Clone)]
 pub struct TestContext {
@@ -43,7 +43,7 @@ where
     // helm blocks; keep it off the async workers (whose thread is not the test's: name it here).
     let module = chart::test_module();
     if let Err(e) = tokio::task::spawn_blocking(move || chart::ensure_installed(&module)).await? {
-        let dir = diagnostics::dump(&client, chart::NAMESPACE).await;
+        let dir = diagnostics::dump(&client, chart::namespace()).await;
         anyhow::bail!("{e:#}\n(operator diagnostics in {})", dir.display());
     }
     let ns = create_namespace(&client, test).await?;
@@ -97,7 +97,7 @@ async fn create_namespace(client: &Client, test: &str) -> Result<String> {
         metadata: ObjectMeta {
             name: Some(name.clone()),
             labels: Some(BTreeMap::from([
-                (E2E_LABEL.to_string(), "true".to_string()),
+                (e2e_label().to_string(), "true".to_string()),
                 (
                     "msgbench.dev/e2e-test".to_string(),
                     base.trim_matches('-').to_string(),
@@ -132,7 +132,7 @@ pub async fn remove_leftover_namespaces(
 ) -> Result<()> {
     let api = Api::<Namespace>::all(client.clone());
     let leftovers: Vec<String> = api
-        .list(&ListParams::default().labels(&format!("{E2E_LABEL}=true")))
+        .list(&ListParams::default().labels(&format!("{}=true", e2e_label())))
         .await?
         .items
         .into_iter()
@@ -174,8 +174,8 @@ pub async fn remove_leftover_namespaces(
 pub async fn scale_operator(client: &Client, replicas: i32, timeout: Duration) -> Result<()> {
     use k8s_openapi::api::apps::v1::Deployment;
     use kube::api::{Patch, PatchParams};
-    let api = Api::<Deployment>::namespaced(client.clone(), chart::NAMESPACE);
-    let name = chart::OPERATOR_DEPLOYMENT;
+    let api = Api::<Deployment>::namespaced(client.clone(), chart::namespace());
+    let name = chart::operator_deployment();
     api.patch_scale(
         name,
         &PatchParams::default(),
@@ -202,8 +202,8 @@ pub async fn scale_operator(client: &Client, replicas: i32, timeout: Duration) -
 /// The operator container's memory limit, in bytes, as the installed Deployment sets it.
 pub async fn operator_memory_limit(client: &Client) -> Result<i64> {
     use k8s_openapi::api::apps::v1::Deployment;
-    let d = Api::<Deployment>::namespaced(client.clone(), chart::NAMESPACE)
-        .get(chart::OPERATOR_DEPLOYMENT)
+    let d = Api::<Deployment>::namespaced(client.clone(), chart::namespace())
+        .get(chart::operator_deployment())
         .await
         .context("reading the operator Deployment")?;
     let q = d

@@ -21,11 +21,11 @@ pub async fn dump(client: &Client, ns: &str) -> PathBuf {
     report += &events(client, ns).await;
     report += &msgbench_objects(client, ns).await;
     report += &pods(client, ns, None, &dir).await;
-    let _ = writeln!(report, "===== operator ({}) =====", chart::NAMESPACE);
-    report += &events(client, chart::NAMESPACE).await;
+    let _ = writeln!(report, "===== operator ({}) =====", chart::namespace());
+    report += &events(client, chart::namespace()).await;
     report += &pods(
         client,
-        chart::NAMESPACE,
+        chart::namespace(),
         Some(chart::OPERATOR_SELECTOR),
         &dir,
     )

@@ -1,5 +1,4 @@
 //! Secrets a test makes, and checks that a secret value never shows where people and tools look.
-use crate::chart::NAMESPACE as OPERATOR_NS;
 use crate::TestContext;
 use anyhow::{ensure, Result};
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Secret};
@@ -57,7 +56,7 @@ pub async fn never_shown(ctx: &TestContext, token: &str, run: &str, run_json: &s
     ensure!(!runners.1.contains(token), "the token is in a runner log");
     let operator = logs_of(
         ctx,
-        OPERATOR_NS,
+        crate::chart::namespace(),
         "app.kubernetes.io/name=msgbench,app.kubernetes.io/component=operator",
     )
     .await?;

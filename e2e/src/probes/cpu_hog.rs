@@ -116,7 +116,7 @@ fn manifest(millis: i64) -> String {
         "apiVersion: v1\nkind: Pod\nmetadata: {{name: {HOG_NAME}, namespace: {HOG_NAMESPACE}}}\n\
          spec:\n  containers:\n  - name: hog\n    image: {}\n    \
          imagePullPolicy: Never\n    resources: {{requests: {{cpu: {millis}m}}}}\n",
-        contract::PAUSE_IMAGE
+        contract::pause_image()
     )
 }
 

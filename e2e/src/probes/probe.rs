@@ -70,10 +70,10 @@ async fn get(client: &Client, uri: &str) -> Result<String> {
 /// `/metrics` of every running operator pod, concatenated (only the leader reconciles, so
 /// only its scrape carries the run gauges).
 pub async fn operator_metrics(client: &Client) -> Result<String> {
-    use crate::chart::{NAMESPACE, OPERATOR_SELECTOR};
+    use crate::chart::{self, OPERATOR_SELECTOR};
     use k8s_openapi::api::core::v1::Pod;
     use kube::api::{Api, ListParams};
-    let pods = Api::<Pod>::namespaced(client.clone(), NAMESPACE)
+    let pods = Api::<Pod>::namespaced(client.clone(), chart::namespace())
         .list(&ListParams::default().labels(OPERATOR_SELECTOR))
         .await?;
     let mut out = String::new();
@@ -81,7 +81,7 @@ pub async fn operator_metrics(client: &Client) -> Result<String> {
         let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
         if running && pod.metadata.deletion_timestamp.is_none() {
             let name = pod.metadata.name.unwrap_or_default();
-            out += &pod_get(client, NAMESPACE, &name, 8080, "/metrics").await?;
+            out += &pod_get(client, chart::namespace(), &name, 8080, "/metrics").await?;
         }
     }
     Ok(out)

@@ -9,8 +9,6 @@ use kube::Client;
 use serde_json::json;
 use std::time::Duration;
 
-pub const TOOLBOX_IMAGE: &str = crate::cluster::contract::TOOLBOX_IMAGE;
-
 fn restricted_security_context() -> serde_json::Value {
     json!({
         "runAsNonRoot": true,
@@ -51,7 +49,7 @@ pub async fn run_script(
             "activeDeadlineSeconds": timeout.as_secs().max(30),
             "containers": [{
                 "name": "script",
-                "image": TOOLBOX_IMAGE,
+                "image": crate::cluster::contract::toolbox_image(),
                 "imagePullPolicy": "IfNotPresent",
                 "command": ["/bin/sh", "-c", script],
                 "securityContext": restricted_security_context(),
@@ -99,7 +97,7 @@ pub async fn inspect_container(
     let pods = Api::<Pod>::namespaced(client.clone(), ns);
     let patch = json!({"spec": {"ephemeralContainers": [{
         "name": name,
-        "image": TOOLBOX_IMAGE,
+        "image": crate::cluster::contract::toolbox_image(),
         "imagePullPolicy": "IfNotPresent",
         "targetContainerName": target,
         "command": ["/bin/sh", "-c", script],

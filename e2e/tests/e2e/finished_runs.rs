@@ -7,7 +7,7 @@
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams};
-use msgbench_e2e::chart::{NAMESPACE, OPERATOR_SELECTOR};
+use msgbench_e2e::chart::{self, OPERATOR_SELECTOR};
 use msgbench_e2e::harness::operator_memory_limit;
 use msgbench_e2e::history::{fill, Mix};
 use msgbench_e2e::kinds::{self, Kind};
@@ -121,7 +121,7 @@ async fn reconciled_at_least(ctx: &TestContext, n: u64) -> Result<()> {
 /// Deletes the operator pod and waits until its successor leads.
 async fn restart_operator(ctx: &TestContext) -> Result<()> {
     let before = operator_lease::operator_pods(&ctx.client).await?;
-    let pods = Api::<Pod>::namespaced(ctx.client.clone(), NAMESPACE);
+    let pods = Api::<Pod>::namespaced(ctx.client.clone(), chart::namespace());
     for p in &before {
         pods.delete(p, &DeleteParams::default()).await?;
     }
@@ -143,7 +143,7 @@ async fn restart_operator(ctx: &TestContext) -> Result<()> {
 
 /// No operator container restarted, and none was ever OOMKilled.
 async fn never_restarted(ctx: &TestContext) -> Result<()> {
-    let pods = Api::<Pod>::namespaced(ctx.client.clone(), NAMESPACE)
+    let pods = Api::<Pod>::namespaced(ctx.client.clone(), chart::namespace())
         .list(&ListParams::default().labels(OPERATOR_SELECTOR))
         .await?;
     for p in pods

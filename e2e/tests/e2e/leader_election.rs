@@ -19,11 +19,11 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::Client;
-use msgbench_e2e::chart::{NAMESPACE, OPERATOR_DEPLOYMENT};
+use msgbench_e2e::chart;
 use msgbench_e2e::harness::scale_operator;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::operator_lease::{
-    holder, lease_held_by_one_of, one_leading_replica, operator_pods, two_replicas, LEASE,
+    holder, lease_held_by_one_of, lease_name, one_leading_replica, operator_pods, two_replicas,
     LEASE_SECONDS,
 };
 use msgbench_e2e::runs::{field as s, finished};
@@ -86,8 +86,8 @@ async fn body(ctx: TestContext) -> Result<()> {
 async fn failover(ctx: &TestContext) -> Result<()> {
     lease_access_is_least_privilege(ctx).await?;
     let (leader, standby) = two_replicas(&ctx.client).await?;
-    let lease = Api::<Lease>::namespaced(ctx.client.clone(), NAMESPACE)
-        .get(LEASE)
+    let lease = Api::<Lease>::namespaced(ctx.client.clone(), chart::namespace())
+        .get(lease_name())
         .await?;
     let spec = lease.spec.unwrap_or_default();
     ensure!(
@@ -113,16 +113,19 @@ async fn failover(ctx: &TestContext) -> Result<()> {
     reported_by(ctx, "Running", &leader).await?;
 
     let killed = Instant::now();
-    Api::<Pod>::namespaced(ctx.client.clone(), NAMESPACE)
+    Api::<Pod>::namespaced(ctx.client.clone(), chart::namespace())
         .delete(&leader, &DeleteParams::default().grace_period(0))
         .await
         .with_context(|| format!("deleting leader pod {leader}"))?;
     eprintln!("killed leader {leader} (grace 0) with the run Running; standby {standby}");
     let moved = wait::until(
-        &Api::<Lease>::namespaced(ctx.client.clone(), NAMESPACE),
-        LEASE,
+        &Api::<Lease>::namespaced(ctx.client.clone(), chart::namespace()),
+        lease_name(),
         TAKEOVER_BOUND,
-        &format!("Lease {LEASE} taken (leaseTransitions > {transitions}) by a replica other than {leader}"),
+        &format!(
+            "Lease {} taken (leaseTransitions > {transitions}) by a replica other than {leader}",
+            lease_name()
+        ),
         {
             let leader = leader.clone();
             // The new holder writes holderIdentity, then counts the transition: wait for both.
@@ -187,7 +190,7 @@ async fn standby_takes_over_on_scale_down(client: &Client) -> Result<()> {
         .find(|p| **p != leader)
         .cloned()
         .context("standby")?;
-    Api::<Pod>::namespaced(client.clone(), NAMESPACE)
+    Api::<Pod>::namespaced(client.clone(), chart::namespace())
         .patch(
             &leader,
             &PatchParams::default(),
@@ -206,10 +209,13 @@ async fn standby_takes_over_on_scale_down(client: &Client) -> Result<()> {
         .saturating_sub(t0.elapsed())
         .max(Duration::from_secs(1));
     wait::until(
-        &Api::<Lease>::namespaced(client.clone(), NAMESPACE),
-        LEASE,
+        &Api::<Lease>::namespaced(client.clone(), chart::namespace()),
+        lease_name(),
         remaining,
-        &format!("Lease {LEASE} held by the standby {standby} after the leader was scaled away"),
+        &format!(
+            "Lease {} held by the standby {standby} after the leader was scaled away",
+            lease_name()
+        ),
         {
             let standby = standby.clone();
             move |l: &Lease| holder(l).as_deref() == Some(standby.as_str())
@@ -226,8 +232,8 @@ async fn standby_takes_over_on_scale_down(client: &Client) -> Result<()> {
 /// The operator's ServiceAccount may get, patch and create its own Lease, and nothing else on
 /// leases (SubjectAccessReviews against the installed RBAC).
 async fn lease_access_is_least_privilege(ctx: &TestContext) -> Result<()> {
-    let deployment = Api::<Deployment>::namespaced(ctx.client.clone(), NAMESPACE)
-        .get(OPERATOR_DEPLOYMENT)
+    let deployment = Api::<Deployment>::namespaced(ctx.client.clone(), chart::namespace())
+        .get(chart::operator_deployment())
         .await?;
     let sa = deployment
         .spec
@@ -236,25 +242,25 @@ async fn lease_access_is_least_privilege(ctx: &TestContext) -> Result<()> {
         .context("operator ServiceAccount")?;
     let other_ns = ctx.ns.as_str();
     let checks = [
-        ("get", NAMESPACE, Some(LEASE), true),
-        ("patch", NAMESPACE, Some(LEASE), true),
-        ("create", NAMESPACE, None, true),
-        ("update", NAMESPACE, Some(LEASE), false),
-        ("delete", NAMESPACE, Some(LEASE), false),
-        ("list", NAMESPACE, None, false),
-        ("get", NAMESPACE, Some("kube-scheduler"), false),
-        ("patch", NAMESPACE, Some("someone-else"), false),
-        ("patch", other_ns, Some(LEASE), false),
+        ("get", chart::namespace(), Some(lease_name()), true),
+        ("patch", chart::namespace(), Some(lease_name()), true),
+        ("create", chart::namespace(), None, true),
+        ("update", chart::namespace(), Some(lease_name()), false),
+        ("delete", chart::namespace(), Some(lease_name()), false),
+        ("list", chart::namespace(), None, false),
+        ("get", chart::namespace(), Some("kube-scheduler"), false),
+        ("patch", chart::namespace(), Some("someone-else"), false),
+        ("patch", other_ns, Some(lease_name()), false),
         ("create", other_ns, None, false),
     ];
     let reviews = Api::<SubjectAccessReview>::all(ctx.client.clone());
     for (verb, ns, name, want) in checks {
         let review = SubjectAccessReview {
             spec: SubjectAccessReviewSpec {
-                user: Some(format!("system:serviceaccount:{NAMESPACE}:{sa}")),
+                user: Some(format!("system:serviceaccount:{}:{sa}", chart::namespace())),
                 groups: Some(vec![
                     "system:serviceaccounts".into(),
-                    format!("system:serviceaccounts:{NAMESPACE}"),
+                    format!("system:serviceaccounts:{}", chart::namespace()),
                 ]),
                 resource_attributes: Some(ResourceAttributes {
                     group: Some("coordination.k8s.io".into()),
@@ -283,13 +289,13 @@ async fn lease_access_is_least_privilege(ctx: &TestContext) -> Result<()> {
 
 /// Both replicas are ready and say which they are on /readyz and /metrics.
 async fn check_roles_served(client: &Client, leader: &str, standby: &str) -> Result<()> {
-    let ready = probe::pod_get(client, NAMESPACE, standby, 8080, "/readyz").await?;
+    let ready = probe::pod_get(client, chart::namespace(), standby, 8080, "/readyz").await?;
     ensure!(ready.contains("standby"), "standby /readyz: {ready}");
     for (pod, gauge) in [
         (leader, "msgbench_leader 1"),
         (standby, "msgbench_leader 0"),
     ] {
-        let metrics = probe::pod_get(client, NAMESPACE, pod, 8080, "/metrics").await?;
+        let metrics = probe::pod_get(client, chart::namespace(), pod, 8080, "/metrics").await?;
         ensure!(
             metrics.lines().any(|l| l == gauge),
             "{pod} /metrics should have `{gauge}`:\n{}",

@@ -11,7 +11,7 @@
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, LogParams};
-use msgbench_e2e::chart::NAMESPACE;
+use msgbench_e2e::chart;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::operator_lease::{
     holder, lease, lease_held_by_one_of, one_leading_replica, two_replicas, LEASE_SECONDS,
@@ -139,7 +139,7 @@ async fn renew_time(client: &kube::Client) -> Result<i64> {
 /// Lease at its renew deadline and campaigns again, its container never restarted, and it is
 /// ready again as a standby once it reaches the API.
 async fn stepped_down_in_process(ctx: &TestContext, pod: &str, restarts_before: i32) -> Result<()> {
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), NAMESPACE);
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), chart::namespace());
     // The current container only: a restarted one would not have these lines.
     let params = LogParams {
         container: Some(OPERATOR_CONTAINER.into()),
@@ -183,7 +183,7 @@ const OPERATOR_CONTAINER: &str = "operator";
 
 /// Restarts of `pod`'s operator container.
 async fn operator_restarts(ctx: &TestContext, pod: &str) -> Result<i32> {
-    let p = Api::<Pod>::namespaced(ctx.client.clone(), NAMESPACE)
+    let p = Api::<Pod>::namespaced(ctx.client.clone(), chart::namespace())
         .get(pod)
         .await?;
     (p.status.and_then(|s| s.container_statuses))

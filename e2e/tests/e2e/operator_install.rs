@@ -7,7 +7,7 @@ use k8s_openapi::api::authorization::v1::{
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, PostParams};
-use msgbench_e2e::chart::{NAMESPACE, OPERATOR_SELECTOR};
+use msgbench_e2e::chart::{self, OPERATOR_SELECTOR};
 use msgbench_e2e::{probe, run, TestContext};
 
 #[tokio::test]
@@ -16,7 +16,7 @@ async fn operator_runs_hardened_and_serves_health_and_metrics() {
 }
 
 async fn body(ctx: TestContext) -> Result<()> {
-    let pods = Api::<Pod>::namespaced(ctx.client.clone(), NAMESPACE)
+    let pods = Api::<Pod>::namespaced(ctx.client.clone(), chart::namespace())
         .list(&ListParams::default().labels(OPERATOR_SELECTOR))
         .await?
         .items;
@@ -55,11 +55,11 @@ async fn body(ctx: TestContext) -> Result<()> {
     );
 
     for path in ["/healthz", "/readyz"] {
-        probe::pod_get(&ctx.client, NAMESPACE, &name, 8080, path)
+        probe::pod_get(&ctx.client, chart::namespace(), &name, 8080, path)
             .await
             .with_context(|| format!("operator {path}"))?;
     }
-    let metrics = probe::pod_get(&ctx.client, NAMESPACE, &name, 8080, "/metrics").await?;
+    let metrics = probe::pod_get(&ctx.client, chart::namespace(), &name, 8080, "/metrics").await?;
     ensure!(
         metrics.contains("reconcile_total"),
         "operator /metrics lacks reconcile_total:\n{metrics}"
@@ -67,7 +67,8 @@ async fn body(ctx: TestContext) -> Result<()> {
 
     // RBAC: what the operator needs is allowed, what it must not do is denied.
     let sa = format!(
-        "system:serviceaccount:{NAMESPACE}:{}",
+        "system:serviceaccount:{}:{}",
+        chart::namespace(),
         spec.service_account_name.clone().unwrap_or_default()
     );
     let (test_ns, key) = (ctx.ns.as_str(), "msgbench-operator-control-key");
@@ -92,9 +93,16 @@ async fn body(ctx: TestContext) -> Result<()> {
         ("", "secrets", "update", test_ns, None, false),
         ("", "secrets", "delete", test_ns, None, false),
         ("", "secrets", "list", test_ns, None, false),
-        ("", "secrets", "get", NAMESPACE, Some(key), true),
-        ("", "secrets", "get", NAMESPACE, Some("another"), false),
-        ("", "secrets", "list", NAMESPACE, None, false),
+        ("", "secrets", "get", chart::namespace(), Some(key), true),
+        (
+            "",
+            "secrets",
+            "get",
+            chart::namespace(),
+            Some("another"),
+            false,
+        ),
+        ("", "secrets", "list", chart::namespace(), None, false),
         // The e2e values turn faults.enabled and results.fromPodLogs on (e2e/tests/e2e/faults.rs,
         // runner_control.rs); charts/test.sh proves the default chart grants neither.
         ("", "pods", "delete", test_ns, None, true),
@@ -125,7 +133,7 @@ async fn body(ctx: TestContext) -> Result<()> {
                 user: Some(sa.clone()),
                 groups: Some(vec![
                     "system:serviceaccounts".into(),
-                    format!("system:serviceaccounts:{NAMESPACE}"),
+                    format!("system:serviceaccounts:{}", chart::namespace()),
                 ]),
                 resource_attributes: Some(ResourceAttributes {
                     group: Some(group.into()),

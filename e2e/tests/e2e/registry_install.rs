@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::Api;
 use msgbench_crds::RunFailureReason;
-use msgbench_e2e::harness::E2E_LABEL;
+use msgbench_e2e::harness::e2e_label;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::registry;
 use msgbench_e2e::{chart, run, runs, wait, TestContext};
@@ -56,7 +56,7 @@ async fn body(ctx: TestContext) -> Result<()> {
     let operator_ref = format!("{registry}/msgbench/operator:0.1.0");
     let operator = ready_pod_running(
         &ctx,
-        chart::NAMESPACE,
+        chart::namespace(),
         chart::OPERATOR_SELECTOR,
         &pinned(&operator_ref),
     )
@@ -234,7 +234,7 @@ async fn pull_secrets_hold_the_pull_credential(
 ) -> Result<()> {
     use base64::Engine;
     let want = format!("{}:{}", reg.pull_user, reg.pull_password);
-    for ns in [chart::NAMESPACE, ctx.ns.as_str()] {
+    for ns in [chart::namespace(), ctx.ns.as_str()] {
         let secret = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(ctx.client.clone(), ns)
             .get("msgbench-pull")
             .await?;
@@ -267,7 +267,7 @@ async fn create_namespace(ctx: &TestContext, name: &str) -> Result<()> {
         metadata: ObjectMeta {
             name: Some(name.into()),
             labels: Some(BTreeMap::from([(
-                E2E_LABEL.to_string(),
+                e2e_label().to_string(),
                 "true".to_string(),
             )])),
             ..ObjectMeta::default()

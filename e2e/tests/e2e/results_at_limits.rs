@@ -11,7 +11,7 @@ use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
-use msgbench_e2e::chart::{NAMESPACE, OPERATOR_DEPLOYMENT, OPERATOR_SELECTOR};
+use msgbench_e2e::chart::{self, OPERATOR_SELECTOR};
 use msgbench_e2e::harness::{operator_memory_limit, scale_operator};
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::{probe, run, runs, servers, TestContext};
@@ -129,8 +129,8 @@ fn complete(name: &str, done: &kube::core::DynamicObject) -> Result<()> {
 }
 
 async fn operator(ctx: &TestContext) -> Result<Deployment> {
-    Api::<Deployment>::namespaced(ctx.client.clone(), NAMESPACE)
-        .get(OPERATOR_DEPLOYMENT)
+    Api::<Deployment>::namespaced(ctx.client.clone(), chart::namespace())
+        .get(chart::operator_deployment())
         .await
         .context("reading the operator Deployment")
 }
@@ -145,13 +145,15 @@ async fn operator_replicas(ctx: &TestContext) -> Result<i32> {
 }
 
 async fn operator_pods(ctx: &TestContext) -> Result<Vec<Pod>> {
-    Ok(Api::<Pod>::namespaced(ctx.client.clone(), NAMESPACE)
-        .list(&ListParams::default().labels(OPERATOR_SELECTOR))
-        .await?
-        .items
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .collect())
+    Ok(
+        Api::<Pod>::namespaced(ctx.client.clone(), chart::namespace())
+            .list(&ListParams::default().labels(OPERATOR_SELECTOR))
+            .await?
+            .items
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .collect(),
+    )
 }
 
 async fn operator_restarts(ctx: &TestContext) -> Result<i32> {

@@ -224,7 +224,7 @@ async fn guarded(ctx: TestContext) -> Result<()> {
     ensure!(
         np["spec"]["ingress"][0]["from"][0]["namespaceSelector"]["matchLabels"]
             ["kubernetes.io/metadata.name"]
-            == msgbench_e2e::chart::NAMESPACE,
+            == msgbench_e2e::chart::namespace(),
         "policy peer: {np}"
     );
 
@@ -232,7 +232,7 @@ async fn guarded(ctx: TestContext) -> Result<()> {
     let outsider = format!("{}-outsider", ctx.ns);
     let nsapi = Api::<Namespace>::all(ctx.client.clone());
     let ns: Namespace = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": outsider, "labels": {(msgbench_e2e::harness::E2E_LABEL): "true"}}
+        "metadata": {"name": outsider, "labels": {(msgbench_e2e::harness::e2e_label()): "true"}}
     }))?;
     nsapi.create(&PostParams::default(), &ns).await?;
     // Credentials for this very run and each request, signed by a key that is not the
@@ -317,7 +317,7 @@ async fn guarded(ctx: TestContext) -> Result<()> {
     ensure!(s(&done, "/status/result/received").as_u64().unwrap_or(0) >= 2500);
 
     // The runner pod has the operator's public key and the run's uid; no Secret exists here.
-    let key = Api::<Secret>::namespaced(ctx.client.clone(), msgbench_e2e::chart::NAMESPACE)
+    let key = Api::<Secret>::namespaced(ctx.client.clone(), msgbench_e2e::chart::namespace())
         .get("msgbench-operator-control-key")
         .await?;
     let seed: [u8; 32] = key

@@ -8,7 +8,7 @@ use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, PostParams};
 use msgbench_e2e::cluster::flavour::Flavour;
-use msgbench_e2e::harness::E2E_LABEL;
+use msgbench_e2e::harness::e2e_label;
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::runs::{field as s, finished};
 use msgbench_e2e::{run, servers, toolbox, wait, TestContext};
@@ -117,7 +117,7 @@ async fn body(ctx: TestContext) -> Result<()> {
 async fn other_namespace(ctx: &TestContext) -> Result<String> {
     let name = format!("{}-stranger", ctx.ns.chars().take(50).collect::<String>());
     let ns: Namespace = serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {E2E_LABEL: "true"}}
+        "metadata": {"name": name, "labels": {e2e_label(): "true"}}
     }))?;
     Api::<Namespace>::all(ctx.client.clone())
         .create(&PostParams::default(), &ns)

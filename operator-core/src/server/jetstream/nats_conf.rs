@@ -136,14 +136,16 @@ mod tests {
     use super::*;
     use msgbench_crds::jetstream_cluster::{NatsAuth, NatsTls};
 
-    /// The nats-server binary `make unit` installs (`e2e/tools/ensure nats-server`).
+    /// The nats-server binary `make unit` installs (`e2e/tools/ensure nats-server`), in the cache
+    /// as e2e/contract.env has it: MSGBENCH_CACHE (empty is unset), else ~/.cache/msgbench.
     fn nats_server() -> std::path::PathBuf {
-        let cache = std::env::var("MSGBENCH_CACHE").unwrap_or_else(|_| {
-            format!(
+        let cache = match std::env::var("MSGBENCH_CACHE") {
+            Ok(c) if !c.is_empty() => c,
+            _ => format!(
                 "{}/.cache/msgbench",
                 std::env::var("HOME").unwrap_or_default()
-            )
-        });
+            ),
+        };
         let server = std::path::Path::new(&cache).join("bin/nats-server");
         assert!(
             server.is_file(),
