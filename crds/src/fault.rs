@@ -171,12 +171,13 @@ pub struct FaultSignal {
     pub resume_time: Option<Time>,
 }
 
-/// With `crash`: the server container's restart as the kubelet reports it in the pod's status,
+/// With `crash` and `powerLoss`: the server container's restart as the kubelet reports it in the pod's status,
 /// a view independent of the agent's. The kubelet's times have whole-second resolution.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct FaultRestart {
-    /// The crashed container's exit code (137: killed by SIGKILL).
+    /// The crashed container's exit code (137: killed by SIGKILL; 99: msgbench-lazyfs after a
+    /// `powerLoss`, its server killed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     /// When the crashed container ended.
