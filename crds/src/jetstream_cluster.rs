@@ -43,7 +43,7 @@ use crate::common::{
 #[x_kube(validation = pinning_rules()[0].clone())]
 #[x_kube(validation = pinning_rules()[1].clone())]
 #[x_kube(validation = pinning_rules()[2].clone())]
-#[x_kube(validation = Rule::new("!has(self.faultInjection) || !self.faultInjection.powerLoss || self.jetstream.storage.type == 'file'").message("faultInjection.powerLoss: needs jetstream.storage.type file (memory storage has nothing to lose to a power cut)").field_path(".faultInjection.powerLoss"))]
+#[x_kube(validation = Rule::new("!has(self.faultInjection) || !self.faultInjection.powerLoss || !has(self.jetstream) || !has(self.jetstream.storage) || self.jetstream.storage.type == 'file'").message("faultInjection.powerLoss: needs jetstream.storage.type file (memory storage has nothing to lose to a power cut)").field_path(".faultInjection.powerLoss"))]
 pub struct JetStreamClusterSpec {
     /// Number of nats-server pods (1–5). Streams with replicas R need at least R servers.
     #[serde(default = "default_replicas")]
