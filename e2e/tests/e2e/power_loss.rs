@@ -117,7 +117,10 @@ async fn body(ctx: TestContext) -> Result<()> {
     );
     let (discarded, lost_acked) = power_loss(&ctx, "always", "jsa", &ALWAYS_PODS).await?;
     eprintln!("sync always: discarded {discarded:?} B, lostAcked {lost_acked}");
-    ensure!(lost_acked == 0, "sync always lost {lost_acked} acknowledged messages");
+    ensure!(
+        lost_acked == 0,
+        "sync always lost {lost_acked} acknowledged messages"
+    );
     // `always` fsyncs before every ack; what is left unsynced at an instant is at most the
     // messages in flight and their index, a few KiB per server.
     ensure!(
@@ -152,7 +155,10 @@ async fn power_loss(
     for (pod, task) in names.iter().zip(logs) {
         task.abort();
         let log = task.await.ok().and_then(Result::ok).unwrap_or_default();
-        ensure!(log.contains("Server is ready"), "{pod}: not the server's log: {log}");
+        ensure!(
+            log.contains("Server is ready"),
+            "{pod}: not the server's log: {log}"
+        );
         for line in SHUTDOWN_LINES {
             ensure!(
                 !log.contains(line),
