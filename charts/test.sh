@@ -58,6 +58,11 @@ python3 "$CHECK" faults-network "$work/faults-network.yaml" "$CHART" && pass "fa
   || fail "faults.network=true render assertions"
 python3 "$CHECK" faults "$work/faults-network.yaml" "$CHART" 2>/dev/null && fail "assertions catch: ALLOW_NETWORK_FAULTS without faults.network" \
   || pass "assertions catch: ALLOW_NETWORK_FAULTS without faults.network"
+render "$work/faults-power-loss.yaml" --set faults.enabled=true --set faults.powerLoss=true
+python3 "$CHECK" faults-power-loss "$work/faults-power-loss.yaml" "$CHART" && pass "faults.powerLoss=true render assertions (ALLOW_POWER_LOSS_FAULTS)" \
+  || fail "faults.powerLoss=true render assertions"
+python3 "$CHECK" faults "$work/faults-power-loss.yaml" "$CHART" 2>/dev/null && fail "assertions catch: ALLOW_POWER_LOSS_FAULTS without faults.powerLoss" \
+  || pass "assertions catch: ALLOW_POWER_LOSS_FAULTS without faults.powerLoss"
 render "$work/admission.yaml" --set faults.admissionPolicy.enabled=true
 python3 "$CHECK" admission-policy "$work/admission.yaml" "$CHART" \
   && pass "faults.admissionPolicy.enabled=true render assertions (policies, bindings, namespace label)" \
@@ -171,6 +176,7 @@ reject "an ipBlock without a cidr" "cidr" --set-json 'serverPods.networkPolicy.m
 reject "grafana.dashboard.namespace not a DNS label" "namespace" --set grafana.dashboard.namespace=Mon_itoring
 reject "a negative history limit" "succeededRunsHistoryLimit" --set retention.succeededRunsHistoryLimit=-1
 reject "faults.network without faults.enabled" "faults.network needs faults.enabled" --set faults.network=true
+reject "faults.powerLoss without faults.enabled" "faults.powerLoss needs faults.enabled" --set faults.powerLoss=true
 reject "faults.network as a string" "network" --set-string faults.network=yes
 reject "faults.admissionPolicy.namespaceLabel.key with a space" "key" --set "faults.admissionPolicy.namespaceLabel.key=a b"
 reject "an unknown key under faults.admissionPolicy" "surprise" --set faults.admissionPolicy.surprise=1

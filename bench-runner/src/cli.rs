@@ -33,8 +33,9 @@ pub enum Cmd {
     },
     /// Print the table of a result file.
     Report { input: PathBuf },
-    /// In a server pod that shares its process namespace: signal the server process when the
-    /// operator asks (POST /faults), with credentials it signed for this server object only.
+    /// In a server pod that shares its process namespace: signal the server process, cut its
+    /// network or its power when the operator asks (POST /faults), with credentials it signed
+    /// for this server object only.
     FaultAgent {
         /// Name of the server process (`/proc/<pid>/comm`), e.g. nats-server or mosquitto.
         #[arg(long)]
@@ -60,6 +61,10 @@ pub enum Cmd {
         /// The server's client ports (a partition `from: clients`).
         #[arg(long, value_delimiter = ',')]
         client_ports: Vec<u16>,
+        /// The lazy file system's control socket a power loss is asked of (absent: the server
+        /// does not run under it, and power losses are refused).
+        #[arg(long, default_value = runner_api::fault_agent::LAZYFS_CONTROL_SOCKET)]
+        lazyfs_control: PathBuf,
     },
     /// In-cluster runner: connect, report ready on GET /ready, start at the time given by
     /// POST /start, print one `MSGBENCH-RESULT` log line per trial, exit 0.

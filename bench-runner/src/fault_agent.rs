@@ -4,7 +4,9 @@
 //! restarts the container in place. A `pause` is SIGSTOP, and SIGCONT after its duration, sent
 //! by the agent itself whatever happens to the operator. It runs as the server's user, so it
 //! needs no capability. With network faults enabled it also runs `partition`s (`fault_net`):
-//! then it runs as uid 0 with NET_ADMIN and KILL only.
+//! then it runs as uid 0 with NET_ADMIN and KILL only. A `powerLoss` is asked of the lazy file
+//! system the server runs under (`fault_power`), whose control socket only uid 0 may use; an
+//! agent without that socket starts all the same and refuses power losses, one by one.
 //!
 //! Only credentials the operator signed for this server object are obeyed
 //! (`runner_api::control_auth`); each fault is done at most once (idempotent by key, and a
@@ -14,6 +16,7 @@
 //! fault whose report was lost can be confirmed; same credential as `POST /faults`.
 use crate::control_check::{refusal, ControlRequest};
 use crate::fault_net::{self, Nft};
+use crate::fault_power::{self, LazyFsControl};
 use crate::fault_process::{find_process, send, unix_ms};
 use crate::fault_state::{self, Leftovers};
 use axum::extract::State;
@@ -39,6 +42,8 @@ pub struct FaultAgent {
     proc_root: PathBuf,
     auth: ControlVerifier,
     net: Option<NetFaults>,
+    /// The lazy file system's control socket a power loss is asked of.
+    lazyfs: LazyFsControl,
     /// An async lock: held across the whole request (a partition awaits `nft`).
     done: tokio::sync::Mutex<BTreeMap<String, FaultReport>>,
     /// Until when a partition is in place (one at a time: a second would be healed by the
@@ -74,18 +79,31 @@ impl NetFaults {
 }
 
 impl FaultAgent {
-    /// Obeys only credentials `auth` accepts. `net: None`: partitions are refused.
+    /// Obeys only credentials `auth` accepts. `net: None`: partitions are refused. Power losses
+    /// go to the production control socket (`LazyFsControl::default`).
     pub fn new(
         process: &str,
         proc_root: &Path,
         auth: ControlVerifier,
         net: Option<NetFaults>,
     ) -> Arc<Self> {
+        Self::with_lazyfs(process, proc_root, auth, net, LazyFsControl::default())
+    }
+
+    /// The same, asking power losses of `lazyfs`.
+    pub fn with_lazyfs(
+        process: &str,
+        proc_root: &Path,
+        auth: ControlVerifier,
+        net: Option<NetFaults>,
+        lazyfs: LazyFsControl,
+    ) -> Arc<Self> {
         Arc::new(Self {
             process: process.chars().take(15).collect(),
             proc_root: proc_root.into(),
             auth,
             net,
+            lazyfs,
             done: tokio::sync::Mutex::default(),
             partitioned_until: Mutex::default(),
             unhealed: tokio::sync::watch::channel(None).0,
@@ -200,6 +218,9 @@ async fn fault(
     let outcome = match req.action {
         AgentAction::Partition => partition(&a, &req, now).await,
         AgentAction::Crash | AgentAction::Pause => signal(&a, &req, now),
+        AgentAction::PowerLoss => {
+            fault_power::carry_out(&a.lazyfs, &a.proc_root, &a.process, &req).await
+        }
     };
     let report = match outcome {
         Ok(r) => r,
@@ -256,6 +277,7 @@ fn signal(a: &FaultAgent, req: &FaultRequest, now: u64) -> Result<FaultReport, R
             pid,
         }),
         partition: None,
+        power_loss: None,
         at_unix_ms: now,
         until_unix_ms: pause_ms.map(|ms| now + ms),
     })
@@ -309,6 +331,7 @@ async fn partition(
         action: req.action,
         signal: None,
         partition: Some(RulesApplied { ports, rules }),
+        power_loss: None,
         at_unix_ms: at,
         until_unix_ms: Some(at + ms),
     })
@@ -363,7 +386,7 @@ pub async fn serve_on(
 ) -> anyhow::Result<()> {
     agent.heal_leftover().await.map_err(anyhow::Error::msg)?;
     fault_state::resume_leftover(&agent.proc_root, &agent.process, &agent.leftovers);
-    tracing::info!(addr = %listener.local_addr()?, process = %agent.process, net = agent.net.is_some(), "fault agent listening");
+    tracing::info!(addr = %listener.local_addr()?, process = %agent.process, net = agent.net.is_some(), lazyfs_control = %agent.lazyfs.socket.display(), "fault agent listening");
     let mut unhealed = agent.unhealed.subscribe();
     let fatal = async move {
         let _ = unhealed.wait_for(Option::is_some).await;

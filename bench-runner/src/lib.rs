@@ -14,6 +14,7 @@ pub mod drivers;
 pub mod engine;
 pub mod fault_agent;
 pub mod fault_net;
+pub mod fault_power;
 pub mod fault_process;
 pub mod fault_state;
 pub mod live_metrics;

@@ -78,6 +78,7 @@ fn real_main(cmd: Cmd, termination_log: Option<&Path>) -> anyhow::Result<u8> {
             nft,
             peer_ports,
             client_ports,
+            lazyfs_control,
         } => {
             let auth = control_verifier(
                 control_public_key,
@@ -88,7 +89,11 @@ fn real_main(cmd: Cmd, termination_log: Option<&Path>) -> anyhow::Result<u8> {
                 peer_ports,
                 client_ports,
             });
-            let agent = FaultAgent::new(&process, Path::new("/proc"), auth, net);
+            let lazyfs = bench_runner::fault_power::LazyFsControl {
+                socket: lazyfs_control,
+                ..Default::default()
+            };
+            let agent = FaultAgent::with_lazyfs(&process, Path::new("/proc"), auth, net, lazyfs);
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;

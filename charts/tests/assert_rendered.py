@@ -419,8 +419,9 @@ def main():
     dep = one(docs, "Deployment")
     check_security(dep)
     repo = os.path.dirname(os.path.dirname(os.path.abspath(chart)))
-    faults = case in ("faults", "faults-network")
+    faults = case in ("faults", "faults-network", "faults-power-loss")
     network_faults = case == "faults-network"
+    power_loss_faults = case == "faults-power-loss"
     pod_logs = case == "pod-logs"
     retention = case != "no-retention"
     check_rbac(docs, repo, faults, pod_logs, retention)
@@ -472,6 +473,8 @@ def main():
                          "DELETE_RUNS_AFTER_SECONDS": None}, f"default retention: 10 and 10 per benchmark, got {limits}")
     check((env.get("ALLOW_NETWORK_FAULTS") == "true") == network_faults,
           f"ALLOW_NETWORK_FAULTS exactly when faults.network ({network_faults})")
+    check((env.get("ALLOW_POWER_LOSS_FAULTS") == "true") == power_loss_faults,
+          f"ALLOW_POWER_LOSS_FAULTS exactly when faults.powerLoss ({power_loss_faults})")
     if case == "admission-policy":
         check_fault_admission(docs, repo, "msgbench.dev/faults", "enabled")
     elif case == "nondefault":
@@ -490,7 +493,7 @@ def main():
         check_pod_monitor(docs, repo, {"any": True})
     else:
         check(case == "nondefault" or not by_kind(docs, "PodMonitor"), "runner PodMonitor off by default")
-    if case in ("default", "no-leader-election", "dashboard", "faults", "faults-network", "pod-logs", "pod-monitor",
+    if case in ("default", "no-leader-election", "dashboard", "faults", "faults-network", "faults-power-loss", "pod-logs", "pod-monitor",
                 "admission-policy", "no-retention"):
         check(operands.get("images") == DEFAULT_OPERAND_IMAGES, f"default operand images, got {operands.get('images')}")
         check(operands.get("imagePullPolicy") == "IfNotPresent", "default operand pull policy")

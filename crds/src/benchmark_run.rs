@@ -61,6 +61,7 @@ use crate::workload::Workload;
 #[x_kube(validation = Rule::new("!has(self.variants) || size(self.variants) >= 2").message("variants: list at least 2 variants to compare (or none)").field_path(".variants"))]
 #[x_kube(validation = Rule::new("!has(self.variants) || self.variants.all(v, self.variants.filter(w, w.name == v.name).size() == 1)").message("variants: names must be unique").field_path(".variants"))]
 #[x_kube(validation = Rule::new("!has(self.baselineVariant) || (has(self.variants) && self.variants.exists(v, v.name == self.baselineVariant))").message("baselineVariant: must name one of variants[].name").field_path(".baselineVariant"))]
+#[x_kube(validation = Rule::new("!has(self.thresholds) || self.thresholds.all(t, !has(t.variants) || (has(self.variants) && t.variants.all(n, self.variants.exists(v, v.name == n))))").message("thresholds[].variants: each must name one of variants[].name").field_path(".thresholds"))]
 #[x_kube(validation = Rule::new("!has(self.variants) || !has(self.baselineRef)").message("baselineRef: a run with variants compares within itself; use one of baselineRef and variants").field_path(".baselineRef"))]
 #[x_kube(validation = variant_kind_rule())]
 #[x_kube(validation = Rule::new("!has(self.variants) || self.variants.all(v, !has(v.workload) || !has(v.workload.protocol) || v.workload.protocol == self.workload.protocol || has(v.target))").message("variants[].workload.protocol: a variant that changes protocol needs its own target (variants[].target), resolved for that protocol").field_path(".variants"))]
@@ -461,6 +462,12 @@ pub struct Threshold {
     /// `fail` (default) fails the run with ThresholdsNotMet; `warn` only reports.
     #[serde(default)]
     pub severity: Severity,
+    /// With variants: test only these variants' results (e.g. `lostAcked le 0` for the variant
+    /// that syncs every write, not for the one whose loss the run measures). Empty: every
+    /// variant.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 6), inner(length(min = 1, max = 32)))]
+    pub variants: Vec<String>,
 }
 
 /// Metrics thresholds can test. Rates in messages/s, latencies in milliseconds.

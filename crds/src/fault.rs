@@ -92,6 +92,12 @@ pub enum FaultAction {
     /// connections go silent as behind a broken network instead of being refused. Needs
     /// `spec.faultInjection.enabled` and `spec.faultInjection.network` on the target.
     Partition,
+    /// Power loss of the server's machine, as far as its store sees it: the fault agent has the
+    /// lazy file system under the store (`spec.faultInjection.powerLoss`) freeze, discard every
+    /// write not yet fsynced and SIGKILL the server, at one instant; the container restarts on
+    /// what was synced. One per ordinal at the same `afterSeconds` is a coordinated power
+    /// failure of the whole cluster. Needs `spec.faultInjection.powerLoss` on the target.
+    PowerLoss,
 }
 
 /// The fault agent of a server kind: a small container in each server pod, sharing its process
@@ -102,6 +108,7 @@ pub enum FaultAction {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, KubeSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = kube::core::Rule::new("!self.network || self.enabled").message("faultInjection.network: needs enabled: true").field_path(".network"))]
+#[x_kube(validation = kube::core::Rule::new("!self.powerLoss || self.enabled").message("faultInjection.powerLoss: needs enabled: true").field_path(".powerLoss"))]
 pub struct FaultAgentSpec {
     /// Add the fault agent to every server pod (changes the pod template: the servers roll).
     /// It runs as the server's non-root user with no capability.
@@ -113,6 +120,16 @@ pub struct FaultAgentSpec {
     /// so a namespace enforcing `baseline` or `restricted` refuses these pods.
     #[serde(default)]
     pub network: bool,
+    /// Also put the store under msgbench's lazy file system, for `powerLoss` faults: a FUSE
+    /// file system between nats-server and its volume that keeps written data in its own memory
+    /// until it is fsynced (as LazyFS, which Jepsen used), so a power loss can discard exactly
+    /// what a real one would. JetStreamCluster with file storage only. The server container
+    /// then runs privileged, as uid 0 (the wrapper mounts FUSE, then starts nats-server as the
+    /// server's user): mount(2) needs CAP_SYS_ADMIN, and containerd gives a container
+    /// `/dev/fuse` only when privileged. Needs the chart's `faults.powerLoss`. Changes the pod
+    /// template: the servers roll.
+    #[serde(default)]
+    pub power_loss: bool,
 }
 
 /// What the fault agent did to the pod's network for a `partition`, by its own clock.
@@ -127,6 +144,15 @@ pub struct FaultPartition {
     pub applied_time: Time,
     /// When the agent removes them (on its own timer).
     pub heal_time: Time,
+}
+
+/// What a power loss took from the server's store, as its lazy file system reports it.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FaultPowerLoss {
+    /// Bytes written to the store but not yet fsynced at the instant of the power loss, thrown
+    /// away: 0 when every write had been synced (`syncInterval: always`).
+    pub discarded_bytes: i64,
 }
 
 /// What the fault agent did, in its own words and by its own clock.
@@ -145,12 +171,13 @@ pub struct FaultSignal {
     pub resume_time: Option<Time>,
 }
 
-/// With `crash`: the server container's restart as the kubelet reports it in the pod's status,
+/// With `crash` and `powerLoss`: the server container's restart as the kubelet reports it in the pod's status,
 /// a view independent of the agent's. The kubelet's times have whole-second resolution.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct FaultRestart {
-    /// The crashed container's exit code (137: killed by SIGKILL).
+    /// The crashed container's exit code (137: killed by SIGKILL; 99: msgbench-lazyfs after a
+    /// `powerLoss`, its server killed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     /// When the crashed container ended.
@@ -187,7 +214,10 @@ impl FaultAction {
     pub fn needs_agent(self) -> bool {
         matches!(
             self,
-            FaultAction::Crash | FaultAction::Pause | FaultAction::Partition
+            FaultAction::Crash
+                | FaultAction::Pause
+                | FaultAction::Partition
+                | FaultAction::PowerLoss
         )
     }
 }
@@ -235,13 +265,18 @@ pub struct FaultRecord {
     /// How the pod was chosen, or why nothing was done.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    /// With `crash` and `pause`: the signal as the fault agent reports sending it.
+    /// With `crash`, `pause` and `powerLoss`: the signal as the fault agent reports sending it
+    /// (with `powerLoss`, the lazy file system's wrapper sends it on the agent's command).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal: Option<FaultSignal>,
     /// With `partition`: the rules as the fault agent reports applying them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<FaultPartition>,
-    /// With `crash`: how and when the container came back, as the kubelet reports it.
+    /// With `powerLoss`: what the lazy file system discarded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_loss: Option<FaultPowerLoss>,
+    /// With `crash` and `powerLoss`: how and when the container came back, as the kubelet
+    /// reports it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart: Option<FaultRestart>,
     /// JetStream: which server led the benchmark stream before the fault and once it was over,

@@ -43,6 +43,7 @@ use crate::common::{
 #[x_kube(validation = pinning_rules()[0].clone())]
 #[x_kube(validation = pinning_rules()[1].clone())]
 #[x_kube(validation = pinning_rules()[2].clone())]
+#[x_kube(validation = Rule::new("!has(self.faultInjection) || !self.faultInjection.powerLoss || !has(self.jetstream) || !has(self.jetstream.storage) || self.jetstream.storage.type == 'file'").message("faultInjection.powerLoss: needs jetstream.storage.type file (memory storage has nothing to lose to a power cut)").field_path(".faultInjection.powerLoss"))]
 pub struct JetStreamClusterSpec {
     /// Number of nats-server pods (1–5). Streams with replicas R need at least R servers.
     #[serde(default = "default_replicas")]
@@ -76,8 +77,8 @@ pub struct JetStreamClusterSpec {
     /// certificate from a Secret; clients must use TLS. Unset: plain NATS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<NatsTls>,
-    /// A fault agent in every server pod, for BenchmarkRun faults with `action: crash`, `pause`
-    /// and (with `network`) `partition`.
+    /// A fault agent in every server pod, for BenchmarkRun faults with `action: crash`, `pause`,
+    /// (with `network`) `partition` and (with `powerLoss`) `powerLoss`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault_injection: Option<crate::fault::FaultAgentSpec>,
 }

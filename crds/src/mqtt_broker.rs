@@ -45,6 +45,7 @@ use crate::common::{
 #[x_kube(validation = Rule::new("self.engine == 'custom' || !has(self.custom)").message("custom: only valid with engine custom").field_path(".custom"))]
 #[x_kube(validation = Rule::new("self.engine == 'mosquitto' || !has(self.auth)").message("auth: only valid with engine mosquitto (the operator writes only mosquitto's password file)").field_path(".auth"))]
 #[x_kube(validation = Rule::new("self.engine == 'mosquitto' || !has(self.tls)").message("tls: only valid with engine mosquitto (the operator configures TLS only for mosquitto's listeners)").field_path(".tls"))]
+#[x_kube(validation = Rule::new("!has(self.faultInjection) || !self.faultInjection.powerLoss").message("faultInjection.powerLoss: JetStreamCluster only (MqttBroker persistence under the lazy file system is not built yet)").field_path(".faultInjection.powerLoss"))]
 #[x_kube(validation = pinning_rules()[0].clone())]
 #[x_kube(validation = pinning_rules()[1].clone())]
 #[x_kube(validation = pinning_rules()[2].clone())]

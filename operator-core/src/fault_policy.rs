@@ -1,8 +1,10 @@
 //! Which fault agents the operator may add to server pods. A server's `spec.faultInjection`
 //! asks; the install decides: the chart's `faults.enabled` (`--allow-faults`) allows agents at
 //! all, its `faults.network` (`--allow-network-faults`) also agents that partition, which run as
-//! uid 0 with NET_ADMIN and KILL. Otherwise whoever may create a JetStreamCluster would get a
-//! root NET_ADMIN container where the chart says faults are off.
+//! uid 0 with NET_ADMIN and KILL, its `faults.powerLoss` (`--allow-power-loss-faults`) also
+//! servers under the lazy file system, whose container runs privileged. Otherwise whoever may
+//! create a JetStreamCluster would get a root NET_ADMIN (or privileged) container where the
+//! chart says faults are off.
 //!
 //! A request is granted whole or not at all: an agent without the network faults asked for
 //! would fail, mid-run, the runs that need them.
@@ -16,6 +18,9 @@ pub struct FaultPolicy {
     pub agents: bool,
     /// Chart `faults.network`: agents that may also partition (needs `agents` too).
     pub network: bool,
+    /// Chart `faults.powerLoss`: servers whose store is under the lazy file system, in a
+    /// privileged container (needs `agents` too).
+    pub power_loss: bool,
 }
 
 /// A `spec.faultInjection` the install does not allow: the server's Degraded reason and why.
@@ -65,8 +70,16 @@ impl FaultPolicy {
         if spec.network && !self.network {
             missing.push("faults.network");
         }
+        if spec.power_loss && !self.power_loss {
+            missing.push("faults.powerLoss");
+        }
         match missing.as_slice() {
             [] => Ok(Some(spec)),
+            ["faults.powerLoss"] => Err(FaultRefusal::not_allowed(
+                "spec.faultInjection.powerLoss",
+                &missing,
+                "set spec.faultInjection.powerLoss: false",
+            )),
             // Only the network part is refused: name that field, not the whole agent.
             ["faults.network"] => Err(FaultRefusal::not_allowed(
                 "spec.faultInjection.network",
@@ -87,7 +100,11 @@ mod tests {
     use super::*;
 
     fn spec(enabled: bool, network: bool) -> FaultAgentSpec {
-        FaultAgentSpec { enabled, network }
+        FaultAgentSpec {
+            enabled,
+            network,
+            power_loss: false,
+        }
     }
 
     #[test]
@@ -121,7 +138,7 @@ mod tests {
     fn a_network_agent_needs_faults_network_too() {
         let agents = FaultPolicy {
             agents: true,
-            network: false,
+            ..FaultPolicy::default()
         };
         let plain = spec(true, false);
         assert_eq!(agents.admit(Some(&plain)), Ok(Some(&plain)));
@@ -136,6 +153,7 @@ mod tests {
         let all = FaultPolicy {
             agents: true,
             network: true,
+            power_loss: false,
         };
         let net = spec(true, true);
         assert_eq!(all.admit(Some(&net)), Ok(Some(&net)));
@@ -143,7 +161,41 @@ mod tests {
         let network_only = FaultPolicy {
             agents: false,
             network: true,
+            power_loss: false,
         };
         assert!(network_only.admit(Some(&net)).is_err());
+    }
+
+    #[test]
+    fn a_power_loss_store_needs_faults_power_loss_too() {
+        let lazy = FaultAgentSpec {
+            enabled: true,
+            network: false,
+            power_loss: true,
+        };
+        let agents = FaultPolicy {
+            agents: true,
+            ..FaultPolicy::default()
+        };
+        let r = agents.admit(Some(&lazy)).unwrap_err();
+        assert!(
+            r.message.starts_with("spec.faultInjection.powerLoss ")
+                && r.message.contains("faults.powerLoss=true")
+                && !r.message.contains("faults.enabled"),
+            "{}",
+            r.message
+        );
+        let allowed = FaultPolicy {
+            agents: true,
+            power_loss: true,
+            ..FaultPolicy::default()
+        };
+        assert_eq!(allowed.admit(Some(&lazy)), Ok(Some(&lazy)));
+        // faults.powerLoss alone allows nothing: the agent itself needs faults.enabled.
+        let power_only = FaultPolicy {
+            power_loss: true,
+            ..FaultPolicy::default()
+        };
+        assert!(power_only.admit(Some(&lazy)).is_err());
     }
 }

@@ -65,6 +65,7 @@ impl ServerPod<'_> {
             public_key: operands.control_public_key.clone(),
             server_uid: owner.owner_ref.uid.clone(),
             network: spec.network.then_some(ports),
+            power_loss: spec.power_loss,
         })
     }
 }
@@ -93,7 +94,9 @@ fn config_hash_bytes(b: &[u8]) -> String {
 fn unhashed_pod_template(p: ServerPod<'_>) -> PodTemplateSpec {
     let harden = |mut c: Container| {
         c.resources = container_resources(p.resources, p.tuning);
-        c.security_context = Some(container_security_context());
+        // A container that set its own (the lazy file system's privileged wrapper) keeps it.
+        c.security_context
+            .get_or_insert_with(container_security_context);
         c.image_pull_policy = Some(p.image_pull_policy.into());
         c
     };

@@ -62,6 +62,11 @@ struct Args {
     /// `faults.network`).
     #[arg(long, env = "ALLOW_NETWORK_FAULTS")]
     allow_network_faults: bool,
+    /// Also allow servers with `spec.faultInjection.powerLoss` (powerLoss faults: the server
+    /// container runs privileged, as uid 0, to mount its store's lazy file system). Means
+    /// nothing without --allow-faults (chart `faults.powerLoss`).
+    #[arg(long, env = "ALLOW_POWER_LOSS_FAULTS")]
+    allow_power_loss_faults: bool,
     /// Reconcile only while holding a Lease, so several replicas can run (needs POD_NAME and
     /// OPERATOR_NAMESPACE). Leave off for a local `cargo run` of a single operator.
     #[arg(long, env = "LEADER_ELECTION")]
@@ -119,12 +124,16 @@ impl Args {
 
     /// Which fault agents server pods may carry.
     fn fault_policy(&self) -> FaultPolicy {
-        if self.allow_network_faults && !self.allow_faults {
-            tracing::warn!("--allow-network-faults without --allow-faults: no fault agent");
+        if (self.allow_network_faults || self.allow_power_loss_faults) && !self.allow_faults {
+            tracing::warn!(
+                "--allow-network-faults or --allow-power-loss-faults without --allow-faults: \
+                 no fault agent"
+            );
         }
         let policy = FaultPolicy {
             agents: self.allow_faults,
             network: self.allow_network_faults,
+            power_loss: self.allow_power_loss_faults,
         };
         tracing::info!(faults = ?policy, "fault agents allowed");
         policy

@@ -356,6 +356,7 @@ fn faults_allowed() -> OperandDefaults {
         faults: FaultPolicy {
             agents: true,
             network: true,
+            power_loss: false,
         },
         ..OperandDefaults::default()
     }
@@ -383,6 +384,7 @@ fn jetstream_cluster_with_a_fault_agent() {
     obj.spec.fault_injection = Some(msgbench_crds::benchmark_run::FaultAgentSpec {
         enabled: true,
         network: false,
+        power_loss: false,
     });
     let with = pod(&obj);
     assert_eq!(with.share_process_namespace, Some(true));
@@ -467,6 +469,7 @@ fn the_fault_agent_port_admits_only_the_operator() {
     obj.spec.fault_injection = Some(msgbench_crds::benchmark_run::FaultAgentSpec {
         enabled: true,
         network: false,
+        power_loss: false,
     });
     let with = obj.build(&owner, 3, &known);
     let rule = agent(&with).expect("the agent's port");
@@ -495,14 +498,26 @@ fn the_fault_agent_port_admits_only_the_operator() {
 fn fault_agents_only_where_the_install_allows_them() {
     use msgbench_crds::benchmark_run::FaultAgentSpec;
     let policy = |agents, network| OperandDefaults {
-        faults: FaultPolicy { agents, network },
+        faults: FaultPolicy {
+            agents,
+            network,
+            power_loss: false,
+        },
         ..OperandDefaults::default()
     };
     let asking = |enabled, network| {
         let mut jsc: JetStreamCluster = fixture("jsc-basic.yaml");
-        jsc.spec.fault_injection = Some(FaultAgentSpec { enabled, network });
+        jsc.spec.fault_injection = Some(FaultAgentSpec {
+            enabled,
+            network,
+            power_loss: false,
+        });
         let mut mqb: MqttBroker = fixture("mqb-basic.yaml");
-        mqb.spec.fault_injection = Some(FaultAgentSpec { enabled, network });
+        mqb.spec.fault_injection = Some(FaultAgentSpec {
+            enabled,
+            network,
+            power_loss: false,
+        });
         (jsc, mqb)
     };
     // (containers, template) of each kind's pod.

@@ -24,7 +24,16 @@ pub enum AgentAction {
     Pause,
     /// Drop the server's traffic on its peer and/or client ports, then heal after `durationMs`.
     Partition,
+    /// Tell the lazy file system under the server's store ([`LAZYFS_CONTROL_SOCKET`]) to
+    /// freeze, discard what was not fsynced and SIGKILL the server: a power loss.
+    PowerLoss,
 }
+
+/// The directory the server container (msgbench-lazyfs) and the agent share with
+/// `spec.faultInjection.powerLoss`: the lazy file system's control socket lives here.
+pub const LAZYFS_CONTROL_DIR: &str = "/run/msgbench-lazyfs";
+/// The lazy file system's control socket (its one-line protocol: `status`, `power-loss`).
+pub const LAZYFS_CONTROL_SOCKET: &str = "/run/msgbench-lazyfs/control.sock";
 
 /// `POST /faults`. Idempotent by `key`: a request repeated after an unanswered one gets the
 /// first one's report and never acts twice (after an agent restart, `repeat` keeps it so).
@@ -86,12 +95,16 @@ pub struct AgentState {
 pub struct FaultReport {
     pub key: String,
     pub action: AgentAction,
-    /// With `crash` and `pause`: the signal sent.
+    /// With `crash`, `pause` and `powerLoss`: the signal sent (with `powerLoss`, by the lazy
+    /// file system's wrapper, to the server it started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal: Option<SignalSent>,
     /// With `partition`: the rules applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<RulesApplied>,
+    /// With `powerLoss`: what the lazy file system discarded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_loss: Option<PowerLossDone>,
     /// When it was done (the signal sent, the rules in place).
     pub at_unix_ms: u64,
     /// With `pause` and `partition`: when it is undone (SIGCONT, the rules removed). The agent
@@ -109,6 +122,14 @@ pub struct SignalSent {
     /// The process signalled: its name and pid in the pod's process namespace.
     pub process: String,
     pub pid: i32,
+}
+
+/// What the lazy file system reported for a power loss.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PowerLossDone {
+    /// Written but not fsynced at the freeze, thrown away.
+    pub discarded_bytes: u64,
 }
 
 /// The network rules the agent applied for a partition.

@@ -4,6 +4,7 @@
 pub mod gateway;
 pub mod nats_jwt;
 pub mod pki;
+pub mod victim;
 use runner_api::control_auth::{Claim, ControlSigner, ControlVerifier, NONCE_BYTES};
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;

@@ -26,6 +26,7 @@ mod mqtt_broker;
 mod node_failure;
 mod operator_install;
 mod placement;
+mod power_loss;
 mod pubsub_server;
 mod recovery;
 mod registry_install;

@@ -162,6 +162,8 @@ pub struct Resolved {
 pub struct FaultAgentSeen {
     /// It may partition the server (`spec.faultInjection.network`).
     pub network: bool,
+    /// The server's store is under the lazy file system (`spec.faultInjection.powerLoss`).
+    pub power_loss: bool,
     /// The server has peers to be cut off from (a JetStreamCluster; MQTT brokers are
     /// independent).
     pub peers: bool,

@@ -193,6 +193,7 @@ mod tests {
         obj.spec.fault_injection = Some(FaultAgentSpec {
             enabled: true,
             network: true,
+            power_loss: false,
         });
         let owner = Owner::of(&obj, JetStreamCluster::KIND_LABEL).unwrap();
         let pass = |faults: FaultPolicy| {
@@ -218,6 +219,7 @@ mod tests {
                 FaultPolicy {
                     agents: true,
                     network: false,
+                    power_loss: false,
                 },
                 "faults.network=true",
                 "spec.faultInjection.network ",
@@ -237,6 +239,7 @@ mod tests {
         let all = FaultPolicy {
             agents: true,
             network: true,
+            power_loss: false,
         };
         let (containers, d) = pass(all);
         assert_eq!((containers, d.status.as_str()), (2, "False"), "{d:?}");

@@ -22,6 +22,7 @@ fn operands(peer: bool) -> OperandDefaults {
         faults: crate::fault_policy::FaultPolicy {
             agents: true,
             network: true,
+            power_loss: false,
         },
         ..OperandDefaults::default()
     }

@@ -210,7 +210,7 @@ impl Problem {
 }
 
 /// Why the target's fault agent cannot carry out the run's faults (`crash`, `pause`,
-/// `partition`), if it cannot.
+/// `partition`, `powerLoss`), if it cannot.
 fn agent_unfit(faults: &[Fault], r: &Resolved) -> Option<String> {
     let by_agent = faults.iter().any(|f| f.action.needs_agent());
     if !by_agent || r.server_labels.is_none() {
@@ -219,17 +219,27 @@ fn agent_unfit(faults: &[Fault], r: &Resolved) -> Option<String> {
     let Some(agent) = r.fault_agent else {
         if let Some(why) = &r.fault_agent_refused {
             return Some(format!(
-                "spec.faults: actions crash, pause and partition need the target's fault \
-                 agent, and {} runs without one: {why}",
+                "spec.faults: actions crash, pause, partition and powerLoss need the target's \
+                 fault agent, and {} runs without one: {why}",
                 r.display
             ));
         }
         return Some(format!(
-            "spec.faults: actions crash, pause and partition need the target's fault agent: \
-             set spec.faultInjection.enabled: true on {}",
+            "spec.faults: actions crash, pause, partition and powerLoss need the target's \
+             fault agent: set spec.faultInjection.enabled: true on {}",
             r.display
         ));
     };
+    let power_losses = faults.iter().enumerate();
+    for (i, _) in power_losses.filter(|(_, f)| f.action == FaultAction::PowerLoss) {
+        if !agent.power_loss {
+            return Some(format!(
+                "spec.faults[{i}]: action powerLoss needs the server's store under the lazy file \
+                 system: set spec.faultInjection.powerLoss: true on {}",
+                r.display
+            ));
+        }
+    }
     let partitions = faults
         .iter()
         .enumerate()

@@ -9,17 +9,21 @@
 //! those off), so this agent runs as uid 0 with exactly NET_ADMIN and KILL (to signal the
 //! server's user), still without privilege escalation and with a read-only root.
 //!
+//! With `spec.faultInjection.powerLoss` the server runs under msgbench-lazyfs, whose control
+//! socket (root's, mode 0600) the agent shares through an emptyDir: the agent then runs as uid 0
+//! (the socket's owner) with no capability, and asks it for the power loss.
+//!
 //! Its port is fenced with the server's own ports, in the server's one NetworkPolicy
 //! (`server::fence`): only the operator reaches it.
 use crate::security::container_security_context;
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EnvVar, HTTPGetAction, Probe, ResourceRequirements,
-    SecurityContext,
+    SecurityContext, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use runner_api::control_auth::PUBLIC_KEY_ENV;
-use runner_api::fault_agent::{CONTAINER, FAULT_AGENT_PORT, SERVER_UID_ENV};
+use runner_api::fault_agent::{CONTAINER, FAULT_AGENT_PORT, LAZYFS_CONTROL_DIR, SERVER_UID_ENV};
 use std::collections::BTreeMap;
 
 /// What a server pod needs to carry a fault agent.
@@ -35,7 +39,14 @@ pub struct FaultAgentPod {
     pub server_uid: String,
     /// Set: the agent may also partition the server (`spec.faultInjection.network`).
     pub network: Option<AgentNetwork>,
+    /// The server runs under msgbench-lazyfs (`spec.faultInjection.powerLoss`): the agent
+    /// mounts [`LAZYFS_CONTROL_VOLUME`] to reach its control socket.
+    pub power_loss: bool,
 }
+
+/// The emptyDir the server container (msgbench-lazyfs) and the agent share, at
+/// [`LAZYFS_CONTROL_DIR`] in both.
+pub const LAZYFS_CONTROL_VOLUME: &str = "lazyfs-control";
 
 /// The server's ports a partition cuts.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -54,9 +65,14 @@ fn port_list(ports: &[i32]) -> String {
         .join(",")
 }
 
-/// Non-root without capabilities; with network faults uid 0 with NET_ADMIN and KILL only.
-fn agent_security_context(network: bool) -> SecurityContext {
+/// Non-root without capabilities; with network faults uid 0 with NET_ADMIN and KILL only; with
+/// power loss alone uid 0 with no capability (to open the wrapper's root-owned socket).
+fn agent_security_context(network: bool, power_loss: bool) -> SecurityContext {
     let mut sc = container_security_context();
+    if power_loss && !network {
+        sc.run_as_user = Some(0);
+        sc.run_as_non_root = Some(false);
+    }
     if network {
         sc.run_as_user = Some(0);
         sc.run_as_non_root = Some(false);
@@ -108,7 +124,14 @@ pub fn container(a: &FaultAgentPod, pull_policy: &str) -> Container {
             limits: Some(amounts),
             ..ResourceRequirements::default()
         }),
-        security_context: Some(agent_security_context(a.network.is_some())),
+        security_context: Some(agent_security_context(a.network.is_some(), a.power_loss)),
+        volume_mounts: a.power_loss.then(|| {
+            vec![VolumeMount {
+                name: LAZYFS_CONTROL_VOLUME.into(),
+                mount_path: LAZYFS_CONTROL_DIR.into(),
+                ..VolumeMount::default()
+            }]
+        }),
         ..Container::default()
     }
 }
@@ -147,6 +170,7 @@ mod tests {
             public_key: "cHVi".into(),
             server_uid: "u-9".into(),
             network: None,
+            power_loss: false,
         };
         let c = container(&a, "IfNotPresent");
         let args = c.args.clone().unwrap();
@@ -176,6 +200,7 @@ mod tests {
                 peer_ports: vec![6222],
                 client_ports: vec![4222, 8080],
             }),
+            power_loss: false,
         };
         let c = container(&a, "IfNotPresent");
         let args = c.args.unwrap();
@@ -200,5 +225,28 @@ mod tests {
         assert_eq!(sc.allow_privilege_escalation, Some(false));
         assert_eq!(sc.read_only_root_filesystem, Some(true));
         assert_eq!(sc.privileged, None);
+    }
+
+    #[test]
+    fn a_power_loss_agent_is_root_without_capabilities_and_mounts_the_control_dir() {
+        let a = FaultAgentPod {
+            process: "nats-server".into(),
+            image: "r/bench-runner:1".into(),
+            public_key: "cHVi".into(),
+            server_uid: "u-9".into(),
+            network: None,
+            power_loss: true,
+        };
+        let c = container(&a, "IfNotPresent");
+        let sc = c.security_context.unwrap();
+        assert_eq!((sc.run_as_user, sc.run_as_non_root), (Some(0), Some(false)));
+        assert_eq!(sc.capabilities.and_then(|c| c.add), None);
+        assert_eq!(sc.privileged, None);
+        assert_eq!(sc.allow_privilege_escalation, Some(false));
+        let mounts = c.volume_mounts.unwrap();
+        assert_eq!(
+            (mounts[0].name.as_str(), mounts[0].mount_path.as_str()),
+            (LAZYFS_CONTROL_VOLUME, LAZYFS_CONTROL_DIR)
+        );
     }
 }

@@ -337,6 +337,7 @@ mod tests {
             op: ThresholdOp::Le,
             value: 5.0,
             severity: Default::default(),
+            variants: vec![],
         };
         let judged = |s| {
             let r = RunResult {

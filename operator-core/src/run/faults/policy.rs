@@ -7,8 +7,9 @@ use crate::run::timing::{self, millis};
 use crate::run::variants;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::benchmark_run::{
-    BenchmarkRun, Fault, FaultAction, FaultInjection, FaultPartition, FaultPod, FaultRecord,
-    FaultSignal, FaultStreamLeader, RunFailureReason, ScheduledRound, ServerKind, ServerRef,
+    BenchmarkRun, Fault, FaultAction, FaultInjection, FaultPartition, FaultPod, FaultPowerLoss,
+    FaultRecord, FaultSignal, FaultStreamLeader, RunFailureReason, ScheduledRound, ServerKind,
+    ServerRef,
 };
 use runner_api::fault_agent::FaultReport;
 use std::time::Duration;
@@ -193,6 +194,7 @@ pub fn verb(a: Option<FaultAction>) -> &'static str {
         Some(FaultAction::Crash) => "crashed (SIGKILL)",
         Some(FaultAction::Pause) => "paused (SIGSTOP)",
         Some(FaultAction::Partition) => "partitioned",
+        Some(FaultAction::PowerLoss) => "lost power (unsynced writes discarded, SIGKILL)",
         _ => "deleted",
     }
 }
@@ -215,8 +217,14 @@ pub fn mark_signalled(
         let secs = ms.saturating_sub(r.at_unix_ms) as f64 / 1000.0;
         format!(" for {secs:.1} s")
     });
+    let discarded = (r.power_loss.as_ref()).map_or(String::new(), |p| {
+        format!(
+            "{} unsynced bytes discarded by the lazy file system, then ",
+            p.discarded_bytes
+        )
+    });
     let what = match (&r.signal, &r.partition) {
-        (Some(s), _) => format!("{} to {} (pid {})", s.signal, s.process, s.pid),
+        (Some(s), _) => format!("{discarded}{} to {} (pid {})", s.signal, s.process, s.pid),
         (None, Some(p)) => format!("TCP ports {:?} dropped both ways", p.ports),
         (None, None) => "done (the agent reported no detail)".to_string(),
     };
@@ -227,6 +235,9 @@ pub fn mark_signalled(
         pid: s.pid,
         sent_time: at.clone(),
         resume_time: r.until_unix_ms.map(time_ms),
+    });
+    rec.power_loss = r.power_loss.as_ref().map(|p| FaultPowerLoss {
+        discarded_bytes: i64::try_from(p.discarded_bytes).unwrap_or(i64::MAX),
     });
     rec.partition = r.partition.as_ref().map(|p| FaultPartition {
         ports: p.ports.iter().map(|&p| i32::from(p)).collect(),

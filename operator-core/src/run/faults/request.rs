@@ -45,13 +45,15 @@ pub fn request(br: &BenchmarkRun, rec: &FaultRecord, repeat: bool) -> FaultReque
     let action = match rec.action {
         Some(FaultAction::Pause) => AgentAction::Pause,
         Some(FaultAction::Partition) => AgentAction::Partition,
+        Some(FaultAction::PowerLoss) => AgentAction::PowerLoss,
         _ => AgentAction::Crash,
     };
     FaultRequest {
         key: policy::agent_key(&br.uid().unwrap_or_default(), rec),
         action,
         not_after_unix_ms: policy::not_after_ms(rec),
-        duration_ms: duration_ms.filter(|_| action != AgentAction::Crash),
+        duration_ms: duration_ms
+            .filter(|_| matches!(action, AgentAction::Pause | AgentAction::Partition)),
         partition_from: (action == AgentAction::Partition)
             .then(|| fault.and_then(|f| f.partition_from).unwrap_or_default()),
         repeat,

@@ -42,7 +42,11 @@ pub fn restart_due<'a>(
 /// When the crash happened: the agent's report, or for one whose report was lost, the time the
 /// evidence that confirmed it gave (`fault_unknown`).
 fn signal_ms(rec: &FaultRecord) -> Option<u64> {
-    (rec.action == Some(FaultAction::Crash)).then_some(())?;
+    matches!(
+        rec.action,
+        Some(FaultAction::Crash | FaultAction::PowerLoss)
+    )
+    .then_some(())?;
     let confirmed = (rec.report_lost.as_ref()).is_some_and(|l| l.confirmed.is_some());
     match &rec.signal {
         Some(s) => Some(millis(&s.sent_time)),

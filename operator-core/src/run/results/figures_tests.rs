@@ -33,6 +33,7 @@ fn threshold(metric: Metric, op: ThresholdOp, value: f64) -> Threshold {
         op,
         value,
         severity: Severity::Fail,
+        variants: vec![],
     }
 }
 

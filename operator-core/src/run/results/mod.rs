@@ -457,6 +457,7 @@ pub(crate) mod tests {
             op,
             value,
             severity: Severity::Fail,
+            variants: vec![],
         };
         let out = evaluate(
             &c.result,
@@ -483,6 +484,7 @@ pub(crate) mod tests {
             op: ThresholdOp::Le,
             value,
             severity: Severity::Fail,
+            variants: vec![],
         };
         let rules = [t(Metric::LostAcked, 0.0), t(Metric::PublishStallMs, 500.0)];
         let c = collect_lines(&[runner(1, 1, &[2000; 10], 10)], 1, 1).unwrap();

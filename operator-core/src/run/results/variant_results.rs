@@ -3,7 +3,7 @@
 use crate::run::faults::effect as fault_effect;
 use crate::run::results::paired;
 use crate::run::{results, variants};
-use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, VariantResult};
+use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Threshold, VariantResult};
 use runner_api::agent::RawResultLine;
 
 /// Fills `st.variants`, `st.variantComparison`, `st.thresholds` and `st.headline` (the baseline
@@ -28,7 +28,7 @@ pub fn apply(
     st.thresholds = merged
         .iter()
         .flat_map(|(name, c)| {
-            results::evaluate(&c.result, &br.spec.thresholds)
+            results::evaluate(&c.result, &thresholds_of(&br.spec.thresholds, name))
                 .into_iter()
                 .map(move |mut t| {
                     t.variant = Some(name.clone());
@@ -62,4 +62,34 @@ pub fn apply(
         })
         .collect();
     Ok(())
+}
+
+/// The thresholds that test `variant`: those naming it, and those naming no variant.
+fn thresholds_of(all: &[Threshold], variant: &str) -> Vec<Threshold> {
+    (all.iter())
+        .filter(|t| t.variants.is_empty() || t.variants.iter().any(|v| v == variant))
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use msgbench_crds::benchmark_run::{Metric, Severity, ThresholdOp};
+
+    #[test]
+    fn a_threshold_naming_variants_tests_only_those() {
+        let t = |variants: &[&str]| Threshold {
+            metric: Metric::LostAcked,
+            op: ThresholdOp::Le,
+            value: 0.0,
+            severity: Severity::Fail,
+            variants: variants.iter().map(|v| v.to_string()).collect(),
+        };
+        let all = [t(&["always"]), t(&[]), t(&["default", "always"])];
+        assert_eq!(thresholds_of(&all, "always").len(), 3);
+        let default = thresholds_of(&all, "default");
+        assert_eq!(default.len(), 2);
+        assert!(default.iter().all(|t| t.variants != ["always"]));
+    }
 }

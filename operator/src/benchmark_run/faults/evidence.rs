@@ -25,7 +25,8 @@ pub async fn read(
             continue;
         };
         let evidence = match rec.action {
-            Some(FaultAction::Crash) => {
+            // Both end in the server container's restart, which the kubelet reports.
+            Some(FaultAction::Crash | FaultAction::PowerLoss) => {
                 let Ok(pod) = pod_named(&api, &inj.pod).await else {
                     continue;
                 };

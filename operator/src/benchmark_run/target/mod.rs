@@ -141,6 +141,7 @@ fn agent_of(
         Ok(agent) => (
             agent.map(|f| FaultAgentSeen {
                 network: f.network,
+                power_loss: f.power_loss,
                 peers,
             }),
             None,

@@ -451,6 +451,7 @@ fn a_partition_needs_network_faults_and_peers() {
     };
     let d = decide_with(FaultAgentSeen {
         network: false,
+        power_loss: false,
         peers: true,
     });
     assert_eq!(
@@ -468,6 +469,7 @@ fn a_partition_needs_network_faults_and_peers() {
     );
     let d = decide_with(FaultAgentSeen {
         network: true,
+        power_loss: false,
         peers: false,
     });
     assert!(
@@ -477,6 +479,7 @@ fn a_partition_needs_network_faults_and_peers() {
     );
     let d = decide_with(FaultAgentSeen {
         network: true,
+        power_loss: false,
         peers: true,
     });
     assert_ne!(
@@ -1712,3 +1715,49 @@ fn fault_outcomes_settle_into_their_records_and_nowhere_else() {
 mod faults;
 mod rounds;
 mod streams;
+
+/// A `powerLoss` needs the server's store under the lazy file system; the refusal names the
+/// field, and a server that has it passes.
+#[test]
+fn a_power_loss_needs_the_lazy_file_system_on_the_target() {
+    let br = run(
+        1,
+        "faults:\n  - {afterSeconds: 2, action: powerLoss, pod: ordinal, ordinal: 0}",
+    );
+    let decide_with = |power_loss: bool| {
+        let mut t = ready_target();
+        if let Ok(r) = &mut t.resolved {
+            r.server_labels = Some(Default::default());
+            r.fault_agent = Some(FaultAgentSeen {
+                network: false,
+                power_loss,
+                peers: true,
+            });
+        }
+        let mut obs = Observed::at(at(T0 + 1));
+        obs.faults_allowed = true;
+        obs.targets = vec![t];
+        decide_at(&br, &status(Phase::Pending), &obs)
+    };
+    let d = decide_with(false);
+    assert_eq!(
+        verdict(&d),
+        (
+            Some(Phase::Failed),
+            RunFailureReason::TargetUnfit.to_string()
+        )
+    );
+    assert!(
+        message(&d).contains("spec.faults[0]: action powerLoss needs")
+            && message(&d).contains("spec.faultInjection.powerLoss: true on JetStreamCluster/js3"),
+        "{}",
+        message(&d)
+    );
+    let d = decide_with(true);
+    assert_ne!(
+        verdict(&d).1,
+        RunFailureReason::TargetUnfit.as_str(),
+        "{}",
+        message(&d)
+    );
+}

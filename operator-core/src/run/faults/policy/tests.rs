@@ -353,6 +353,7 @@ fn a_crash_counts_only_by_the_agents_report() {
             pid: 7,
         }),
         partition: None,
+        power_loss: None,
         at_unix_ms: 10_080,
         until_unix_ms: None,
     };
@@ -424,6 +425,7 @@ fn a_partition_is_recorded_with_the_agents_rules_and_times() {
             ports: vec![6222, 4222],
             rules: "table inet msgbench_fault { }".into(),
         }),
+        power_loss: None,
         at_unix_ms: 10_200,
         until_unix_ms: Some(20_200),
     };
@@ -520,4 +522,58 @@ fn a_kill_is_never_a_forced_deletion() {
     assert_eq!(deletion_grace_seconds(Some(FaultAction::Kill)), Some(1));
     assert_eq!(deletion_grace_seconds(Some(FaultAction::Delete)), None);
     assert_eq!(deletion_grace_seconds(None), None);
+}
+
+/// A power loss is recorded as the agent reports it: the bytes the lazy file system discarded
+/// beside the SIGKILL its wrapper sent, in the record and its message.
+#[test]
+fn a_power_loss_records_what_was_discarded() {
+    let br = run(
+        "    - {afterSeconds: 5, action: powerLoss, pod: ordinal, ordinal: 0}\n",
+        false,
+    );
+    let rec = FaultRecord {
+        action: Some(FaultAction::PowerLoss),
+        ..injecting()
+    };
+    let asked = crate::run::faults::request::request(&br, &rec, false);
+    assert_eq!(
+        asked.action,
+        runner_api::fault_agent::AgentAction::PowerLoss
+    );
+    assert_eq!(asked.duration_ms, None);
+    let report = runner_api::fault_agent::FaultReport {
+        key: asked.key.clone(),
+        action: asked.action,
+        signal: Some(runner_api::fault_agent::SignalSent {
+            signal: "SIGKILL".into(),
+            process: "nats-server".into(),
+            pid: 7,
+        }),
+        partition: None,
+        power_loss: Some(runner_api::fault_agent::PowerLossDone {
+            discarded_bytes: 1_048_576,
+        }),
+        at_unix_ms: 10_080,
+        until_unix_ms: None,
+    };
+    let mut recs = vec![rec];
+    let reported = FaultPodSeen {
+        answer: Some(AgentAnswer::Done(report)),
+        ..seen(Some("u0"), false)
+    };
+    settle_injections(&br, &mut recs, &[reported], &time_at(10_500).unwrap());
+    let r = &recs[0];
+    assert_eq!(
+        r.power_loss.as_ref().map(|p| p.discarded_bytes),
+        Some(1_048_576)
+    );
+    assert_eq!(r.executed_time, time_at(10_080), "the agent's clock");
+    assert_eq!(
+        r.message.as_deref(),
+        Some(
+            "1048576 unsynced bytes discarded by the lazy file system, then SIGKILL to \
+             nats-server (pid 7) in pod demo-0 (ordinal 0)"
+        )
+    );
 }

@@ -340,6 +340,8 @@ pub(super) fn fault_record(i: usize, variant: Option<String>) -> FaultRecord {
         ),
         signal: None,
         partition: None,
+        // A power loss adds one small integer to a crash's shape: not the largest.
+        power_loss: None,
         restart: None,
         stream_leader: Some(FaultStreamLeader {
             before: Some(pod_name(0)),

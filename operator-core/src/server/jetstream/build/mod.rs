@@ -4,6 +4,7 @@
 
 mod config_map;
 mod env;
+mod lazy_store;
 mod pdb;
 mod pod;
 mod service;

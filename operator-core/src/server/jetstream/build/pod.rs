@@ -26,11 +26,18 @@ pub(super) fn template(
     conf: &str,
     operands: &OperandDefaults,
 ) -> PodTemplateSpec {
-    let (volumes, mounts) = volumes(spec, owner);
+    let (mut volumes, mut mounts) = volumes(spec, owner);
+    let lazy = (operands.faults.admit(spec.fault_injection.as_ref()))
+        .is_ok_and(|s| s.is_some_and(|s| s.power_loss));
+    let mut nats = container(spec, owner, Vec::new(), operands);
+    if lazy && spec.jetstream.storage.type_ == StorageType::File {
+        super::lazy_store::wrap(&mut nats, &mut volumes, &mut mounts);
+    }
+    nats.volume_mounts = Some([mounts, nats.volume_mounts.take().unwrap_or_default()].concat());
     pod_template(ServerPod {
         owner,
         uid: NATS_UID,
-        container: container(spec, owner, mounts, operands),
+        container: nats,
         init_containers: Vec::new(),
         volumes,
         resources: &spec.resources,
