@@ -13,7 +13,7 @@ use msgbench_crds::benchmark_run::{BenchmarkRun, FaultInjection, FaultRecord};
 use msgbench_operator_core::run::faults::policy;
 use msgbench_operator_core::run::faults::request::request;
 use msgbench_operator_core::run::model::AgentAnswer;
-use runner_api::fault_agent::{AgentState, FaultReport, FAULT_AGENT_PORT, NO_REPORT_STATUS};
+use runner_api::fault_agent::{AgentAction, AgentState, FaultReport, FAULT_AGENT_PORT, NO_REPORT_STATUS};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
@@ -34,7 +34,12 @@ pub async fn ask(
         Err(answer) => return answer,
     };
     let body = request(br, rec, repeat);
-    let opts = Options::new(Duration::from_secs(3), 64 << 10).signed(ctx.control_for(&scope));
+    // A power loss waits for the lazy file system's reply, which the agent bounds at 5 s.
+    let wait = match body.action {
+        AgentAction::PowerLoss => Duration::from_secs(7),
+        _ => Duration::from_secs(3),
+    };
+    let opts = Options::new(wait, 64 << 10).signed(ctx.control_for(&scope));
     match pod_http::post_json(addr, "/faults", &body, opts).await {
         Ok(reply) => match reply.json::<FaultReport>() {
             Ok(r) => AgentAnswer::Done(r),
