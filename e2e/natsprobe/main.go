@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -41,6 +42,9 @@ type Report struct {
 	StartUnixMs    int64   `json:"startUnixMs"`
 	LongestGapMs   float64 `json:"longestDeliveryGapMs"`
 	GapStartUnixMs int64   `json:"deliveryGapStartUnixMs"`
+	// The stream was still unknown when the read-back's bound ran out, the servers answering
+	// again: gone, nothing of it kept (a power loss before its creation reached the disk).
+	StreamGone bool `json:"streamGone"`
 }
 
 // The stall is computed differently from msgbench on purpose: the longest gap between
@@ -178,6 +182,10 @@ func run(servers, prefix string, seconds, rate int, drain, find time.Duration) e
 			break
 		}
 		if time.Now().After(deadline) {
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				kept, rep.StreamGone = map[uint64]bool{}, true
+				break
+			}
 			return fmt.Errorf("reading the stream back: %w", err)
 		}
 		fmt.Fprintln(os.Stderr, "natsprobe: reading back, will retry:", err)

@@ -25,6 +25,9 @@ pub struct ProbeReport {
     pub longest_stall_ms: f64,
     pub per_second: Vec<u64>,
     pub longest_delivery_gap_ms: f64,
+    /// The stream was gone when read back (nothing kept).
+    #[serde(default)]
+    pub stream_gone: bool,
 }
 
 /// A probe running against `servers` (nats:// URLs), waiting for the stream `prefix…`, then

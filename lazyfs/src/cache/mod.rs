@@ -178,6 +178,16 @@ impl Cache {
         dropped
     }
 
+    /// Each file with unsynced data and its bytes, the most first.
+    pub fn unsynced_by_file(&self) -> Vec<(FileKey, u64)> {
+        let mut files: Vec<_> = (self.files.iter())
+            .map(|(k, p)| (*k, p.extents.bytes()))
+            .filter(|(_, b)| *b > 0)
+            .collect();
+        files.sort_by_key(|f| std::cmp::Reverse(f.1));
+        files
+    }
+
     /// Data bytes written and not yet synced (size-only changes count 0).
     pub fn unsynced_bytes(&self) -> u64 {
         self.files.values().map(|p| p.extents.bytes()).sum()

@@ -181,6 +181,14 @@ impl Control {
     pub fn power_loss(&self) -> u64 {
         let mut st = self.lock();
         st.frozen = true;
+        // What was lost, by file, on stderr (the container's log): which of the server's
+        // files it had not synced is what a reader of the record wants to know next.
+        for (key, bytes) in st.cache.unsynced_by_file().iter().take(12) {
+            let ino = st.inodes.fuse_ino(key.ino);
+            let path = st.inodes.path(ino).map(|p| p.display().to_string());
+            let path = path.unwrap_or_else(|| format!("inode {}", key.ino));
+            eprintln!("msgbench-lazyfs: power loss: {bytes} unsynced bytes of {path}");
+        }
         st.cache.discard()
     }
 

@@ -13,7 +13,9 @@ use msgbench_crds::benchmark_run::{BenchmarkRun, FaultInjection, FaultRecord};
 use msgbench_operator_core::run::faults::policy;
 use msgbench_operator_core::run::faults::request::request;
 use msgbench_operator_core::run::model::AgentAnswer;
-use runner_api::fault_agent::{AgentAction, AgentState, FaultReport, FAULT_AGENT_PORT, NO_REPORT_STATUS};
+use runner_api::fault_agent::{
+    AgentAction, AgentState, FaultReport, FAULT_AGENT_PORT, NO_REPORT_STATUS,
+};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
