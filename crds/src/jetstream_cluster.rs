@@ -123,7 +123,8 @@ pub struct JetStreamConfig {
     /// cut of every server at once; a duration (`500ms`, `10s`, `2m`, `1h`): at most that late.
     /// Unset: the server's default, 2 minutes. What it buys a process crash (`crash` fault)
     /// cannot show: written but unsynced data is in the kernel's page cache, which outlives the
-    /// process; an OS crash or a power cut loses it.
+    /// process; an OS crash or a power cut loses it, which the `powerLoss` fault shows
+    /// (`faultInjection.powerLoss`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(
         length(max = 8),

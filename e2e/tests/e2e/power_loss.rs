@@ -7,8 +7,9 @@
 //! - the servers' own logs, followed live up to their death, show no shutdown;
 //! - with the default interval something unsynced was discarded and acknowledged messages were
 //!   lost from the stream (`ackedNotKept`: the run reads the stream back after its drain; tried
-//!   over up to three rounds, since the loss depends on what was in flight); with `always`, about
-//!   nothing was discarded and nothing acknowledged was lost;
+//!   over up to three rounds, since the loss depends on what was in flight); with `always`,
+//!   nothing acknowledged was lost, although the stream's own block was discarded too (what
+//!   nats-server does not sync for an R3 stream, rebuilt from its synced Raft WAL);
 //! - an independent client (`e2e/natsprobe`, nats.go) publishing into the same stream through the
 //!   same power loss, and reading the stream's own contents back after recovery, lost the same
 //!   share of what it had acknowledged.
@@ -132,11 +133,13 @@ async fn body(ctx: TestContext) -> Result<()> {
         lost_acked == 0,
         "sync always lost {lost_acked} acknowledged messages"
     );
-    // `always` fsyncs before every ack; what is left unsynced at an instant is at most the
-    // messages in flight and their index, a few KiB per server.
+    // `always` does not sync everything either: for an R3 stream nats-server relaxes it to
+    // syncing the Raft WAL (and the meta layer) and leaves the stream's own message block to be
+    // rebuilt from the WAL, so its unsynced block is discarded (about 220 KB per server here)
+    // and nothing acknowledged is lost. The container logs name each file (msgbench-lazyfs).
     ensure!(
-        discarded.iter().all(|&d| d < 64 * 1024),
-        "sync always: discarded {discarded:?} B, more than in-flight writes"
+        discarded.iter().all(|&d| d > 0),
+        "sync always: discarded {discarded:?} B"
     );
     Ok(())
 }
