@@ -83,7 +83,11 @@ pub(crate) const MODULE_VALUES: &[(&str, &[&str])] = &[
     // The install a cautious cluster admin makes: no fault agents at all.
     (
         "faults_disabled",
-        &["faults.enabled=false", "faults.network=false"],
+        &[
+            "faults.enabled=false",
+            "faults.network=false",
+            "faults.powerLoss=false",
+        ],
     ),
     // Half the suite's memory limit: half the history (and time) proves the same bound.
     ("finished_runs", &["resources.limits.memory=64Mi"]),

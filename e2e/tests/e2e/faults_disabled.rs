@@ -1,5 +1,5 @@
 //! Faults only where the install allows them. This module's install sets the chart's
-//! `faults.enabled=false` and `faults.network=false` (`chart::module_values`; the next test's
+//! `faults.enabled=false`, `faults.network=false` and `faults.powerLoss=false` (`chart::module_values`; the next test's
 //! install puts the e2e values back). A JetStreamCluster that asks for a network fault agent
 //! then runs without one: its pods have no `fault-agent` container and nothing in them adds a
 //! capability, and the server says why (`Degraded`, reason `FaultInjectionNotAllowed`, naming
