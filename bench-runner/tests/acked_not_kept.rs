@@ -11,10 +11,11 @@ use support::*;
 
 const STREAM: &str = "KEPT";
 
+/// 2 publishers on 2 topics (the read-back filters on both subjects), 300 messages each.
 async fn bench(port: u16, extra: &'static str) -> (RunnerResult, Duration) {
     let yaml = format!(
-        "protocol: jetstream\npublishers: 1\nsubscribers: 1\ntopics: 1\nratePerPublisher: 200\n\
-         messagesPerPublisher: 600\n{extra}jetstream: {{stream: {STREAM}, storage: file}}\n"
+        "protocol: jetstream\npublishers: 2\nsubscribers: 2\ntopics: 2\nratePerPublisher: 100\n\
+         messagesPerPublisher: 300\n{extra}jetstream: {{stream: {STREAM}, storage: file}}\n"
     );
     let t0 = Instant::now();
     let target = format!("nats://127.0.0.1:{port}");
