@@ -65,6 +65,12 @@ impl AckBook {
         Some(s)
     }
 
+    /// One past the highest acknowledged sequence (0: none acked): no sequence at or above it
+    /// was acknowledged.
+    pub fn acked_len(&self) -> usize {
+        self.acked.len()
+    }
+
     /// Longest stall of `phase`: (µs, start in process-clock µs).
     pub fn longest_stall(&self, phase: usize) -> Option<(u64, u64)> {
         self.stalls.get(phase)?.longest

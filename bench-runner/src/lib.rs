@@ -17,6 +17,7 @@ pub mod fault_net;
 pub mod fault_power;
 pub mod fault_process;
 pub mod fault_state;
+pub mod kept;
 pub mod live_metrics;
 pub mod net;
 pub mod options;

@@ -15,6 +15,7 @@ pub fn faults(page: &mut Page, run: &Run) {
     let head = [
         "series",
         "acked, never delivered",
+        "acked, not kept",
         "longest publish stall",
         "faults recovered",
         "longest recovery",
@@ -46,6 +47,7 @@ fn cost_row(s: &Series) -> Vec<Cell> {
     vec![
         Cell::text(s.name),
         lost.map_or(Cell::unavailable(no_acks), |n| Cell::text(&n.to_string())),
+        r.map_or(Cell::unavailable("no result"), kept_cell),
         stall.map_or(Cell::unavailable(no_acks), |ms| {
             Cell::text(&format!("{ms:.1} ms"))
         }),
@@ -61,6 +63,21 @@ fn cost_row(s: &Series) -> Vec<Cell> {
                 Cell::text(&format!("{ms} ms"))
             }),
     ]
+}
+
+/// `ackedNotKept`, saying when the stream was gone, or why it is unavailable.
+pub fn kept_cell(r: &RunResult) -> Cell {
+    use msgbench_crds::benchmark_run::AckedNotKeptFrom::StreamGone;
+    match (r.acked_not_kept, &r.acked_not_kept_unavailable) {
+        (Some(n), _) if r.acked_not_kept_from == Some(StreamGone) => {
+            Cell::text(&format!("{n} (stream gone)"))
+        }
+        (Some(n), _) => Cell::text(&n.to_string()),
+        (None, Some(why)) => Cell::unavailable(why),
+        (None, None) => Cell::unavailable(crate::thresholds::why_unavailable(
+            msgbench_crds::benchmark_run::Metric::AckedNotKept,
+        )),
+    }
 }
 
 fn execution_row(f: &FaultRecord) -> Vec<Cell> {

@@ -74,9 +74,13 @@ const ALWAYS: [Column; 7] = [
 ];
 
 /// Figures only some workloads have: a column only when some series has the figure.
-const WHERE_PRESENT: [Column; 3] = [
+const WHERE_PRESENT: [Column; 4] = [
     ("acked, never delivered", |r| {
         r.lost_acked.map(|n| Cell::text(&n.to_string()))
+    }),
+    ("acked, not kept", |r| {
+        (r.acked_not_kept.is_some() || r.acked_not_kept_unavailable.is_some())
+            .then(|| crate::fault_tables::kept_cell(r))
     }),
     ("longest publish stall", |r| {
         r.publish_stall_ms

@@ -31,7 +31,7 @@ pub fn unit(m: Metric) -> &'static str {
         LatencyP50Ms | LatencyP90Ms | LatencyP95Ms | LatencyP99Ms | LatencyP999Ms
         | LatencyMaxMs | PublishAckP99Ms | PublishStallMs | ConnectP99Ms => " ms",
         RecoverySeconds => " s",
-        DeliveredRatio | Errors | Duplicates | OutOfOrder | LostAcked => "",
+        DeliveredRatio | Errors | Duplicates | OutOfOrder | LostAcked | AckedNotKept => "",
     }
 }
 
@@ -42,6 +42,10 @@ pub fn why_unavailable(m: Metric) -> &'static str {
         LostAcked => {
             "publishes are not acknowledged in this workload, or a crash left its servers down \
              past the drain (faults.downPastDrain)"
+        }
+        AckedNotKept => {
+            "not a JetStream run, or its stream could not be read back after the drain \
+             (result.ackedNotKeptUnavailable says why)"
         }
         PublishStallMs | PublishAckP99Ms => {
             "the server does not acknowledge publishes in this workload"

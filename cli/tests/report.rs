@@ -233,6 +233,8 @@ fn faults_get_a_cost_row_per_variant_and_a_row_per_execution_saying_why_when_abs
     ];
     let r1 = run.status.variants[0].result.as_mut().unwrap();
     r1.lost_acked = Some(45_409);
+    r1.acked_not_kept = Some(1_170);
+    r1.acked_not_kept_from = Some(msgbench_crds::benchmark_run::AckedNotKeptFrom::StreamGone);
     r1.publish_stall_ms = Some(5001.6);
     r1.faults = Some(FaultSummary {
         executed: 1,
@@ -249,6 +251,12 @@ fn faults_get_a_cost_row_per_variant_and_a_row_per_execution_saying_why_when_abs
         "{costs}"
     );
     assert!(costs.contains("0 of 1"), "{costs}");
+    assert!(costs.contains("<th>acked, not kept</th>"), "{costs}");
+    assert!(costs.contains("<td>1170 (stream gone)</td>"), "{costs}");
+    assert!(
+        costs.contains("unavailable: not a JetStream run, or its stream could not be read back"),
+        "{costs}"
+    );
     // r2 has no acked figures in the fixture: said, not zero.
     assert!(
         costs.contains("unavailable: the server does not acknowledge"),

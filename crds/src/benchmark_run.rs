@@ -507,6 +507,10 @@ pub enum Metric {
     /// Acknowledged publishes an own-runner subscriber never received (`lostAcked`; only where
     /// publishes are acknowledged, otherwise unavailable and the threshold fails).
     LostAcked,
+    /// Acknowledged publishes the stream no longer held when read back after the drain
+    /// (`ackedNotKept`; JetStream only, otherwise unavailable and the threshold fails, as it
+    /// does when the read-back could not complete).
+    AckedNotKept,
     /// Longest publish stall (ms; only where publishes are acknowledged).
     PublishStallMs,
     /// Connections opened per second (connection workloads).

@@ -184,6 +184,20 @@ pub struct Headline {
     pub comparison: Option<String>,
 }
 
+/// How `ackedNotKept` was decided. Ordered: merging keeps the later (a stream gone in one
+/// trial is what the merged result says).
+#[derive(
+    Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord,
+)]
+#[serde(rename_all = "camelCase")]
+pub enum AckedNotKeptFrom {
+    /// The stream was read back: the acknowledged messages it no longer held.
+    ReadBack,
+    /// The stream was not found (JetStream 404, stream not found) from first to last try of
+    /// the bounded read-back, once the servers answered: every acknowledged message counts.
+    StreamGone,
+}
+
 /// A merged result. Counts are sums over runners; latencies come from the merged histogram.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -239,6 +253,24 @@ pub struct RunResult {
     /// As `lostAcked`, counted per (message, subscriber) that missed it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost_acked_deliveries: Option<u64>,
+    /// JetStream only: acknowledged messages (publish acknowledged by JetStream) that the
+    /// benchmark stream no longer held when read back after the run's drain. Durability, where
+    /// `lostAcked` is delivery: a message delivered live and then lost from the servers' disks
+    /// (a power loss) counts here and not there. Each runner reads back its own publishers'
+    /// messages of the measured phases; summed over runners and trials. `ackedNotKeptFrom` says
+    /// how it was decided. Absent (unavailable, not 0) for other protocols, and when a runner's
+    /// read-back could not complete (`ackedNotKeptUnavailable` says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acked_not_kept: Option<u64>,
+    /// How `ackedNotKept` was decided (`streamGone` if any runner or trial found the stream
+    /// gone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acked_not_kept_from: Option<AckedNotKeptFrom>,
+    /// Why `ackedNotKept` is absent although the run is a JetStream one (a read-back that did
+    /// not complete; the runner's reason, cut to 80 characters: its log has it whole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 80))]
+    pub acked_not_kept_unavailable: Option<String>,
     /// Longest interval (ms) during which one publisher was publishing and nothing was
     /// acknowledged: from its last ack (or its first publish after an idle spell) to its next
     /// ack. Failed publishes (ack timeouts, "no responders" during an election) do not end it.

@@ -9,6 +9,7 @@ pub mod coarse;
 pub mod control_auth;
 pub mod fault_agent;
 pub mod histo;
+pub mod kept;
 pub mod result;
 pub mod result_frames;
 pub mod status_form;

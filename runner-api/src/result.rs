@@ -3,6 +3,7 @@
 //! `merge(parts)` gives exactly what one process measuring everything would report.
 use crate::coarse::CoarseLatency;
 use crate::histo::{Histo, LatencyPercentiles};
+pub use msgbench_crds::benchmark_run::AckedNotKeptFrom;
 use msgbench_crds::workload::Workload;
 use serde::{Deserialize, Serialize};
 use std::borrow::Borrow;
@@ -79,6 +80,19 @@ pub struct SegmentStats {
     /// subscribers counts 2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost_acked_deliveries: Option<u64>,
+    /// JetStream only: acknowledged messages (publish acked by JetStream) that the benchmark
+    /// stream no longer held when this runner read it back after the drain (durability, where
+    /// `lost_acked` is delivery). Each runner counts its own publishers' messages of the phase.
+    /// `None` for other protocols, and when the read-back could not complete
+    /// (`acked_not_kept_unavailable` says why): unavailable, not 0. See [`crate::kept`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acked_not_kept: Option<u64>,
+    /// How `acked_not_kept` was decided: the stream read back, or found gone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acked_not_kept_from: Option<AckedNotKeptFrom>,
+    /// Why `acked_not_kept` is `None` in a JetStream run (the read-back did not complete).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acked_not_kept_unavailable: Option<String>,
     /// Longest publish stall of any one publisher (the longest one over publishers, runners
     /// and phases). `None` where publishes are not acknowledged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -112,7 +126,7 @@ impl PublishStall {
 }
 
 /// Sums two optional counts: unavailable only when both are.
-fn add_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+pub(crate) fn add_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     match (a, b) {
         (Some(x), Some(y)) => Some(x.saturating_add(y)),
         (x, y) => x.or(y),
@@ -179,6 +193,7 @@ impl SegmentStats {
         self.send_lag.add(&o.send_lag);
         self.lost_acked = add_opt(self.lost_acked, o.lost_acked);
         self.lost_acked_deliveries = add_opt(self.lost_acked_deliveries, o.lost_acked_deliveries);
+        crate::kept::merge(self, o);
         self.publish_stall = match (self.publish_stall, o.publish_stall) {
             (Some(a), Some(b)) => Some(a.longest(b)),
             (a, b) => a.or(b),

@@ -146,6 +146,10 @@ pub fn to_status_within(r: &RunnerResult, trials: u32, timeline_points: usize) -
         publish_ack_latency: latency(s.ack_latency.as_ref()),
         lost_acked: m.lost_acked,
         lost_acked_deliveries: m.lost_acked_deliveries,
+        acked_not_kept: m.acked_not_kept,
+        acked_not_kept_from: m.acked_not_kept_from,
+        acked_not_kept_unavailable: (m.acked_not_kept_unavailable.as_deref())
+            .map(crate::kept::status_reason),
         publish_stall_ms: m.publish_stall.map(|p| us_to_ms(p.micros as f64)),
         publish_stall_started_at: m.publish_stall.and_then(stall_start),
         warmup: r.warmup.as_ref().map(segment),
@@ -256,11 +260,17 @@ mod tests {
             micros: 1_234_567,
             started_unix_ms: 1_700_000_000_250,
         });
+        r.measured.acked_not_kept = Some(4);
+        r.measured.acked_not_kept_from = Some(crate::result::AckedNotKeptFrom::StreamGone);
         let st = to_status(&r, 1);
         assert_eq!(
             (st.lost_acked, st.lost_acked_deliveries),
             (Some(0), Some(0))
         );
+        assert_eq!(st.acked_not_kept, Some(4));
+        let json = serde_json::to_value(&st).unwrap();
+        assert_eq!(json["ackedNotKeptFrom"], "streamGone");
+        assert!(json.get("ackedNotKeptUnavailable").is_none());
         assert_eq!(st.publish_stall_ms, Some(1_234.567));
         let at = serde_json::to_value(&st.publish_stall_started_at).unwrap();
         assert_eq!(at, "2023-11-14T22:13:20.250000Z");

@@ -1,9 +1,11 @@
 //! NATS JetStream: creates its stream (replicas, storage) unless told to use one; publishes
 //! sync or async with a bounded ack window; consumes with push, pull (batch) or ordered
 //! consumers. Publish-ack latency is recorded apart from end-to-end latency.
+use super::jetstream_readback as readback;
 use super::nats::{connect, subjects};
 use super::{record_error, Driver, Outgoing, PayloadBuf, Publisher, Stop};
 use crate::clock;
+use crate::kept::{ReadBack, ReadScope};
 use crate::options::SharedSetup;
 use crate::payload::Header;
 use crate::recorder::{
@@ -166,6 +168,29 @@ impl Driver for JetStreamDriver {
                 }
             }
             Ok(())
+        })
+    }
+
+    fn read_back(&self, scope: ReadScope) -> BoxFuture<'_, Option<ReadBack>> {
+        Box::pin(async move {
+            let token = match &self.setup {
+                SharedSetup::Leader { token } | SharedSetup::Follower { token, .. } => {
+                    Some((SETUP_TOKEN, token.as_str()))
+                }
+                SharedSetup::Alone => None,
+            };
+            let follower = matches!(self.setup, SharedSetup::Follower { .. });
+            let t = readback::Target {
+                stream: &self.o.stream,
+                token: token.filter(|_| self.o.create_stream),
+                subjects: (scope.topics().iter())
+                    .map(|&i| self.subjects[i as usize].to_string())
+                    .collect(),
+                // Runner 1 deletes a stream it created once done: a follower's 404 may be that.
+                may_call_gone: !(follower && self.o.create_stream),
+            };
+            let connect = || connect(&self.target, &self.tls, "msgbench-readback".into(), None);
+            Some(readback::read_back(connect, t, &scope).await)
         })
     }
 

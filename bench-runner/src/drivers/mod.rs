@@ -1,5 +1,6 @@
 //! Protocol drivers behind one trait. The engine schedules and measures; a driver only
 //! connects, sends batches and hands received payloads to a recorder.
+use crate::kept::{ReadBack, ReadScope};
 use crate::payload::Header;
 use crate::recorder::{ReceiveRecorder, Shared};
 use futures::future::BoxFuture;
@@ -13,6 +14,7 @@ use tokio::task::JoinHandle;
 mod http_auth;
 mod http_publish;
 pub mod jetstream;
+mod jetstream_readback;
 pub mod mqtt;
 mod mqtt_client;
 mod mqtt_wire;
@@ -57,6 +59,13 @@ pub trait Driver: Send + Sync + 'static {
     /// Server-side setup before any client connects (e.g. a JetStream stream).
     fn prepare(&self) -> BoxFuture<'_, anyhow::Result<()>> {
         Box::pin(async { Ok(()) })
+    }
+    /// After the drain: what the server still holds of this runner's messages in `scope`
+    /// (JetStream reads its stream back, for `ackedNotKept`). `None`: the protocol keeps
+    /// nothing to read back, the figure is unavailable.
+    fn read_back(&self, scope: ReadScope) -> BoxFuture<'_, Option<ReadBack>> {
+        let _ = scope;
+        Box::pin(async { None })
     }
     /// Server-side cleanup after the run.
     fn cleanup(&self) -> BoxFuture<'_, anyhow::Result<()>> {

@@ -2,6 +2,7 @@
 //! the server acknowledges publishes), the timeline, whether the generator kept up, and the
 //! runner's result.
 use crate::clock;
+use crate::kept::{self, ReadBack};
 use crate::options::RunOptions;
 use crate::plan::{PlanPhase, Ramp};
 use crate::recorder::{self, add_into, Shared, TaskStats};
@@ -23,6 +24,8 @@ pub(super) struct Ran<'a> {
     pub breaking_stage: Option<String>,
     /// Whether the server acknowledged each publish (`Driver::publish_acks`).
     pub publish_acks: bool,
+    /// The stream read back after the drain (`ackedNotKept`); `None`: nothing to read back.
+    pub kept: Option<crate::kept::ReadBack>,
     pub rest: Vec<result::RestLatency>,
 }
 
@@ -95,6 +98,9 @@ fn segments(ran: &Ran<'_>, runner: u16) -> Vec<SegmentStats> {
     }
     if ran.publish_acks {
         ack_figures(&mut per_phase, ran.stats, runner);
+    }
+    if let Some(kept) = &ran.kept {
+        kept_figures(&mut per_phase, ran.stats, runner, kept);
     }
     per_phase
 }
@@ -183,6 +189,24 @@ fn ack_figures(per_phase: &mut [SegmentStats], stats: &[Shared], runner: u16) {
             })
             .fold(PublishStall::default(), PublishStall::longest);
         p.publish_stall = Some(stall);
+    }
+}
+
+/// `ackedNotKept` of each phase from the read-back, or why it is unavailable.
+fn kept_figures(per_phase: &mut [SegmentStats], stats: &[Shared], runner: u16, kept: &ReadBack) {
+    let guards: Vec<_> = stats
+        .iter()
+        .map(|s| s.lock().expect("stats lock"))
+        .collect();
+    let tasks: Vec<&TaskStats> = guards.iter().map(|g| &**g).collect();
+    for (k, p) in per_phase.iter_mut().enumerate() {
+        match kept {
+            Ok(kept) => {
+                p.acked_not_kept = Some(kept::acked_not_kept_in_phase(&tasks, k, kept));
+                p.acked_not_kept_from = Some(kept.from);
+            }
+            Err(why) => p.acked_not_kept_unavailable = Some(format!("runner {runner}: {why}")),
+        }
     }
 }
 

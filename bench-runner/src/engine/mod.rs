@@ -134,15 +134,46 @@ async fn run_messaging(
         wall: (clock::now_us() - start_us) as f64 / 1e6,
         cpu: cpu::process_cpu_seconds().unwrap_or(0.0) - cpu0,
     };
+    // After the figures' clock: the read-back is not part of the run's load.
+    let kept = read_back(&driver, &clients.stats, opts).await;
     let ran = Ran {
         phases: &phases,
         stats: &clients.stats,
         last_kept: stop.allowed.load(Ordering::SeqCst),
         breaking_stage: stop.breaking.lock().expect("lock").clone(),
         publish_acks: driver.publish_acks(),
+        kept,
         rest,
     };
     Ok(figures::result(w, target, opts, ran, took))
+}
+
+/// What the server still holds of this runner's messages (`ackedNotKept`), read back once
+/// the drain is over and the subscribers have stopped.
+async fn read_back(
+    driver: &Arc<dyn Driver>,
+    stats: &[Shared],
+    opts: &RunOptions,
+) -> Option<crate::kept::ReadBack> {
+    let scope = {
+        let guards: Vec<_> = stats
+            .iter()
+            .map(|s| s.lock().expect("stats lock"))
+            .collect();
+        let tasks: Vec<&TaskStats> = guards.iter().map(|g| &**g).collect();
+        crate::kept::ReadScope::of(&tasks, opts.runner_id, opts.run_tag)
+    };
+    let t0 = std::time::Instant::now();
+    let kept = driver.read_back(scope).await;
+    if let Some(k) = &kept {
+        let (found, from) = match k {
+            Ok(k) => (k.found(), format!("{:?}", k.from)),
+            Err(e) => (0, e.clone()),
+        };
+        let ms = t0.elapsed().as_millis() as u64;
+        tracing::info!(found, ms, outcome = %from, "read the stream back");
+    }
+    kept
 }
 
 /// A messaging run's clients, and the stats each of them records into.

@@ -272,7 +272,8 @@ fn trial_figures(trial: i32, r: &RunnerResult, started_ms: Option<u64>) -> Trial
 }
 
 /// The observed value of a metric; `None` when the result lacks it (no latency samples, no
-/// publish acks for `lostAcked` and `publishStallMs`, no end-to-end window for `deliveryRate`).
+/// publish acks for `lostAcked` and `publishStallMs`, no end-to-end window for `deliveryRate`,
+/// no completed JetStream read-back for `ackedNotKept`).
 pub fn observed(r: &RunResult, m: Metric) -> Option<f64> {
     let lat = r.latency.as_ref();
     Some(match m {
@@ -296,6 +297,8 @@ pub fn observed(r: &RunResult, m: Metric) -> Option<f64> {
             let undecidable = r.faults.as_ref().is_some_and(|f| f.down_past_drain > 0);
             r.lost_acked.filter(|_| !undecidable)? as f64
         }
+        // Absent for other protocols and when a read-back did not complete: fails, as above.
+        Metric::AckedNotKept => r.acked_not_kept? as f64,
         Metric::PublishStallMs => r.publish_stall_ms?,
         Metric::ConnectRate => r.connections.as_ref()?.connect_rate,
         Metric::ConnectP99Ms => r.connections.as_ref()?.connect_time.as_ref()?.p99_ms,
@@ -510,5 +513,37 @@ pub(crate) mod tests {
         let out = evaluate(&r, &rules);
         assert_eq!((out[0].observed, out[0].passed), (None, false));
         assert_eq!(r.lost_acked, Some(0));
+    }
+
+    /// `ackedNotKept` is evaluated like `lostAcked`: absent (another protocol, or a read-back
+    /// that did not complete) it fails, present it is compared; a crash's servers down past
+    /// the drain do not make it undecidable (the read-back waited for them, or is absent).
+    #[test]
+    fn acked_not_kept_threshold_fails_when_unavailable_and_holds_when_measured() {
+        let rule = [Threshold {
+            metric: Metric::AckedNotKept,
+            op: ThresholdOp::Le,
+            value: 0.0,
+            severity: Severity::Fail,
+            variants: vec![],
+        }];
+        let c = collect_lines(&[runner(1, 1, &[2000; 10], 10)], 1, 1).unwrap();
+        let mut r = c.result.clone();
+        let out = evaluate(&r, &rule);
+        assert_eq!((out[0].observed, out[0].passed), (None, false));
+        r.acked_not_kept_unavailable = Some("runner 1: read-back timed out".into());
+        assert!(!evaluate(&r, &rule)[0].passed);
+        r.acked_not_kept_unavailable = None;
+        r.acked_not_kept = Some(0);
+        r.faults = Some(msgbench_crds::benchmark_run::FaultSummary {
+            executed: 3,
+            down_past_drain: 1,
+            ..Default::default()
+        });
+        let out = evaluate(&r, &rule);
+        assert_eq!((out[0].observed, out[0].passed), (Some(0.0), true));
+        r.acked_not_kept = Some(1_170);
+        let out = evaluate(&r, &rule);
+        assert_eq!((out[0].observed, out[0].passed), (Some(1_170.0), false));
     }
 }

@@ -225,6 +225,12 @@ pub(super) fn full_result(timeline: usize, rows: usize, histogram: &str) -> RunR
         publish_ack_latency: Some(latency_summary()),
         lost_acked: Some(123_456_789),
         lost_acked_deliveries: Some(123_456_789),
+        // The reason comes only without the figure (and its `from`), and weighs more.
+        acked_not_kept: None,
+        acked_not_kept_from: None,
+        acked_not_kept_unavailable: Some(
+            "x".repeat(runner_api::kept::MAX_STATUS_UNAVAILABLE_CHARS),
+        ),
         publish_stall_ms: Some(long(1e4)),
         publish_stall_started_at: Some(MicroTime(
             k8s_openapi::jiff::Timestamp::from_millisecond(1_800_000_000_123).unwrap(),
