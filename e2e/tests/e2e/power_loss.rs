@@ -135,7 +135,7 @@ async fn body(ctx: TestContext) -> Result<()> {
     );
     // `always` does not sync everything either: for an R3 stream nats-server relaxes it to
     // syncing the Raft WAL (and the meta layer) and leaves the stream's own message block to be
-    // rebuilt from the WAL, so its unsynced block is discarded (about 220 KB per server here)
+    // rebuilt from the WAL, so its unsynced block is discarded (220–430 KB per server here)
     // and nothing acknowledged is lost. The container logs name each file (msgbench-lazyfs).
     ensure!(
         discarded.iter().all(|&d| d > 0),
