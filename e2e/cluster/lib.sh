@@ -39,8 +39,9 @@ COREDNS_READY_PORT=18054
 
 # Storage: a default StorageClass "local" backed by a fixed pool of hostPath PVs (no dynamic
 # provisioner here); e2e/cluster/pv-recycler wipes and frees Released ones (see storage.sh).
+# 40: the scenarios (7 file-storage clusters, 21 claims) run beside power_loss (6) and the rest.
 PV_DIR="$STATE/pv"
-PV_POOL_SIZE="${PV_POOL_SIZE:-16}"
+PV_POOL_SIZE="${PV_POOL_SIZE:-40}"
 PV_CAPACITY="${PV_CAPACITY:-2Gi}"
 PV_POOL_LABEL="msgbench.dev/pv-pool=local"
 
