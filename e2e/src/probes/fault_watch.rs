@@ -218,6 +218,30 @@ pub fn recorded_leaders(f: &Value, pod: &str) -> Result<(String, String)> {
 
 /// The servers' client URLs by pod IP (for the independent client, which runs where they are
 /// routed: `Flavour::reaching_pods`).
+/// What a graceful nats-server stop prints, and a crash or a power loss never does.
+const SHUTDOWN_LINES: [&str; 4] = [
+    "Trapped",
+    "lame duck",
+    "Initiating JetStream Shutdown",
+    "Server Exiting",
+];
+
+/// `log` (a server's own, followed up to its death) shows it running, then no shutdown at all.
+pub fn died_without_shutdown(pod: &str, log: &str) -> Result<()> {
+    ensure!(
+        log.contains("Server is ready"),
+        "{pod}: not the server's log: {log}"
+    );
+    for line in SHUTDOWN_LINES {
+        ensure!(
+            !log.contains(line),
+            "{pod} logged {line:?}, a graceful stop:\n{}",
+            wait::truncate(log, 3000)
+        );
+    }
+    Ok(())
+}
+
 pub fn server_urls(pods: &[Pod]) -> Vec<String> {
     (pods.iter())
         .filter_map(|p| p.status.as_ref()?.pod_ip.clone())

@@ -29,8 +29,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject};
 use kube::ResourceExt;
 use msgbench_e2e::fault_watch::{
-    agrees_with_the_probe, follow_log, recorded_leaders, restarts, rules_seen_from_the_host,
-    server_urls, unplanned_restarts, watch_leaders, PROBE_SECONDS,
+    agrees_with_the_probe, died_without_shutdown, follow_log, recorded_leaders, restarts,
+    rules_seen_from_the_host, server_urls, unplanned_restarts, watch_leaders, PROBE_SECONDS,
 };
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::natsprobe::Probe;
@@ -79,14 +79,6 @@ spec:
 }
 
 const SERVERS: [&str; 3] = ["jsc-0", "jsc-1", "jsc-2"];
-
-/// What a graceful stop prints, and a crash never does.
-const SHUTDOWN_LINES: [&str; 4] = [
-    "Trapped",
-    "lame duck",
-    "Initiating JetStream Shutdown",
-    "Server Exiting",
-];
 
 /// The least a leader crash can keep delivery down: the followers hear no heartbeat for at least
 /// the minimum election timeout (4 s in nats-server's Raft) before one of them campaigns; a
@@ -212,17 +204,7 @@ async fn crash(ctx: &TestContext) -> Result<()> {
     let killed_log = logs
         .get(&pod)
         .context("the crashed server's log was not followed")?;
-    ensure!(
-        killed_log.contains("Server is ready"),
-        "not the server's log: {killed_log}"
-    );
-    for line in SHUTDOWN_LINES {
-        ensure!(
-            !killed_log.contains(line),
-            "the crashed server logged {line:?}, a graceful stop:\n{}",
-            msgbench_e2e::wait::truncate(killed_log, 3000)
-        );
-    }
+    died_without_shutdown(&pod, killed_log)?;
 
     // The stream's leader moved off the crashed server, as the run's record says too.
     let recorded = recorded_leaders(f, &pod)?;

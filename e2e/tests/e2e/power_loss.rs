@@ -19,20 +19,12 @@
 //! been delivered live before, so `lostAcked` (delivery) said 0 while nothing was kept.
 use anyhow::{ensure, Context, Result};
 use kube::api::DynamicObject;
-use msgbench_e2e::fault_watch::{follow_log, server_urls, PROBE_SECONDS};
+use msgbench_e2e::fault_watch::{died_without_shutdown, follow_log, server_urls, PROBE_SECONDS};
 use msgbench_e2e::kinds::{self, Kind};
 use msgbench_e2e::natsprobe::{Probe, ProbeReport};
 use msgbench_e2e::runs::{field as s, finished};
 use msgbench_e2e::{run, servers, TestContext};
 use std::time::Duration;
-
-/// What a graceful stop prints, and a power loss never does.
-const SHUTDOWN_LINES: [&str; 4] = [
-    "Trapped",
-    "lame duck",
-    "Initiating JetStream Shutdown",
-    "Server Exiting",
-];
 
 /// The two clusters' pods, whose logs are followed.
 const DEFAULT_PODS: [&str; 3] = ["jsd-0", "jsd-1", "jsd-2"];
@@ -169,17 +161,7 @@ async fn power_loss(
     for (pod, task) in names.iter().zip(logs) {
         task.abort();
         let log = task.await.ok().and_then(Result::ok).unwrap_or_default();
-        ensure!(
-            log.contains("Server is ready"),
-            "{pod}: not the server's log: {log}"
-        );
-        for line in SHUTDOWN_LINES {
-            ensure!(
-                !log.contains(line),
-                "{pod} logged {line:?}, a graceful stop, before its power loss:\n{}",
-                msgbench_e2e::wait::truncate(&log, 3000)
-            );
-        }
+        died_without_shutdown(pod, &log)?;
     }
     let lost = kept_like_the_probe(&br, &probe)?;
     Ok((discarded, lost))
