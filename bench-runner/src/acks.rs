@@ -156,16 +156,19 @@ impl Lost {
     }
 }
 
+/// `|acked ∖ other|`, counted as acked minus acked-and-other: `intersection_count` handles sets
+/// of different lengths (fixedbitset's `difference_count` ignores `acked` bits past `other`'s end).
+pub fn missing(acked: &FixedBitSet, other: &FixedBitSet) -> u64 {
+    (acked.count_ones(..) - acked.intersection_count(other)) as u64
+}
+
 /// Compares one publisher's acknowledged sequences with what each subscriber of its topic saw
 /// of that publisher. Word-wide set operations: a 10 M message phase is a few ms.
 pub fn lost(acked: &FixedBitSet, seen: &[&FixedBitSet], expect: Expect) -> Lost {
     let Some((first, rest)) = seen.split_first() else {
         return Lost::default(); // no own subscriber was to receive them
     };
-    let n = acked.count_ones(..) as u64;
-    // Counted as acked minus acked-and-seen: `intersection_count` handles sets of different
-    // lengths (fixedbitset's `difference_count` ignores `acked` bits past `seen`'s end).
-    let missing = |s: &FixedBitSet| n - acked.intersection_count(s) as u64;
+    let missing = |s: &FixedBitSet| missing(acked, s);
     let mut all = (*first).clone();
     for s in rest {
         match expect {

@@ -91,11 +91,11 @@ impl Kept {
     }
 }
 
-/// `|acked ∖ kept|`. Counted as acked minus acked-and-kept: `intersection_count` handles sets
-/// of different lengths (fixedbitset's `difference_count` ignores bits past the other's end).
+/// `|acked ∖ kept|` (`acks::missing`); nothing kept of a publisher: all of it.
 pub fn not_kept(acked: &FixedBitSet, kept: Option<&FixedBitSet>) -> u64 {
-    let n = acked.count_ones(..) as u64;
-    n - kept.map_or(0, |k| acked.intersection_count(k) as u64)
+    kept.map_or(acked.count_ones(..) as u64, |k| {
+        crate::acks::missing(acked, k)
+    })
 }
 
 /// Acknowledged messages of phase `k`, from this runner's publishers, the read-back did not

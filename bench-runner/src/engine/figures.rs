@@ -169,15 +169,24 @@ pub(super) fn collect_phase(stats: &[Shared], k: usize) -> SegmentStats {
 /// `lostAcked` and the publish stall of each phase, from all of this runner's tasks at once
 /// (after the drain, so a message still missing is lost).
 fn ack_figures(per_phase: &mut [SegmentStats], stats: &[Shared], runner: u16) {
+    with_tasks(stats, |tasks| ack_figures_of(per_phase, tasks, runner));
+}
+
+/// Runs `f` over every task's stats, all locked at once.
+fn with_tasks(stats: &[Shared], f: impl FnOnce(&[&TaskStats])) {
     let guards: Vec<_> = stats
         .iter()
         .map(|s| s.lock().expect("stats lock"))
         .collect();
     let tasks: Vec<&TaskStats> = guards.iter().map(|g| &**g).collect();
+    f(&tasks);
+}
+
+fn ack_figures_of(per_phase: &mut [SegmentStats], tasks: &[&TaskStats], runner: u16) {
     for (k, p) in per_phase.iter_mut().enumerate() {
         // Every driver with publish acks fans out (each JetStream subscriber has its own
         // consumer; no MQTT shared subscriptions).
-        let lost = recorder::lost_acked_in_phase(&tasks, k, runner, acks::Expect::Every);
+        let lost = recorder::lost_acked_in_phase(tasks, k, runner, acks::Expect::Every);
         p.lost_acked = Some(lost.messages);
         p.lost_acked_deliveries = Some(lost.deliveries);
         let stall = tasks
@@ -194,15 +203,21 @@ fn ack_figures(per_phase: &mut [SegmentStats], stats: &[Shared], runner: u16) {
 
 /// `ackedNotKept` of each phase from the read-back, or why it is unavailable.
 fn kept_figures(per_phase: &mut [SegmentStats], stats: &[Shared], runner: u16, kept: &ReadBack) {
-    let guards: Vec<_> = stats
-        .iter()
-        .map(|s| s.lock().expect("stats lock"))
-        .collect();
-    let tasks: Vec<&TaskStats> = guards.iter().map(|g| &**g).collect();
+    with_tasks(stats, |tasks| {
+        kept_figures_of(per_phase, tasks, runner, kept)
+    });
+}
+
+fn kept_figures_of(
+    per_phase: &mut [SegmentStats],
+    tasks: &[&TaskStats],
+    runner: u16,
+    kept: &ReadBack,
+) {
     for (k, p) in per_phase.iter_mut().enumerate() {
         match kept {
             Ok(kept) => {
-                p.acked_not_kept = Some(kept::acked_not_kept_in_phase(&tasks, k, kept));
+                p.acked_not_kept = Some(kept::acked_not_kept_in_phase(tasks, k, kept));
                 p.acked_not_kept_from = Some(kept.from);
             }
             Err(why) => p.acked_not_kept_unavailable = Some(format!("runner {runner}: {why}")),
