@@ -4,17 +4,16 @@ SHELL := /bin/bash
 # e2e/contract.env is the one definition of the project's cache (MSGBENCH_CACHE, by default
 # ~/.cache/msgbench), the cluster flavour (CLUSTER: local, the default, a single-node cluster built
 # from upstream sources without Docker; kind for Docker users), the kubeconfig, the chart's names,
-# ...: bash evaluates it here as in the scripts and the e2e harness, with MSGBENCH_CACHE and
-# CLUSTER as given (environment or `make CLUSTER=kind`), and each key becomes a make variable.
+# ...: bash evaluates it here as in the scripts, with MSGBENCH_CACHE and CLUSTER as given
+# (environment or `make CLUSTER=kind`); each key becomes a make variable, exported to every
+# recipe (the e2e harness reads them from its environment: e2e/src/cluster/exported.rs).
 CONTRACT := $(shell MSGBENCH_CACHE='$(MSGBENCH_CACHE)' CLUSTER='$(CLUSTER)' bash -c 'set -u; . e2e/contract.env && \
   while IFS== read -r k _; do if [[ $$k =~ ^[A-Z_][A-Z0-9_]*$$ ]]; then echo "$$k:=$${!k}"; fi; done < e2e/contract.env')
 $(foreach kv,$(CONTRACT),$(eval override $(kv)))
 ifeq ($(MSGBENCH_CACHE),)
 $(error bash could not evaluate e2e/contract.env)
 endif
-# What the recipes read (the scripts and the harness evaluate the rest with the same inputs).
-export MSGBENCH_CACHE CLUSTER E2E_ARTIFACTS E2E_NAMESPACE_LABEL CHART_RELEASE CHART_NAMESPACE \
-       CHART_E2E_VALUES OPERATOR_DEPLOYMENT
+export $(foreach kv,$(CONTRACT),$(firstword $(subst :=, ,$(kv))))
 export PATH := $(TOOLS_BIN):/usr/local/go/bin:$(HOME)/.cargo/bin:$(PATH)
 export KUBECONFIG := $(CLUSTER_KUBECONFIG)
 # Nodes of the e2e cluster: 1 (the default, what `make test` runs on) or 2-4 (NODES=3 make e2e:
@@ -167,11 +166,12 @@ e2e_lane = { cargo nextest run -p msgbench-e2e --profile e2e $(2); rc=$$?; \
 	cp target/nextest/e2e/junit.xml "$$E2E_ARTIFACTS/junit-$(1).xml"; \
 	[ $$rc = 0 ]; }
 
-## e2e-check: no cluster needed: every test the whole-cluster group names exists (a renamed one
-## would quietly run beside the tests it disturbs); the lanes it makes.
+## e2e-check: no cluster needed: the harness's own unit tests (among them: every test the
+## whole-cluster group names exists, since a renamed one would quietly run beside the tests it
+## disturbs; the lanes it makes; the contract's keys).
 e2e-check:
 	e2e/tools/ensure cargo-nextest
-	cargo nextest run -p msgbench-e2e --lib -E 'test(/^cluster::lanes::/)'
+	cargo nextest run -p msgbench-e2e --lib
 	cargo nextest list -p msgbench-e2e --profile e2e -E 'group(whole-cluster)'
 
 ## e2e-sockudo: sockudo (built once from crates.io, cached), the runner's pusher tests against the

@@ -4,8 +4,8 @@
 //!
 //! Run with `make e2e` (cluster up, images, then the one test binary, `tests/e2e`, through
 //! cargo-nextest: e2e/README.md, "The suite").
-//! Environment: `KUBECONFIG` (else `${MSGBENCH_CACHE:-~/.cache/msgbench}/kubeconfig-${CLUSTER:-local}`,
-//! as `e2e/contract.env` writes it for the cluster scripts and this harness alike);
+//! Environment: what the Makefile exports from `e2e/contract.env` (`cluster::exported`);
+//! `KUBECONFIG` (else the contract's `CLUSTER_KUBECONFIG`);
 //! `MSGBENCH_E2E_SKIP_INSTALL=1` tests an operator that is already running (e.g. `cargo run` on the
 //! host); `MSGBENCH_E2E_OPERATOR_TAG=<tag>` installs another operator image tag. A failed test keeps
 //! its namespace and writes its diagnostics to `$MSGBENCH_CACHE/e2e-artifacts/<namespace>/`.

@@ -7,7 +7,7 @@
 //! replicas, a release from a registry). Under plain `cargo test`, once per test module in the
 //! process, as when each module was a binary of its own.
 use crate::cluster::flavour::Flavour;
-use crate::cluster::{contract, kubeconfig_path, repo_root};
+use crate::cluster::{exported, kubeconfig_path, repo_root};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -15,7 +15,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 /// The release, its namespace and the operator Deployment it creates.
-pub use super::contract::{
+pub use super::exported::{
     chart_namespace as namespace, chart_release as release, operator_deployment,
 };
 /// Label selector of the operator pod(s) the chart creates.
@@ -49,7 +49,7 @@ pub fn ensure_installed(module: &str) -> Result<()> {
 /// under a lock; `fresh` (a whole-cluster test, the only ones with values of their own): install
 /// whatever the marker says, and clear it.
 fn install_for_run(module: &str, run_id: &str, fresh: bool) -> Result<()> {
-    let dir = contract::cache_dir();
+    let dir = exported::cache_dir();
     fs::create_dir_all(&dir)?;
     let lock = File::create(dir.join("e2e-chart.lock"))?;
     lock.lock().context("locking e2e-chart.lock")?; // released when `lock` drops
@@ -134,7 +134,7 @@ fn install(module: &str) -> Result<()> {
         .arg(&chart)
         .args(["--namespace", namespace(), "--create-namespace"])
         .arg("--values")
-        .arg(root.join(contract::chart_e2e_values()))
+        .arg(root.join(exported::chart_e2e_values()))
         .args(["--wait", "--timeout", "180s"])
         .arg("--kubeconfig")
         .arg(kubeconfig_path())
@@ -224,7 +224,7 @@ fn recover_interrupted_release(helm: &str) -> Result<()> {
 
 /// helm from the project's tool cache, else from PATH.
 fn helm_binary() -> String {
-    let cached = contract::tools_bin().join("helm");
+    let cached = exported::tools_bin().join("helm");
     if cached.exists() {
         cached.display().to_string()
     } else {
@@ -238,7 +238,7 @@ fn local_operator_digest() -> Option<String> {
     let out = Flavour::current().list_images(false).output().ok()?;
     image_digest(
         &String::from_utf8_lossy(&out.stdout),
-        contract::operator_image(),
+        exported::operator_image(),
     )
 }
 

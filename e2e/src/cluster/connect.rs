@@ -1,5 +1,5 @@
 //! Connection to the cluster named by the project contract.
-use super::contract;
+use super::exported;
 use anyhow::{Context, Result};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
@@ -11,7 +11,7 @@ pub fn kubeconfig_path() -> PathBuf {
     if let Some(p) = std::env::var_os("KUBECONFIG").filter(|p| !p.is_empty()) {
         return PathBuf::from(p);
     }
-    contract::cluster_kubeconfig()
+    exported::cluster_kubeconfig()
 }
 
 /// Runs `e2e/tools/ensure <name>` (idempotent and cached: a no-op when the tool is at its
@@ -23,12 +23,12 @@ pub fn ensure_tool(name: &str) -> anyhow::Result<PathBuf> {
         .status()
         .with_context(|| format!("running e2e/tools/ensure {name}"))?;
     anyhow::ensure!(st.success(), "e2e/tools/ensure {name} failed ({st})");
-    Ok(contract::tools_bin().join(name))
+    Ok(exported::tools_bin().join(name))
 }
 
 /// `${MSGBENCH_CACHE:-~/.cache/msgbench}`: the project's cache (cluster state, images, tools).
 pub fn cache_dir() -> PathBuf {
-    contract::cache_dir()
+    exported::cache_dir()
 }
 
 /// A client for the e2e cluster; fails with a hint when the cluster is not up.

@@ -3,7 +3,7 @@
 //! IPs are routed, whose container runtime lists the images, and how a node is stopped and
 //! started. What is the same on both is not here: the API server, and pods' processes, which
 //! this host's /proc shows either way (kind's node PID namespaces are nested in the host's).
-use super::{contract, kind_engine, nodes::local_index, repo_root};
+use super::{exported, kind_engine, nodes::local_index, repo_root};
 use anyhow::{bail, ensure, Context, Result};
 use std::ffi::OsStr;
 use std::process::Command;
@@ -17,7 +17,7 @@ pub enum Flavour {
 impl Flavour {
     /// The flavour `CLUSTER` names (read as e2e/contract.env reads it).
     pub fn current() -> Flavour {
-        Flavour::parse(&contract::cluster()).unwrap_or_else(|e| panic!("{e:#}"))
+        Flavour::parse(&exported::cluster()).unwrap_or_else(|e| panic!("{e:#}"))
     }
 
     pub fn parse(name: &str) -> Result<Flavour> {
@@ -36,7 +36,7 @@ impl Flavour {
             Flavour::Local => Command::new(program),
             Flavour::Kind => {
                 let mut cmd = Command::new("ip");
-                cmd.args(["netns", "exec", contract::kind_netns()])
+                cmd.args(["netns", "exec", exported::kind_netns()])
                     .arg(program);
                 cmd
             }

@@ -2,7 +2,7 @@
 //! `KIND_NETNS`, listening on `KIND_DOCKER_HOST`. kind names each node container as its
 //! Kubernetes node (`msgbench-control-plane`, `msgbench-worker`, `msgbench-worker2`, …), so a
 //! node name from the API server is also the container to `docker exec`, pause or unpause.
-use super::contract;
+use super::exported;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -23,7 +23,7 @@ pub fn is_worker(node: &str) -> bool {
 
 /// The docker client `e2e/tools/ensure` unpacks with the engine, else one on PATH.
 fn client() -> PathBuf {
-    let unpacked = contract::cache_dir().join("kind/engine/usr/bin/docker");
+    let unpacked = exported::cache_dir().join("kind/engine/usr/bin/docker");
     if unpacked.is_file() {
         unpacked
     } else {
@@ -34,7 +34,7 @@ fn client() -> PathBuf {
 /// `docker <args>` against the kind engine's socket (never the caller's own `DOCKER_HOST`).
 pub fn docker(args: &[&str]) -> Command {
     let mut cmd = Command::new(client());
-    cmd.env("DOCKER_HOST", contract::kind_docker_host())
+    cmd.env("DOCKER_HOST", exported::kind_docker_host())
         .args(args);
     cmd
 }

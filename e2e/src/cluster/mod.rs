@@ -11,7 +11,7 @@ mod connect;
 
 pub mod chart;
 pub mod command;
-pub mod contract;
+pub mod exported;
 pub mod flavour;
 pub mod kind_engine;
 mod lanes;

@@ -2,7 +2,7 @@
 //! where pods run, a node cordoned for a while, and a node stopped and started again (local:
 //! `e2e/cluster/node`; kind: the node container paused).
 use crate::cluster::flavour::Flavour;
-use crate::cluster::{command, contract, kubeconfig_path};
+use crate::cluster::{command, exported, kubeconfig_path};
 use anyhow::{ensure, Context, Result};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams};
@@ -36,7 +36,7 @@ pub fn zone(n: &Node) -> Option<String> {
     n.metadata
         .labels
         .as_ref()?
-        .get(contract::zone_label())
+        .get(exported::zone_label())
         .cloned()
 }
 
@@ -112,7 +112,7 @@ async fn set_unschedulable(client: &Client, node: &str, on: bool) -> Result<()> 
 /// Node index in the local cluster: `msgbench-local` (the contract's NODE_NAME) is 1,
 /// `msgbench-local-N` is N.
 pub fn local_index(node: &str) -> Option<u32> {
-    match node.strip_prefix(contract::node_name()) {
+    match node.strip_prefix(exported::node_name()) {
         Some("") => Some(1),
         Some(rest) => rest.strip_prefix('-')?.parse().ok(),
         None => None,

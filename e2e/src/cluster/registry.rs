@@ -103,7 +103,7 @@ pub fn block_env(reg: &Registry, registry: &str, bench_ns: &str) -> BTreeMap<Str
     let path = format!(
         "{}:{}:{}",
         plugin_dir,
-        crate::cluster::contract::tools_bin().display(),
+        crate::cluster::exported::tools_bin().display(),
         std::env::var("PATH").unwrap_or_default()
     );
     BTreeMap::from([

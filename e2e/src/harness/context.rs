@@ -12,7 +12,7 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 /// Label on every namespace the suite creates, so leftovers can be found and removed.
-pub use crate::cluster::contract::e2e_namespace_label as e2e_label;
+pub use crate::cluster::exported::e2e_namespace_label as e2e_label;
 
 #[derive(Clone)]
 pub struct TestContext {

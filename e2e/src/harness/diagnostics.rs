@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 pub fn artifacts_dir(ns: &str) -> PathBuf {
-    crate::cluster::contract::artifacts_dir().join(ns)
+    crate::cluster::exported::artifacts_dir().join(ns)
 }
 
 /// Collect everything about `ns` and the operator; never fails (a dump must not hide the error).

@@ -6,7 +6,7 @@
 //! refused by the API server: the scheduler never sees it, still binds pods to the node, and
 //! the kubelet rejects them. That is the real `OutOfcpu` of a node whose allocations the
 //! scheduler's view missed (a static pod, a race).
-use crate::cluster::contract;
+use crate::cluster::exported;
 use crate::cluster::flavour::Flavour;
 use crate::node::{millicores, pod_cpu_request};
 pub use crate::probes::static_pods::StaticPodDir;
@@ -116,7 +116,7 @@ fn manifest(millis: i64) -> String {
         "apiVersion: v1\nkind: Pod\nmetadata: {{name: {HOG_NAME}, namespace: {HOG_NAMESPACE}}}\n\
          spec:\n  containers:\n  - name: hog\n    image: {}\n    \
          imagePullPolicy: Never\n    resources: {{requests: {{cpu: {millis}m}}}}\n",
-        contract::pause_image()
+        exported::pause_image()
     )
 }
 

@@ -3,7 +3,7 @@
 //! host. kind: kubeadm's `/etc/kubernetes/manifests` inside the node container, written through
 //! the kind engine (the host cannot see the node's files).
 use crate::cluster::flavour::Flavour;
-use crate::cluster::{command, contract, kind_engine};
+use crate::cluster::{command, exported, kind_engine};
 use anyhow::{ensure, Context, Result};
 use std::path::PathBuf;
 use std::process::Command;
@@ -20,7 +20,7 @@ pub enum StaticPodDir {
 impl StaticPodDir {
     pub fn of(flavour: Flavour) -> StaticPodDir {
         match flavour {
-            Flavour::Local => StaticPodDir::Host(contract::static_pod_dir()),
+            Flavour::Local => StaticPodDir::Host(exported::static_pod_dir()),
             Flavour::Kind => StaticPodDir::KindNode,
         }
     }
@@ -80,7 +80,7 @@ mod tests {
     fn each_flavour_has_its_kubelets_directory() {
         assert_eq!(
             StaticPodDir::of(Flavour::Local),
-            StaticPodDir::Host(contract::static_pod_dir())
+            StaticPodDir::Host(exported::static_pod_dir())
         );
         assert_eq!(StaticPodDir::of(Flavour::Kind), StaticPodDir::KindNode);
         assert!(StaticPodDir::Host("/nonexistent/static-pods".into())

@@ -49,7 +49,7 @@ pub async fn run_script(
             "activeDeadlineSeconds": timeout.as_secs().max(30),
             "containers": [{
                 "name": "script",
-                "image": crate::cluster::contract::toolbox_image(),
+                "image": crate::cluster::exported::toolbox_image(),
                 "imagePullPolicy": "IfNotPresent",
                 "command": ["/bin/sh", "-c", script],
                 "securityContext": restricted_security_context(),
@@ -97,7 +97,7 @@ pub async fn inspect_container(
     let pods = Api::<Pod>::namespaced(client.clone(), ns);
     let patch = json!({"spec": {"ephemeralContainers": [{
         "name": name,
-        "image": crate::cluster::contract::toolbox_image(),
+        "image": crate::cluster::exported::toolbox_image(),
         "imagePullPolicy": "IfNotPresent",
         "targetContainerName": target,
         "command": ["/bin/sh", "-c", script],

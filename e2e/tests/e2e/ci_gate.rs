@@ -90,7 +90,7 @@ async fn gate(
     eprintln!("gate for {name}:\n  {}", script.join("\n  "));
     let path = format!(
         "{}:{}",
-        msgbench_e2e::cluster::contract::tools_bin().display(),
+        msgbench_e2e::cluster::exported::tools_bin().display(),
         std::env::var("PATH").unwrap_or_default()
     );
     let child = tokio::process::Command::new("bash")

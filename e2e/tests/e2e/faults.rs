@@ -62,7 +62,7 @@ fn lookalike(owner: &ConfigMap) -> Result<Pod> {
             "app.kubernetes.io/component": "server",
             "app.kubernetes.io/managed-by": "msgbench-operator"}},
         "spec": {
-            "containers": [{"name": "c", "image": msgbench_e2e::cluster::contract::pause_image(),
+            "containers": [{"name": "c", "image": msgbench_e2e::cluster::exported::pause_image(),
                 "imagePullPolicy": "Never",
                 "resources": {"requests": {"memory": "8Mi"}, "limits": {"memory": "16Mi"}},
                 "securityContext": {"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,

@@ -61,7 +61,7 @@ async fn another_namespace_cannot_reach_a_fenced_cluster_while_a_run_beside_it_s
         eprintln!(
             "skipped: CLUSTER={} does not enforce NetworkPolicy (its bridge plugin has no \
              policy engine); run with CLUSTER=kind",
-            msgbench_e2e::cluster::contract::cluster()
+            msgbench_e2e::cluster::exported::cluster()
         );
         return;
     }

@@ -355,7 +355,7 @@ fn report_shows_both_variants(br: &DynamicObject) -> Result<()> {
         }
     }
     let png = browser::screenshot_checked(&html, browser::SCREENSHOT_SIZE)?;
-    let dir = msgbench_e2e::cluster::contract::artifacts_dir();
+    let dir = msgbench_e2e::cluster::exported::artifacts_dir();
     std::fs::create_dir_all(&dir)?;
     std::fs::write(dir.join("variants-report.png"), png)?;
     Ok(())
