@@ -17,7 +17,7 @@ pub enum Flavour {
 impl Flavour {
     /// The flavour `CLUSTER` names (read as e2e/contract.env reads it).
     pub fn current() -> Flavour {
-        Flavour::parse(&exported::cluster()).unwrap_or_else(|e| panic!("{e:#}"))
+        Flavour::parse(exported::cluster()).unwrap_or_else(|e| panic!("{e:#}"))
     }
 
     pub fn parse(name: &str) -> Result<Flavour> {
