@@ -329,5 +329,4 @@ fn decode_key(b64: &str) -> Result<VerifyingKey, String> {
 }
 
 #[cfg(test)]
-#[path = "control_auth_tests.rs"]
 mod tests;

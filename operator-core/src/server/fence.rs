@@ -125,5 +125,4 @@ pub fn network_policy(
 }
 
 #[cfg(test)]
-#[path = "fence_tests.rs"]
 mod tests;

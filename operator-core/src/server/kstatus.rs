@@ -85,5 +85,4 @@ fn stalled(o: &Obstacles<'_>) -> Said {
 }
 
 #[cfg(test)]
-#[path = "kstatus_tests.rs"]
 mod tests;

@@ -156,5 +156,4 @@ pub async fn require(State(g): State<Guard>, req: Request, next: Next) -> Respon
 }
 
 #[cfg(test)]
-#[path = "auth_tests.rs"]
 mod tests;

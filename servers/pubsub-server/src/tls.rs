@@ -162,5 +162,4 @@ where
 }
 
 #[cfg(test)]
-#[path = "tls_tests.rs"]
 mod tests;
