@@ -4,7 +4,7 @@
 use anyhow::Result;
 use serde_json::{json, Map, Value};
 
-use crate::model::{Run, Series};
+use crate::run_view::{Run, Series};
 
 pub const CSV_HEADER: [&str; 20] = [
     "variant",
@@ -40,7 +40,7 @@ pub fn to_value(run: &Run) -> Value {
     let all = json!({
         "name": run.name,
         "phase": s.phase,
-        "targetName": s.target_name.as_deref().map(crate::model::redact),
+        "targetName": s.target_name.as_deref().map(crate::run_view::redact),
         "headline": s.headline,
         "result": s.result,
         "trials": s.trials,

@@ -3,7 +3,7 @@
 use msgbench_crds::benchmark_run::{FaultRecord, RunResult};
 
 use crate::html::{Cell, Doc, Page};
-use crate::model::{Run, Series};
+use crate::run_view::{Run, Series};
 
 pub fn faults(page: &mut Page, run: &Run) {
     if run.status.faults.is_empty() {

@@ -9,7 +9,7 @@
 use msgbench_crds::benchmark_run::{Outcome, Phase, RunFailureReason, ThresholdResult};
 use msgbench_crds::conditions::{self, COMPLETE, SUCCEEDED};
 
-use crate::model::Run;
+use crate::run_view::Run;
 use crate::thresholds;
 
 /// Every run passed.

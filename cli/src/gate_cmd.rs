@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::time::Instant;
 
-use crate::cluster::{ClusterAccess, Connection};
 use crate::gate::{self, decide, Fetched, GateOutcome, Observed, UNDECIDED};
-use crate::model::Run;
+use crate::kube_flags::{ClusterAccess, Connection};
+use crate::run_view::Run;
 use crate::selection::{self, Filenames, Selector};
 use crate::{junit, source, summary};
 

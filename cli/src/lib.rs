@@ -4,8 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod browser;
-pub mod cluster;
-pub mod compare;
+pub mod compare_cmd;
 pub mod doc;
 pub mod export;
 mod fault_tables;
@@ -13,16 +12,17 @@ pub mod gate;
 pub mod gate_cmd;
 pub mod html;
 pub mod junit;
+pub mod kube_flags;
 pub mod markdown;
-pub mod model;
 pub mod output;
-pub mod paired;
+pub mod paired_rows;
 pub mod plots;
-pub mod report;
+pub mod report_cmd;
+pub mod run_view;
 mod segment_tables;
 pub mod selection;
 pub mod source;
-pub mod stats;
+pub mod stats_cmd;
 pub mod summary;
 mod tables;
 pub mod tagging;

@@ -3,11 +3,11 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
-use kubectl_msgbench::cluster::ClusterAccess;
 use kubectl_msgbench::gate_cmd::{self, GateArgs};
+use kubectl_msgbench::kube_flags::ClusterAccess;
 use kubectl_msgbench::output::{self, Format, Picked, ReportOutput};
 use kubectl_msgbench::selection::{self, Filenames, Selector};
-use kubectl_msgbench::{browser, compare, gate, source, stats};
+use kubectl_msgbench::{browser, compare_cmd, gate, source, stats_cmd};
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -94,7 +94,7 @@ enum Stats {
     /// "high", "min", "max"} (the 95 % Student-t interval; null where undefined).
     Paired {
         #[arg(long, value_enum)]
-        kind: stats::Kind,
+        kind: stats_cmd::Kind,
     },
 }
 
@@ -145,7 +145,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             let a = source::load(&run_a, access, file_a.as_deref()).await?;
             let b = source::load(&run_b, access, file_b.as_deref()).await?;
-            print!("{}", compare::render(&a, &b)?);
+            print!("{}", compare_cmd::render(&a, &b)?);
         }
         Command::Gate(args) => return Ok(ExitCode::from(gate_cmd::run(&args, access).await?)),
         Command::Stats {
@@ -155,7 +155,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             std::io::stdin()
                 .read_to_string(&mut input)
                 .context("reading stdin")?;
-            print!("{}", stats::run(kind, &input)?);
+            print!("{}", stats_cmd::run(kind, &input)?);
         }
     }
     Ok(ExitCode::SUCCESS)

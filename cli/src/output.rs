@@ -3,10 +3,10 @@
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 
-use crate::cluster::ClusterAccess;
-use crate::model::Run;
+use crate::kube_flags::ClusterAccess;
+use crate::run_view::Run;
 use crate::selection::{self, Selector};
-use crate::{export, report, source};
+use crate::{export, report_cmd, source};
 
 /// What `-o` names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -124,14 +124,14 @@ pub fn render(picked: &Picked, format: Format) -> Result<String> {
         Format::Csv if picked.many => export::to_csv_many(runs)?,
         Format::Csv => export::to_csv(&runs[0])?,
         Format::Html => match runs.as_slice() {
-            [run] => report::render(run)?,
+            [run] => report_cmd::render(run)?,
             _ => bail!(
                 "-o html renders one run and {} were picked: name one, or use -o md",
                 runs.len()
             ),
         },
         Format::Md => (runs.iter())
-            .map(report::render_markdown)
+            .map(report_cmd::render_markdown)
             .collect::<Vec<_>>()
             .join("\n"),
     })

@@ -7,7 +7,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::paired::RatioRow;
+use crate::paired_rows::RatioRow;
 
 /// Variant colours, in `status.variants` order (at most 6 variants). Axes and grid are grey or
 /// black, so no chart element but a series carries these.

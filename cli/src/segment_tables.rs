@@ -4,7 +4,7 @@
 use msgbench_crds::benchmark_run::{LatencySummary, Metric, SegmentResult};
 
 use crate::html::{Cell, Doc, Page};
-use crate::model::{Run, Series};
+use crate::run_view::{Run, Series};
 use crate::thresholds;
 
 pub fn segments(page: &mut Page, run: &Run) {

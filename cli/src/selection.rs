@@ -6,7 +6,7 @@ use kube::api::{Api, ListParams};
 use msgbench_crds::benchmark_run::BenchmarkRun;
 use std::path::PathBuf;
 
-use crate::cluster::Connection;
+use crate::kube_flags::Connection;
 
 /// `-l` and `-A`, shared by `gate`, `report` and `export`.
 #[derive(clap::Args, Clone, Debug, Default)]

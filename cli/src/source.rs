@@ -7,8 +7,8 @@ use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus};
 use runner_api::result::{RunnerResult, FORMAT};
 use std::path::Path;
 
-use crate::cluster::ClusterAccess;
-use crate::model::Run;
+use crate::kube_flags::ClusterAccess;
+use crate::run_view::Run;
 
 /// Reads `name` from the cluster `access` picks, or from `file` when given.
 pub async fn load(name: &str, access: &ClusterAccess, file: Option<&Path>) -> Result<Run> {
@@ -80,7 +80,7 @@ fn from_runner_result(r: &RunnerResult, name: &str) -> Run {
     Run {
         name: name.to_string(),
         origin: RUNNER_RESULT_ORIGIN.into(),
-        workload: Some(crate::model::workload_shape(&r.workload)),
+        workload: Some(crate::run_view::workload_shape(&r.workload)),
         generation: None,
         status,
     }

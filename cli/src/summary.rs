@@ -7,7 +7,7 @@ use msgbench_crds::benchmark_run::{Metric, RunResult};
 use crate::doc::{Cell, Doc};
 use crate::gate::{judge, Fetched, GateOutcome, Observed, RunState, FAILED, PASSED};
 use crate::markdown::Markdown;
-use crate::model::{Run, Series};
+use crate::run_view::{Run, Series};
 use crate::tables::{self, short};
 use crate::thresholds;
 

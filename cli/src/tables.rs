@@ -3,7 +3,7 @@
 use msgbench_crds::benchmark_run::{Metric, PairedEstimate, RunResult, TrialFigures};
 
 use crate::doc::{Cell, Doc};
-use crate::model::{Run, Series};
+use crate::run_view::{Run, Series};
 use crate::thresholds;
 
 pub fn figures(page: &mut dyn Doc, run: &Run) {

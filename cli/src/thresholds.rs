@@ -3,7 +3,7 @@
 use msgbench_crds::benchmark_run::{Metric, Severity, ThresholdOp, ThresholdResult};
 
 use crate::doc::{Cell, Doc};
-use crate::model::Run;
+use crate::run_view::Run;
 
 /// The metric as the spec spells it (`latencyP99Ms`).
 pub fn metric_name(m: Metric) -> String {

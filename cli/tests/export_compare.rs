@@ -3,11 +3,11 @@
 mod common;
 
 use kubectl_msgbench::export::{to_csv, to_json, CSV_HEADER};
-use kubectl_msgbench::{compare, source};
+use kubectl_msgbench::{compare_cmd, source};
 use msgbench_crds::benchmark_run::RunResult;
 use std::process::Command;
 
-fn run(fixture: &str) -> kubectl_msgbench::model::Run {
+fn run(fixture: &str) -> kubectl_msgbench::run_view::Run {
     source::from_file(&common::fixture(fixture)).unwrap()
 }
 
@@ -131,7 +131,7 @@ fn compare_pairs_variants_by_name_with_b_over_a_and_the_caveat() {
     let mut b = a.clone();
     b.name = "again".into();
     b.status.variants[1].result.as_mut().unwrap().receive_rate *= 2.0;
-    let out = compare::render(&a, &b).unwrap();
+    let out = compare_cmd::render(&a, &b).unwrap();
     assert!(
         out.contains("variant r1") && out.contains("variant r2"),
         "{out}"
@@ -144,10 +144,10 @@ fn compare_pairs_variants_by_name_with_b_over_a_and_the_caveat() {
 
 #[test]
 fn compare_of_runs_without_shared_variants_uses_their_results() {
-    let out = compare::render(&run("plain-run.yaml"), &run("runner-result.json")).unwrap();
+    let out = compare_cmd::render(&run("plain-run.yaml"), &run("runner-result.json")).unwrap();
     assert!(out.contains("\nrun\n"), "{out}");
     assert!(out.contains("indicative only"));
-    let e = compare::render(&run("variants-run.yaml"), &run("plain-run.yaml")).unwrap_err();
+    let e = compare_cmd::render(&run("variants-run.yaml"), &run("plain-run.yaml")).unwrap_err();
     assert!(e.to_string().contains("variants (r1, r2)"), "{e}");
 }
 

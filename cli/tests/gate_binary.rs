@@ -7,7 +7,7 @@ mod scripted_api;
 #[path = "common/states.rs"]
 mod states;
 
-use kubectl_msgbench::model::Run;
+use kubectl_msgbench::run_view::Run;
 use msgbench_crds::benchmark_run::{Metric, Outcome, Severity, ThresholdOp};
 use scripted_api::{kubeconfig, status, ApiServer};
 use states::*;

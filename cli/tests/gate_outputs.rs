@@ -264,7 +264,7 @@ fn the_report_shows_the_same_thresholds_table() {
         None,
         Severity::Fail,
     )]);
-    let html = kubectl_msgbench::report::render(&run).unwrap();
+    let html = kubectl_msgbench::report_cmd::render(&run).unwrap();
     let at = html
         .find("<table class=\"thresholds\">")
         .expect("a thresholds table");
@@ -273,6 +273,6 @@ fn the_report_shows_the_same_thresholds_table() {
     assert!(table.contains("<span class=\"na\">unavailable: publishes are not acknowledged"));
     assert!(table.contains("<td>NOT HELD</td>"));
     // A run without thresholds gets no section.
-    let plain = kubectl_msgbench::report::render(&fixture("plain-run.yaml")).unwrap();
+    let plain = kubectl_msgbench::report_cmd::render(&fixture("plain-run.yaml")).unwrap();
     assert!(!plain.contains("Thresholds"));
 }

@@ -4,12 +4,12 @@ mod common;
 #[path = "common/svg.rs"]
 mod svg;
 
-use kubectl_msgbench::{model, report, source};
+use kubectl_msgbench::{report_cmd, run_view, source};
 use svg::{declared_series, figure, points, tagged, texts};
 
-fn report_of(fixture: &str) -> (model::Run, String) {
+fn report_of(fixture: &str) -> (run_view::Run, String) {
     let run = source::from_file(&common::fixture(fixture)).unwrap();
-    let html = report::render(&run).unwrap();
+    let html = report_cmd::render(&run).unwrap();
     (run, html)
 }
 
@@ -22,7 +22,7 @@ fn the_percentile_chart_has_one_curve_per_variant_over_the_right_decades() {
         let lines = tagged(fig, "polyline", &v.name);
         assert_eq!(lines.len(), 1, "{}: {lines:?}", v.name);
         let h = v.result.as_ref().unwrap().histogram.as_deref().unwrap();
-        let curve = model::percentile_curve(h).unwrap();
+        let curve = run_view::percentile_curve(h).unwrap();
         assert_eq!(points(lines[0]).len(), curve.len(), "{}", v.name);
         // 3000 samples: the curve ends at log10(3000) = 3.48 decades, at the maximum.
         let last = curve.last().unwrap();
@@ -87,7 +87,7 @@ fn paired_ratios_show_every_round_and_the_interval_per_figure() {
         assert_eq!(tagged(fig, "rect", n).len(), 1, "{n}: one estimate");
     }
     // The per-round ratios are variant ÷ baseline of the same round.
-    let rows = kubectl_msgbench::paired::ratio_rows(&run.status);
+    let rows = kubectl_msgbench::paired_rows::ratio_rows(&run.status);
     let (r1, r2) = (
         &run.status.variants[0].trials,
         &run.status.variants[1].trials,
@@ -201,7 +201,7 @@ fn credentials_in_a_target_url_are_not_printed() {
     let mut br = common::variants_run();
     br.status.as_mut().unwrap().variants[0].target = "nats://admin:s3cret@nats:4222".into();
     let run = source::parse(&serde_norway::to_string(&br).unwrap(), "x").unwrap();
-    let html = report::render(&run).unwrap();
+    let html = report_cmd::render(&run).unwrap();
     assert!(!html.contains("s3cret") && !html.contains("admin"));
     assert!(html.contains("nats://***@nats:4222"));
 }
@@ -240,7 +240,7 @@ fn faults_get_a_cost_row_per_variant_and_a_row_per_execution_saying_why_when_abs
         executed: 1,
         ..FaultSummary::default()
     });
-    let html = report::render(&run).unwrap();
+    let html = report_cmd::render(&run).unwrap();
     let table = |class: &str| {
         let start = html.find(&format!("<table class=\"{class}\">")).unwrap();
         html[start..start + html[start..].find("</table>").unwrap()].to_string()
@@ -278,7 +278,7 @@ fn faults_get_a_cost_row_per_variant_and_a_row_per_execution_saying_why_when_abs
     );
     // Without faults there is no such section.
     run.status.faults.clear();
-    assert!(!report::render(&run).unwrap().contains("fault-costs"));
+    assert!(!report_cmd::render(&run).unwrap().contains("fault-costs"));
 }
 
 #[test]

@@ -3,14 +3,14 @@
 //! (`e2e/tools/ensure apt:chromium`); without it this fails rather than skips.
 mod common;
 
-use kubectl_msgbench::{browser, report, source};
+use kubectl_msgbench::{browser, report_cmd, source};
 
 const SIZE: (u32, u32) = (1280, 2400);
 
 #[test]
 fn the_variants_report_renders_in_chromium_without_errors() {
     let run = source::from_file(&common::fixture("variants-run.yaml")).unwrap();
-    let html = report::render(&run).unwrap();
+    let html = report_cmd::render(&run).unwrap();
     let r = browser::render(&html, SIZE).unwrap();
     assert!(r.problems.is_empty(), "the page logged: {:#?}", r.problems);
     let ink = browser::ink(&r.png).unwrap();

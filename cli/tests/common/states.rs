@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubectl_msgbench::gate::{Fetched, Observed};
-use kubectl_msgbench::model::Run;
+use kubectl_msgbench::run_view::Run;
 use kubectl_msgbench::source;
 use msgbench_crds::benchmark_run::{
     Metric, Outcome, Phase, Severity, ThresholdOp, ThresholdResult, Verdict,

@@ -327,11 +327,11 @@ async fn trend_outlives_the_run(ctx: &TestContext, api: &Api<DynamicObject>) -> 
 /// in headless Chromium without errors and not blank. The screenshot is kept with the e2e
 /// artifacts for a person to look at.
 fn report_shows_both_variants(br: &DynamicObject) -> Result<()> {
-    use kubectl_msgbench::{browser, model::Run, report};
+    use kubectl_msgbench::{browser, report_cmd, run_view::Run};
     let typed: msgbench_crds::BenchmarkRun = serde_json::from_value(serde_json::to_value(br)?)?;
     let run = Run::from_benchmark_run(typed);
     csv_export_round_trips(&run, br)?;
-    let html = report::render(&run)?;
+    let html = report_cmd::render(&run)?;
     for chart in ["latency-percentiles", "throughput-timeline", "p99-timeline"] {
         let fig = figure(&html, chart).with_context(|| format!("no chart {chart}"))?;
         ensure!(
@@ -363,7 +363,7 @@ fn report_shows_both_variants(br: &DynamicObject) -> Result<()> {
 
 /// `kubectl msgbench export --format csv` of this run: each variant's row reads back the exact
 /// figures of its status (floats compared bit for bit).
-fn csv_export_round_trips(run: &kubectl_msgbench::model::Run, br: &DynamicObject) -> Result<()> {
+fn csv_export_round_trips(run: &kubectl_msgbench::run_view::Run, br: &DynamicObject) -> Result<()> {
     let text = kubectl_msgbench::export::to_csv(run)?;
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().context("csv header")?.split(',').collect();

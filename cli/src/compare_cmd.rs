@@ -3,7 +3,7 @@ use anyhow::{bail, Result};
 use msgbench_crds::benchmark_run::RunResult;
 use std::fmt::Write as _;
 
-use crate::model::Run;
+use crate::run_view::Run;
 
 /// Why the ratio of two runs is weaker than a paired comparison; printed with every table.
 pub const CAVEAT: &str = "Two separate runs: A and B did not run interleaved, so whatever else \

@@ -3,9 +3,9 @@ use anyhow::Result;
 use msgbench_crds::benchmark_run::TimelineSample;
 
 use crate::html::Page;
-use crate::model::{self, Run, Series};
-use crate::paired::ratio_rows;
+use crate::paired_rows::ratio_rows;
 use crate::plots::{self, colour, Line};
+use crate::run_view::{self, Run, Series};
 use crate::tables;
 
 pub fn render(run: &Run) -> Result<String> {
@@ -67,7 +67,7 @@ fn percentiles(page: &mut Page, series: &[Series]) -> Result<()> {
             ));
             continue;
         };
-        let curve = model::percentile_curve(h)?;
+        let curve = run_view::percentile_curve(h)?;
         lines.push(Line {
             name: s.name.to_string(),
             colour: colour(i, 0),
@@ -78,11 +78,11 @@ fn percentiles(page: &mut Page, series: &[Series]) -> Result<()> {
         .iter()
         .map(|l| (l.name.clone(), l.segments[0].clone()))
         .collect();
-    let decades = model::percentile_decades(&curves);
+    let decades = run_view::percentile_decades(&curves);
     let svg = plots::percentile_chart(&lines, decades)?;
     let caption = format!(
         "Each line is one merged histogram (all runners, trials or rounds), read at steps of {} decades of 1/(1−q) up to the level one sample reaches.",
-        model::PERCENTILE_STEP
+        run_view::PERCENTILE_STEP
     );
     page.chart("latency-percentiles", &names(&lines), &svg, &caption);
     Ok(())
@@ -99,13 +99,13 @@ fn timelines(page: &mut Page, series: &[Series]) -> Result<()> {
         segments,
     };
     let rates: Vec<Line> = (series.iter().enumerate())
-        .map(|(i, s)| line(i, s, vec![model::receive_rates(timeline(s))]))
+        .map(|(i, s)| line(i, s, vec![run_view::receive_rates(timeline(s))]))
         .collect();
     let svg = plots::timeline_chart("Throughput per second", "received msg/s", &rates)?;
     page.chart("throughput-timeline", &names(&rates), &svg,
         "Deliveries per second of the measured phase, all subscribers; with several rounds, the mean over rounds. A point is a window: one second, or the mean of several (its `seconds`) for a run past 10 minutes or a run with variants, which share the status's 600 points (six variants of a 10-minute run: 6-second windows), plotted at the window's first second. Points after publishing stopped are the drain: the deliveries still arriving then, so the line falls there.");
     let p99: Vec<Line> = (series.iter().enumerate())
-        .map(|(i, s)| line(i, s, model::p99_segments(timeline(s))))
+        .map(|(i, s)| line(i, s, run_view::p99_segments(timeline(s))))
         .collect();
     let svg = plots::timeline_chart("p99 latency per second", "p99 latency (ms)", &p99)?;
     page.chart("p99-timeline", &names(&p99), &svg,
