@@ -108,6 +108,27 @@ impl Flavour {
         })
     }
 
+    /// Why a pod on this cluster's first node cannot mount a FUSE file system (msgbench-lazyfs,
+    /// `faultInjection.powerLoss`), if it cannot: the node has no `/dev/fuse`. Local: the node
+    /// is this host. kind: the node container is privileged and so has the host's devices, but
+    /// only those the host has.
+    pub fn fuse_unavailable(self) -> Option<String> {
+        let mut probe = match self {
+            Flavour::Local => Command::new("test"),
+            Flavour::Kind => kind_engine::exec_on_node(&kind_engine::control_plane(), "test", &[]),
+        };
+        let ok = probe.args(["-c", "/dev/fuse"]).status();
+        match ok {
+            Ok(s) if s.success() => None,
+            Ok(_) => Some(format!(
+                "the {self:?} cluster's node has no /dev/fuse (load the fuse module on the host)"
+            )),
+            Err(e) => Some(format!(
+                "could not look for /dev/fuse on the {self:?} node: {e}"
+            )),
+        }
+    }
+
     /// Why the local OCI registry (e2e/registry) cannot serve this cluster's nodes, if it cannot.
     pub fn registry_unreachable(self) -> Option<&'static str> {
         match self {
