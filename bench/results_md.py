@@ -4,14 +4,12 @@ Judging columns are paired ratios with intervals (bench/paired.py: the operator'
 absolute medians are context only, since the machine's other work moves them up to 2x between
 repeats.
 """
-import os
-import platform
 import re
-import subprocess
 import time
 from collections import namedtuple
 
-from paired import Diff, Ratio, median
+from harness import ROOT, machine, output
+from paired import RATIOS, VERDICT, Diff, Ratio, fmt, median
 
 # One case's measurements: runs = {tool: [result per repeat]}; base = the name of the plain case a
 # TLS or creds variant ran beside (in the same repeats), else None.
@@ -22,36 +20,22 @@ LIBRARY_SLACK = 1.10  # "where a library comes within 10 %, use the library"
 NOTES = "bench/runner-notes.md"  # hand-written: the client decision and the perf profiles
 
 
-def _out(*cmd):
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
-        return (r.stdout or r.stderr).strip()
-    except OSError:
-        return "?"
-
-
 def _lock_version(root, crate):
     m = re.search(rf'name = "{crate}"\nversion = "([^"]+)"', (root / "Cargo.lock").read_text())
     return m.group(1) if m else "?"
 
 
-def machine():
-    """'<CPU model>, <n> CPUs, <kernel>': the machine line every bench RESULTS.md states."""
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    return f"{cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}"
-
-
 def environment(runner_bin, root, in_flight):
     """What the numbers depend on: machine, tool versions, bench-runner build."""
-    dirty = " (uncommitted changes)" if _out("git", "-C", str(root), "status", "--porcelain", "--",
+    dirty = " (uncommitted changes)" if output("git", "-C", str(root), "status", "--porcelain", "--",
                                              "bench-runner") else ""
     return {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": machine(),
-        "nats": _out("nats-server", "--version"),
-        "mosquitto": _out("mosquitto", "-h").split("\n")[0],
-        "runner": f"bench-runner {_out(str(runner_bin), '--version').split()[-1]} at "
-                  f"{_out('git', '-C', str(root), 'rev-parse', '--short', 'HEAD')}{dirty}, "
+        "nats": output("nats-server", "--version"),
+        "mosquitto": output("mosquitto", "-h").split("\n")[0],
+        "runner": f"bench-runner {output(str(runner_bin), '--version').split()[-1]} at "
+                  f"{output('git', '-C', str(root), 'rev-parse', '--short', 'HEAD')}{dirty}, "
                   f"async-nats {_lock_version(root, 'async-nats')}, rumqttc {_lock_version(root, 'rumqttc')}",
         "in_flight": in_flight,
     }
@@ -64,10 +48,6 @@ def _vals(runs, tool, key):
 def _throughput_key(subs):
     # With a subscriber the like-for-like figure is end-to-end delivery; else the publish rate.
     return "deliv" if subs else "pub"
-
-
-def _fmt(x, digits=0):
-    return "–" if x is None else f"{x:,.{digits}f}"
 
 
 def _library_verdict(tput, cpu):
@@ -109,8 +89,8 @@ def medians_table(rows):
         for tool in ("wire", "library", "peer"):
             label = peer if tool == "peer" else f"bench-runner --client {tool}"
             m = {k: median(_vals(runs, tool, k)) for k in ("pub", "deliv", "delivered", "cpu_per_m", "p99")}
-            out.append(f"| {name} | {label} | {_fmt(m['pub'])} | {_fmt(m['deliv'])} | {_fmt(m['delivered'], 4)} "
-                       f"| {_fmt(m['cpu_per_m'], 2)} | {_fmt(m['p99'])} |")
+            out.append(f"| {name} | {label} | {fmt(m['pub'])} | {fmt(m['deliv'])} | {fmt(m['delivered'], 4)} "
+                       f"| {fmt(m['cpu_per_m'], 2)} | {fmt(m['p99'])} |")
     return out
 
 
@@ -147,10 +127,7 @@ def render(rows, repeats, took_s, env):
         f"**Every ratio is from this one run.** Each case ran {repeats} repeats; a repeat runs bench-runner on its "
         "hand-written wire path (`--client wire`), the peer tool and bench-runner through the libraries "
         "(`--client library`: async-nats, rumqttc) back to back against the same server, the order rotating per "
-        "repeat. Each repeat gives one ratio per figure; the tables show the geometric mean, its 95 % Student-t "
-        "interval over the repeats' log ratios [low–high] and the min–max (computed by "
-        "operator-core/src/run/paired.rs, through bench/paired.py). A case over TLS or with a creds user runs in the same repeats as its "
-        "plain case, each tool's plain and variant runs next to each other (their order rotating too). "
+        f"repeat. {RATIOS} A case over TLS or with a creds user runs in the same repeats as its plain case, each tool's plain and variant runs next to each other (their order rotating too). "
         f"bench/run's own cases took {took_s / 60:.1f} min.",
         "",
         "CPU/msg = the tool's own user+system CPU seconds (its whole process, from wait4) per message it handled "
@@ -159,8 +136,7 @@ def render(rows, repeats, took_s, env):
         "",
         f"## Runner CPU per message ≤ {CPU_GOAL} of the peer's",
         "",
-        f"A goal is **met** where the interval's upper bound is ≤ {CPU_GOAL}, **not met** where its lower bound is "
-        "above, else **undecided**. The wire path is the default.",
+        f"{VERDICT} The wire path is the default.",
         "",
     ]
     lines += goal_table(rows)
@@ -198,7 +174,6 @@ def render(rows, repeats, took_s, env):
               "content in MSGBENCH_CREDS, nats-bench its path (`-creds`). Both sign the server's nonce once per "
               "connection: the row shows what that server costs per message once connected, not the "
               "authentication itself.", ""]
-    root_notes = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), NOTES)
-    if os.path.exists(root_notes):
-        lines += [open(root_notes).read().strip(), ""]
+    if (ROOT / NOTES).exists():
+        lines += [(ROOT / NOTES).read_text().strip(), ""]
     return lines
