@@ -111,6 +111,12 @@ class _Paired:
         return [cls(None, None, s) for s in paired_batch(cls.KIND, pairs)]
 
 
+def ratios(per, ours, theirs, keys=("cpu_per_m", "delivered", "p99")):
+    """{figure: Ratio ours ÷ theirs} over {name: [run per repeat]} (by default server CPU per million
+    deliveries, delivered msg/s and p99), from one process call."""
+    return dict(zip(keys, Ratio.many([([r[k] for r in per[ours]], [r[k] for r in per[theirs]]) for k in keys])))
+
+
 def _decimals(x, digits):
     """At least `digits` decimals, more for two significant digits of a small x (at most 8)."""
     return digits if x <= 0 else min(8, max(digits, 1 - math.floor(math.log10(x))))

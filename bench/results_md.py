@@ -9,7 +9,7 @@ import time
 from collections import namedtuple
 
 from harness import ROOT, machine, output
-from paired import RATIOS, VERDICT, Diff, Ratio, fmt, median
+from paired import RATIOS, VERDICT, Diff, Ratio, fmt, median, table
 
 # One case's measurements: runs = {tool: [result per repeat]}; base = the name of the plain case a
 # TLS or creds variant ran beside (in the same repeats), else None.
@@ -62,57 +62,53 @@ def _library_verdict(tput, cpu):
 
 
 def goal_table(rows):
-    out = ["| case | peer | CPU/msg wire ÷ peer | CPU goal (wire) | CPU/msg library ÷ peer | CPU goal (library) "
-           "| throughput wire ÷ peer | throughput library ÷ peer |", "|---|---|---|---|---|---|---|---|"]
+    out = []
     for name, _, peer, subs, runs, _ in rows:
-        k = _throughput_key(subs)
         cw, cl, tw, tl = Ratio.many([(_vals(runs, tool, key), _vals(runs, "peer", key))
-                                     for key in ("cpu_per_m", k) for tool in ("wire", "library")])
-        out.append(f"| {name} | {peer} | {cw.cell()} | **{cw.at_most(CPU_GOAL)}** | {cl.cell()} | "
-                   f"{cl.at_most(CPU_GOAL)} | {tw.cell()} | {tl.cell()} |")
-    return out
+                                     for key in ("cpu_per_m", _throughput_key(subs)) for tool in ("wire", "library")])
+        out.append([name, peer, cw.cell(), f"**{cw.at_most(CPU_GOAL)}**", cl.cell(), cl.at_most(CPU_GOAL), tw.cell(),
+                    tl.cell()])
+    return table(["case", "peer", "CPU/msg wire ÷ peer", "CPU goal (wire)", "CPU/msg library ÷ peer",
+                  "CPU goal (library)", "throughput wire ÷ peer", "throughput library ÷ peer"], out)
 
 
 def library_table(rows):
-    out = ["| case | throughput wire ÷ library | CPU/msg wire ÷ library | library |", "|---|---|---|---|"]
+    out = []
     for name, _, _, subs, runs, _ in rows:
-        k = _throughput_key(subs)
-        t, c = Ratio.many([(_vals(runs, "wire", key), _vals(runs, "library", key)) for key in (k, "cpu_per_m")])
-        out.append(f"| {name} | {t.cell()} | {c.cell()} | **{_library_verdict(t, c)}** |")
-    return out
+        t, c = Ratio.many([(_vals(runs, "wire", key), _vals(runs, "library", key))
+                           for key in (_throughput_key(subs), "cpu_per_m")])
+        out.append([name, t.cell(), c.cell(), f"**{_library_verdict(t, c)}**"])
+    return table(["case", "throughput wire ÷ library", "CPU/msg wire ÷ library", "library"], out)
 
 
 def medians_table(rows):
-    out = ["| case | tool | pub msg/s | delivered msg/s | delivered share | CPU s/M msgs | p99 µs |",
-           "|---|---|---|---|---|---|---|"]
+    out = []
     for name, _, peer, _, runs, _ in rows:
         for tool in ("wire", "library", "peer"):
-            label = peer if tool == "peer" else f"bench-runner --client {tool}"
             m = {k: median(_vals(runs, tool, k)) for k in ("pub", "deliv", "delivered", "cpu_per_m", "p99")}
-            out.append(f"| {name} | {label} | {fmt(m['pub'])} | {fmt(m['deliv'])} | {fmt(m['delivered'], 4)} "
-                       f"| {fmt(m['cpu_per_m'], 2)} | {fmt(m['p99'])} |")
-    return out
+            out.append([name, peer if tool == "peer" else f"bench-runner --client {tool}", fmt(m["pub"]),
+                        fmt(m["deliv"]), fmt(m["delivered"], 4), fmt(m["cpu_per_m"], 2), fmt(m["p99"])])
+    return table(["case", "tool", "pub msg/s", "delivered msg/s", "delivered share", "CPU s/M msgs", "p99 µs"], out)
 
 
 def variant_table(rows):
     """Each TLS or creds row ÷ its plain row, repeat by repeat (they ran in the same repeats):
     what the variant costs each tool per message, as a ratio and as extra µs of CPU."""
-    by_name = {r.name: r for r in rows}
-    out = ["| case | vs | CPU/msg wire: variant ÷ plain | extra CPU µs/msg (wire) | throughput wire: variant ÷ plain "
-           "| CPU/msg library: variant ÷ plain | CPU/msg peer: variant ÷ plain | extra CPU µs/msg (peer) "
-           "| throughput peer: variant ÷ plain |", "|---|---|---|---|---|---|---|---|---|"]
+    by_name, out = {r.name: r for r in rows}, []
     for r in rows:
         base = by_name.get(r.base)
         if base is None:
             continue
         k = _throughput_key(r.subs)
         pair = lambda tool, key: (_vals(r.runs, tool, key), _vals(base.runs, tool, key))
-        rw_cpu, rw_tput, rl_cpu, rp_cpu, rp_tput = (x.cell() for x in Ratio.many(
-            [pair("wire", "cpu_per_m"), pair("wire", k), pair("library", "cpu_per_m"), pair("peer", "cpu_per_m"),
-             pair("peer", k)]))
-        dw, dp = (x.cell() for x in Diff.many([pair("wire", "cpu_per_m"), pair("peer", "cpu_per_m")]))
-        out.append(f"| {r.name} | {base.name} | {rw_cpu} | {dw} | {rw_tput} | {rl_cpu} | {rp_cpu} | {dp} | {rp_tput} |")
-    return out if len(out) > 2 else []
+        rw_cpu, rw_tput, rl_cpu, rp_cpu, rp_tput = Ratio.many([pair("wire", "cpu_per_m"), pair("wire", k),
+                                                               pair("library", "cpu_per_m"),
+                                                               pair("peer", "cpu_per_m"), pair("peer", k)])
+        dw, dp = Diff.many([pair("wire", "cpu_per_m"), pair("peer", "cpu_per_m")])
+        out.append([r.name, base.name] + [x.cell() for x in (rw_cpu, dw, rw_tput, rl_cpu, rp_cpu, dp, rp_tput)])
+    return table(["case", "vs", "CPU/msg wire: variant ÷ plain", "extra CPU µs/msg (wire)",
+                  "throughput wire: variant ÷ plain", "CPU/msg library: variant ÷ plain", "CPU/msg peer: variant ÷ plain",
+                  "extra CPU µs/msg (peer)", "throughput peer: variant ÷ plain"], out) if out else []
 
 
 def render(rows, repeats, took_s, env):

@@ -6,7 +6,7 @@ case are aligned by repeat (repeat k ran every server back to back), which is wh
 A run is the dict bench/pubsub/run's run_case returns.
 """
 from harness import FIGURES
-from paired import RATIOS, VERDICT, Ratio, cell, fmt, median, ms, table
+from paired import RATIOS, VERDICT, cell, fmt, median, ms, ratios, table
 
 DELIVERED_GOAL = 3.0  # closed loop: pubsub-server delivers ≥ 3× Node's msg/s at each one's ceiling
 P99_GOAL = 1 / 3  # open loop beyond Node's ceiling: pubsub-server's p99 ≤ 1/3 of Node's
@@ -24,21 +24,15 @@ def reason_kind(reason):
 
 def saturation(runs):
     """(repeats, numbered from 1, whose generator reported saturation; their reason kinds, first seen first)."""
-    reps = [i + 1 for i, r in enumerate(runs) if r["saturated"]]
-    kinds = []
-    for r in runs:
-        for k in map(reason_kind, r.get("reasons", [])):
-            if k not in kinds:
-                kinds.append(k)
-    return reps, kinds
+    return ([i + 1 for i, r in enumerate(runs) if r["saturated"]],
+            list(dict.fromkeys(reason_kind(x) for r in runs for x in r.get("reasons", []))))
 
 
 def saturation_text(runs):
     """'ok (0 of 5)' or 'saturated in 1, 3 of 5: send lag, unsent'."""
     reps, kinds = saturation(runs)
-    if not reps:
-        return f"ok (0 of {len(runs)})"
-    return f"saturated in {', '.join(map(str, reps))} of {len(runs)}: {', '.join(kinds)}"
+    return f"saturated in {', '.join(map(str, reps))} of {len(runs)}: {', '.join(kinds)}" if reps else \
+        f"ok (0 of {len(runs)})"
 
 
 def saturation_mark(per, names):
@@ -54,12 +48,6 @@ def saturation_mark(per, names):
 
 def vals(runs, key):
     return [r[key] for r in runs]
-
-
-def ratios(per, ours, theirs):
-    """{figure: Ratio ours ÷ theirs} for server CPU per million deliveries, delivered msg/s and p99."""
-    keys = ("cpu_per_m", "delivered", "p99")
-    return dict(zip(keys, Ratio.many([(vals(per[ours], k), vals(per[theirs], k)) for k in keys])))
 
 
 def goal(closed, per, node, rs):
