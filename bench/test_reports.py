@@ -123,7 +123,7 @@ class WebSocketTablesTest(unittest.TestCase):
                    400: {"ref": [ws_run(1, 1, 1.0)] * 3, "sck": [ws_run(1, 1, 2.0), ws_run(1, 1, 2.2), ws_run(1, 1, 1.8)]}}
         rows = ws.ratio_table(results, self.REF, self.SCK)
         self.assertEqual(len(rows), 4)
-        self.assertTrue(rows[2].startswith("| 100 | 0.50 – | 0.50× | undecided | 0.71× ["), rows[2])
+        self.assertTrue(rows[2].startswith("| 100 | 0.50 – | 0.50× (0.50–0.50) | undecided | 0.71× ["), rows[2])
         self.assertTrue(rows[2].endswith("| 1.000× |"), rows[2])
         self.assertIn("| met |", rows[3])
 
