@@ -69,6 +69,13 @@ def release_bins(*crates):
     return [target / "release" / c for c in crates]
 
 
+def write_results(path, lines):
+    """RESULTS.md: written, and printed (bench/run appends what a part prints)."""
+    text = "\n".join(lines) + "\n"
+    path.write_text(text)
+    print(text)
+
+
 def raw_files(part, tag, workload):
     """bench/results/raw/<part>/<tag>.workload (written) and <tag>.json, bench-runner's output."""
     d = ROOT / "bench/results/raw" / part
