@@ -68,7 +68,7 @@ unit: tools
 # bench/paired.py's statistics are the operator's, run through kubectl-msgbench.
 	cargo build -q -p kubectl-msgbench
 	python3 bench/test_paired.py
-	python3 bench/test_psreport.py
+	python3 bench/test_reports.py
 	python3 e2e/tools/test_prune_target.py
 	e2e/kind/test-runc-bounded
 

@@ -3,7 +3,8 @@
 
 Every repeat runs every tool back to back, so a repeat's drift (the machine's other work)
 hits them alike and cancels in that repeat's ratio. The estimate is the geometric mean of
-the per-repeat ratios with a 95 % Student-t interval on their logarithms.
+the per-repeat ratios with a 95 % Student-t interval on their logarithms. Also the tables' shared
+cell formats (fmt, ms, cell, med_range).
 """
 import functools
 import json
@@ -62,26 +63,58 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+# What the ratio columns show and how a goal is judged, as every bench RESULTS.md says it.
+RATIOS = ("Each repeat gives one ratio per figure; the ratio tables show the geometric mean over the repeats, its 95 % "
+          "Student-t interval on the log ratios [low–high] and the min–max (the operator's statistics, "
+          "operator-core/src/run/paired.rs, through bench/paired.py).")
+VERDICT = ("A goal is **met** where the whole interval clears it, **not met** where the whole interval misses it, "
+           "else **undecided** (always with one repeat).")
+
+
+def fmt(x, d=0):
+    return "–" if x is None else f"{x:,.{d}f}"
+
+
+def ms(us):
+    return "–" if us is None else f"{us / 1000:.2f}"
+
+
+def med_range(runs, key, f=fmt):
+    """'median (min–max)' of `key` over runs, each value through `f`."""
+    vals = [r[key] for r in runs if r[key] is not None]
+    return "–" if not vals else f"{f(statistics.median(vals))} ({f(min(vals))}–{f(max(vals))})"
+
+
+def table(cols, rows):
+    """Markdown: the header of `cols`, then one line per row of cells."""
+    return ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)] + ["| " + " | ".join(map(str, r)) + " |"
+                                                                     for r in rows]
+
+
+def cell(r):
+    """'est× [lo–hi] (min–max)' (Ratio.cell), small ratios with two significant digits."""
+    return r.cell(significant=True)
+
+
 class _Paired:
     """n, est, lo, hi, min, max of one comparison (None where undefined)."""
     KIND = None
 
-    def __init__(self, ours, theirs):
-        self._take(paired_batch(self.KIND, [(ours, theirs)])[0])
+    def __init__(self, ours, theirs, s=None):
+        s = s or paired_batch(self.KIND, [(ours, theirs)])[0]
+        self.n, self.est, self.lo, self.hi = s["n"], s["estimate"], s["low"], s["high"]
+        self.min, self.max = s["min"], s["max"]
 
     @classmethod
     def many(cls, pairs):
         """One per (ours, theirs), from a single process call."""
-        out = []
-        for s in paired_batch(cls.KIND, pairs):
-            p = cls.__new__(cls)
-            p._take(s)
-            out.append(p)
-        return out
+        return [cls(None, None, s) for s in paired_batch(cls.KIND, pairs)]
 
-    def _take(self, s):
-        self.n, self.est, self.lo, self.hi = s["n"], s["estimate"], s["low"], s["high"]
-        self.min, self.max = s["min"], s["max"]
+
+def ratios(per, ours, theirs, keys=("cpu_per_m", "delivered", "p99")):
+    """{figure: Ratio ours ÷ theirs} over {name: [run per repeat]} (by default server CPU per million
+    deliveries, delivered msg/s and p99), from one process call."""
+    return dict(zip(keys, Ratio.many([([r[k] for r in per[ours]], [r[k] for r in per[theirs]]) for k in keys])))
 
 
 def _decimals(x, digits):
@@ -97,23 +130,15 @@ class Ratio(_Paired):
     def at_most(self, goal):
         """'met' when the whole interval is ≤ goal, 'not met' when it is all above, else
         'undecided' (too few repeats count as undecided too)."""
-        if self.lo is None:
-            return "undecided"
-        if self.hi <= goal:
-            return "met"
-        if self.lo > goal:
-            return "not met"
-        return "undecided"
+        return self._verdict(self.lo is not None and self.hi <= goal, self.lo is not None and self.lo > goal)
 
     def at_least(self, goal):
         """Mirror of at_most: 'met' when the whole interval is ≥ goal."""
-        if self.lo is None:
-            return "undecided"
-        if self.lo >= goal:
-            return "met"
-        if self.hi < goal:
-            return "not met"
-        return "undecided"
+        return self._verdict(self.lo is not None and self.lo >= goal, self.lo is not None and self.hi < goal)
+
+    @staticmethod
+    def _verdict(met, missed):
+        return "met" if met else "not met" if missed else "undecided"
 
     def cell(self, digits=2, significant=False):
         """'0.21× [0.18–0.25] (0.17–0.26)': estimate, 95 % interval, min–max. With significant,

@@ -4,14 +4,12 @@ Judging columns are paired ratios with intervals (bench/paired.py: the operator'
 absolute medians are context only, since the machine's other work moves them up to 2x between
 repeats.
 """
-import os
-import platform
 import re
-import subprocess
 import time
 from collections import namedtuple
 
-from paired import Diff, Ratio, median
+from harness import ROOT, machine, output
+from paired import RATIOS, VERDICT, Diff, Ratio, fmt, median, table
 
 # One case's measurements: runs = {tool: [result per repeat]}; base = the name of the plain case a
 # TLS or creds variant ran beside (in the same repeats), else None.
@@ -22,36 +20,22 @@ LIBRARY_SLACK = 1.10  # "where a library comes within 10 %, use the library"
 NOTES = "bench/runner-notes.md"  # hand-written: the client decision and the perf profiles
 
 
-def _out(*cmd):
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
-        return (r.stdout or r.stderr).strip()
-    except OSError:
-        return "?"
-
-
 def _lock_version(root, crate):
     m = re.search(rf'name = "{crate}"\nversion = "([^"]+)"', (root / "Cargo.lock").read_text())
     return m.group(1) if m else "?"
 
 
-def machine():
-    """'<CPU model>, <n> CPUs, <kernel>': the machine line every bench RESULTS.md states."""
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    return f"{cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}"
-
-
 def environment(runner_bin, root, in_flight):
     """What the numbers depend on: machine, tool versions, bench-runner build."""
-    dirty = " (uncommitted changes)" if _out("git", "-C", str(root), "status", "--porcelain", "--",
+    dirty = " (uncommitted changes)" if output("git", "-C", str(root), "status", "--porcelain", "--",
                                              "bench-runner") else ""
     return {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": machine(),
-        "nats": _out("nats-server", "--version"),
-        "mosquitto": _out("mosquitto", "-h").split("\n")[0],
-        "runner": f"bench-runner {_out(str(runner_bin), '--version').split()[-1]} at "
-                  f"{_out('git', '-C', str(root), 'rev-parse', '--short', 'HEAD')}{dirty}, "
+        "nats": output("nats-server", "--version"),
+        "mosquitto": output("mosquitto", "-h").split("\n")[0],
+        "runner": f"bench-runner {output(str(runner_bin), '--version').split()[-1]} at "
+                  f"{output('git', '-C', str(root), 'rev-parse', '--short', 'HEAD')}{dirty}, "
                   f"async-nats {_lock_version(root, 'async-nats')}, rumqttc {_lock_version(root, 'rumqttc')}",
         "in_flight": in_flight,
     }
@@ -66,10 +50,6 @@ def _throughput_key(subs):
     return "deliv" if subs else "pub"
 
 
-def _fmt(x, digits=0):
-    return "–" if x is None else f"{x:,.{digits}f}"
-
-
 def _library_verdict(tput, cpu):
     """Library within 10 % on both: throughput wire ÷ library ≤ 1.1 and CPU wire ÷ library
     ≥ 1/1.1, judged on the whole interval."""
@@ -82,57 +62,53 @@ def _library_verdict(tput, cpu):
 
 
 def goal_table(rows):
-    out = ["| case | peer | CPU/msg wire ÷ peer | CPU goal (wire) | CPU/msg library ÷ peer | CPU goal (library) "
-           "| throughput wire ÷ peer | throughput library ÷ peer |", "|---|---|---|---|---|---|---|---|"]
+    out = []
     for name, _, peer, subs, runs, _ in rows:
-        k = _throughput_key(subs)
         cw, cl, tw, tl = Ratio.many([(_vals(runs, tool, key), _vals(runs, "peer", key))
-                                     for key in ("cpu_per_m", k) for tool in ("wire", "library")])
-        out.append(f"| {name} | {peer} | {cw.cell()} | **{cw.at_most(CPU_GOAL)}** | {cl.cell()} | "
-                   f"{cl.at_most(CPU_GOAL)} | {tw.cell()} | {tl.cell()} |")
-    return out
+                                     for key in ("cpu_per_m", _throughput_key(subs)) for tool in ("wire", "library")])
+        out.append([name, peer, cw.cell(), f"**{cw.at_most(CPU_GOAL)}**", cl.cell(), cl.at_most(CPU_GOAL), tw.cell(),
+                    tl.cell()])
+    return table(["case", "peer", "CPU/msg wire ÷ peer", "CPU goal (wire)", "CPU/msg library ÷ peer",
+                  "CPU goal (library)", "throughput wire ÷ peer", "throughput library ÷ peer"], out)
 
 
 def library_table(rows):
-    out = ["| case | throughput wire ÷ library | CPU/msg wire ÷ library | library |", "|---|---|---|---|"]
+    out = []
     for name, _, _, subs, runs, _ in rows:
-        k = _throughput_key(subs)
-        t, c = Ratio.many([(_vals(runs, "wire", key), _vals(runs, "library", key)) for key in (k, "cpu_per_m")])
-        out.append(f"| {name} | {t.cell()} | {c.cell()} | **{_library_verdict(t, c)}** |")
-    return out
+        t, c = Ratio.many([(_vals(runs, "wire", key), _vals(runs, "library", key))
+                           for key in (_throughput_key(subs), "cpu_per_m")])
+        out.append([name, t.cell(), c.cell(), f"**{_library_verdict(t, c)}**"])
+    return table(["case", "throughput wire ÷ library", "CPU/msg wire ÷ library", "library"], out)
 
 
 def medians_table(rows):
-    out = ["| case | tool | pub msg/s | delivered msg/s | delivered share | CPU s/M msgs | p99 µs |",
-           "|---|---|---|---|---|---|---|"]
+    out = []
     for name, _, peer, _, runs, _ in rows:
         for tool in ("wire", "library", "peer"):
-            label = peer if tool == "peer" else f"bench-runner --client {tool}"
             m = {k: median(_vals(runs, tool, k)) for k in ("pub", "deliv", "delivered", "cpu_per_m", "p99")}
-            out.append(f"| {name} | {label} | {_fmt(m['pub'])} | {_fmt(m['deliv'])} | {_fmt(m['delivered'], 4)} "
-                       f"| {_fmt(m['cpu_per_m'], 2)} | {_fmt(m['p99'])} |")
-    return out
+            out.append([name, peer if tool == "peer" else f"bench-runner --client {tool}", fmt(m["pub"]),
+                        fmt(m["deliv"]), fmt(m["delivered"], 4), fmt(m["cpu_per_m"], 2), fmt(m["p99"])])
+    return table(["case", "tool", "pub msg/s", "delivered msg/s", "delivered share", "CPU s/M msgs", "p99 µs"], out)
 
 
 def variant_table(rows):
     """Each TLS or creds row ÷ its plain row, repeat by repeat (they ran in the same repeats):
     what the variant costs each tool per message, as a ratio and as extra µs of CPU."""
-    by_name = {r.name: r for r in rows}
-    out = ["| case | vs | CPU/msg wire: variant ÷ plain | extra CPU µs/msg (wire) | throughput wire: variant ÷ plain "
-           "| CPU/msg library: variant ÷ plain | CPU/msg peer: variant ÷ plain | extra CPU µs/msg (peer) "
-           "| throughput peer: variant ÷ plain |", "|---|---|---|---|---|---|---|---|---|"]
+    by_name, out = {r.name: r for r in rows}, []
     for r in rows:
         base = by_name.get(r.base)
         if base is None:
             continue
         k = _throughput_key(r.subs)
         pair = lambda tool, key: (_vals(r.runs, tool, key), _vals(base.runs, tool, key))
-        rw_cpu, rw_tput, rl_cpu, rp_cpu, rp_tput = (x.cell() for x in Ratio.many(
-            [pair("wire", "cpu_per_m"), pair("wire", k), pair("library", "cpu_per_m"), pair("peer", "cpu_per_m"),
-             pair("peer", k)]))
-        dw, dp = (x.cell() for x in Diff.many([pair("wire", "cpu_per_m"), pair("peer", "cpu_per_m")]))
-        out.append(f"| {r.name} | {base.name} | {rw_cpu} | {dw} | {rw_tput} | {rl_cpu} | {rp_cpu} | {dp} | {rp_tput} |")
-    return out if len(out) > 2 else []
+        rw_cpu, rw_tput, rl_cpu, rp_cpu, rp_tput = Ratio.many([pair("wire", "cpu_per_m"), pair("wire", k),
+                                                               pair("library", "cpu_per_m"),
+                                                               pair("peer", "cpu_per_m"), pair("peer", k)])
+        dw, dp = Diff.many([pair("wire", "cpu_per_m"), pair("peer", "cpu_per_m")])
+        out.append([r.name, base.name] + [x.cell() for x in (rw_cpu, dw, rw_tput, rl_cpu, rp_cpu, dp, rp_tput)])
+    return table(["case", "vs", "CPU/msg wire: variant ÷ plain", "extra CPU µs/msg (wire)",
+                  "throughput wire: variant ÷ plain", "CPU/msg library: variant ÷ plain", "CPU/msg peer: variant ÷ plain",
+                  "extra CPU µs/msg (peer)", "throughput peer: variant ÷ plain"], out) if out else []
 
 
 def render(rows, repeats, took_s, env):
@@ -147,10 +123,7 @@ def render(rows, repeats, took_s, env):
         f"**Every ratio is from this one run.** Each case ran {repeats} repeats; a repeat runs bench-runner on its "
         "hand-written wire path (`--client wire`), the peer tool and bench-runner through the libraries "
         "(`--client library`: async-nats, rumqttc) back to back against the same server, the order rotating per "
-        "repeat. Each repeat gives one ratio per figure; the tables show the geometric mean, its 95 % Student-t "
-        "interval over the repeats' log ratios [low–high] and the min–max (computed by "
-        "operator-core/src/run/paired.rs, through bench/paired.py). A case over TLS or with a creds user runs in the same repeats as its "
-        "plain case, each tool's plain and variant runs next to each other (their order rotating too). "
+        f"repeat. {RATIOS} A case over TLS or with a creds user runs in the same repeats as its plain case, each tool's plain and variant runs next to each other (their order rotating too). "
         f"bench/run's own cases took {took_s / 60:.1f} min.",
         "",
         "CPU/msg = the tool's own user+system CPU seconds (its whole process, from wait4) per message it handled "
@@ -159,8 +132,7 @@ def render(rows, repeats, took_s, env):
         "",
         f"## Runner CPU per message ≤ {CPU_GOAL} of the peer's",
         "",
-        f"A goal is **met** where the interval's upper bound is ≤ {CPU_GOAL}, **not met** where its lower bound is "
-        "above, else **undecided**. The wire path is the default.",
+        f"{VERDICT} The wire path is the default.",
         "",
     ]
     lines += goal_table(rows)
@@ -198,7 +170,6 @@ def render(rows, repeats, took_s, env):
               "content in MSGBENCH_CREDS, nats-bench its path (`-creds`). Both sign the server's nonce once per "
               "connection: the row shows what that server costs per message once connected, not the "
               "authentication itself.", ""]
-    root_notes = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), NOTES)
-    if os.path.exists(root_notes):
-        lines += [open(root_notes).read().strip(), ""]
+    if (ROOT / NOTES).exists():
+        lines += [(ROOT / NOTES).read_text().strip(), ""]
     return lines

@@ -7,7 +7,7 @@ import unittest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paired import Diff, Ratio  # noqa: E402
+from paired import Diff, Ratio, cell, med_range  # noqa: E402
 from results_md import Row, variant_table  # noqa: E402
 
 
@@ -51,6 +51,13 @@ class RatioTest(unittest.TestCase):
         # Each number on its own: a wide interval's tiny low end does not stretch the others.
         # df 1: half = t(1) ln 2 = 12.7062 ln 2 (the old table's 12.706 gave 6681.70).
         self.assertEqual(Ratio([0.5, 2.0], [1, 1]).cell(significant=True), "1.00× [0.00015–6682.65] (0.50–2.00)")
+        self.assertEqual(cell(Ratio([0.002, 0.002], [1, 1])), "0.0020× [0.0020–0.0020] (0.0020–0.0020)")
+        self.assertEqual(cell(Ratio([12.4, 12.6], [1, 1])), Ratio([12.4, 12.6], [1, 1]).cell())
+
+    def test_median_with_its_range(self):
+        runs = [{"x": 3}, {"x": None}, {"x": 1}, {"x": 2}]
+        self.assertEqual(med_range(runs, "x"), "2 (1–3)")
+        self.assertEqual(med_range(runs[1:2], "x"), "–")
 
     def test_one_call_for_many(self):
         rs = Ratio.many([([1, 4, 3], [2, 2, 3]), ([None], [1]), ([2], [1])])

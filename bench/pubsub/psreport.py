@@ -5,23 +5,11 @@
 case are aligned by repeat (repeat k ran every server back to back), which is what pairs them.
 A run is the dict bench/pubsub/run's run_case returns.
 """
-from paired import Ratio, median
+from harness import FIGURES
+from paired import RATIOS, VERDICT, cell, fmt, median, ms, ratios, table
 
 DELIVERED_GOAL = 3.0  # closed loop: pubsub-server delivers ≥ 3× Node's msg/s at each one's ceiling
 P99_GOAL = 1 / 3  # open loop beyond Node's ceiling: pubsub-server's p99 ≤ 1/3 of Node's
-
-
-def fmt(x, d=0):
-    return "–" if x is None else f"{x:,.{d}f}"
-
-
-def ms(us):
-    return "–" if us is None else f"{us / 1000:.2f}"
-
-
-def cell(r):
-    """'est× [lo–hi] (min–max)' (paired.Ratio.cell), small ratios with two significant digits."""
-    return r.cell(significant=True)
 
 
 def reason_kind(reason):
@@ -36,21 +24,15 @@ def reason_kind(reason):
 
 def saturation(runs):
     """(repeats, numbered from 1, whose generator reported saturation; their reason kinds, first seen first)."""
-    reps = [i + 1 for i, r in enumerate(runs) if r["saturated"]]
-    kinds = []
-    for r in runs:
-        for k in map(reason_kind, r.get("reasons", [])):
-            if k not in kinds:
-                kinds.append(k)
-    return reps, kinds
+    return ([i + 1 for i, r in enumerate(runs) if r["saturated"]],
+            list(dict.fromkeys(reason_kind(x) for r in runs for x in r.get("reasons", []))))
 
 
 def saturation_text(runs):
     """'ok (0 of 5)' or 'saturated in 1, 3 of 5: send lag, unsent'."""
     reps, kinds = saturation(runs)
-    if not reps:
-        return f"ok (0 of {len(runs)})"
-    return f"saturated in {', '.join(map(str, reps))} of {len(runs)}: {', '.join(kinds)}"
+    return f"saturated in {', '.join(map(str, reps))} of {len(runs)}: {', '.join(kinds)}" if reps else \
+        f"ok (0 of {len(runs)})"
 
 
 def saturation_mark(per, names):
@@ -68,12 +50,6 @@ def vals(runs, key):
     return [r[key] for r in runs]
 
 
-def ratios(per, ours, theirs):
-    """{figure: Ratio ours ÷ theirs} for server CPU per million deliveries, delivered msg/s and p99."""
-    keys = ("cpu_per_m", "delivered", "p99")
-    return dict(zip(keys, Ratio.many([(vals(per[ours], k), vals(per[theirs], k)) for k in keys])))
-
-
 def goal(closed, per, node, rs):
     """The old goals, judged on the whole interval (paired.Ratio.at_least/at_most): closed loop,
     delivered ≥ 3× Node's; open loop where Node fell behind, p99 ≤ 1/3 of Node's. Where Node kept up
@@ -87,43 +63,38 @@ def goal(closed, per, node, rs):
 
 
 def medians_table(cases, servers):
-    lines = ["| case | server | delivered msg/s | delivered ratio (min) | publish/s | p50 ms | p99 ms | server CPU s/M | "
-             "server cores busy | generator cores busy | peak RSS MB (since start) | slow-subscriber drops (all repeats) "
-             "| generator |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for cname, _, per in cases:
-        for s in servers:
-            rs = per[s]
-            m = {k: median(vals(rs, k)) for k in ("delivered", "pub", "p50", "p99", "cpu_per_m", "peak", "gen_busy",
-                                                   "rss")}
-            drops = [r["drops"] for r in rs]
-            dcell = "n/a (unbounded)" if all(d is None for d in drops) else fmt(sum(d or 0 for d in drops))
-            lines.append(f"| {cname} | {s} | {fmt(m['delivered'])} | {fmt(min(r['ratio'] for r in rs), 4)} | "
-                         f"{fmt(m['pub'])} | {ms(m['p50'])} | {ms(m['p99'])} | "
-                         f"{fmt(m['cpu_per_m'], 1)} | {fmt(m['peak'], 2)} | {fmt(m['gen_busy'], 2)} | "
-                         f"{fmt(None if m['rss'] is None else m['rss'] / 2**20, 1)} | {dcell} | {saturation_text(rs)} |")
-    return lines
+    def row(cname, s, rs):
+        m = {k: median(vals(rs, k)) for k in ("delivered", "pub", "p50", "p99", "cpu_per_m", "peak", "gen_busy", "rss")}
+        drops = [r["drops"] for r in rs]
+        return [cname, s, fmt(m["delivered"]), fmt(min(vals(rs, "ratio")), 4), fmt(m["pub"]), ms(m["p50"]),
+                ms(m["p99"]), fmt(m["cpu_per_m"], 1), fmt(m["peak"], 2), fmt(m["gen_busy"], 2),
+                fmt(None if m["rss"] is None else m["rss"] / 2**20, 1),
+                "n/a (unbounded)" if all(d is None for d in drops) else fmt(sum(d or 0 for d in drops)),
+                saturation_text(rs)]
+    return table(["case", "server", "delivered msg/s", "delivered ratio (min)", "publish/s", "p50 ms", "p99 ms",
+                  "server CPU s/M", "server cores busy", "generator cores busy", "peak RSS MB (since start)",
+                  "slow-subscriber drops (all repeats)", "generator"],
+                 [row(cname, s, per[s]) for cname, _, per in cases for s in servers])
+
+
+def ratio_cells(per, ours, theirs):
+    rs = ratios(per, ours, theirs)
+    return [cell(rs["cpu_per_m"]), cell(rs["delivered"]), cell(rs["p99"])], rs
 
 
 def vs_node_table(cases, node, others):
-    lines = ["| case | ratio | server CPU s/M | delivered msg/s | p99 | goal | generator saturated (repeats) |",
-             "|---|---|---|---|---|---|---|"]
+    rows = []
     for cname, closed, per in cases:
         for s in others:
-            rs = ratios(per, s, node)
-            lines.append(f"| {cname} | {s} ÷ Node | {cell(rs['cpu_per_m'])} | {cell(rs['delivered'])} | "
-                         f"{cell(rs['p99'])} | {goal(closed, per, node, rs)} | {saturation_mark(per, (node, s))} |")
-    return lines
+            cells, rs = ratio_cells(per, s, node)
+            rows.append([cname, f"{s} ÷ Node", *cells, goal(closed, per, node, rs), saturation_mark(per, (node, s))])
+    return table(["case", "ratio", "server CPU s/M", "delivered msg/s", "p99", "goal", "generator saturated (repeats)"],
+                 rows)
 
 
 def par_seq_table(cases, par, seq):
-    lines = ["| case | server CPU s/M | delivered msg/s | p99 | generator saturated (repeats) |",
-             "|---|---|---|---|---|"]
-    for cname, _, per in cases:
-        rs = ratios(per, par, seq)
-        lines.append(f"| {cname} | {cell(rs['cpu_per_m'])} | {cell(rs['delivered'])} | {cell(rs['p99'])} | "
-                     f"{saturation_mark(per, (par, seq))} |")
-    return lines
+    return table(["case", "server CPU s/M", "delivered msg/s", "p99", "generator saturated (repeats)"],
+                 [[cname, *ratio_cells(per, par, seq)[0], saturation_mark(per, (par, seq))] for cname, _, per in cases])
 
 
 def not_a_ceiling(cases, workers):
@@ -152,16 +123,9 @@ def render(cases, servers, m):
         f"**{m['repeats']} paired repeats.** Each repeat ran every case against the three servers back to back, the "
         "servers' order rotating per repeat (Node, parallel, sequential; then parallel, sequential, Node; …), so a "
         "moment of the machine's other work hits the servers of one repeat alike and cancels in that repeat's "
-        "ratio. Each repeat gives one ratio per figure; the ratio tables show the geometric mean over the repeats, "
-        "its 95 % Student-t interval on the log ratios [low–high] and the min–max (bench/paired.py). Absolute "
-        "figures are medians over the repeats, for context.",
+        f"ratio. {RATIOS} Absolute figures are medians over the repeats, for context.",
         "",
-        "Delivered = unique messages received by all subscribers per second from the first send to the last "
-        "delivery (bench-runner's deliveryRate); latency = publish intended-send time → receipt (open loop, one "
-        "clock, HdrHistogram). Server CPU s/M = server process CPU seconds per million deliveries (warm-up "
-        "included); server cores busy = the most CPU seconds per second the server used over any 1 s of the run "
-        "(sampled every 0.25 s), generator cores busy = its CPU seconds over its wall time; peak RSS = the server "
-        "process's peak resident set since it started (each server runs through every case and repeat).",
+        FIGURES,
         "",
         f"## Medians over {m['repeats']} repeats (context; judge by the ratios below)",
         "",
@@ -173,9 +137,7 @@ def render(cases, servers, m):
         "",
         "Lower is better for server CPU s/M and p99, higher for delivered msg/s: 0.10× CPU is a tenth of Node's "
         "CPU per delivery, 3× delivered is three times Node's rate. Goals: delivered ≥ 3× Node's at each server's "
-        "ceiling (closed loop); p99 ≤ 1/3 of Node's at the same offered rate beyond Node's ceiling (open loop). A "
-        "goal is **met** where the whole interval clears it, **not met** where the whole interval misses it, else "
-        "**undecided**.",
+        f"ceiling (closed loop); p99 ≤ 1/3 of Node's at the same offered rate beyond Node's ceiling (open loop). {VERDICT}",
         "",
     ]
     lines += vs_node_table(cases, node, (par, seq))

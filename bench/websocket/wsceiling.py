@@ -54,26 +54,3 @@ def search(servers, trial, start, step, bisect_steps, max_rate, p99_bound_us):
             if hi is not None and hi - lo > max(10, hi // 50):
                 attempt(s, (lo + hi) // 2)
     return st
-
-
-def self_test():
-    class S:
-        def __init__(self, name, cap):
-            self.name, self.cap = name, cap
-
-    def fake(s, rate):
-        ok = rate <= s.cap
-        return {"ratio": 1.0, "errors": 0, "drops": 0, "p99": 1000 if ok else 90_000,
-                "saturated": False, "reasons": [], "gen_peak": 0.5}
-
-    st = search([S("a", 1000), S("b", 3000)], fake, 500, 1.5, 6, 10_000, 50_000)
-    assert 950 <= st["a"]["best"][0] <= 1000 and st["a"]["fail"][0] > 1000, st["a"]
-    assert 2900 <= st["b"]["best"][0] <= 3000, st["b"]["best"]
-    why, gen = judge({"ratio": 0.9, "errors": 0, "drops": 0, "p99": 1, "saturated": False,
-                      "reasons": [], "gen_peak": 0.97}, 50_000)
-    assert why == ["delivered 0.9000"] and gen
-
-
-if __name__ == "__main__":
-    self_test()
-    print("wsceiling: ok")
