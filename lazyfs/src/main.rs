@@ -46,7 +46,11 @@ fn main() {
     match run(opts) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("msgbench-lazyfs: {e:#}");
+            let said = format!("msgbench-lazyfs: {e:#}");
+            eprintln!("{said}");
+            // The kubelet keeps this file's text as the container's last termination message,
+            // which the operator quotes beside a crash loop (a node without /dev/fuse, say).
+            let _ = std::fs::write("/dev/termination-log", &said);
             std::process::exit(125);
         }
     }

@@ -1,6 +1,6 @@
 //! What the server pods say: readiness, QoS class, sysctls, and kubelet refusals.
 
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use msgbench_crds::common::RunningImage;
 
@@ -196,9 +196,25 @@ fn stuck_containers<'a>(
             return None;
         }
         let said = waiting.message.as_deref().unwrap_or(reason);
-        let message = format!("pod {name} container {}: {said}", cs.name);
+        let mut message = format!("pod {name} container {}: {said}", cs.name);
+        if reason == "CrashLoopBackOff" {
+            message.push_str(&last_exit(cs));
+        }
         Some(degraded(secret_reason(reason, said).into(), message))
     })
+}
+
+/// `; last exit N: <termination message>` of a crash-looping container, when it left one. Only
+/// msgbench's own wrappers write one in a server container (msgbench-lazyfs: why it could not
+/// mount), so this quotes no server log.
+fn last_exit(cs: &ContainerStatus) -> String {
+    let Some(t) = cs.last_state.as_ref().and_then(|s| s.terminated.as_ref()) else {
+        return String::new();
+    };
+    match t.message.as_deref().map(str::trim) {
+        Some(m) if !m.is_empty() => format!("; last exit {}: {m}", t.exit_code),
+        _ => String::new(),
+    }
 }
 
 /// A problem that degrades the server without a kubelet refusal.
@@ -317,6 +333,36 @@ mod tests {
         assert_eq!((obs.pods, obs.ready), (1, 0));
         let back = observe_pods(&[on_node("True")], None);
         assert_eq!((back.problem, back.ready), (None, 1));
+    }
+
+    /// A crash loop quotes the last exit's termination message when the container left one
+    /// (msgbench-lazyfs on a node without /dev/fuse), and only then.
+    #[test]
+    fn a_crash_loop_quotes_the_last_termination_message() {
+        let looping = |last: serde_json::Value| {
+            pod(
+                json!({"metadata": {"name": "js-0"}, "status": {"phase": "Running",
+                "containerStatuses": [{"name": "nats", "image": "x", "imageID": "", "ready": false,
+                    "restartCount": 3, "lastState": {"terminated": last},
+                    "state": {"waiting": {"reason": "CrashLoopBackOff",
+                        "message": "back-off 40s restarting failed container"}}}]}}),
+            )
+        };
+        let said = "msgbench-lazyfs: opening /dev/fuse: No such file or directory (os error 2)\n";
+        let p = observe_pods(&[looping(json!({"exitCode": 125, "message": said}))], None);
+        let p = p.problem.unwrap();
+        assert_eq!(p.reason, "CrashLoopBackOff");
+        assert_eq!(
+            p.message,
+            "pod js-0 container nats: back-off 40s restarting failed container; last exit 125: \
+             msgbench-lazyfs: opening /dev/fuse: No such file or directory (os error 2)"
+        );
+        let silent = observe_pods(&[looping(json!({"exitCode": 1}))], None);
+        assert!(silent
+            .problem
+            .unwrap()
+            .message
+            .ends_with("failed container"));
     }
 
     /// The kubelet's refusal for a missing Secret or key becomes the operator's reason, with
