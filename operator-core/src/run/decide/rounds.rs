@@ -6,7 +6,7 @@
 use super::decision::{Decision, Effect};
 use super::ending::fail;
 use crate::run::model::{Gathered, Observed};
-use crate::run::results::{self, TrialRecord};
+use crate::run::results::{self, ResultsError, TrialRecord};
 use crate::run::runners::stop_when::{self, RoundFigures};
 use msgbench_crds::benchmark_run::{
     BenchmarkRun, BenchmarkRunStatus, RunFailureReason, StopReason,
@@ -68,7 +68,7 @@ pub(super) fn at_barrier(br: &BenchmarkRun, obs: &Observed, d: &mut Decision) ->
             stop
         }
         Err(e) => {
-            let msg = format!("reading rounds 1-{k} for stopWhen: {e:#}");
+            let msg = format!("reading rounds 1-{k} for stopWhen: {e}");
             fail(
                 &mut d.status,
                 RunFailureReason::ResultsLost,
@@ -88,7 +88,7 @@ fn judge_rounds(
     lines: &[RawResultLine],
     rounds: u32,
     runners: usize,
-) -> anyhow::Result<msgbench_crds::benchmark_run::StopStatus> {
+) -> Result<msgbench_crds::benchmark_run::StopStatus, ResultsError> {
     let sw = br.spec.stop_when.as_ref().expect("checked by the caller");
     let spread = if br.spec.variants.is_empty() {
         let records: Vec<TrialRecord> = lines.iter().map(|l| (l.trial, l)).collect();

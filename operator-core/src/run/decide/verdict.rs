@@ -6,7 +6,7 @@ use super::ending::{fail, pass};
 use super::rounds;
 use crate::run::faults::{effect as fault_effect, policy as faults};
 use crate::run::model::Observed;
-use crate::run::results::{compare, server_restarts, server_usage, variant_results};
+use crate::run::results::{compare, server_restarts, server_usage, variant_results, ResultsError};
 use crate::run::runners::build::RunIdentity;
 use crate::run::runners::runner_pods::observed_pod;
 use crate::run::runners::stop_when;
@@ -50,7 +50,7 @@ pub fn decide(
         return fail(
             st,
             RunFailureReason::ResultsLost,
-            &format!("{e:#}"),
+            &e.to_string(),
             g,
             &obs.now,
         );
@@ -145,7 +145,7 @@ fn single(
     lines: &[RawResultLine],
     count: usize,
     obs: &Observed,
-) -> anyhow::Result<()> {
+) -> Result<(), ResultsError> {
     let records: Vec<results::TrialRecord> = lines.iter().map(|l| (l.trial, l)).collect();
     let trials = stop_when::rounds_run(br, st) as usize;
     let mut collected = results::collect(&records, count, trials)?;

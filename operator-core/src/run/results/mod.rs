@@ -1,6 +1,7 @@
 //! Runner result lines → status: merged exactly with bench-runner's merge (histograms added,
 //! never percentiles averaged), per-trial figures, trial statistics and thresholds.
 pub mod compare;
+mod error;
 pub mod paired;
 pub mod server_restarts;
 pub mod server_usage;
@@ -24,6 +25,8 @@ use runner_api::result::{ResultMerger, RunnerResult, SegmentStats};
 use runner_api::status_form::{delivery_rate, format_ms, to_status_within, us_to_ms};
 use std::collections::BTreeMap;
 
+pub use error::ResultsError;
+
 /// Everything the results give the status.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Collected {
@@ -40,7 +43,11 @@ pub type TrialRecord<'a> = (u32, &'a RawResultLine);
 /// line is an error (results would be silently partial otherwise). Records are decoded one at
 /// a time and merged at once, so memory holds two merged results and one record, whatever the
 /// number of runners and trials.
-pub fn collect(lines: &[TrialRecord], runners: usize, trials: usize) -> anyhow::Result<Collected> {
+pub fn collect(
+    lines: &[TrialRecord],
+    runners: usize,
+    trials: usize,
+) -> Result<Collected, ResultsError> {
     collect_within(lines, runners, trials, timeline_points_per_result(1))
 }
 
@@ -50,7 +57,7 @@ pub fn collect_within(
     runners: usize,
     trials: usize,
     timeline_points: usize,
-) -> anyhow::Result<Collected> {
+) -> Result<Collected, ResultsError> {
     let mut total = ResultMerger::default();
     let mut trial_figs = Vec::with_capacity(trials);
     let mut first: Option<FirstTrial> = None;
@@ -75,9 +82,7 @@ pub fn collect_within(
     // All trials together: counts and histograms add; rates are totals over the summed
     // time of the trials (trials run one after another).
     let mut total = total.finish()?;
-    first
-        .ok_or_else(|| anyhow::anyhow!("no trials"))?
-        .restore(&mut total);
+    first.ok_or(ResultsError::NoTrials)?.restore(&mut total);
     windows.apply(&mut total);
     if let Some(c) = &mut total.connections {
         // Trials open their connections one after another, like their measured phases.
@@ -134,7 +139,7 @@ pub fn collect_variants(
     runners: usize,
     schedule: &[ScheduledRound],
     variants: &[String],
-) -> anyhow::Result<Vec<(String, Collected)>> {
+) -> Result<Vec<(String, Collected)>, ResultsError> {
     variants
         .iter()
         .map(|name| {
@@ -144,8 +149,12 @@ pub fn collect_variants(
                 .map(|l| (l.round.unwrap_or(0), l))
                 .collect();
             let points = timeline_points_per_result(variants.len());
-            let mut c = collect_within(&mine, runners, schedule.len(), points)
-                .map_err(|e| e.context(format!("variant {name}")))?;
+            let mut c = collect_within(&mine, runners, schedule.len(), points).map_err(|e| {
+                ResultsError::Variant {
+                    variant: name.clone(),
+                    source: Box::new(e),
+                }
+            })?;
             for t in &mut c.trials {
                 t.position = schedule
                     .iter()
@@ -198,18 +207,28 @@ fn each_phase(r: &mut RunnerResult, mut f: impl FnMut(String, &mut SegmentStats)
 }
 
 /// One trial merged over its runners, decoding each record only as it is merged.
-fn merge_trial(lines: &[TrialRecord], t: u32, runners: usize) -> anyhow::Result<RunnerResult> {
+fn merge_trial(
+    lines: &[TrialRecord],
+    t: u32,
+    runners: usize,
+) -> Result<RunnerResult, ResultsError> {
     let mut m = ResultMerger::default();
     let mut n = 0;
     for (_, l) in lines.iter().filter(|(trial, _)| *trial == t) {
         let name = format!("runner {} trial {t}", l.runner_id);
         let r = l
             .decode()
-            .map_err(|e| anyhow::anyhow!("{name}: record does not decode: {e}"))?;
+            .map_err(|source| ResultsError::RecordDoesNotDecode {
+                runner: name.clone(),
+                source,
+            })?;
         m.absorb(&name, r)?;
         n += 1;
     }
-    anyhow::ensure!(n == runners, "trial {t}: {n} of {runners} runner results");
+    if n != runners {
+        let (trial, got, want) = (t, n, runners);
+        return Err(ResultsError::MissingRunnerResults { trial, got, want });
+    }
     Ok(m.finish()?)
 }
 

@@ -1,7 +1,7 @@
 //! Result lines of a variants run → status: each variant merged on its own, thresholds per
 //! variant, and the paired comparison against the baseline variant. Pure.
 use crate::run::faults::effect as fault_effect;
-use crate::run::results::paired;
+use crate::run::results::{paired, ResultsError};
 use crate::run::{results, variants};
 use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Threshold, VariantResult};
 use runner_api::agent::RawResultLine;
@@ -14,13 +14,12 @@ pub fn apply(
     lines: &[RawResultLine],
     runners: usize,
     targets: impl Fn(&str) -> String,
-) -> anyhow::Result<()> {
+) -> Result<(), ResultsError> {
     let names: Vec<String> = br.spec.variants.iter().map(|v| v.name.clone()).collect();
     let baseline = variants::baseline(&br.spec).unwrap_or_default();
-    anyhow::ensure!(
-        !st.schedule.is_empty(),
-        "status.schedule is missing: the variants' order was never recorded"
-    );
+    if st.schedule.is_empty() {
+        return Err(ResultsError::ScheduleMissing);
+    }
     let mut merged = results::collect_variants(lines, runners, &st.schedule, &names)?;
     for (name, c) in merged.iter_mut() {
         c.result.faults = fault_effect::summary(&st.faults, Some(name));

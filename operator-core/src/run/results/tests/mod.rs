@@ -16,7 +16,11 @@ pub(crate) fn raw(lines: &[ResultLine]) -> Vec<RawResultLine> {
         .collect()
 }
 
-fn collect_lines(lines: &[ResultLine], runners: usize, trials: usize) -> anyhow::Result<Collected> {
+fn collect_lines(
+    lines: &[ResultLine],
+    runners: usize,
+    trials: usize,
+) -> Result<Collected, ResultsError> {
     let raw = raw(lines);
     let records: Vec<TrialRecord> = raw.iter().map(|l| (l.trial, l)).collect();
     collect(&records, runners, trials)
@@ -99,14 +103,32 @@ fn variants_are_merged_apart_by_round_with_their_place_in_each_order() {
     assert_eq!(pos(b), [(1, Some(2)), (2, Some(1))]);
     // A variant missing a runner's line in some round is an error naming it.
     let e = collect_variants(&lines[1..], 2, &schedule, &names).unwrap_err();
-    assert!(format!("{e:#}").contains("variant a"), "{e:#}");
+    assert!(e.to_string().starts_with("variant a: trial "), "{e}");
 }
 
 #[test]
 fn a_missing_runner_result_is_an_error_not_a_partial_result() {
     let lines = vec![runner(1, 1, &[1000], 1)];
     let e = collect_lines(&lines, 2, 1).unwrap_err().to_string();
-    assert!(e.contains("1 of 2"), "{e}");
+    assert_eq!(e, "trial 1: 1 of 2 runner results");
+}
+
+/// The message ends a run as its `ResultsLost` condition: it names the runner and trial.
+#[test]
+fn a_record_that_does_not_decode_is_named() {
+    let mut lines = raw(&[runner(1, 1, &[1000], 1)]);
+    lines[0].result.0 = serde_json::value::RawValue::from_string("1".into()).unwrap();
+    let records: Vec<TrialRecord> = lines.iter().map(|l| (l.trial, l)).collect();
+    let e = collect(&records, 1, 1).unwrap_err();
+    assert!(
+        matches!(e, ResultsError::RecordDoesNotDecode { .. }),
+        "{e:?}"
+    );
+    let e = e.to_string();
+    assert!(
+        e.starts_with("runner 1 trial 1: record does not decode: "),
+        "{e}"
+    );
 }
 
 #[test]
