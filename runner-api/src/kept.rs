@@ -1,31 +1,16 @@
 //! `ackedNotKept` through merge: acknowledged messages the JetStream stream no longer held
 //! when read back after the drain. Summed like `lostAcked`, except that one runner (or trial)
 //! whose read-back could not complete makes the merged figure unavailable: a sum over the
-//! others would read as a smaller loss, and a `le 0` threshold would pass on it.
-use crate::result::{add_opt, SegmentStats};
-
+//! others would read as a smaller loss, and a `le 0` threshold would pass on it (the merge is
+//! `SegmentStats::add`'s; the reasons' rules are here).
 /// Longest merged reason a runner result keeps.
 pub const MAX_UNAVAILABLE_CHARS: usize = 512;
 /// Longest reason the status keeps (its schema's limit: the status must stay within etcd's
 /// object limit with every variant's result at its widest, `status_size`).
 pub const MAX_STATUS_UNAVAILABLE_CHARS: usize = 80;
 
-/// Merges `o`'s read-back figures into `a` (same phase of another runner or trial, or
-/// another phase of the same runner).
-pub fn merge(a: &mut SegmentStats, o: &SegmentStats) {
-    a.acked_not_kept_unavailable = join_reasons(
-        a.acked_not_kept_unavailable.take(),
-        o.acked_not_kept_unavailable.as_deref(),
-    );
-    a.acked_not_kept = match a.acked_not_kept_unavailable {
-        Some(_) => None,
-        None => add_opt(a.acked_not_kept, o.acked_not_kept),
-    };
-    a.acked_not_kept_from = a.acked_not_kept_from.max(o.acked_not_kept_from);
-}
-
 /// Distinct reasons joined with "; " (in order of arrival), cut to the schema's limit.
-fn join_reasons(a: Option<String>, b: Option<&str>) -> Option<String> {
+pub(crate) fn join_reasons(a: Option<String>, b: Option<&str>) -> Option<String> {
     let joined = match (a, b) {
         (Some(a), Some(b)) if a.split("; ").any(|r| r == b) => a,
         (Some(a), Some(b)) => format!("{a}; {b}"),
@@ -54,7 +39,7 @@ fn truncate(mut s: String, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::{aggregate_measured, AckedNotKeptFrom, Delivery};
+    use crate::result::{aggregate_measured, AckedNotKeptFrom, Delivery, SegmentStats};
 
     fn seg(n: Option<u64>, from: Option<AckedNotKeptFrom>, why: Option<&str>) -> SegmentStats {
         SegmentStats {

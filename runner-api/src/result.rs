@@ -126,6 +126,22 @@ impl PublishStall {
 }
 
 /// Sums two optional counts: unavailable only when both are.
+impl SegmentStats {
+    /// Merges `o`'s read-back figures (`ackedNotKept`) into these: summed, unless a read-back
+    /// that could not complete (its reason kept) makes the merged figure unavailable.
+    fn merge_kept(&mut self, o: &SegmentStats) {
+        self.acked_not_kept_unavailable = crate::kept::join_reasons(
+            self.acked_not_kept_unavailable.take(),
+            o.acked_not_kept_unavailable.as_deref(),
+        );
+        self.acked_not_kept = match self.acked_not_kept_unavailable {
+            Some(_) => None,
+            None => add_opt(self.acked_not_kept, o.acked_not_kept),
+        };
+        self.acked_not_kept_from = self.acked_not_kept_from.max(o.acked_not_kept_from);
+    }
+}
+
 pub(crate) fn add_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     match (a, b) {
         (Some(x), Some(y)) => Some(x.saturating_add(y)),
@@ -193,7 +209,7 @@ impl SegmentStats {
         self.send_lag.add(&o.send_lag);
         self.lost_acked = add_opt(self.lost_acked, o.lost_acked);
         self.lost_acked_deliveries = add_opt(self.lost_acked_deliveries, o.lost_acked_deliveries);
-        crate::kept::merge(self, o);
+        self.merge_kept(o);
         self.publish_stall = match (self.publish_stall, o.publish_stall) {
             (Some(a), Some(b)) => Some(a.longest(b)),
             (a, b) => a.or(b),
