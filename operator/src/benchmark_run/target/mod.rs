@@ -10,6 +10,7 @@ use msgbench_crds::benchmark_run::{
     BenchmarkRun, FaultAgentSpec, ObservedEnvironment, ServerKind, Target,
 };
 use msgbench_crds::common::ServerStatus;
+use msgbench_crds::endpoint::Endpoint;
 use msgbench_crds::pubsub_server::PubSubProtocol;
 use msgbench_crds::workload::Protocol;
 use msgbench_crds::{JetStreamCluster, MqttBroker, PubSubServer};
@@ -35,18 +36,7 @@ pub async fn resolve_target(
     ns: &str,
 ) -> Result<std::result::Result<Resolved, String>> {
     if let Some(e) = &t.endpoint {
-        return Ok(Ok(Resolved {
-            url: e.url.clone(),
-            display: e.url.clone(),
-            not_ready: None,
-            server_labels: None,
-            environment: None,
-            auth: e.auth.clone().map(TargetSecret::Endpoint),
-            tls: e.tls.as_ref().map(TlsSource::of_endpoint),
-            unfit: None,
-            fault_agent: None,
-            fault_agent_refused: None,
-        }));
+        return Ok(Ok(of_endpoint(e)));
     }
     let Some(r) = &t.server_ref else {
         return Ok(Err("target: neither serverRef nor endpoint is set".into()));
@@ -128,6 +118,22 @@ pub async fn resolve_target(
         fault_agent: fault_agent.0,
         fault_agent_refused: fault_agent.1,
     }))
+}
+
+/// An endpoint target: its URL as given, taken as ready (no server of msgbench's to ask).
+fn of_endpoint(e: &Endpoint) -> Resolved {
+    Resolved {
+        url: e.url.clone(),
+        display: e.url.clone(),
+        not_ready: None,
+        server_labels: None,
+        environment: None,
+        auth: e.auth.clone().map(TargetSecret::Endpoint),
+        tls: e.tls.as_ref().map(TlsSource::of_endpoint),
+        unfit: None,
+        fault_agent: None,
+        fault_agent_refused: None,
+    }
 }
 
 /// The fault agent a server's pods carry: what its spec asks for if the operator's install

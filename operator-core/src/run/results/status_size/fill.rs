@@ -354,21 +354,7 @@ pub(super) fn fault_record(i: usize, variant: Option<String>) -> FaultRecord {
             after: Some(pod_name(1)),
             after_time: Some(time(7)),
         }),
-        effect: Some(FaultEffect {
-            before_receive_rate: long(1e6),
-            lowest_receive_rate: long(0.0),
-            recovery_seconds: Some(long(10.0)),
-            recovery: "back to 95 % of the delivery rate before the fault 12 s after it, \
-                       after 9 s with no deliveries"
-                .into(),
-            p99_peak_ms: Some(long(1e3)),
-            p99_before_ms: Some(long(1.0)),
-            duplicates: 123_456_789,
-            out_of_order: 123_456_789,
-            trial_lost_acked: Some(123_456_789),
-            trial_publish_stall_ms: Some(long(1e4)),
-            publish_stall_from_fault_seconds: Some(long(1.0)),
-        }),
+        effect: Some(largest_effect()),
         report_lost: None,
         injecting: None,
     };
@@ -428,6 +414,25 @@ pub(super) fn fault_record(i: usize, variant: Option<String>) -> FaultRecord {
         .into_iter()
         .max_by_key(bytes)
         .expect("three shapes")
+}
+
+/// A fault's effect with every figure present and at its widest.
+fn largest_effect() -> FaultEffect {
+    FaultEffect {
+        before_receive_rate: long(1e6),
+        lowest_receive_rate: long(0.0),
+        recovery_seconds: Some(long(10.0)),
+        recovery: "back to 95 % of the delivery rate before the fault 12 s after it, \
+                   after 9 s with no deliveries"
+            .into(),
+        p99_peak_ms: Some(long(1e3)),
+        p99_before_ms: Some(long(1.0)),
+        duplicates: 123_456_789,
+        out_of_order: 123_456_789,
+        trial_lost_acked: Some(123_456_789),
+        trial_publish_stall_ms: Some(long(1e4)),
+        publish_stall_from_fault_seconds: Some(long(1.0)),
+    }
 }
 
 pub(super) fn observed_pod(i: usize) -> ObservedPod {
