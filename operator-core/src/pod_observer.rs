@@ -204,9 +204,10 @@ fn stuck_containers<'a>(
     })
 }
 
-/// `; last exit N: <termination message>` of a crash-looping container, when it left one. Only
-/// msgbench's own wrappers write one in a server container (msgbench-lazyfs: why it could not
-/// mount), so this quotes no server log.
+/// `; last exit N: <termination message>` of a crash-looping container, when it left one: the
+/// runtime's words for a container that could not start (exit 128), or msgbench-lazyfs's for a
+/// store it could not mount (exit 125, e.g. a node without /dev/fuse). No server writes one, and
+/// the termination message policy is the default (the file), so this quotes no server log.
 fn last_exit(cs: &ContainerStatus) -> String {
     let Some(t) = cs.last_state.as_ref().and_then(|s| s.terminated.as_ref()) else {
         return String::new();
