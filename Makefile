@@ -130,11 +130,12 @@ registry-up:
 registry-down:
 	e2e/registry/down
 
-## e2e: the cluster's own smoke checks (pinning, sysctls, DNS, Services, volumes), then the suite
-## through cargo-nextest (.config/nextest.toml, profile e2e): with NODES=1 the tests that share
-## the cluster several at a time, then the whole-cluster group one by one, then the harness's doc
-## tests; with NODES>1 the multi-node tests only (ignored on one node: the single-node ones
-## assume one). JUnit files: $$MSGBENCH_CACHE/e2e-artifacts/junit-<lane>.xml.
+## e2e: the suite through cargo-nextest (.config/nextest.toml, profile e2e): first the cluster's
+## own smoke checks (cluster_smoke: pinning, sysctls, DNS, Services, volumes; NetworkPolicy on
+## kind), which stop it early when the cluster cannot carry it; then with NODES=1 the tests that
+## share the cluster several at a time, then the rest of the whole-cluster group one by one, then
+## the harness's doc tests; with NODES>1 the multi-node tests only (ignored on one node: the
+## single-node ones assume one). JUnit files: $$MSGBENCH_CACHE/e2e-artifacts/junit-<lane>.xml.
 e2e: cluster-up images e2e-check
 	@# The node has one allocatable CPU and the pinning checks need all of it: free what
 	@# `make demo` left running (its results are printed and re-made by the next demo) ...
@@ -151,10 +152,10 @@ e2e: cluster-up images e2e-check
 	  helm upgrade "$$CHART_RELEASE" charts/msgbench -n "$$CHART_NAMESPACE" \
 	    --values "$$CHART_E2E_VALUES" --wait --timeout 3m; \
 	fi
-	e2e/cluster/smoke
+	$(call e2e_lane,smoke,-E 'test(/^cluster_smoke::/)')
 	if [ "$(NODES)" = 1 ]; then \
 	  $(call e2e_lane,shared,-E 'not group(whole-cluster)') && \
-	  $(call e2e_lane,whole-cluster,-E 'group(whole-cluster)') && \
+	  $(call e2e_lane,whole-cluster,-E 'group(whole-cluster) - test(/^cluster_smoke::/)') && \
 	  cargo test -p msgbench-e2e --doc; \
 	else $(call e2e_lane,multi-node,--run-ignored only); fi
 

@@ -131,19 +131,20 @@ pub async fn remove_leftover_namespaces(
     timeout: Duration,
 ) -> Result<()> {
     let api = Api::<Namespace>::all(client.clone());
-    let leftovers: Vec<String> = api
-        .list(&ListParams::default().labels(&format!("{}=true", e2e_label())))
-        .await?
-        .items
-        .into_iter()
-        .filter_map(|n| n.metadata.name)
-        .filter(|n| n != keep)
-        .collect();
-    for ns in &leftovers {
-        eprintln!(
-            "removing leftover e2e namespace {ns} (its diagnostics were saved when it failed)"
-        );
-        let _ = api.delete(ns, &DeleteParams::background()).await;
+    let mut leftovers = Vec::new();
+    let labelled = ListParams::default().labels(&format!("{}=true", e2e_label()));
+    for n in api.list(&labelled).await?.items {
+        let Some(ns) = n.metadata.name.filter(|n| n != keep) else {
+            continue;
+        };
+        // One being deleted (a passed test's, deleted in the background) needs only the wait.
+        if n.metadata.deletion_timestamp.is_none() {
+            eprintln!(
+                "removing leftover e2e namespace {ns} (its diagnostics were saved when it failed)"
+            );
+            let _ = api.delete(&ns, &DeleteParams::background()).await;
+        }
+        leftovers.push(ns);
     }
     // What the caller needs is their pods' CPU back. Their other objects may take minutes more
     // (finished_runs leaves ~190 MiB of BenchmarkRun status for the namespace controller).

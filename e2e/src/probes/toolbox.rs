@@ -25,6 +25,8 @@ fn restricted_security_context() -> serde_json::Value {
 pub struct ScriptOutcome {
     pub succeeded: bool,
     pub logs: String,
+    /// The pod as it finished (its status: QoS class, node, phase).
+    pub pod: Pod,
 }
 
 /// Run `script` with busybox sh in a fresh pod and wait (up to `timeout`) until it has finished.
@@ -36,8 +38,14 @@ pub async fn run_script(
     script: &str,
     timeout: Duration,
 ) -> Result<ScriptOutcome> {
-    let pods = Api::<Pod>::namespaced(client.clone(), ns);
-    let pod: Pod = serde_json::from_value(json!({
+    run_pod(client, ns, script_pod(name, script, timeout), timeout).await
+}
+
+/// The pod [`run_script`] runs: `script` under busybox sh, non-root, read-only root, a small
+/// writable `/tmp`, killed after `deadline` (at least 30 s). A test that needs more of the pod
+/// (resources, sysctls, labels, volumes) edits this value and runs it with [`run_pod`].
+pub fn script_pod(name: &str, script: &str, deadline: Duration) -> serde_json::Value {
+    json!({
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "e2e-toolbox", "app.kubernetes.io/part-of": "msgbench"}},
@@ -46,7 +54,7 @@ pub async fn run_script(
             "automountServiceAccountToken": false,
             "enableServiceLinks": false,
             "terminationGracePeriodSeconds": 1,
-            "activeDeadlineSeconds": timeout.as_secs().max(30),
+            "activeDeadlineSeconds": deadline.as_secs().max(30),
             "containers": [{
                 "name": "script",
                 "image": crate::cluster::exported::toolbox_image(),
@@ -58,13 +66,29 @@ pub async fn run_script(
             }],
             "volumes": [{"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": "16Mi"}}]
         }
-    }))?;
+    })
+}
+
+/// Create `pod` (a [`script_pod`], perhaps edited) and wait (up to `timeout`) until it has finished.
+pub async fn run_pod(
+    client: &Client,
+    ns: &str,
+    pod: serde_json::Value,
+    timeout: Duration,
+) -> Result<ScriptOutcome> {
+    let pods = Api::<Pod>::namespaced(client.clone(), ns);
+    let pod: Pod = serde_json::from_value(pod)?;
+    let name = pod
+        .metadata
+        .name
+        .clone()
+        .context("a script pod has a name")?;
     pods.create(&PostParams::default(), &pod)
         .await
         .with_context(|| format!("creating pod {name}"))?;
     let done = wait::until(
         &pods,
-        name,
+        &name,
         timeout,
         &format!("script pod {name} finished"),
         |p: &Pod| {
@@ -75,12 +99,27 @@ pub async fn run_script(
         },
     )
     .await?;
-    let succeeded = done.status.and_then(|s| s.phase).as_deref() == Some("Succeeded");
+    let succeeded = done.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded");
     let logs = pods
-        .logs(name, &LogParams::default())
+        .logs(&name, &LogParams::default())
         .await
-        .with_context(|| format!("logs of {name}"))?;
-    Ok(ScriptOutcome { succeeded, logs })
+        .with_context(|| format!("logs of {name}, which ended {}", ending(&done)))?;
+    Ok(ScriptOutcome {
+        succeeded,
+        logs,
+        pod: done,
+    })
+}
+
+/// How a finished pod ended: its phase, and the reason and message the kubelet gave (a refused
+/// sysctl, say, ends a pod Failed before its container ran).
+pub fn ending(pod: &Pod) -> String {
+    let status = pod.status.clone().unwrap_or_default();
+    let mut ending = status.phase.unwrap_or_else(|| "in no phase".into());
+    for part in [status.reason, status.message].into_iter().flatten() {
+        ending = format!("{ending}: {part}");
+    }
+    ending
 }
 
 /// Attach an ephemeral toolbox container that shares `target`'s process namespace, run `script`

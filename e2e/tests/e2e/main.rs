@@ -8,6 +8,7 @@ mod benchmark_run_server_usage;
 mod benchmark_run_transients;
 mod canonical_quantities;
 mod ci_gate;
+mod cluster_smoke;
 mod crash_fault;
 mod endpoint_mqtts;
 mod endpoint_nats_creds;
