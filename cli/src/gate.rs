@@ -6,7 +6,7 @@
 //! Complete is True, either way, for the spec generation the run is at; a status without
 //! conditions (older operators, some files) is finished at phase Succeeded or Failed. The
 //! verdict is `status.verdict`, else condition Succeeded, else the phase.
-use msgbench_crds::benchmark_run::{Outcome, Phase, RunFailureReason, ThresholdResult};
+use msgbench_crds::benchmark_run::{Phase, RunFailureReason, ThresholdResult};
 use msgbench_crds::conditions::{self, COMPLETE, SUCCEEDED};
 
 use crate::run_view::Run;
@@ -123,18 +123,24 @@ fn judge_run(run: &Run) -> RunState {
     if let Some(detail) = not_finished(run) {
         return RunState::Running { detail };
     }
+    // The terminal phase says whether it passed, the verdict why.
     if let Some(v) = &s.verdict {
-        return match v.outcome {
-            Outcome::Passed => RunState::Passed {
-                message: v.message.clone(),
-            },
-            Outcome::Failed => RunState::Failed {
-                reason: v.reason.clone(),
-                message: v.message.clone(),
-            },
-        };
+        match s.phase {
+            Some(Phase::Succeeded) => {
+                return RunState::Passed {
+                    message: v.message.clone(),
+                }
+            }
+            Some(Phase::Failed) => {
+                return RunState::Failed {
+                    reason: v.reason.clone(),
+                    message: v.message.clone(),
+                }
+            }
+            _ => {}
+        }
     }
-    // No verdict: the Succeeded condition says the same, else the terminal phase.
+    // No verdict or no terminal phase: the Succeeded condition says how, else the terminal phase.
     let succeeded = conditions::get(&s.conditions, SUCCEEDED);
     let complete = conditions::get(&s.conditions, COMPLETE);
     let said = succeeded.or(complete);
@@ -146,8 +152,8 @@ fn judge_run(run: &Run) -> RunState {
             message,
         },
         _ => RunState::Error {
-            message: "finished (Complete is True) but no verdict, Succeeded condition or \
-                      terminal phase says how"
+            message: "finished (Complete is True) but neither a terminal phase nor the \
+                      Succeeded condition says how"
                 .into(),
             retry: true,
         },

@@ -1,6 +1,6 @@
 //! `kubectl msgbench report`: the run's charts and tables as one HTML file.
 use anyhow::Result;
-use msgbench_crds::benchmark_run::TimelineSample;
+use msgbench_crds::benchmark_run::{Phase, TimelineSample};
 
 use crate::html::Page;
 use crate::paired_rows::ratio_rows;
@@ -32,12 +32,23 @@ pub fn render(run: &Run) -> Result<String> {
     Ok(page.finish(&title))
 }
 
+/// `Passed (reason)` or `Failed (reason)`: the terminal phase says which, the verdict why.
+fn verdict(run: &Run) -> Option<String> {
+    let reason = &run.status.verdict.as_ref()?.reason;
+    let word = match run.status.phase? {
+        Phase::Succeeded => "Passed",
+        Phase::Failed => "Failed",
+        _ => return None,
+    };
+    Some(format!("{word} ({reason})"))
+}
+
 fn header(page: &mut Page, run: &Run) {
     let s = &run.status;
     page.meta("Run", &format!("{} ({})", run.name, run.origin));
     page.meta("Phase", &run.phase());
-    if let Some(v) = &s.verdict {
-        page.meta("Verdict", &format!("{:?} ({})", v.outcome, v.reason));
+    if let Some(v) = verdict(run) {
+        page.meta("Verdict", &v);
     }
     if !run.has_variants() {
         page.meta("Target", &run.series()[0].target);
@@ -146,8 +157,8 @@ pub fn render_markdown(run: &Run) -> String {
     md.title(2, &format!("msgbench report: {}", run.name));
     md.field("Run", &format!("{} ({})", run.name, run.origin));
     md.field("Phase", &run.phase());
-    if let Some(v) = &run.status.verdict {
-        md.field("Verdict", &format!("{:?} ({})", v.outcome, v.reason));
+    if let Some(v) = verdict(run) {
+        md.field("Verdict", &v);
     }
     if let Some(w) = &run.workload {
         md.field("Workload", w);

@@ -8,7 +8,7 @@ mod scripted_api;
 mod states;
 
 use kubectl_msgbench::run_view::Run;
-use msgbench_crds::benchmark_run::{Metric, Outcome, Severity, ThresholdOp};
+use msgbench_crds::benchmark_run::{Metric, Phase, Severity, ThresholdOp};
 use scripted_api::{kubeconfig, status, ApiServer};
 use states::*;
 use std::net::TcpListener;
@@ -135,7 +135,7 @@ fn slow(n: usize) -> (u16, serde_json::Value) {
         1 => (200, benchmark_run("slow", running(plain(), 1))),
         2 => (503, status(503, "ServiceUnavailable")),
         _ => {
-            let done = finished(plain(), Outcome::Passed, "Succeeded", "ok");
+            let done = finished(plain(), Phase::Succeeded, "Succeeded", "ok");
             (200, benchmark_run("slow", done))
         }
     }
@@ -144,7 +144,7 @@ fn slow(n: usize) -> (u16, serde_json::Value) {
 fn failing(_: usize) -> (u16, serde_json::Value) {
     let run = finished(
         plain(),
-        Outcome::Failed,
+        Phase::Failed,
         "BarrierTimeout",
         "1 of 2 runners reached the barrier",
     );
@@ -260,9 +260,9 @@ fn nightly(n: usize) -> (u16, serde_json::Value) {
     let (a, b) = if n < 2 {
         (running(plain(), 1), running(plain(), 1))
     } else {
-        let failed = finished(plain(), Outcome::Failed, "ThresholdsNotMet", "p99 too high");
+        let failed = finished(plain(), Phase::Failed, "ThresholdsNotMet", "p99 too high");
         (
-            finished(plain(), Outcome::Passed, "Succeeded", "ok"),
+            finished(plain(), Phase::Succeeded, "Succeeded", "ok"),
             failed,
         )
     };
@@ -274,7 +274,7 @@ fn nightly(n: usize) -> (u16, serde_json::Value) {
 }
 
 fn nightly_passed(_: usize) -> (u16, serde_json::Value) {
-    let ok = || finished(plain(), Outcome::Passed, "Succeeded", "ok");
+    let ok = || finished(plain(), Phase::Succeeded, "Succeeded", "ok");
     let items = vec![
         benchmark_run("nightly-a", ok()),
         benchmark_run("nightly-b", ok()),

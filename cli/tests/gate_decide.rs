@@ -6,7 +6,7 @@ mod common;
 mod states;
 
 use kubectl_msgbench::gate::{decide, Fetched, Observed, FAILED, PASSED, UNDECIDED};
-use msgbench_crds::benchmark_run::{Metric, Outcome, Severity, ThresholdOp};
+use msgbench_crds::benchmark_run::{Metric, Phase, Severity, ThresholdOp};
 use states::*;
 
 fn p99_le(limit: f64, observed: Option<f64>) -> msgbench_crds::benchmark_run::ThresholdResult {
@@ -21,7 +21,7 @@ fn p99_le(limit: f64, observed: Option<f64>) -> msgbench_crds::benchmark_run::Th
 
 #[test]
 fn every_run_passed_is_0_with_one_line_each() {
-    let variants = found(fixture("variants-run.yaml")); // verdict Passed, as committed
+    let variants = found(fixture("variants-run.yaml")); // phase Succeeded with a verdict, as committed
     let plain = found(judged(vec![p99_le(5.0, Some(3.4))]));
     for deadline_passed in [false, true] {
         let out = decide(&[variants.clone(), plain.clone()], deadline_passed);
@@ -72,7 +72,7 @@ fn a_run_failed_by_its_conditions_is_1_with_their_reason_and_message() {
     let msg = "JetStreamCluster js missing; still missing after 5s";
     let run = finished_conditions_only(
         fixture("plain-run.yaml"),
-        Outcome::Failed,
+        Phase::Failed,
         "TargetNotFound",
         msg,
     );
@@ -85,7 +85,7 @@ fn a_run_failed_by_its_conditions_is_1_with_their_reason_and_message() {
     // Another reason with thresholds not held: the message first, then the thresholds.
     let mut run = finished(
         fixture("plain-run.yaml"),
-        Outcome::Failed,
+        Phase::Failed,
         "FaultsNotInjected",
         "no pod",
     );
@@ -162,7 +162,7 @@ fn a_finished_status_of_an_earlier_generation_is_not_finished() {
     // Generation 1 passed, then the spec changed (generation 2) before the operator saw it.
     let mut run = finished(
         fixture("plain-run.yaml"),
-        Outcome::Passed,
+        Phase::Succeeded,
         "Succeeded",
         "ok",
     );
@@ -176,7 +176,7 @@ fn a_finished_status_of_an_earlier_generation_is_not_finished() {
     // The operator accepts generation 2, then it fails.
     let run = finished(
         running(run, 2),
-        Outcome::Failed,
+        Phase::Failed,
         "BarrierTimeout",
         "1 of 2 runners",
     );

@@ -6,7 +6,7 @@ mod states;
 
 use kubectl_msgbench::gate::{decide, Observed};
 use kubectl_msgbench::{junit, summary};
-use msgbench_crds::benchmark_run::{Metric, Outcome, Severity, ThresholdOp};
+use msgbench_crds::benchmark_run::{Metric, Phase, Severity, ThresholdOp};
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use states::*;
 
@@ -59,7 +59,7 @@ fn four_runs() -> Vec<Observed> {
     ]);
     let broken = finished(
         fixture("plain-run.yaml"),
-        Outcome::Failed,
+        Phase::Failed,
         "TargetNotFound",
         NASTY,
     );

@@ -59,7 +59,7 @@ BR=health/msgbench.dev/BenchmarkRun/health.lua
 JS=health/msgbench.dev/JetStreamCluster/health.lua
 mutant_health "failed run reported Healthy" "$BR" 's = s.replace("hs.status = \"Degraded\"", "hs.status = \"Healthy\"")'
 mutant_health "stale generation ignored (run)" "$BR" 's = s.replace("observed < generation", "false")'
-mutant_health "warn thresholds fail the run" "$BR" 's = s.replace("if outcome == \"Passed\" then", "if outcome == \"Passed\" and #unmet_warnings(status.thresholds) == 0 then")'
+mutant_health "warn thresholds fail the run" "$BR" 's = s.replace("if passed == true then", "if passed == true and #unmet_warnings(status.thresholds) == 0 then")'
 mutant_health "Ready wins over Degraded" "$JS" 's = s.replace("degraded.status == \"True\"", "degraded.status == \"True\" and condition(status.conditions, \"Ready\").status ~= \"True\"")'
 mutant_health "a server copy edited alone" "$JS" 's = s.replace("Rolling out", "Rolling")'
 mutant_health "stale argocd-cm patch" argocd-cm-patch.yaml 's = s.replace("hs.status = \"Degraded\"", "hs.status = \"Unknown\"", 1)'

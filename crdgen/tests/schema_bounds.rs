@@ -103,7 +103,7 @@ fn every_kind_has_short_name_category_status_and_columns() {
             .map(|c| c.name.as_str())
             .collect();
         let want: &[&str] = if kind == "BenchmarkRun" {
-            &["Phase", "Target", "Msgs/s", "P99", "Verdict", "Age"]
+            &["Phase", "Target", "Msgs/s", "P99", "Reason", "Age"]
         } else {
             &["Ready", "Replicas", "Pinned", "URL", "Age"]
         };

@@ -35,7 +35,6 @@ use crate::workload::Workload;
     printcolumn(name = "Target", type_ = "string", json_path = ".status.targetName"),
     printcolumn(name = "Msgs/s", type_ = "number", json_path = ".status.headline.deliveryRate"),
     printcolumn(name = "P99", type_ = "string", json_path = ".status.headline.p99"),
-    printcolumn(name = "Verdict", type_ = "string", json_path = ".status.verdict.outcome"),
     printcolumn(name = "Reason", type_ = "string", json_path = ".status.verdict.reason", priority = "1"),
     printcolumn(name = "Compare", type_ = "string", json_path = ".status.headline.comparison"),
     printcolumn(name = "Rounds", type_ = "integer", json_path = ".status.stop.rounds", priority = "1"),

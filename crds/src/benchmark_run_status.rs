@@ -89,7 +89,7 @@ pub struct BenchmarkRunStatus {
     /// This run against `spec.baselineRef`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<BaselineComparison>,
-    /// Final outcome.
+    /// Why the run ended as it did (reason and detail); `phase` says whether it passed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
     /// Environment observed during the run.
@@ -138,9 +138,10 @@ pub enum Phase {
     Running,
     /// Merging runner results.
     Merging,
-    /// Finished; verdict Passed.
+    /// Finished and passed: it completed and every fail-severity threshold held.
     Succeeded,
-    /// Finished; verdict Failed (see verdict.reason).
+    /// Finished and failed: it did not complete or a fail-severity threshold did not hold
+    /// (see verdict.reason).
     Failed,
 }
 
@@ -580,26 +581,17 @@ pub struct FigureComparison {
     pub significant: bool,
 }
 
-/// Final outcome.
+/// Why the run ended as it did. Whether it passed is the phase (Succeeded or Failed) and the
+/// Succeeded condition, not the verdict.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Verdict {
-    /// Passed or Failed.
-    pub outcome: Outcome,
-    /// CamelCase reason, e.g. ThresholdsNotMet, BarrierTimeout, TargetNotFound.
+    /// CamelCase reason: Succeeded when the run passed, else why it failed, e.g.
+    /// ThresholdsNotMet, BarrierTimeout, TargetNotFound.
     pub reason: String,
     /// Human-readable detail.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-}
-
-/// Verdict outcome.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
-pub enum Outcome {
-    /// Completed and every fail-severity threshold held.
-    Passed,
-    /// Did not complete or a fail-severity threshold did not hold.
-    Failed,
 }
 
 /// Environment observed during the run, so a number can be traced to where it was measured.
@@ -690,7 +682,10 @@ pub struct HistoryEntry {
     /// When it finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_time: Option<Time>,
-    /// Verdict outcome and reason.
+    /// How it ended: Succeeded (passed) or Failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// Its verdict's reason and detail.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
     /// Its headline figures.

@@ -1,5 +1,5 @@
 //! Why a BenchmarkRun failed: the one vocabulary of `status.verdict.reason` (and the reason of
-//! the Complete, Succeeded and Stalled conditions) when the outcome is Failed. The operator sets
+//! the Complete, Succeeded and Stalled conditions) when the phase is Failed. The operator sets
 //! a reason only through this type; the Argo CD health script's list is generated from
 //! [`RunFailureReason::ALL`], and the user guide's table and troubleshooting page are checked
 //! against it. The wire strings never change: CI gates, alerts and dashboards match on them.

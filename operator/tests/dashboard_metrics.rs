@@ -5,7 +5,7 @@
 //! methods so it shows in `gather()`. Histograms are
 //! series only as `_bucket`, `_sum` and `_count`. The process series (`process_*`) come from
 //! the standard process collector beside the `msgbench_` registry (`Metrics::gather`).
-use msgbench_crds::benchmark_run::{LatencySummary, Outcome, RunResult, Verdict};
+use msgbench_crds::benchmark_run::{LatencySummary, RunResult, Verdict};
 use msgbench_operator::benchmark_run::metrics as run_metrics;
 use msgbench_operator::runtime::metrics::Metrics;
 use prometheus::proto::{MetricFamily, MetricType};
@@ -39,7 +39,6 @@ fn exported() -> &'static BTreeSet<String> {
             ..RunResult::default()
         };
         let verdict = Verdict {
-            outcome: Outcome::Passed,
             reason: "Succeeded".into(),
             message: None,
         };
@@ -49,7 +48,7 @@ fn exported() -> &'static BTreeSet<String> {
             "run",
             ("", i64::MAX),
             &result,
-            Some(&verdict),
+            true,
         );
         trend_of_a_finished_run(&metrics, result, verdict);
         // A runner's: one trial's series exist (at 0) once the trial starts.

@@ -209,7 +209,6 @@ pub fn variants_run() -> BenchmarkRun {
     let status = BenchmarkRunStatus {
         phase: Some(Phase::Succeeded),
         verdict: Some(Verdict {
-            outcome: Outcome::Passed,
             reason: "Completed".into(),
             message: None,
         }),

@@ -7,7 +7,7 @@ use kubectl_msgbench::gate::{Fetched, Observed};
 use kubectl_msgbench::run_view::Run;
 use kubectl_msgbench::source;
 use msgbench_crds::benchmark_run::{
-    Metric, Outcome, Phase, Severity, ThresholdOp, ThresholdResult, Verdict,
+    Metric, Phase, Severity, ThresholdOp, ThresholdResult, Verdict,
 };
 use msgbench_crds::conditions::{self as c, ConditionStatus::*};
 
@@ -42,19 +42,15 @@ pub fn running(mut run: Run, g: i64) -> Run {
     run
 }
 
-/// The run's current generation ended with `outcome` and `reason`, as the operator ends it.
-pub fn finished(run: Run, outcome: Outcome, reason: &str, message: &str) -> Run {
+/// The run's current generation ended in `phase` (Succeeded or Failed) with `reason`, as the
+/// operator ends it.
+pub fn finished(run: Run, phase: Phase, reason: &str, message: &str) -> Run {
     let g = run.generation.unwrap_or(1);
     let mut run = running(run, g);
     let s = &mut run.status;
-    let passed = outcome == Outcome::Passed;
-    s.phase = Some(if passed {
-        Phase::Succeeded
-    } else {
-        Phase::Failed
-    });
+    let passed = phase == Phase::Succeeded;
+    s.phase = Some(phase);
     s.verdict = Some(Verdict {
-        outcome,
         reason: reason.into(),
         message: Some(message.into()),
     });
@@ -71,8 +67,8 @@ pub fn finished(run: Run, outcome: Outcome, reason: &str, message: &str) -> Run 
 }
 
 /// As [`finished`], but with the verdict left out: only the conditions say how it ended.
-pub fn finished_conditions_only(run: Run, outcome: Outcome, reason: &str, message: &str) -> Run {
-    let mut run = finished(run, outcome, reason, message);
+pub fn finished_conditions_only(run: Run, phase: Phase, reason: &str, message: &str) -> Run {
+    let mut run = finished(run, phase, reason, message);
     run.status.verdict = None;
     run
 }
@@ -111,14 +107,14 @@ pub fn judged(thresholds: Vec<ThresholdResult>) -> Run {
     let mut run = if broken {
         finished(
             fixture("plain-run.yaml"),
-            Outcome::Failed,
+            Phase::Failed,
             "ThresholdsNotMet",
             "LatencyP99Ms Le 1 (observed 3.4)",
         )
     } else {
         finished(
             fixture("plain-run.yaml"),
-            Outcome::Passed,
+            Phase::Succeeded,
             "Succeeded",
             "ok",
         )

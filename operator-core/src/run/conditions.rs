@@ -24,7 +24,7 @@
 //! kind); this module keeps the run's rules (what accepting and finishing a run set).
 use crate::status_text::set_condition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use msgbench_crds::benchmark_run::Outcome;
+use msgbench_crds::benchmark_run::Phase;
 use msgbench_crds::conditions::{self as vocab, ConditionUpdate};
 pub use msgbench_crds::conditions::{
     get, ConditionStatus as Status, COMPLETE, NAMES_SHARED, RECONCILING, RUNNERS_READY, STALLED,
@@ -67,18 +67,18 @@ pub fn accept(conds: &mut Vec<Condition>, generation: Option<i64>, now: &Time) {
     }
 }
 
-/// The run ended with `outcome`; `reason` is `Succeeded` or the failure's (a
-/// `RunFailureReason`). Complete becomes True either way.
+/// The run ended in `phase` (Succeeded: passed, else failed); `reason` is `Succeeded` or the
+/// failure's (a `RunFailureReason`). Complete becomes True either way.
 pub fn finish(
     conds: &mut Vec<Condition>,
-    outcome: Outcome,
+    phase: Phase,
     reason: &str,
     message: &str,
     generation: Option<i64>,
     now: &Time,
 ) {
     use Status::*;
-    let passed = outcome == Outcome::Passed;
+    let passed = phase == Phase::Succeeded;
     let (succeeded, stalled) = if passed { (True, False) } else { (False, True) };
     let ended = if passed {
         "the run passed"
@@ -182,7 +182,7 @@ mod tests {
         accept(&mut c, Some(1), &t(10));
         finish(
             &mut c,
-            Outcome::Passed,
+            Phase::Succeeded,
             "Succeeded",
             "1000 received",
             Some(1),
@@ -203,7 +203,7 @@ mod tests {
         accept(&mut c, Some(2), &t(10));
         let msg = "JetStreamCluster js missing; still missing after 5s";
         let reason = RunFailureReason::TargetNotFound.as_str();
-        finish(&mut c, Outcome::Failed, reason, msg, Some(2), &t(16));
+        finish(&mut c, Phase::Failed, reason, msg, Some(2), &t(16));
         assert_eq!(status_of(&c, COMPLETE), ("True", reason));
         assert_eq!(status_of(&c, SUCCEEDED), ("False", reason));
         assert_eq!(status_of(&c, STALLED), ("True", reason));
@@ -215,13 +215,13 @@ mod tests {
     #[test]
     fn every_ended_run_has_a_true_condition_and_is_not_reconciling() {
         let failed = RunFailureReason::RunnerFailed.as_str();
-        for (outcome, reason) in [(Outcome::Passed, "Succeeded"), (Outcome::Failed, failed)] {
+        for (phase, reason) in [(Phase::Succeeded, "Succeeded"), (Phase::Failed, failed)] {
             let mut c = Vec::new();
             accept(&mut c, Some(1), &t(1));
-            finish(&mut c, outcome, reason, "", Some(1), &t(2));
-            assert!(c.iter().any(|c| c.status == "True"), "{outcome:?}");
-            assert_eq!(status_of(&c, COMPLETE).0, "True", "{outcome:?}");
-            assert_eq!(status_of(&c, RECONCILING).0, "False", "{outcome:?}");
+            finish(&mut c, phase, reason, "", Some(1), &t(2));
+            assert!(c.iter().any(|c| c.status == "True"), "{phase:?}");
+            assert_eq!(status_of(&c, COMPLETE).0, "True", "{phase:?}");
+            assert_eq!(status_of(&c, RECONCILING).0, "False", "{phase:?}");
         }
     }
 
@@ -230,7 +230,7 @@ mod tests {
         let mut c = Vec::new();
         accept(&mut c, Some(1), &t(1));
         let reason = RunFailureReason::ThresholdsNotMet.as_str();
-        finish(&mut c, Outcome::Failed, reason, "x", Some(1), &t(2));
+        finish(&mut c, Phase::Failed, reason, "x", Some(1), &t(2));
         accept(&mut c, Some(2), &t(3));
         assert_eq!(status_of(&c, COMPLETE), ("False", "Pending"));
         assert_eq!(status_of(&c, STALLED), ("False", "Pending"));
@@ -245,7 +245,7 @@ mod tests {
         let log =
             "runner pod r-0: exit code 1 (Error): \u{1b}[31mERROR\u{1b}[0m barrier\ntimed out";
         let reason = RunFailureReason::BarrierTimeout.as_str();
-        finish(&mut c, Outcome::Failed, reason, log, Some(1), &t(1));
+        finish(&mut c, Phase::Failed, reason, log, Some(1), &t(1));
         assert_eq!(
             get(&c, SUCCEEDED).unwrap().message,
             "runner pod r-0: exit code 1 (Error): ERROR barrier | timed out"

@@ -6,7 +6,7 @@ use crate::run::target::target_lock::RunOnTarget;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use msgbench_crds::benchmark_run::{ObservedEnvironment, ObservedPod, Outcome, TrialFigures};
+use msgbench_crds::benchmark_run::{ObservedEnvironment, ObservedPod, Phase, TrialFigures};
 use runner_api::agent::{AgentProgress, RawResultLine};
 use runner_api::fault_agent::{AgentState, FaultReport};
 use std::collections::BTreeMap;
@@ -104,7 +104,8 @@ pub struct BaselineSeen {
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BaselineState {
-    pub outcome: Option<Outcome>,
+    /// Its phase once it has ended (Succeeded or Failed); `None` while it has not.
+    pub ended: Option<Phase>,
     pub trials: Vec<TrialFigures>,
     pub observed_generation: Option<i64>,
 }

@@ -3,7 +3,7 @@
 use crate::runtime::context::Context;
 use kube::runtime::events::{Event, EventType};
 use kube::Resource;
-use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, FaultRecord, Outcome, Phase};
+use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, FaultRecord, Phase};
 
 pub async fn publish(
     ctx: &Context,
@@ -55,7 +55,7 @@ pub async fn announce(
         .as_ref()
         .filter(|v| prev.verdict.as_ref() != Some(*v))
     {
-        let ty = if v.outcome == Outcome::Passed {
+        let ty = if st.phase == Some(Phase::Succeeded) {
             EventType::Normal
         } else {
             EventType::Warning

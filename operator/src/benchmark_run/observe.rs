@@ -267,15 +267,17 @@ async fn baseline(
             break;
         };
         let st = run.status.clone().unwrap_or_default();
-        let outcome = st.verdict.as_ref().map(|v| v.outcome);
+        let ended = st
+            .phase
+            .filter(|p| matches!(p, Phase::Succeeded | Phase::Failed));
         if seen.state.is_none() {
             seen.state = Some(BaselineState {
-                outcome,
+                ended,
                 trials: st.trials.clone(),
                 observed_generation: st.observed_generation,
             });
         }
-        if outcome.is_some() {
+        if ended.is_some() {
             break;
         }
         seen.waiting_chain.push(name.clone());

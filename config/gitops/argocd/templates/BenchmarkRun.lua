@@ -6,8 +6,9 @@
 -- 1. No status: Progressing. The operator has not accepted the run yet.
 -- 2. status.observedGeneration below metadata.generation: Progressing. A spec change starts a
 --    new run, so the verdict in status (even Failed) belongs to the old spec.
--- 3. The run ended: the outcome is status.verdict.outcome; without a verdict, the Succeeded
---    condition (True: Passed, False: Failed); without either, phase Succeeded or Failed.
+-- 3. The run ended: phase Succeeded is Passed, phase Failed is Failed; without a terminal
+--    phase, the Succeeded condition (True: Passed, False: Failed). The reason and message are
+--    the verdict's, else the Succeeded condition's, else the phase.
 --    - Passed: Healthy, with the verdict's message. Thresholds of severity warn that did not
 --      hold are listed in the message but do not change the health: the operator's verdict
 --      is Passed, and warn means "report only".
@@ -63,22 +64,27 @@ end
 
 local verdict = status.verdict
 local succeeded = condition(status.conditions, "Succeeded")
-local outcome, reason, message
-if verdict ~= nil and verdict.outcome ~= nil then
-  outcome, reason, message = verdict.outcome, verdict.reason, verdict.message
-elseif succeeded ~= nil and (succeeded.status == "True" or succeeded.status == "False") then
-  outcome = "Failed"
-  if succeeded.status == "True" then
-    outcome = "Passed"
-  end
-  reason, message = succeeded.reason, succeeded.message
-elseif status.phase == "Succeeded" then
-  outcome, reason = "Passed", "Succeeded"
+if succeeded ~= nil and succeeded.status ~= "True" and succeeded.status ~= "False" then
+  succeeded = nil
+end
+local passed -- true or false once the run ended, nil before
+if status.phase == "Succeeded" then
+  passed = true
 elseif status.phase == "Failed" then
-  outcome, reason = "Failed", "Failed"
+  passed = false
+elseif succeeded ~= nil then
+  passed = succeeded.status == "True"
+end
+local reason, message
+if verdict ~= nil then
+  reason, message = verdict.reason, verdict.message
+elseif succeeded ~= nil then
+  reason, message = succeeded.reason, succeeded.message
+else
+  reason = status.phase
 end
 
-if outcome == "Passed" then
+if passed == true then
   hs.status = "Healthy"
   hs.message = join("Passed", message)
   local warnings = unmet_warnings(status.thresholds)
@@ -87,7 +93,7 @@ if outcome == "Passed" then
   end
   return hs
 end
-if outcome == "Failed" then
+if passed == false then
   hs.status = "Degraded"
   hs.message = join(reason, message)
   if hs.message == "" then

@@ -1,7 +1,7 @@
 //! How a run ends (`fail`, `pass`) and the time arithmetic every phase shares.
 use crate::run::conditions as cond;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use msgbench_crds::benchmark_run::{BenchmarkRunStatus, Outcome, Phase, RunFailureReason, Verdict};
+use msgbench_crds::benchmark_run::{BenchmarkRunStatus, Phase, RunFailureReason, Verdict};
 
 /// When this generation was accepted: Complete's transition time (deadlines count from it).
 pub(super) fn accepted_at(st: &BenchmarkRunStatus, now: &Time) -> Time {
@@ -22,14 +22,7 @@ pub fn fail(
     generation: i64,
     now: &Time,
 ) {
-    end(
-        st,
-        Outcome::Failed,
-        reason.as_str(),
-        message,
-        generation,
-        now,
-    );
+    end(st, Phase::Failed, reason.as_str(), message, generation, now);
     // A target the runners found unreachable or that refused them was not ready after all:
     // TargetReady must not stay True beside that verdict (kstatus readers and `kubectl wait`
     // look at the condition, not the verdict).
@@ -51,32 +44,29 @@ pub fn fail(
 
 /// Ends the run as Passed.
 pub fn pass(st: &mut BenchmarkRunStatus, message: &str, generation: i64, now: &Time) {
-    end(st, Outcome::Passed, "Succeeded", message, generation, now);
+    end(st, Phase::Succeeded, "Succeeded", message, generation, now);
 }
 
-/// Phase, completion time, verdict and the terminal conditions (see `conditions`).
+/// The terminal `phase` (Succeeded or Failed), completion time, verdict and the terminal
+/// conditions (see `conditions`).
 fn end(
     st: &mut BenchmarkRunStatus,
-    outcome: Outcome,
+    phase: Phase,
     reason: &str,
     message: &str,
     generation: i64,
     now: &Time,
 ) {
     let message = crate::status_text::plain(message);
-    st.phase = Some(match outcome {
-        Outcome::Passed => Phase::Succeeded,
-        Outcome::Failed => Phase::Failed,
-    });
+    st.phase = Some(phase);
     st.completion_time = Some(now.clone());
     st.verdict = Some(Verdict {
-        outcome,
         reason: reason.into(),
         message: Some(message.clone()),
     });
     cond::finish(
         &mut st.conditions,
-        outcome,
+        phase,
         reason,
         &message,
         Some(generation),

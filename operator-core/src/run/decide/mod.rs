@@ -90,6 +90,7 @@ fn new_generation(d: &mut Decision, generation: i64, now: &Time) {
             HistoryEntry {
                 generation: st.observed_generation.unwrap_or(0),
                 completion_time: st.completion_time.clone(),
+                phase: st.phase,
                 verdict: st.verdict.clone(),
                 headline: st.headline.clone(),
                 statistics: st.statistics.clone(),

@@ -366,7 +366,7 @@ fn waiting_for_baseline(
     d: &mut Decision,
 ) -> bool {
     let g = id.generation;
-    let running = b.state.as_ref().is_some_and(|s| s.outcome.is_none());
+    let running = b.state.as_ref().is_some_and(|s| s.ended.is_none());
     if !running {
         return false;
     }

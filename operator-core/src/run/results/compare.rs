@@ -3,7 +3,7 @@
 use crate::run::conditions::BASELINE_NOT_FINISHED;
 use crate::run::model::BaselineSeen;
 use crate::run::results::stats;
-use msgbench_crds::benchmark_run::{BaselineComparison, FigureComparison, Outcome, TrialFigures};
+use msgbench_crds::benchmark_run::{BaselineComparison, FigureComparison, Phase, TrialFigures};
 
 /// Pure: the comparison against the baseline as observed (`None`: it does not exist).
 pub fn with_baseline(
@@ -19,11 +19,11 @@ pub fn with_baseline(
         out.reason = Some("BaselineNotFound".into());
         return out;
     };
-    out.reason = match state.outcome {
+    out.reason = match state.ended {
+        Some(Phase::Succeeded) if state.trials.is_empty() => Some("BaselineHasNoTrials".into()),
+        Some(Phase::Succeeded) => None,
+        Some(_) => Some("BaselineFailed".into()),
         None => Some(BASELINE_NOT_FINISHED.into()),
-        Some(Outcome::Failed) => Some("BaselineFailed".into()),
-        Some(Outcome::Passed) if state.trials.is_empty() => Some("BaselineHasNoTrials".into()),
-        Some(Outcome::Passed) => None,
     };
     if out.reason.is_none() {
         out.baseline_generation = state.observed_generation;

@@ -13,7 +13,7 @@
 //! HELP saying which name replaces them ([`Figure`]).
 pub mod trend;
 
-use msgbench_crds::benchmark_run::{BenchmarkRunStatus, Outcome, RunResult, Verdict};
+use msgbench_crds::benchmark_run::{BenchmarkRunStatus, Phase, RunResult};
 use prometheus::core::Collector;
 use prometheus::{GaugeVec, Opts, Registry};
 use std::collections::{BTreeMap, BTreeSet};
@@ -245,7 +245,7 @@ fn gauges(registry: &Registry) -> Option<&'static Gauges> {
                 )?,
                 passed: g(
                     "benchmark_passed",
-                    "1 when the latest verdict is Passed, else 0",
+                    "1 when the run passed (phase Succeeded), else 0",
                 )?,
             })
         })
@@ -279,29 +279,31 @@ pub(super) fn render_families(families: &[&GaugeVec]) -> String {
     out
 }
 
-/// Exports the run's merged result, or each variant's, with the run's verdict.
+/// Exports the run's merged result, or each variant's, with whether the run passed (its phase
+/// is Succeeded).
 pub fn observe_status(registry: &Registry, ns: &str, name: &str, status: &BenchmarkRunStatus) {
-    let v = status.verdict.as_ref();
+    let passed = status.phase == Some(Phase::Succeeded);
     let finished = (status.completion_time.as_ref()).map_or(i64::MAX, |t| t.0.as_second());
     if let Some(r) = &status.result {
-        observe(registry, ns, name, ("", finished), r, v);
+        observe(registry, ns, name, ("", finished), r, passed);
     }
     for variant in &status.variants {
         if let Some(r) = &variant.result {
-            observe(registry, ns, name, (&variant.name, finished), r, v);
+            observe(registry, ns, name, (&variant.name, finished), r, passed);
         }
     }
 }
 
 /// Exports one series set: `variant` ("" for the run's own) with the run's completion
-/// (Unix seconds, `i64::MAX` while it runs), unless [`MAX_RUN_SERIES`] later ones are exported.
+/// (Unix seconds, `i64::MAX` while it runs) and whether the run passed, unless
+/// [`MAX_RUN_SERIES`] later ones are exported.
 pub fn observe(
     registry: &Registry,
     ns: &str,
     name: &str,
     (variant, finished): (&str, i64),
     r: &RunResult,
-    v: Option<&Verdict>,
+    passed: bool,
 ) {
     let Some(g) = gauges(registry) else {
         return;
@@ -330,7 +332,6 @@ pub fn observe(
         g.p50.set(&l, lat.p50_ms / 1000.0);
         g.p99.set(&l, lat.p99_ms / 1000.0);
     }
-    let passed = v.is_some_and(|v| v.outcome == Outcome::Passed);
     g.passed
         .with_label_values(&l)
         .set(if passed { 1.0 } else { 0.0 });
@@ -456,9 +457,9 @@ mod tests {
             ..RunResult::default()
         };
         let now = i64::MAX;
-        observe(&reg, "ns-prune", "kept", ("", now), &r, None);
-        observe(&reg, "ns-prune", "deleted", ("", now), &r, None);
-        observe(&reg, "ns-prune", "deleted", ("r2", now), &r, None);
+        observe(&reg, "ns-prune", "kept", ("", now), &r, false);
+        observe(&reg, "ns-prune", "deleted", ("", now), &r, false);
+        observe(&reg, "ns-prune", "deleted", ("r2", now), &r, false);
         let key = |n: &str| ("ns-prune".to_string(), n.to_string());
         assert!(exported_series().contains(&key("deleted")));
         let pruned = prune(|ns, name| ns != "ns-prune" || name == "kept");
@@ -488,7 +489,7 @@ mod tests {
             }),
             ..RunResult::default()
         };
-        observe(&reg, "ns-quantiles", "q", ("", i64::MAX), &r, None);
+        observe(&reg, "ns-quantiles", "q", ("", i64::MAX), &r, false);
         let text = render();
         let run = r#"benchmarkrun="q",namespace="ns-quantiles""#;
         for line in [

@@ -8,7 +8,7 @@
 //! trailing `-`; a run with neither has no trend (its object name is not stable).
 use super::{registered, Figure};
 use kube::ResourceExt;
-use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Outcome, Phase, RunResult};
+use msgbench_crds::benchmark_run::{BenchmarkRun, BenchmarkRunStatus, Phase, RunResult};
 use prometheus::{GaugeVec, Registry};
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
@@ -36,10 +36,7 @@ pub fn points(status: &BenchmarkRunStatus) -> Vec<TrendPoint> {
         return Vec::new();
     };
     let finished_seconds = done.0.as_millisecond() as f64 / 1000.0;
-    let passed = status
-        .verdict
-        .as_ref()
-        .is_some_and(|v| v.outcome == Outcome::Passed);
+    let passed = status.phase == Some(Phase::Succeeded);
     let point = |variant: &str, r: &RunResult| TrendPoint {
         variant: variant.to_string(),
         delivery_rate: r.delivery_rate,
@@ -118,7 +115,7 @@ fn trend_gauges(registry: &Registry) -> Option<&'static TrendGauges> {
                 )?,
                 passed: g(
                     "benchmark_trend_passed",
-                    "Latest finished run of the benchmark: 1 when its verdict is Passed",
+                    "Latest finished run of the benchmark: 1 when it passed (phase Succeeded)",
                 )?,
                 finished: g(
                     "benchmark_trend_finished_timestamp_seconds",

@@ -11,8 +11,8 @@ use crate::run::target::target_auth::TlsSource;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::batch::v1::JobStatus;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use msgbench_crds::benchmark_run::Verdict;
 use msgbench_crds::benchmark_run::{ObservedPod, Progress};
-use msgbench_crds::benchmark_run::{Outcome, Verdict};
 use runner_api::agent::AgentProgress;
 use serde_json::json;
 
@@ -177,7 +177,6 @@ fn a_new_generation_starts_over_and_keeps_the_last_verdict_in_history() {
     let mut old = status(Phase::Failed);
     old.observed_generation = Some(0);
     old.verdict = Some(Verdict {
-        outcome: Outcome::Failed,
         reason: RunFailureReason::ThresholdsNotMet.to_string(),
         message: None,
     });
@@ -188,6 +187,7 @@ fn a_new_generation_starts_over_and_keeps_the_last_verdict_in_history() {
     assert_eq!(d.status.job_name, None);
     assert_eq!(d.status.history.len(), 1);
     assert_eq!(d.status.history[0].generation, 0);
+    assert_eq!(d.status.history[0].phase, Some(Phase::Failed));
     assert_eq!(d.effects, vec![Effect::DeleteOtherGenerations]);
     assert_eq!(
         condition(&d, cond::COMPLETE),
@@ -833,14 +833,8 @@ fn a_run_waits_while_its_baseline_runs() {
         ("False".into(), "WaitingForBaseline".into())
     );
     assert!(d.effects.is_empty());
-    // Once it has a verdict, the run goes ahead.
-    obs.baseline
-        .as_mut()
-        .unwrap()
-        .state
-        .as_mut()
-        .unwrap()
-        .outcome = Some(Outcome::Passed);
+    // Once it has ended, the run goes ahead.
+    obs.baseline.as_mut().unwrap().state.as_mut().unwrap().ended = Some(Phase::Succeeded);
     let d = decide_at(&br, &status(Phase::Pending), &obs);
     assert_eq!(d.status.phase, Some(Phase::Starting));
 }
@@ -1562,7 +1556,7 @@ fn records_of_one_trial_that_started_apart_are_never_merged() {
 
 // --- after the verdict ----------------------------------------------------------------------
 
-fn finished(outcome: Outcome) -> BenchmarkRunStatus {
+fn finished(phase: Phase) -> BenchmarkRunStatus {
     let mut st = status(Phase::Running);
     fail(
         &mut st,
@@ -1571,7 +1565,7 @@ fn finished(outcome: Outcome) -> BenchmarkRunStatus {
         1,
         &at(T0 + 100),
     );
-    if outcome == Outcome::Passed {
+    if phase == Phase::Succeeded {
         pass(&mut st, "ok", 1, &at(T0 + 100));
     }
     st
@@ -1582,7 +1576,7 @@ fn a_failed_run_stops_its_active_runners_once() {
     let br = run(2, "");
     let mut obs = Observed::at(at(T0 + 101));
     obs.job = Some(job(T0 + 10));
-    let d = decide_at(&br, &finished(Outcome::Failed), &obs);
+    let d = decide_at(&br, &finished(Phase::Failed), &obs);
     assert_eq!(
         d.effects,
         vec![Effect::SuspendJob {
@@ -1594,7 +1588,7 @@ fn a_failed_run_stops_its_active_runners_once() {
         suspend: Some(true),
         ..Default::default()
     });
-    assert!(decide_at(&br, &finished(Outcome::Failed), &obs)
+    assert!(decide_at(&br, &finished(Phase::Failed), &obs)
         .effects
         .is_empty());
 }
@@ -1604,7 +1598,7 @@ fn a_passed_run_lets_holding_runners_go() {
     let br = run(2, "trials: 3");
     let mut obs = Observed::at(at(T0 + 101));
     obs.runner_pods = vec![pod(0, "Running", true), pod(1, "Succeeded", false)];
-    let d = decide_at(&br, &finished(Outcome::Passed), &obs);
+    let d = decide_at(&br, &finished(Phase::Succeeded), &obs);
     assert_eq!(
         d.effects,
         vec![Effect::AckResults {
@@ -1612,13 +1606,13 @@ fn a_passed_run_lets_holding_runners_go() {
             records: 3
         }]
     );
-    assert_eq!(d.status, finished(Outcome::Passed), "no status write");
+    assert_eq!(d.status, finished(Phase::Succeeded), "no status write");
 }
 
 #[test]
 fn a_late_baseline_comparison_ends_when_the_baseline_fails_or_is_gone() {
     let br = run(1, "baselineRef: {name: r0}");
-    let mut st = finished(Outcome::Passed);
+    let mut st = finished(Phase::Succeeded);
     st.trials = vec![Default::default(), Default::default()];
     st.comparison = Some(compare::with_baseline(
         "r0",
@@ -1633,13 +1627,7 @@ fn a_late_baseline_comparison_ends_when_the_baseline_fails_or_is_gone() {
         Some(Duration::from_secs(15)),
         "the baseline still runs"
     );
-    obs.baseline
-        .as_mut()
-        .unwrap()
-        .state
-        .as_mut()
-        .unwrap()
-        .outcome = Some(Outcome::Failed);
+    obs.baseline.as_mut().unwrap().state.as_mut().unwrap().ended = Some(Phase::Failed);
     let d = decide_at(&br, &st, &obs);
     assert_eq!(
         d.status.comparison.as_ref().unwrap().reason.as_deref(),
@@ -1661,14 +1649,14 @@ fn children_go_after_the_ttl_and_results_stay() {
     let mut obs = Observed::at(at(T0 + 130));
     obs.job = Some(job(T0 + 10));
     obs.job.as_mut().unwrap().status = None;
-    let d = decide_at(&br, &finished(Outcome::Passed), &obs);
+    let d = decide_at(&br, &finished(Phase::Succeeded), &obs);
     assert!(d.effects.is_empty());
     assert_eq!(d.requeue, Some(Duration::from_secs(31)));
     obs.now = at(T0 + 161);
-    let d = decide_at(&br, &finished(Outcome::Passed), &obs);
+    let d = decide_at(&br, &finished(Phase::Succeeded), &obs);
     assert_eq!(d.effects, vec![Effect::DeleteChildren]);
     obs.job = None;
-    let d = decide_at(&br, &finished(Outcome::Passed), &obs);
+    let d = decide_at(&br, &finished(Phase::Succeeded), &obs);
     assert!(d.effects.is_empty(), "deleted once");
     assert_eq!(d.requeue, None);
 }

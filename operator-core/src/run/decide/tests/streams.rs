@@ -50,12 +50,12 @@ fn the_sweep_waits_for_active_runners_then_starts_once() {
     let mut obs = Observed::at(at(T0 + 101));
     obs.targets = vec![ready_target()];
     obs.job = Some(job(T0 + 10)); // two runners still active
-    let d = decide_at(&br, &finished(Outcome::Passed), &obs);
+    let d = decide_at(&br, &finished(Phase::Succeeded), &obs);
     assert!(!(d.effects.iter()).any(|e| matches!(e, Effect::SweepStreams { .. })));
     assert_eq!(streams_condition(&d), None);
 
     obs.job = None;
-    let d = decide_at(&br, &finished(Outcome::Passed), &obs);
+    let d = decide_at(&br, &finished(Phase::Succeeded), &obs);
     let job = d.effects.iter().find_map(|e| match e {
         Effect::SweepStreams { job } => Some(job),
         _ => None,
@@ -69,7 +69,7 @@ fn the_sweep_waits_for_active_runners_then_starts_once() {
     assert_eq!(d.requeue, Some(POLL));
 
     obs.stream_sweep = Some(SweepSeen::Running);
-    let d = decide_at(&br, &finished(Outcome::Passed), &obs);
+    let d = decide_at(&br, &finished(Phase::Succeeded), &obs);
     assert!(d.effects.is_empty(), "no second Job: {:?}", d.effects);
     assert_eq!(d.requeue, Some(POLL));
 }
@@ -86,7 +86,7 @@ fn the_finalizer_goes_when_the_sweep_ended_either_way_and_the_condition_says_how
             deleted,
             message: "deleted 2 streams of run id 00000000".into(),
         });
-        let d = decide_at(&br, &finished(Outcome::Failed), &obs);
+        let d = decide_at(&br, &finished(Phase::Failed), &obs);
         assert_eq!(d.effects, vec![Effect::ReleaseStreams]);
         assert_eq!(streams_condition(&d), Some((status.into(), reason.into())));
         let c = cond::get(&d.status.conditions, cond::STREAMS_DELETED).unwrap();
@@ -103,7 +103,7 @@ fn a_run_whose_server_is_gone_releases_and_says_no_target() {
         resolved: Err("JetStreamCluster js3 not found".into()),
         unreachable: None,
     }];
-    let d = decide_at(&br, &finished(Outcome::Passed), &obs);
+    let d = decide_at(&br, &finished(Phase::Succeeded), &obs);
     assert_eq!(d.effects, vec![Effect::ReleaseStreams]);
     assert_eq!(
         streams_condition(&d),
@@ -118,7 +118,7 @@ fn children_outlive_their_ttl_until_the_streams_are_settled() {
     let br = holding(jetstream("ttlSecondsAfterFinished: 0"));
     let mut obs = Observed::at(at(T0 + 200));
     obs.targets = vec![ready_target()];
-    let d = decide_at(&br, &finished(Outcome::Passed), &obs);
+    let d = decide_at(&br, &finished(Phase::Succeeded), &obs);
     assert!(
         !d.effects.contains(&Effect::DeleteChildren),
         "{:?}",
@@ -128,7 +128,7 @@ fn children_outlive_their_ttl_until_the_streams_are_settled() {
     released.metadata.finalizers = Some(vec!["other.example/keep".into()]);
     obs.job = Some(job(T0 + 10));
     obs.job.as_mut().unwrap().status = None;
-    let d = decide_at(&released, &finished(Outcome::Passed), &obs);
+    let d = decide_at(&released, &finished(Phase::Succeeded), &obs);
     assert_eq!(d.effects, vec![Effect::DeleteChildren]);
 }
 
@@ -140,14 +140,14 @@ fn the_pass_that_releases_the_finalizer_applies_the_ttl_too() {
     let mut obs = Observed::at(at(T0 + 200));
     obs.targets = vec![ready_target()];
     obs.runner_pods = vec![pod(0, "Succeeded", false)];
-    let d = decide_at(&br, &finished(Outcome::Passed), &obs);
+    let d = decide_at(&br, &finished(Phase::Succeeded), &obs);
     assert_eq!(
         d.effects,
         vec![Effect::ReleaseStreams, Effect::DeleteChildren]
     );
     // With time left, the pass that releases asks to come back when it runs out.
     let br = holding(jetstream("ttlSecondsAfterFinished: 600"));
-    let d = decide_at(&br, &finished(Outcome::Passed), &obs);
+    let d = decide_at(&br, &finished(Phase::Succeeded), &obs);
     assert_eq!(d.effects, vec![Effect::ReleaseStreams]);
     assert!(
         d.requeue.is_some_and(|r| r.as_secs() > 300),
@@ -162,7 +162,7 @@ fn runners_that_all_exited_normally_deleted_their_streams_and_no_sweep_runs() {
     let mut obs = Observed::at(at(T0 + 120));
     obs.targets = vec![ready_target()];
     obs.runner_pods = vec![pod(0, "Succeeded", false)];
-    let d = decide_at(&br, &finished(Outcome::Passed), &obs);
+    let d = decide_at(&br, &finished(Phase::Succeeded), &obs);
     assert_eq!(d.effects, vec![Effect::ReleaseStreams]);
     assert_eq!(
         streams_condition(&d),
@@ -173,6 +173,6 @@ fn runners_that_all_exited_normally_deleted_their_streams_and_no_sweep_runs() {
     );
     // A failed runner may have left its stream: the sweep runs.
     obs.runner_pods = vec![pod(0, "Failed", false)];
-    let d = decide_at(&br, &finished(Outcome::Failed), &obs);
+    let d = decide_at(&br, &finished(Phase::Failed), &obs);
     assert!((d.effects.iter()).any(|e| matches!(e, Effect::SweepStreams { .. })));
 }

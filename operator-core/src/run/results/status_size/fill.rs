@@ -512,7 +512,6 @@ pub(super) fn frame(variants: &[String], rounds: usize) -> BenchmarkRunStatus {
             .collect(),
         comparison: None,
         verdict: Some(Verdict {
-            outcome: Outcome::Failed,
             reason: RunFailureReason::ThresholdsNotMet.as_str().into(),
             message: Some("m".repeat(1024)),
         }),
@@ -541,8 +540,8 @@ pub(super) fn frame(variants: &[String], rounds: usize) -> BenchmarkRunStatus {
             .map(|g| HistoryEntry {
                 generation: g,
                 completion_time: Some(time(g)),
+                phase: Some(Phase::Failed),
                 verdict: Some(Verdict {
-                    outcome: Outcome::Failed,
                     reason: RunFailureReason::ThresholdsNotMet.as_str().into(),
                     message: Some("m".repeat(256)),
                 }),

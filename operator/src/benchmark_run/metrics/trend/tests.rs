@@ -20,14 +20,13 @@ fn run(labels: &[(&str, &str)], generate_name: Option<&str>, ns: &str) -> Benchm
     br
 }
 
-fn finished(at_ms: i64, rate: f64, outcome: Outcome) -> BenchmarkRunStatus {
+fn finished(at_ms: i64, rate: f64, phase: Phase) -> BenchmarkRunStatus {
     BenchmarkRunStatus {
-        phase: Some(Phase::Succeeded),
+        phase: Some(phase),
         completion_time: Some(Time(
             k8s_openapi::jiff::Timestamp::from_millisecond(at_ms).unwrap(),
         )),
         verdict: Some(Verdict {
-            outcome,
             reason: "Test".into(),
             message: None,
         }),
@@ -61,7 +60,7 @@ fn the_benchmark_name_is_the_label_else_the_generate_name_never_the_object_name(
 
 #[test]
 fn only_a_finished_run_gives_points_one_per_variant() {
-    let mut st = finished(1_700_000_000_000, 1000.0, Outcome::Passed);
+    let mut st = finished(1_700_000_000_000, 1000.0, Phase::Succeeded);
     let pts = points(&st);
     assert_eq!(pts.len(), 2);
     assert_eq!(
@@ -87,9 +86,9 @@ fn render() -> String {
 fn the_latest_finished_run_wins_and_an_older_one_changes_nothing() {
     let reg = Registry::new();
     let br = run(&[(BENCHMARK_LABEL, "trend-order")], None, "ns-trend");
-    observe_run(&reg, &br, &finished(2_000_000, 900.0, Outcome::Passed));
+    observe_run(&reg, &br, &finished(2_000_000, 900.0, Phase::Succeeded));
     // An older run of the same benchmark, reconciled later (e.g. after a restart).
-    observe_run(&reg, &br, &finished(1_000_000, 100.0, Outcome::Failed));
+    observe_run(&reg, &br, &finished(1_000_000, 100.0, Phase::Failed));
     let text = render();
     let l = r#"{benchmark="trend-order",namespace="ns-trend",variant="r1"}"#;
     for line in [
@@ -104,7 +103,7 @@ fn the_latest_finished_run_wins_and_an_older_one_changes_nothing() {
         assert!(text.contains(&line), "missing {line} in\n{text}");
     }
     // A newer run replaces it.
-    observe_run(&reg, &br, &finished(3_000_000, 50.0, Outcome::Failed));
+    observe_run(&reg, &br, &finished(3_000_000, 50.0, Phase::Failed));
     let g = TREND_GAUGES.get().and_then(Option::as_ref).unwrap();
     let labels = ["ns-trend", "trend-order", "r1"];
     assert_eq!(g.delivery_rate.get(&labels), 50.0);
