@@ -129,6 +129,18 @@ impl Flavour {
         }
     }
 
+    /// Why NetworkPolicy is not enforced on this cluster, if it is not: only kind's CNI
+    /// (kube-router) has a policy engine; the local cluster's bridge plugin has none.
+    pub fn network_policy_unenforced(self) -> Option<&'static str> {
+        match self {
+            Flavour::Local => Some(
+                "CLUSTER=local does not enforce NetworkPolicy (its bridge plugin has no policy \
+                 engine); run with CLUSTER=kind",
+            ),
+            Flavour::Kind => None,
+        }
+    }
+
     /// Why the local OCI registry (e2e/registry) cannot serve this cluster's nodes, if it cannot.
     pub fn registry_unreachable(self) -> Option<&'static str> {
         match self {

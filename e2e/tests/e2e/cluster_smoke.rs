@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, S
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use msgbench_e2e::cluster::{exported, flavour::Flavour};
+use msgbench_e2e::cluster::flavour::Flavour;
 use msgbench_e2e::harness::remove_leftover_namespaces;
 use msgbench_e2e::{run, servers, toolbox, wait, TestContext};
 use serde_json::{json, Value};
@@ -324,13 +324,8 @@ async fn pv_recycled(ctx: &TestContext, name: &str) -> Result<()> {
 
 #[tokio::test]
 async fn network_policy_refuses_a_stranger_and_admits_a_friend() {
-    // Only kind's CNI (kube-router) enforces NetworkPolicy.
-    if Flavour::current() != Flavour::Kind {
-        eprintln!(
-            "skipped: CLUSTER={} does not enforce NetworkPolicy (its bridge plugin has no \
-             policy engine); run with CLUSTER=kind",
-            exported::cluster()
-        );
+    if let Some(why) = Flavour::current().network_policy_unenforced() {
+        eprintln!("skipped: {why}");
         return;
     }
     run("smoke-netpol", netpol).await;

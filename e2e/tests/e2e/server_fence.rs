@@ -57,12 +57,8 @@ spec:
 
 #[tokio::test]
 async fn another_namespace_cannot_reach_a_fenced_cluster_while_a_run_beside_it_succeeds() {
-    if Flavour::current() != Flavour::Kind {
-        eprintln!(
-            "skipped: CLUSTER={} does not enforce NetworkPolicy (its bridge plugin has no \
-             policy engine); run with CLUSTER=kind",
-            msgbench_e2e::cluster::exported::cluster()
-        );
+    if let Some(why) = Flavour::current().network_policy_unenforced() {
+        eprintln!("skipped: {why}");
         return;
     }
     run("server-fence", body).await;
